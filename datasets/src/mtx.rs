@@ -1,0 +1,470 @@
+//! Matrix Market reader and writer.
+//!
+//! Reads the *coordinate* format with fields `real`, `double`, `integer` and `pattern` (values 1.0)
+//! and symmetries `general`, `symmetric`, `skew-symmetric` and `hermitian` (expanded to both
+//! triangles; the diagonal is not doubled). `complex` files and the dense `array` format are refused
+//! with [`DatasetError::Unsupported`]. The file may be plain or gzip-compressed (detected from its
+//! first bytes, not its name). Reading streams line by line through one reused buffer; entries go
+//! into a `sprs` triplet matrix that is converted to CSR (columns sorted, duplicates summed,
+//! explicit zeros kept).
+//!
+//! Every malformed input is an error naming the file and the 1-based line, never a panic.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use sprs::TriMatI;
+
+use crate::{Csr, DatasetError, Scalar, MAX_INDEX};
+
+/// The value field of a Matrix Market file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Field {
+    Real,
+    Integer,
+    Pattern,
+}
+
+/// The symmetry of a Matrix Market file (how many triangles it stores).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Symmetry {
+    General,
+    Symmetric,
+    SkewSymmetric,
+    Hermitian,
+}
+
+/// What the banner and size line of a file said.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Header {
+    pub field: Field,
+    pub symmetry: Symmetry,
+    pub rows: usize,
+    pub cols: usize,
+    /// Entries stored in the file (one triangle for symmetric files).
+    pub entries: usize,
+}
+
+/// A matrix read from a file, with what was learnt while reading it.
+#[derive(Debug, Clone)]
+pub struct MtxMatrix<T> {
+    pub header: Header,
+    pub matrix: Csr<T>,
+    /// Bytes of Matrix Market text read (after decompression).
+    pub text_bytes: u64,
+}
+
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+const READ_BUFFER: usize = 1 << 18;
+
+/// Read a Matrix Market file (`.mtx` or gzip-compressed `.mtx.gz`) into CSR.
+pub fn read<T: Scalar>(path: impl AsRef<Path>) -> Result<MtxMatrix<T>, DatasetError> {
+    let path = path.as_ref();
+    let open_err = |source| DatasetError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = BufReader::with_capacity(READ_BUFFER, File::open(path).map_err(open_err)?);
+    let gz = file.fill_buf().map_err(open_err)?.starts_with(&GZIP_MAGIC);
+    if gz {
+        let dec = flate2::bufread::MultiGzDecoder::new(file);
+        read_from(BufReader::with_capacity(READ_BUFFER, dec), path)
+    } else {
+        read_from(file, path)
+    }
+}
+
+/// Read Matrix Market text from any buffered reader; `path` names it in errors.
+pub fn read_from<T: Scalar, R: BufRead>(
+    reader: R,
+    path: &Path,
+) -> Result<MtxMatrix<T>, DatasetError> {
+    let mut lines = Lines {
+        reader,
+        buf: Vec::with_capacity(256),
+        line: 0,
+        bytes: 0,
+        path,
+    };
+    let (field, symmetry) = read_banner(&mut lines)?;
+    let (rows, cols, entries, size_line) = read_size_line(&mut lines)?;
+    let header = Header {
+        field,
+        symmetry,
+        rows,
+        cols,
+        entries,
+    };
+    if symmetry != Symmetry::General && rows != cols {
+        return Err(lines.error_at(
+            size_line,
+            format!("a {symmetry:?} matrix must be square, but the size line says {rows} x {cols}"),
+        ));
+    }
+
+    // Reserve for what the size line promises, bounded so that a lying header cannot make us
+    // allocate gigabytes before the first entry is read.
+    let expand = symmetry != Symmetry::General;
+    let promised = if expand { entries.saturating_mul(2) } else { entries };
+    let mut tri: TriMatI<T, i32> = TriMatI::with_capacity((rows, cols), promised.min(1 << 24));
+    let mut stored: usize = 0;
+
+    for k in 0..entries {
+        if !lines.next_data_line()? {
+            return Err(lines.error(format!(
+                "file ends after {k} of the {entries} entries declared on line {size_line}"
+            )));
+        }
+        let (i, j, v) = parse_entry::<T>(&lines, field, rows, cols)?;
+        let mirrored = expand && i != j;
+        stored += 1 + mirrored as usize;
+        if stored > MAX_INDEX {
+            return Err(DatasetError::TooLarge {
+                name: path.display().to_string(),
+                what: "nnz (both triangles)",
+                value: if expand { 2 * entries as u128 } else { entries as u128 },
+                max: MAX_INDEX,
+            });
+        }
+        tri.add_triplet(i, j, v);
+        if mirrored {
+            let w = if symmetry == Symmetry::SkewSymmetric { -v } else { v };
+            tri.add_triplet(j, i, w);
+        }
+    }
+    if lines.next_data_line()? {
+        return Err(lines.error(format!(
+            "more entries than the {entries} declared on line {size_line}"
+        )));
+    }
+    let matrix: Csr<T> = tri.to_csr();
+    Ok(MtxMatrix {
+        header,
+        matrix,
+        text_bytes: lines.bytes,
+    })
+}
+
+/// Write a matrix as a general real coordinate Matrix Market file; gzip-compressed when the path
+/// ends in `.gz`. Written to a temporary name and renamed, so a failure leaves nothing half-written.
+pub fn write<T: Scalar>(path: impl AsRef<Path>, matrix: &Csr<T>) -> Result<(), DatasetError> {
+    let path = path.as_ref();
+    let werr = |source| DatasetError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let tmp = tmp_name(path);
+    let result = (|| -> std::io::Result<()> {
+        let file = BufWriter::with_capacity(READ_BUFFER, File::create(&tmp)?);
+        let gz = path.extension().is_some_and(|e| e == "gz");
+        let mut out: Box<dyn Write> = if gz {
+            Box::new(flate2::write::GzEncoder::new(
+                file,
+                flate2::Compression::fast(),
+            ))
+        } else {
+            Box::new(file)
+        };
+        // sprs writes the banner, the size line and 1-based entries in general symmetry.
+        let view = matrix.view();
+        sprs::io::write_matrix_market_to_bufwrite(&mut out, view.map(|v| Scalar::as_f64(*v)).view())
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        out.flush()?;
+        drop(out);
+        Ok(())
+    })();
+    match result {
+        Ok(()) => std::fs::rename(&tmp, path).map_err(werr),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(werr(e))
+        }
+    }
+}
+
+fn tmp_name(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".partial-{}", std::process::id()));
+    path.with_file_name(name)
+}
+
+/// Line-at-a-time reader over one reused buffer that counts lines and bytes.
+struct Lines<'p, R> {
+    reader: R,
+    buf: Vec<u8>,
+    /// 1-based number of the line in `buf`.
+    line: u64,
+    bytes: u64,
+    path: &'p Path,
+}
+
+impl<R: BufRead> Lines<'_, R> {
+    /// Read the next line into `buf` (without its line ending). False at end of file.
+    fn next_line(&mut self) -> Result<bool, DatasetError> {
+        self.buf.clear();
+        match self.reader.read_until(b'\n', &mut self.buf) {
+            Ok(0) => Ok(false),
+            Ok(n) => {
+                self.line += 1;
+                self.bytes += n as u64;
+                while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
+                    self.buf.pop();
+                }
+                Ok(true)
+            }
+            Err(source) => Err(DatasetError::Read {
+                path: self.path.to_path_buf(),
+                line: self.line + 1,
+                source,
+            }),
+        }
+    }
+
+    /// Next line that is neither blank nor a `%` comment. False at end of file.
+    fn next_data_line(&mut self) -> Result<bool, DatasetError> {
+        while self.next_line()? {
+            match self.buf.iter().find(|b| !b.is_ascii_whitespace()) {
+                None | Some(b'%') => continue,
+                Some(_) => return Ok(true),
+            }
+        }
+        Ok(false)
+    }
+
+    fn tokens(&self) -> impl Iterator<Item = &[u8]> {
+        self.buf
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|t| !t.is_empty())
+    }
+
+    fn error(&self, msg: String) -> DatasetError {
+        self.error_at(self.line.max(1), msg)
+    }
+
+    fn error_at(&self, line: u64, msg: String) -> DatasetError {
+        DatasetError::Parse {
+            path: self.path.to_path_buf(),
+            line,
+            msg,
+        }
+    }
+
+    fn unsupported(&self, what: String, why: &str) -> DatasetError {
+        DatasetError::Unsupported {
+            path: self.path.to_path_buf(),
+            line: self.line.max(1),
+            what,
+            why: why.to_string(),
+        }
+    }
+}
+
+fn read_banner<R: BufRead>(lines: &mut Lines<R>) -> Result<(Field, Symmetry), DatasetError> {
+    if !lines.next_line()? {
+        return Err(lines.error("empty file: expected a `%%MatrixMarket` banner".into()));
+    }
+    let words: Vec<String> = lines
+        .tokens()
+        .map(|t| String::from_utf8_lossy(t).to_ascii_lowercase())
+        .collect();
+    if words.first().map(String::as_str) != Some("%%matrixmarket") {
+        let shown = String::from_utf8_lossy(&lines.buf[..lines.buf.len().min(60)]).into_owned();
+        return Err(lines.error(format!(
+            "bad banner `{shown}`: a Matrix Market file starts with `%%MatrixMarket matrix coordinate <field> <symmetry>`"
+        )));
+    }
+    if words.len() != 5 {
+        return Err(lines.error(format!(
+            "bad banner: expected 4 words after %%MatrixMarket (object format field symmetry), found {}",
+            words.len() - 1
+        )));
+    }
+    if words[1] != "matrix" {
+        return Err(lines.unsupported(
+            format!("object `{}`", words[1]),
+            "augur reads only `matrix` objects",
+        ));
+    }
+    match words[2].as_str() {
+        "coordinate" => {}
+        "array" => {
+            return Err(lines.unsupported(
+                "the dense `array` format".into(),
+                "augur selects kernels for sparse matrices; store the matrix in `coordinate` format",
+            ))
+        }
+        other => return Err(lines.error(format!("bad banner: unknown format `{other}`"))),
+    }
+    let field = match words[3].as_str() {
+        "real" | "double" => Field::Real,
+        "integer" => Field::Integer,
+        "pattern" => Field::Pattern,
+        "complex" => {
+            return Err(lines.unsupported(
+                "the `complex` field".into(),
+                "augur's kernels compute real-valued SpMV (f32/f64); complex values have no place to go",
+            ))
+        }
+        other => return Err(lines.error(format!("bad banner: unknown field `{other}`"))),
+    };
+    let symmetry = match words[4].as_str() {
+        "general" => Symmetry::General,
+        "symmetric" => Symmetry::Symmetric,
+        "skew-symmetric" => Symmetry::SkewSymmetric,
+        "hermitian" => Symmetry::Hermitian,
+        other => return Err(lines.error(format!("bad banner: unknown symmetry `{other}`"))),
+    };
+    if field == Field::Pattern && symmetry == Symmetry::SkewSymmetric {
+        return Err(lines.error("bad banner: a `pattern` matrix cannot be skew-symmetric".into()));
+    }
+    Ok((field, symmetry))
+}
+
+fn read_size_line<R: BufRead>(
+    lines: &mut Lines<R>,
+) -> Result<(usize, usize, usize, u64), DatasetError> {
+    if !lines.next_data_line()? {
+        return Err(lines.error("missing size line `rows cols entries` after the banner".into()));
+    }
+    let toks: Vec<&[u8]> = lines.tokens().collect();
+    if toks.len() != 3 {
+        return Err(lines.error(format!(
+            "bad size line `{}`: expected `rows cols entries` (3 integers), found {} fields",
+            String::from_utf8_lossy(&lines.buf),
+            toks.len()
+        )));
+    }
+    let mut v = [0u64; 3];
+    for (k, (t, what)) in toks.iter().zip(["rows", "cols", "entries"]).enumerate() {
+        v[k] = parse_u64(t).ok_or_else(|| {
+            lines.error(format!(
+                "bad size line: {what} `{}` is not a non-negative integer",
+                String::from_utf8_lossy(t)
+            ))
+        })?;
+    }
+    let name = lines.path.display().to_string();
+    for (value, what) in v.iter().zip(["rows", "cols", "nnz"]) {
+        if *value > MAX_INDEX as u64 {
+            return Err(DatasetError::TooLarge {
+                name: format!("{name}:{}", lines.line),
+                what,
+                value: *value as u128,
+                max: MAX_INDEX,
+            });
+        }
+    }
+    if v[2] > 0 && (v[0] == 0 || v[1] == 0) {
+        return Err(lines.error(format!(
+            "size line declares {} entries in a {} x {} matrix",
+            v[2], v[0], v[1]
+        )));
+    }
+    Ok((v[0] as usize, v[1] as usize, v[2] as usize, lines.line))
+}
+
+#[inline]
+fn parse_u64(t: &[u8]) -> Option<u64> {
+    let t = t.strip_prefix(b"+").unwrap_or(t);
+    if t.is_empty() || t.len() > 19 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &b in t {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + (b - b'0') as u64;
+    }
+    Some(v)
+}
+
+/// Parse one entry line into 0-based (row, col) and the value.
+#[inline]
+fn parse_entry<T: Scalar>(
+    lines: &Lines<impl BufRead>,
+    field: Field,
+    rows: usize,
+    cols: usize,
+) -> Result<(usize, usize, T), DatasetError> {
+    let mut toks = lines.tokens();
+    let want = if field == Field::Pattern { 2 } else { 3 };
+    let (ti, tj, tv) = (toks.next(), toks.next(), toks.next());
+    let extra = toks.next().is_some();
+    let found = [ti, tj, tv].iter().filter(|t| t.is_some()).count() + extra as usize;
+    if found != want || (field == Field::Pattern && tv.is_some()) {
+        let layout = if field == Field::Pattern {
+            "`row col`"
+        } else {
+            "`row col value`"
+        };
+        return Err(lines.error(format!(
+            "expected {want} fields {layout}, found {}{} in `{}`",
+            found,
+            if extra { " or more" } else { "" },
+            String::from_utf8_lossy(&lines.buf)
+        )));
+    }
+    let i = parse_index(lines, ti.unwrap_or_default(), rows, "row")?;
+    let j = parse_index(lines, tj.unwrap_or_default(), cols, "column")?;
+    let v = match (field, tv) {
+        (Field::Pattern, _) => 1.0,
+        (_, Some(t)) => parse_value(lines, t, field)?,
+        (_, None) => unreachable!("field count checked above"),
+    };
+    Ok((i, j, T::from_f64(v)))
+}
+
+#[inline]
+fn parse_index(
+    lines: &Lines<impl BufRead>,
+    t: &[u8],
+    n: usize,
+    what: &str,
+) -> Result<usize, DatasetError> {
+    match parse_u64(t) {
+        Some(0) => Err(lines.error(format!(
+            "{what} index 0: Matrix Market indices are 1-based"
+        ))),
+        Some(v) if v as u128 <= n as u128 => Ok(v as usize - 1),
+        Some(v) => Err(lines.error(format!(
+            "{what} index {v} is out of range: the matrix has {n} {what}s"
+        ))),
+        None => Err(lines.error(format!(
+            "{what} index `{}` is not a positive integer",
+            String::from_utf8_lossy(t)
+        ))),
+    }
+}
+
+fn parse_value(lines: &Lines<impl BufRead>, t: &[u8], field: Field) -> Result<f64, DatasetError> {
+    let bad = || {
+        lines.error(format!(
+            "value `{}` is not a {} number",
+            String::from_utf8_lossy(t),
+            if field == Field::Integer { "integer" } else { "real" }
+        ))
+    };
+    let s = std::str::from_utf8(t).map_err(|_| bad())?;
+    let v = if field == Field::Integer {
+        s.parse::<i64>().map_err(|_| bad())? as f64
+    } else {
+        match s.parse::<f64>() {
+            Ok(v) => v,
+            // Fortran-style exponents (1.0D+03) appear in old collection files.
+            Err(_) if s.contains(['d', 'D']) => {
+                s.replace(['d', 'D'], "e").parse::<f64>().map_err(|_| bad())?
+            }
+            Err(_) => return Err(bad()),
+        }
+    };
+    if !v.is_finite() {
+        return Err(lines.error(format!(
+            "value `{s}` is not finite: augur refuses NaN and infinite entries"
+        )));
+    }
+    Ok(v)
+}

@@ -1,0 +1,150 @@
+//! CPU SpMV kernels on rayon.
+//!
+//! Each kernel has a setup step ([`CpuKernel::prepare`]: its partition of the work, computed once
+//! per matrix) and a per-call product ([`PreparedSpmv::run`]). The number of parts is the size of
+//! the rayon pool at setup time.
+//!
+//! | kernel | work unit | good for |
+//! |---|---|---|
+//! | `sequential` | all rows on one thread | tiny matrices, a baseline |
+//! | `row-split` | equal row counts per thread (static chunks) | even row lengths |
+//! | `nnz-balanced` | rows cut where the nonzeros divide evenly | skewed row lengths |
+//! | `merge-path` | equal share of rows + nonzeros; long rows split across threads | a few huge rows |
+
+mod merge_path;
+
+use augur_datasets::{Csr, Scalar};
+use rayon::prelude::*;
+
+use crate::error::{check_dims, KernelError};
+
+/// The CPU kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CpuKernel {
+    Sequential,
+    RowSplit,
+    NnzBalanced,
+    MergePath,
+}
+
+impl CpuKernel {
+    pub const ALL: [CpuKernel; 4] = [
+        CpuKernel::Sequential,
+        CpuKernel::RowSplit,
+        CpuKernel::NnzBalanced,
+        CpuKernel::MergePath,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CpuKernel::Sequential => "sequential",
+            CpuKernel::RowSplit => "row-split",
+            CpuKernel::NnzBalanced => "nnz-balanced",
+            CpuKernel::MergePath => "merge-path",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Result<CpuKernel, KernelError> {
+        CpuKernel::ALL
+            .into_iter()
+            .find(|k| k.name() == name)
+            .ok_or_else(|| KernelError::UnknownKernel {
+                name: name.to_string(),
+                known: CpuKernel::ALL.map(|k| k.name()).join(", "),
+            })
+    }
+
+    /// Setup: compute this kernel's partition of `a` for the current rayon pool.
+    pub fn prepare<T: Scalar>(self, a: &Csr<T>) -> PreparedSpmv<'_, T> {
+        let parts = rayon::current_num_threads().max(1);
+        let ptr = a.indptr();
+        let ptr = ptr.raw_storage();
+        let rows = a.rows();
+        let plan = match self {
+            CpuKernel::Sequential => Plan::Rows(vec![0, rows]),
+            CpuKernel::RowSplit => Plan::Rows((0..=parts).map(|p| p * rows / parts).collect()),
+            CpuKernel::NnzBalanced => {
+                let nnz = a.nnz();
+                let mut b: Vec<usize> = (0..=parts)
+                    .map(|p| {
+                        let target = p * nnz / parts;
+                        ptr.partition_point(|&v| (v as usize) < target).min(rows)
+                    })
+                    .collect();
+                b[parts] = rows;
+                Plan::Rows(b)
+            }
+            CpuKernel::MergePath => Plan::Merge(merge_path::partition(ptr, parts)),
+        };
+        PreparedSpmv {
+            a,
+            kernel: self,
+            plan,
+        }
+    }
+}
+
+enum Plan {
+    /// Row boundaries: part p computes rows `b[p]..b[p+1]`.
+    Rows(Vec<usize>),
+    /// Merge-path coordinates (row, nonzero) where each part starts; the last is the end.
+    Merge(Vec<(usize, usize)>),
+}
+
+/// A kernel set up for one matrix: run it as often as needed.
+pub struct PreparedSpmv<'a, T> {
+    a: &'a Csr<T>,
+    kernel: CpuKernel,
+    plan: Plan,
+}
+
+impl<T: Scalar> PreparedSpmv<'_, T> {
+    pub fn kernel(&self) -> CpuKernel {
+        self.kernel
+    }
+
+    /// `y = A x`.
+    pub fn run(&self, x: &[T], y: &mut [T]) -> Result<(), KernelError> {
+        let a = self.a;
+        check_dims(a.rows(), a.cols(), x.len(), y.len())?;
+        match &self.plan {
+            Plan::Rows(b) if b.len() == 2 => rows_range(a, x, y, 0),
+            Plan::Rows(b) => {
+                let mut pieces = Vec::with_capacity(b.len() - 1);
+                let mut rest = &mut y[..];
+                for w in b.windows(2) {
+                    let (piece, r) = rest.split_at_mut(w[1] - w[0]);
+                    pieces.push((w[0], piece));
+                    rest = r;
+                }
+                pieces
+                    .into_par_iter()
+                    .for_each(|(first, piece)| rows_range(a, x, piece, first));
+            }
+            Plan::Merge(coords) => merge_path::run(a, x, y, coords),
+        }
+        Ok(())
+    }
+}
+
+/// Rows `first..first + y.len()` of `A x` into `y`.
+#[inline]
+fn rows_range<T: Scalar>(a: &Csr<T>, x: &[T], y: &mut [T], first: usize) {
+    let ptr = a.indptr();
+    let ptr = ptr.raw_storage();
+    let (idx, val) = (a.indices(), a.data());
+    for (k, yi) in y.iter_mut().enumerate() {
+        let (s, e) = (ptr[first + k] as usize, ptr[first + k + 1] as usize);
+        *yi = dot(&idx[s..e], &val[s..e], x);
+    }
+}
+
+#[inline]
+fn dot<T: Scalar>(idx: &[i32], val: &[T], x: &[T]) -> T {
+    let mut sum = T::zero();
+    for (&j, &v) in idx.iter().zip(val) {
+        sum += v * x[j as usize];
+    }
+    sum
+}

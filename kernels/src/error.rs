@@ -1,0 +1,40 @@
+//! Errors of kernel setup and launch.
+
+#[derive(Debug, thiserror::Error)]
+pub enum KernelError {
+    /// x or y does not match the matrix.
+    #[error("{what} has length {got}, but the {rows} x {cols} matrix needs {expected}")]
+    Dimension {
+        what: &'static str,
+        expected: usize,
+        got: usize,
+        rows: usize,
+        cols: usize,
+    },
+
+    /// A kernel name that no backend knows.
+    #[error("unknown kernel `{name}`; known: {known}")]
+    UnknownKernel { name: String, known: String },
+
+    /// The backend cannot run here (no device, no driver, not built).
+    #[error("backend `{backend}` is not available: {why}")]
+    NotAvailable { backend: String, why: String },
+}
+
+/// Check that x and y fit an `rows x cols` matrix.
+pub fn check_dims(rows: usize, cols: usize, x: usize, y: usize) -> Result<(), KernelError> {
+    let err = |what, expected, got| KernelError::Dimension {
+        what,
+        expected,
+        got,
+        rows,
+        cols,
+    };
+    if x != cols {
+        return Err(err("x", cols, x));
+    }
+    if y != rows {
+        return Err(err("y", rows, y));
+    }
+    Ok(())
+}

@@ -1,0 +1,25 @@
+//! # augur-kernels
+//!
+//! Third stage of augur's data flow (datasets -> features -> **kernels** -> models -> selector).
+//!
+//! - [`reference`]: the plain sequential SpMV in f64, the oracle every kernel is checked against.
+//! - [`cpu`]: rayon kernels (static row split, nnz-balanced rows, merge-path), each with a setup
+//!   step (its partition) apart from the per-call product.
+//! - [`check`]: poisoning, test vectors, and the per-row error bound a kernel must meet.
+
+pub mod check;
+pub mod cpu;
+pub mod error;
+pub mod reference;
+
+pub use error::KernelError;
+
+/// Bytes one SpMV `y = A x` must move at least once: values, column indices and row pointers of
+/// A, then x and y. Effective bandwidth is this over the time.
+pub fn spmv_bytes(rows: usize, cols: usize, nnz: usize, value_bytes: usize) -> u64 {
+    let index = std::mem::size_of::<i32>() as u64;
+    nnz as u64 * (value_bytes as u64 + index)
+        + (rows as u64 + 1) * index
+        + cols as u64 * value_bytes as u64
+        + rows as u64 * value_bytes as u64
+}

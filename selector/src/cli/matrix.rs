@@ -1,0 +1,137 @@
+//! `augur matrix ...`
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use augur_datasets::stats::RowStats;
+use augur_datasets::{mtx, Csr, LoadInfo, MatrixSource, Scalar};
+use clap::{Args, Subcommand};
+
+use super::{parse_sources, Precision};
+
+#[derive(Subcommand, Debug)]
+pub enum MatrixCommand {
+    /// Rows, columns, nonzeros, row-length statistics and load time of each MATRIX.
+    Info(InfoArgs),
+    /// Write a MATRIX (typically a generated one) as a Matrix Market file (`.gz`: compressed).
+    Write(WriteArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct InfoArgs {
+    /// Matrix Market files or generator specs.
+    #[arg(required = true, value_name = "MATRIX")]
+    matrices: Vec<String>,
+    /// Value type to load as.
+    #[arg(long, value_enum, default_value = "f64")]
+    precision: Precision,
+    /// One JSON array on stdout instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct WriteArgs {
+    #[arg(value_name = "MATRIX")]
+    matrix: String,
+    /// Output path: `.mtx`, or `.mtx.gz` for gzip.
+    #[arg(value_name = "OUT")]
+    out: PathBuf,
+}
+
+#[derive(serde::Serialize)]
+struct Info {
+    name: String,
+    source: String,
+    #[serde(flatten)]
+    stats: RowStats,
+    load: LoadInfo,
+    /// Matrix Market text parsed per second (files only), MB/s.
+    text_mb_per_s: Option<f64>,
+}
+
+pub fn run(cmd: MatrixCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        MatrixCommand::Info(a) => info(a),
+        MatrixCommand::Write(a) => {
+            let src = MatrixSource::parse(&a.matrix)?;
+            let (m, _) = src.load::<f64>()?;
+            mtx::write(&a.out, &m)?;
+            eprintln!(
+                "wrote {} ({} x {}, nnz {})",
+                a.out.display(),
+                m.rows(),
+                m.cols(),
+                m.nnz()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
+    let sources = parse_sources(&a.matrices)?;
+    let mut all = Vec::new();
+    let mut failed = 0;
+    for (arg, src) in a.matrices.iter().zip(&sources) {
+        let r = match a.precision {
+            Precision::F32 => load_info::<f32>(arg, src),
+            Precision::F64 => load_info::<f64>(arg, src),
+        };
+        match r {
+            Ok(i) => {
+                if !a.json {
+                    print_info(&i);
+                }
+                all.push(i);
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!("augur: error: {e}");
+            }
+        }
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&all)?);
+    }
+    Ok(if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn load_info<T: Scalar>(arg: &str, src: &MatrixSource) -> anyhow::Result<Info> {
+    let (m, load): (Csr<T>, LoadInfo) = src.load()?;
+    let text_mb_per_s = load
+        .text_bytes
+        .map(|b| b as f64 / 1e6 / load.seconds.max(1e-9));
+    Ok(Info {
+        name: src.name(),
+        source: arg.to_string(),
+        stats: RowStats::of(&m),
+        load,
+        text_mb_per_s,
+    })
+}
+
+fn print_info(i: &Info) {
+    let s = &i.stats;
+    println!("{}: {} x {}, nnz {}", i.name, s.rows, s.cols, s.nnz);
+    println!(
+        "  row length: min {}, mean {:.2}, max {}, std {:.2}; empty rows {}",
+        s.row_len_min, s.row_len_mean, s.row_len_max, s.row_len_std, s.empty_rows
+    );
+    match (&i.load.header, i.load.text_bytes, i.text_mb_per_s) {
+        (Some(h), Some(tb), Some(rate)) => println!(
+            "  file: {:?} {:?}, {} entries stored; read {:.1} MB of text in {:.3} s ({:.0} MB/s)",
+            h.field,
+            h.symmetry,
+            h.entries,
+            tb as f64 / 1e6,
+            i.load.seconds,
+            rate
+        ),
+        _ => println!("  generated in {:.3} s", i.load.seconds),
+    }
+}

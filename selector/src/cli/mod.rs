@@ -1,0 +1,65 @@
+//! Command-line parsing and the subcommands.
+
+mod matrix;
+mod spmv;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "augur",
+    version,
+    about = "Pick the fastest kernel for an irregular input, and say why",
+    long_about = "Pick the fastest kernel for an irregular input, and say why.\n\n\
+        A MATRIX argument is a Matrix Market file (.mtx or .mtx.gz) or a generator spec such as\n\
+        `rmat:scale=20,ef=16,seed=1`, `stencil3d:nx=100,points=27`, `powerlaw:rows=1e6,alpha=2.2`.\n\
+        Generators: uniform tall wide stencil2d stencil3d banded powerlaw rmat blockdiag hubs\n\
+        arrowhead expand (see `augur matrix --help`)."
+)]
+pub struct Cli {
+    /// Worker threads for CPU kernels and generators (default: all cores).
+    #[arg(long, global = true)]
+    threads: Option<usize>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Inspect, convert and generate matrices.
+    #[command(subcommand)]
+    Matrix(matrix::MatrixCommand),
+    /// Run every SpMV kernel of a backend on matrices: check each against the f64 reference and
+    /// time it (median after warm-up).
+    Spmv(spmv::SpmvArgs),
+}
+
+/// Value type of the matrix and vectors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    F32,
+    F64,
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if let Some(n) = cli.threads {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build_global()
+            .map_err(|e| anyhow::anyhow!("--threads {n}: {e}"))?;
+    }
+    match cli.command {
+        Command::Matrix(m) => matrix::run(m),
+        Command::Spmv(a) => spmv::run(a),
+    }
+}
+
+/// Parse every MATRIX argument up front, so a typo fails before any work is done.
+fn parse_sources(args: &[String]) -> anyhow::Result<Vec<augur_datasets::MatrixSource>> {
+    args.iter()
+        .map(|a| augur_datasets::MatrixSource::parse(a).map_err(anyhow::Error::from))
+        .collect()
+}
