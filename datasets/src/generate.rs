@@ -127,6 +127,7 @@ impl Generator {
                 };
                 let rows = p.count("rows", dr)?;
                 let cols = p.count("cols", dc.or(Some(rows)))?;
+                let dl = f64::min(dl, cols as f64);
                 let row_len = match (p.has("row_len"), p.has("nnz")) {
                     (true, true) => return Err(p.err("give `row_len` or `nnz`, not both")),
                     (_, true) => p.count("nnz", None)? as f64 / rows.max(1) as f64,
@@ -447,7 +448,7 @@ impl fmt::Display for Generator {
                 row_len,
                 seed,
             } => write!(f, "{kind}:rows={rows},cols={cols},row_len={row_len},seed={seed}"),
-            Generator::Stencil { dims, points } if *points <= 9 => {
+            Generator::Stencil { dims, points } if *points == 5 || *points == 9 => {
                 write!(f, "stencil2d:nx={},ny={},points={points}", dims[0], dims[1])
             }
             Generator::Stencil { dims, points } => write!(
@@ -647,7 +648,7 @@ fn stencil<T: Scalar>(name: &str, dims: [usize; 3], points: usize) -> Result<Csr
     let rows = checked_mul(name, "rows", checked_mul(name, "rows", nx, ny)?, nz)?;
     // 5 and 9 points are 2D (dz = 0); 7 and 27 are 3D. 5 and 7 keep the axis neighbours only.
     let mut offsets: Vec<[isize; 3]> = Vec::new();
-    let dzs = if points >= 7 { -1isize..=1 } else { 0..=0 };
+    let dzs = if points == 7 || points == 27 { -1isize..=1 } else { 0..=0 };
     for dz in dzs {
         for dy in -1isize..=1 {
             for dx in -1isize..=1 {

@@ -415,7 +415,14 @@ fn parse_entry<T: Scalar>(
         (_, Some(t)) => parse_value(lines, t, field)?,
         (_, None) => unreachable!("field count checked above"),
     };
-    Ok((i, j, T::from_f64(v)))
+    let t = T::from_f64(v);
+    if !t.is_finite() {
+        return Err(lines.error(format!(
+            "value {v:e} overflows {}: read the file as f64",
+            T::NAME
+        )));
+    }
+    Ok((i, j, t))
 }
 
 #[inline]
