@@ -31,7 +31,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Binomial, Distribution};
 use rayon::prelude::*;
 
-use crate::{mtx, Csr, DatasetError, Scalar, MAX_INDEX};
+use crate::{build, mtx, Csr, DatasetError, Scalar, MAX_INDEX};
 
 /// A parsed generator spec.
 #[derive(Debug, Clone, PartialEq)]
@@ -604,22 +604,7 @@ where
             fill(r, &mut rng, &mut idx[s..e], &mut val[s..e]);
         }
     });
-    finish(name, rows, cols, indptr, indices, data)
-}
-
-fn finish<T: Scalar>(
-    name: &str,
-    rows: usize,
-    cols: usize,
-    indptr: Vec<i32>,
-    indices: Vec<i32>,
-    data: Vec<T>,
-) -> Result<Csr<T>, DatasetError> {
-    // try_new checks the structure (sorted, in range) in one linear pass: a generator bug becomes an
-    // error here rather than a wrong matrix downstream.
-    Csr::try_new((rows, cols), indptr, indices, data).map_err(|(_, _, _, e)| {
-        DatasetError::spec(name, format!("internal error: generated an invalid CSR: {e}"))
-    })
+    build::finish(name, (rows, cols), indptr, indices, data)
 }
 
 /// Fill `out` with distinct column indices in 0..cols, sorted.
@@ -715,7 +700,7 @@ fn rmat<T: Scalar>(g: &Generator, name: &str) -> Result<Csr<T>, DatasetError> {
     });
     let label = |v: u32| labels.as_ref().map_or(v, |p| p[v as usize]);
 
-    let edge_list: Vec<(u32, u32)> = (0..edges.div_ceil(CHUNK_EDGES))
+    let (rows_of, cols_of): (Vec<i32>, Vec<i32>) = (0..edges.div_ceil(CHUNK_EDGES))
         .into_par_iter()
         .flat_map_iter(|ch| {
             let mut rng = chunk_rng(seed, 10, ch as u64);
@@ -737,7 +722,7 @@ fn rmat<T: Scalar>(g: &Generator, name: &str) -> Result<Csr<T>, DatasetError> {
                     u = (u << 1) | bu;
                     v = (v << 1) | bv;
                 }
-                let (u, v) = (label(u), label(v));
+                let (u, v) = (label(u) as i32, label(v) as i32);
                 out.push((u, v));
                 if sym && u != v {
                     out.push((v, u));
@@ -745,64 +730,16 @@ fn rmat<T: Scalar>(g: &Generator, name: &str) -> Result<Csr<T>, DatasetError> {
             }
             out
         })
-        .collect();
+        .unzip();
     drop(labels);
-
-    // Bucket by row (counting sort), then sort and deduplicate each row in parallel.
-    let mut counts = vec![0usize; n + 1];
-    for &(u, _) in &edge_list {
-        counts[u as usize + 1] += 1;
-    }
-    for i in 0..n {
-        counts[i + 1] += counts[i];
-    }
-    let mut cols = vec![0i32; edge_list.len()];
-    {
-        let mut next = counts.clone();
-        for &(u, v) in &edge_list {
-            cols[next[u as usize]] = v as i32;
-            next[u as usize] += 1;
-        }
-    }
-    drop(edge_list);
-    let mut rows_slices = Vec::with_capacity(n);
-    let mut rest = &mut cols[..];
-    for i in 0..n {
-        let (row, r) = rest.split_at_mut(counts[i + 1] - counts[i]);
-        rows_slices.push(row);
-        rest = r;
-    }
-    let lens: Vec<usize> = rows_slices
-        .into_par_iter()
-        .map(|row| {
-            row.sort_unstable();
-            let mut w = 0;
-            for k in 0..row.len() {
-                if k == 0 || row[k] != row[w - 1] {
-                    row[w] = row[k];
-                    w += 1;
-                }
-            }
-            w
-        })
-        .collect();
-    // Compact in place (rows only move left).
-    let mut indptr = Vec::with_capacity(n + 1);
-    indptr.push(0i32);
-    let mut w = 0usize;
-    for i in 0..n {
-        let start = counts[i];
-        cols.copy_within(start..start + lens[i], w);
-        w += lens[i];
-        indptr.push(w as i32);
-    }
-    cols.truncate(w);
-    cols.shrink_to_fit();
-    let mut data = vec![T::zero(); w];
-    data.par_chunks_mut(1 << 16)
+    let zeros = vec![T::zero(); rows_of.len()];
+    let mut a = build::csr_from_triplets(name, (n, n), &rows_of, &cols_of, &zeros)?;
+    drop((rows_of, cols_of, zeros));
+    a.data_mut()
+        .par_chunks_mut(1 << 16)
         .enumerate()
         .for_each(|(ch, vals)| random_values(&mut chunk_rng(seed, 12, ch as u64), vals));
-    finish(name, n, n, indptr, cols, data)
+    Ok(a)
 }
 
 /// `key=value` parameters of a spec, tracking which were used so unknown keys are reported.

@@ -11,6 +11,7 @@
 //! - [`manifest`]: the shared-matrix manifest (`MANIFEST.tsv`) with family keys.
 //! - [`stats`]: row-length statistics for `augur matrix info`.
 
+mod build;
 pub mod error;
 pub mod generate;
 pub mod manifest;

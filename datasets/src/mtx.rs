@@ -4,19 +4,22 @@
 //! and symmetries `general`, `symmetric`, `skew-symmetric` and `hermitian` (expanded to both
 //! triangles; the diagonal is not doubled). `complex` files and the dense `array` format are refused
 //! with [`DatasetError::Unsupported`]. The file may be plain or gzip-compressed (detected from its
-//! first bytes, not its name). Reading streams line by line through one reused buffer; entries go
-//! into a `sprs` triplet matrix that is converted to CSR (columns sorted, duplicates summed,
-//! explicit zeros kept).
+//! first bytes, not its name). Reading streams through bounded buffers: the body is cut into
+//! blocks of whole lines that are parsed in parallel while the next blocks are read (and
+//! decompressed); entries go into a `sprs` triplet matrix that is converted to CSR in O(nnz)
+//! (columns sorted, duplicates summed in file order, explicit zeros kept).
 //!
 //! Every malformed input is an error naming the file and the 1-based line, never a panic.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+
+use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 
 use sprs::TriMatI;
 
-use crate::{Csr, DatasetError, Scalar, MAX_INDEX};
+use crate::{build, Csr, DatasetError, Scalar, MAX_INDEX};
 
 /// The value field of a Matrix Market file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -78,7 +81,7 @@ pub fn read<T: Scalar>(path: impl AsRef<Path>) -> Result<MtxMatrix<T>, DatasetEr
 }
 
 /// Read Matrix Market text from any buffered reader; `path` names it in errors.
-pub fn read_from<T: Scalar, R: BufRead>(
+pub fn read_from<T: Scalar, R: BufRead + Send>(
     reader: R,
     path: &Path,
 ) -> Result<MtxMatrix<T>, DatasetError> {
@@ -105,47 +108,224 @@ pub fn read_from<T: Scalar, R: BufRead>(
         ));
     }
 
-    // Reserve for what the size line promises, bounded so that a lying header cannot make us
-    // allocate gigabytes before the first entry is read.
-    let expand = symmetry != Symmetry::General;
-    let promised = if expand { entries.saturating_mul(2) } else { entries };
-    let mut tri: TriMatI<T, i32> = TriMatI::with_capacity((rows, cols), promised.min(1 << 24));
-    let mut stored: usize = 0;
-
-    for k in 0..entries {
-        if !lines.next_data_line()? {
-            return Err(lines.error(format!(
-                "file ends after {k} of the {entries} entries declared on line {size_line}"
-            )));
-        }
-        let (i, j, v) = parse_entry::<T>(&lines, field, rows, cols)?;
-        let mirrored = expand && i != j;
-        stored += 1 + mirrored as usize;
-        if stored > MAX_INDEX {
-            return Err(DatasetError::TooLarge {
-                name: path.display().to_string(),
-                what: "nnz (both triangles)",
-                value: if expand { 2 * entries as u128 } else { entries as u128 },
-                max: MAX_INDEX,
-            });
-        }
-        tri.add_triplet(i, j, v);
-        if mirrored {
-            let w = if symmetry == Symmetry::SkewSymmetric { -v } else { v };
-            tri.add_triplet(j, i, w);
-        }
-    }
-    if lines.next_data_line()? {
-        return Err(lines.error(format!(
-            "more entries than the {entries} declared on line {size_line}"
-        )));
-    }
-    let matrix: Csr<T> = tri.to_csr();
+    let body = Body {
+        path,
+        field,
+        symmetry,
+        rows,
+        cols,
+        entries,
+        size_line,
+    };
+    let next_line = lines.line + 1;
+    let (tri, text_bytes) = body.read::<T, R>(lines.reader, next_line, lines.bytes)?;
+    let matrix: Csr<T> = build::csr_from_triplets(
+        &path.display().to_string(),
+        (rows, cols),
+        tri.row_inds(),
+        tri.col_inds(),
+        tri.data(),
+    )?;
     Ok(MtxMatrix {
         header,
         matrix,
-        text_bytes: lines.bytes,
+        text_bytes,
     })
+}
+
+/// Text per block of the body; blocks end at line ends and are parsed in parallel.
+const BLOCK_BYTES: u64 = 1 << 20;
+
+/// What the entry lines of one file must look like.
+struct Body<'a> {
+    path: &'a Path,
+    field: Field,
+    symmetry: Symmetry,
+    rows: usize,
+    cols: usize,
+    entries: usize,
+    size_line: u64,
+}
+
+/// Entries parsed from one block (mirrored ones included).
+struct Triplets<T> {
+    rows: Vec<i32>,
+    cols: Vec<i32>,
+    vals: Vec<T>,
+    /// Entry lines read (before mirroring).
+    entries: usize,
+}
+
+/// A block of whole lines and the number of its first line.
+type Block = (Vec<u8>, u64);
+
+impl Body<'_> {
+    /// Read the entry lines after the size line. A batch of blocks is parsed in parallel while
+    /// the next batch is read (and decompressed); the blocks are then merged in file order, so the
+    /// first error in the file is the one reported, exactly as a sequential reader would.
+    fn read<T: Scalar, R: BufRead + Send>(
+        &self,
+        mut reader: R,
+        first_line: u64,
+        header_bytes: u64,
+    ) -> Result<(TriMatI<T, i32>, u64), DatasetError> {
+        let batch = rayon::current_num_threads().max(2);
+        let mut next_line = first_line;
+        let mut bytes = header_bytes;
+        let expand = self.symmetry != Symmetry::General;
+        // Reserve what the size line promises, bounded so that a lying header cannot make us
+        // allocate gigabytes before the first entry is read.
+        let cap = if expand { 2 * self.entries } else { self.entries }.min(1 << 24);
+        let mut all = Triplets::<T>::with_capacity(cap);
+        let mut pending = read_batch(&mut reader, self.path, batch, &mut next_line, &mut bytes);
+        loop {
+            let blocks = pending?;
+            if blocks.is_empty() {
+                break;
+            }
+            let (next, parsed) = rayon::join(
+                || read_batch(&mut reader, self.path, batch, &mut next_line, &mut bytes),
+                || {
+                    blocks
+                        .par_iter()
+                        .map(|(text, line)| self.parse_block::<T>(text, *line, None))
+                        .collect::<Vec<_>>()
+                },
+            );
+            for ((text, line), p) in blocks.iter().zip(parsed) {
+                let remaining = self.entries - all.entries;
+                let p = match p {
+                    Ok(p) if p.entries <= remaining => p,
+                    // Parse again with the remaining budget: finds the first error in order.
+                    _ => self.parse_block::<T>(text, *line, Some(remaining))?,
+                };
+                if all.rows.len() + p.rows.len() > MAX_INDEX {
+                    return Err(DatasetError::TooLarge {
+                        name: self.path.display().to_string(),
+                        what: "nnz (both triangles)",
+                        value: if expand { 2 } else { 1 } * self.entries as u128,
+                        max: MAX_INDEX,
+                    });
+                }
+                all.append(p);
+            }
+            pending = next;
+        }
+        if all.entries < self.entries {
+            return Err(DatasetError::Parse {
+                path: self.path.to_path_buf(),
+                line: (next_line - 1).max(1),
+                msg: format!(
+                    "file ends after {} of the {} entries declared on line {}",
+                    all.entries, self.entries, self.size_line
+                ),
+            });
+        }
+        let tri = TriMatI::from_triplets((self.rows, self.cols), all.rows, all.cols, all.vals);
+        Ok((tri, bytes))
+    }
+
+    /// Parse the lines of `text`, the first of which is line `first_line` of the file. With a
+    /// budget, an entry beyond it is the "more entries than declared" error.
+    fn parse_block<T: Scalar>(
+        &self,
+        text: &[u8],
+        first_line: u64,
+        budget: Option<usize>,
+    ) -> Result<Triplets<T>, DatasetError> {
+        let expand = self.symmetry != Symmetry::General;
+        let mut out = Triplets::with_capacity(text.len() / 24 * (1 + expand as usize));
+        let mut start = 0;
+        let mut line = first_line;
+        while start < text.len() {
+            let end = memchr::memchr(b'\n', &text[start..]).map_or(text.len(), |e| start + e);
+            let raw = &text[start..end];
+            start = end + 1;
+            line += 1;
+            let at = At {
+                path: self.path,
+                line: line - 1,
+                text: raw.strip_suffix(b"\r").unwrap_or(raw),
+            };
+            match at.text.iter().find(|b| !b.is_ascii_whitespace()) {
+                None | Some(b'%') => continue,
+                Some(_) => {}
+            }
+            if budget == Some(out.entries) {
+                return Err(at.error(format!(
+                    "more entries than the {} declared on line {}",
+                    self.entries, self.size_line
+                )));
+            }
+            let (i, j, v) = parse_entry::<T>(&at, self.field, self.rows, self.cols)?;
+            out.push(i, j, v);
+            if expand && i != j {
+                let w = if self.symmetry == Symmetry::SkewSymmetric { -v } else { v };
+                out.push(j, i, w);
+            }
+            out.entries += 1;
+        }
+        Ok(out)
+    }
+}
+
+impl<T> Triplets<T> {
+    fn with_capacity(n: usize) -> Self {
+        Triplets {
+            rows: Vec::with_capacity(n),
+            cols: Vec::with_capacity(n),
+            vals: Vec::with_capacity(n),
+            entries: 0,
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, i: usize, j: usize, v: T) {
+        self.rows.push(i as i32);
+        self.cols.push(j as i32);
+        self.vals.push(v);
+    }
+
+    fn append(&mut self, mut o: Triplets<T>) {
+        self.rows.append(&mut o.rows);
+        self.cols.append(&mut o.cols);
+        self.vals.append(&mut o.vals);
+        self.entries += o.entries;
+    }
+}
+
+/// Up to `count` blocks of whole lines. `next_line` and `bytes` advance past what was read.
+fn read_batch<R: BufRead>(
+    reader: &mut R,
+    path: &Path,
+    count: usize,
+    next_line: &mut u64,
+    bytes: &mut u64,
+) -> Result<Vec<Block>, DatasetError> {
+    let mut out = Vec::with_capacity(count);
+    for _ in 0..count {
+        let mut text = Vec::with_capacity(BLOCK_BYTES as usize + 256);
+        let mut r = (&mut *reader).take(BLOCK_BYTES).read_to_end(&mut text);
+        if r.is_ok() && !text.is_empty() && text.last() != Some(&b'\n') {
+            r = reader.read_until(b'\n', &mut text);
+        }
+        let newlines = memchr::memchr_iter(b'\n', &text).count() as u64;
+        if let Err(source) = r {
+            return Err(DatasetError::Read {
+                path: path.to_path_buf(),
+                line: *next_line + newlines,
+                source,
+            });
+        }
+        if text.is_empty() {
+            break;
+        }
+        let lines = newlines + (text.last() != Some(&b'\n')) as u64;
+        *bytes += text.len() as u64;
+        out.push((text, *next_line));
+        *next_line += lines;
+    }
+    Ok(out)
 }
 
 /// Write a matrix as a general real coordinate Matrix Market file; gzip-compressed when the path
@@ -382,18 +562,57 @@ fn parse_u64(t: &[u8]) -> Option<u64> {
     Some(v)
 }
 
+/// One line of the file, for the errors about it.
+struct At<'a> {
+    path: &'a Path,
+    line: u64,
+    text: &'a [u8],
+}
+
+impl At<'_> {
+    fn error(&self, msg: String) -> DatasetError {
+        DatasetError::Parse {
+            path: self.path.to_path_buf(),
+            line: self.line,
+            msg,
+        }
+    }
+
+    /// The first four whitespace-separated tokens (a hand-rolled scanner: the line parser is the
+    /// reader's hot loop).
+    #[inline]
+    fn tokens4(&self) -> [Option<&[u8]>; 4] {
+        let t = self.text;
+        let mut out = [None; 4];
+        let mut pos = 0;
+        for slot in out.iter_mut() {
+            while pos < t.len() && t[pos].is_ascii_whitespace() {
+                pos += 1;
+            }
+            if pos == t.len() {
+                break;
+            }
+            let start = pos;
+            while pos < t.len() && !t[pos].is_ascii_whitespace() {
+                pos += 1;
+            }
+            *slot = Some(&t[start..pos]);
+        }
+        out
+    }
+}
+
 /// Parse one entry line into 0-based (row, col) and the value.
 #[inline]
 fn parse_entry<T: Scalar>(
-    lines: &Lines<impl BufRead>,
+    lines: &At,
     field: Field,
     rows: usize,
     cols: usize,
 ) -> Result<(usize, usize, T), DatasetError> {
-    let mut toks = lines.tokens();
+    let [ti, tj, tv, more] = lines.tokens4();
     let want = if field == Field::Pattern { 2 } else { 3 };
-    let (ti, tj, tv) = (toks.next(), toks.next(), toks.next());
-    let extra = toks.next().is_some();
+    let extra = more.is_some();
     let found = [ti, tj, tv].iter().filter(|t| t.is_some()).count() + extra as usize;
     if found != want || (field == Field::Pattern && tv.is_some()) {
         let layout = if field == Field::Pattern {
@@ -405,7 +624,7 @@ fn parse_entry<T: Scalar>(
             "expected {want} fields {layout}, found {}{} in `{}`",
             found,
             if extra { " or more" } else { "" },
-            String::from_utf8_lossy(&lines.buf)
+            String::from_utf8_lossy(lines.text)
         )));
     }
     let i = parse_index(lines, ti.unwrap_or_default(), rows, "row")?;
@@ -427,7 +646,7 @@ fn parse_entry<T: Scalar>(
 
 #[inline]
 fn parse_index(
-    lines: &Lines<impl BufRead>,
+    lines: &At,
     t: &[u8],
     n: usize,
     what: &str,
@@ -447,7 +666,7 @@ fn parse_index(
     }
 }
 
-fn parse_value(lines: &Lines<impl BufRead>, t: &[u8], field: Field) -> Result<f64, DatasetError> {
+fn parse_value(lines: &At, t: &[u8], field: Field) -> Result<f64, DatasetError> {
     let bad = || {
         lines.error(format!(
             "value `{}` is not a {} number",
