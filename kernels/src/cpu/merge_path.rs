@@ -6,6 +6,8 @@
 use augur_datasets::{Csr, Scalar};
 use rayon::prelude::*;
 
+use super::dot;
+
 /// Start coordinates (row, nonzero) of `parts` equal pieces of the merge, plus the end.
 pub(super) fn partition(ptr: &[i32], parts: usize) -> Vec<(usize, usize)> {
     let rows = ptr.len() - 1;
@@ -49,21 +51,14 @@ pub(super) fn run<T: Scalar>(a: &Csr<T>, x: &[T], y: &mut [T], coords: &[(usize,
     let carries: Vec<(usize, T)> = pieces
         .into_par_iter()
         .map(|((row0, mut k), (row1, k1), piece)| {
-            let mut sum = T::zero();
             for (r, yr) in (row0..row1).zip(piece.iter_mut()) {
+                // The first row may start part-way (its head was a carry of an earlier piece).
                 let end = ptr[r + 1] as usize;
-                while k < end {
-                    sum += val[k] * x[idx[k] as usize];
-                    k += 1;
-                }
-                *yr = sum;
-                sum = T::zero();
+                *yr = dot(&idx[k..end], &val[k..end], x);
+                k = end;
             }
             // The start of row `row1`, finished by a later piece.
-            while k < k1 {
-                sum += val[k] * x[idx[k] as usize];
-                k += 1;
-            }
+            let sum = dot(&idx[k..k1], &val[k..k1], x);
             (row1, sum)
         })
         .collect();

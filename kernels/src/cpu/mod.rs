@@ -141,7 +141,7 @@ fn rows_range<T: Scalar>(a: &Csr<T>, x: &[T], y: &mut [T], first: usize) {
 }
 
 #[inline]
-fn dot<T: Scalar>(idx: &[i32], val: &[T], x: &[T]) -> T {
+pub(super) fn dot<T: Scalar>(idx: &[i32], val: &[T], x: &[T]) -> T {
     let mut sum = T::zero();
     for (&j, &v) in idx.iter().zip(val) {
         sum += v * x[j as usize];

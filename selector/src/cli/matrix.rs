@@ -26,8 +26,14 @@ pub struct InfoArgs {
     #[arg(long, value_enum, default_value = "f64")]
     precision: Precision,
     /// One JSON array on stdout instead of text.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "csv")]
     json: bool,
+    /// CSV on stdout (one row per matrix) instead of text.
+    #[arg(long)]
+    csv: bool,
+    /// Load each matrix this many times and report the median load time.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
 }
 
 #[derive(Args, Debug)]
@@ -73,14 +79,18 @@ fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
     let sources = parse_sources(&a.matrices)?;
     let mut all = Vec::new();
     let mut failed = 0;
+    let mut csv = a.csv.then(|| csv::Writer::from_writer(std::io::stdout()));
     for (arg, src) in a.matrices.iter().zip(&sources) {
         let r = match a.precision {
-            Precision::F32 => load_info::<f32>(arg, src),
-            Precision::F64 => load_info::<f64>(arg, src),
+            Precision::F32 => load_info::<f32>(arg, src, a.repeat),
+            Precision::F64 => load_info::<f64>(arg, src, a.repeat),
         };
         match r {
             Ok(i) => {
-                if !a.json {
+                if let Some(w) = csv.as_mut() {
+                    w.serialize(CsvRow::new(&i, a.precision, a.repeat))?;
+                    w.flush()?;
+                } else if !a.json {
                     print_info(&i);
                 }
                 all.push(i);
@@ -101,8 +111,56 @@ fn info(a: InfoArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn load_info<T: Scalar>(arg: &str, src: &MatrixSource) -> anyhow::Result<Info> {
-    let (m, load): (Csr<T>, LoadInfo) = src.load()?;
+/// Flat record of `matrix info --csv`.
+#[derive(serde::Serialize)]
+struct CsvRow<'a> {
+    name: &'a str,
+    rows: usize,
+    cols: usize,
+    nnz: usize,
+    row_len_max: usize,
+    row_len_mean: f64,
+    empty_rows: usize,
+    precision: Precision,
+    threads: usize,
+    repeat: u32,
+    load_s_median: f64,
+    file_bytes: Option<u64>,
+    text_bytes: Option<u64>,
+    text_mb_per_s: Option<f64>,
+}
+
+impl<'a> CsvRow<'a> {
+    fn new(i: &'a Info, precision: Precision, repeat: u32) -> Self {
+        CsvRow {
+            name: &i.name,
+            rows: i.stats.rows,
+            cols: i.stats.cols,
+            nnz: i.stats.nnz,
+            row_len_max: i.stats.row_len_max,
+            row_len_mean: i.stats.row_len_mean,
+            empty_rows: i.stats.empty_rows,
+            precision,
+            threads: rayon::current_num_threads(),
+            repeat,
+            load_s_median: i.load.seconds,
+            file_bytes: i.load.file_bytes,
+            text_bytes: i.load.text_bytes,
+            text_mb_per_s: i.text_mb_per_s,
+        }
+    }
+}
+
+fn load_info<T: Scalar>(arg: &str, src: &MatrixSource, repeat: u32) -> anyhow::Result<Info> {
+    let (m, mut load): (Csr<T>, LoadInfo) = src.load()?;
+    if repeat > 1 {
+        let mut times = vec![load.seconds];
+        for _ in 1..repeat {
+            times.push(src.load::<T>()?.1.seconds);
+        }
+        times.sort_by(f64::total_cmp);
+        load.seconds = times[times.len() / 2];
+    }
     let text_mb_per_s = load
         .text_bytes
         .map(|b| b as f64 / 1e6 / load.seconds.max(1e-9));
