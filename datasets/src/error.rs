@@ -23,7 +23,11 @@ pub enum DatasetError {
 
     /// The file's content is malformed at `line` (1-based).
     #[error("{path}:{line}: {msg}")]
-    Parse { path: PathBuf, line: u64, msg: String },
+    Parse {
+        path: PathBuf,
+        line: u64,
+        msg: String,
+    },
 
     /// A well-formed file of a kind augur does not read (complex values, dense `array` format).
     #[error("{path}:{line}: {what} is not supported: {why}")]

@@ -113,9 +113,9 @@ pub const KINDS: &[&str] = &[
 impl Generator {
     /// Parse a spec string such as `stencil3d:nx=100,points=27`.
     pub fn parse(spec: &str) -> Result<Generator, DatasetError> {
-        let (kind, rest) = spec.split_once(':').ok_or_else(|| {
-            DatasetError::spec(spec, "expected `kind:key=value,...`")
-        })?;
+        let (kind, rest) = spec
+            .split_once(':')
+            .ok_or_else(|| DatasetError::spec(spec, "expected `kind:key=value,...`"))?;
         let kind = kind.trim();
         let mut p = Params::parse(spec, kind, rest)?;
         let g = match kind {
@@ -142,7 +142,11 @@ impl Generator {
                 if !(0.0..=cols as f64).contains(&row_len) {
                     return Err(p.err(format!("row_len {row_len} must lie in 0..=cols ({cols})")));
                 }
-                let kind = KINDS.iter().find(|k| **k == kind).copied().unwrap_or("uniform");
+                let kind = KINDS
+                    .iter()
+                    .find(|k| **k == kind)
+                    .copied()
+                    .unwrap_or("uniform");
                 Generator::Uniform {
                     kind,
                     rows,
@@ -306,28 +310,26 @@ impl Generator {
                 let p = if cols > 0 { row_len / cols as f64 } else { 0.0 };
                 let binom = Binomial::new(cols as u64, p.clamp(0.0, 1.0))
                     .map_err(|e| DatasetError::spec(&name, e.to_string()))?;
-                build(&name, rows, cols, seed, |_, rng| binom.sample(rng) as usize, |_, rng, idx, val| {
-                    sample_sorted(rng, cols, idx);
-                    random_values(rng, val);
-                })
+                build(
+                    &name,
+                    rows,
+                    cols,
+                    seed,
+                    |_, rng| binom.sample(rng) as usize,
+                    |_, rng, idx, val| {
+                        sample_sorted(rng, cols, idx);
+                        random_values(rng, val);
+                    },
+                )
             }
             Generator::Stencil { dims, points } => stencil(&name, dims, points),
-            Generator::Banded { n, bw, seed } => {
-                let extent = |r: usize| {
-                    let h = hash3(seed, 7, r as u64);
-                    let lo = (h % (bw as u64 + 1)) as usize;
-                    let hi = ((h >> 32) % (bw as u64 + 1)) as usize;
-                    let start = r.saturating_sub(lo);
-                    (start, (r + hi).min(n.saturating_sub(1)) + 1 - start)
-                };
-                build(&name, n, n, seed, |r, _| extent(r).1, |r, rng, idx, val| {
-                    let start = extent(r).0;
-                    for (k, c) in idx.iter_mut().enumerate() {
-                        *c = (start + k) as i32;
-                    }
-                    random_values(rng, val);
-                })
-            }
+            Generator::Banded { n, bw, seed } => contiguous_rows(&name, n, seed, |r| {
+                let h = hash3(seed, 7, r as u64);
+                let lo = (h % (bw as u64 + 1)) as usize;
+                let hi = ((h >> 32) % (bw as u64 + 1)) as usize;
+                let start = r.saturating_sub(lo);
+                (start, (r + hi).min(n.saturating_sub(1)) + 1 - start)
+            }),
             Generator::PowerLaw {
                 rows,
                 cols,
@@ -352,19 +354,10 @@ impl Generator {
                 },
             ),
             Generator::Rmat { .. } => rmat(self, &name),
-            Generator::BlockDiag { n, block, seed } => {
-                let extent = |r: usize| {
-                    let start = r / block * block;
-                    (start, (start + block).min(n) - start)
-                };
-                build(&name, n, n, seed, |r, _| extent(r).1, |r, rng, idx, val| {
-                    let start = extent(r).0;
-                    for (k, c) in idx.iter_mut().enumerate() {
-                        *c = (start + k) as i32;
-                    }
-                    random_values(rng, val);
-                })
-            }
+            Generator::BlockDiag { n, block, seed } => contiguous_rows(&name, n, seed, |r| {
+                let start = r / block * block;
+                (start, (start + block).min(n) - start)
+            }),
             Generator::Hubs {
                 n,
                 hubs,
@@ -373,7 +366,8 @@ impl Generator {
                 seed,
             } => {
                 let mut rng = ChaCha8Rng::seed_from_u64(hash3(seed, 3, 0));
-                let mut hub_rows: Vec<usize> = rand::seq::index::sample(&mut rng, n, hubs).into_vec();
+                let mut hub_rows: Vec<usize> =
+                    rand::seq::index::sample(&mut rng, n, hubs).into_vec();
                 hub_rows.sort_unstable();
                 let is_hub = |r: usize| hub_rows.binary_search(&r).is_ok();
                 build(
@@ -414,24 +408,31 @@ impl Generator {
                 let per = if dense { k } else { 1 };
                 let rows = checked_mul(&name, "rows", base.rows(), k)?;
                 let cols = checked_mul(&name, "cols", base.cols(), k)?;
-                build(&name, rows, cols, 0, |r, _| row_of(r).len() * per, |r, _, idx, val| {
-                    let p = r % k;
-                    let mut o = 0;
-                    for e in row_of(r) {
-                        let j = bi[e] as usize * k;
-                        if dense {
-                            for q in 0..k {
-                                idx[o] = (j + q) as i32;
+                build(
+                    &name,
+                    rows,
+                    cols,
+                    0,
+                    |r, _| row_of(r).len() * per,
+                    |r, _, idx, val| {
+                        let p = r % k;
+                        let mut o = 0;
+                        for e in row_of(r) {
+                            let j = bi[e] as usize * k;
+                            if dense {
+                                for q in 0..k {
+                                    idx[o] = (j + q) as i32;
+                                    val[o] = bv[e];
+                                    o += 1;
+                                }
+                            } else {
+                                idx[o] = (j + p) as i32;
                                 val[o] = bv[e];
                                 o += 1;
                             }
-                        } else {
-                            idx[o] = (j + p) as i32;
-                            val[o] = bv[e];
-                            o += 1;
                         }
-                    }
-                })
+                    },
+                )
             }
         }
     }
@@ -447,7 +448,10 @@ impl fmt::Display for Generator {
                 cols,
                 row_len,
                 seed,
-            } => write!(f, "{kind}:rows={rows},cols={cols},row_len={row_len},seed={seed}"),
+            } => write!(
+                f,
+                "{kind}:rows={rows},cols={cols},row_len={row_len},seed={seed}"
+            ),
             Generator::Stencil { dims, points } if *points == 5 || *points == 9 => {
                 write!(f, "stencil2d:nx={},ny={},points={points}", dims[0], dims[1])
             }
@@ -607,6 +611,30 @@ where
     build::finish(name, (rows, cols), indptr, indices, data)
 }
 
+/// An n x n matrix whose row r holds the columns `start..start + len` for `(start, len) =
+/// extent(r)`, with random values.
+fn contiguous_rows<T: Scalar>(
+    name: &str,
+    n: usize,
+    seed: u64,
+    extent: impl Fn(usize) -> (usize, usize) + Sync,
+) -> Result<Csr<T>, DatasetError> {
+    build(
+        name,
+        n,
+        n,
+        seed,
+        |r, _| extent(r).1,
+        |r, rng, idx, val| {
+            let start = extent(r).0;
+            for (k, c) in idx.iter_mut().enumerate() {
+                *c = (start + k) as i32;
+            }
+            random_values(rng, val);
+        },
+    )
+}
+
 /// Fill `out` with distinct column indices in 0..cols, sorted.
 fn sample_sorted(rng: &mut ChaCha8Rng, cols: usize, out: &mut [i32]) {
     let k = out.len();
@@ -633,7 +661,11 @@ fn stencil<T: Scalar>(name: &str, dims: [usize; 3], points: usize) -> Result<Csr
     let rows = checked_mul(name, "rows", checked_mul(name, "rows", nx, ny)?, nz)?;
     // 5 and 9 points are 2D (dz = 0); 7 and 27 are 3D. 5 and 7 keep the axis neighbours only.
     let mut offsets: Vec<[isize; 3]> = Vec::new();
-    let dzs = if points == 7 || points == 27 { -1isize..=1 } else { 0..=0 };
+    let dzs = if points == 7 || points == 27 {
+        -1isize..=1
+    } else {
+        0..=0
+    };
     for dz in dzs {
         for dy in -1isize..=1 {
             for dx in -1isize..=1 {
@@ -652,16 +684,28 @@ fn stencil<T: Scalar>(name: &str, dims: [usize; 3], points: usize) -> Result<Csr
             let inside = (0..nx as isize).contains(&x2)
                 && (0..ny as isize).contains(&y2)
                 && (0..nz as isize).contains(&z2);
-            inside.then(|| (x2 as usize + nx * (y2 as usize + ny * z2 as usize), dx | dy | dz == 0))
+            inside.then(|| {
+                (
+                    x2 as usize + nx * (y2 as usize + ny * z2 as usize),
+                    dx | dy | dz == 0,
+                )
+            })
         })
     };
-    build(name, rows, rows, 0, |r, _| neighbours(r).count(), |r, _, idx, val| {
-        // Row-major order of the neighbour coordinates is their (dz, dy, dx) order: sorted.
-        for ((c, v), (j, centre)) in idx.iter_mut().zip(val.iter_mut()).zip(neighbours(r)) {
-            *c = j as i32;
-            *v = T::from_f64(if centre { diag } else { -1.0 });
-        }
-    })
+    build(
+        name,
+        rows,
+        rows,
+        0,
+        |r, _| neighbours(r).count(),
+        |r, _, idx, val| {
+            // Row-major order of the neighbour coordinates is their (dz, dy, dx) order: sorted.
+            for ((c, v), (j, centre)) in idx.iter_mut().zip(val.iter_mut()).zip(neighbours(r)) {
+                *c = j as i32;
+                *v = T::from_f64(if centre { diag } else { -1.0 });
+            }
+        },
+    )
 }
 
 /// R-MAT edges, Graph500 style: each edge descends `scale` levels choosing a quadrant with
@@ -761,9 +805,9 @@ impl<'a> Params<'a> {
             _ => (rest, None),
         };
         for kv in head.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let (k, v) = kv.split_once('=').ok_or_else(|| {
-                DatasetError::spec(spec, format!("`{kv}` is not `key=value`"))
-            })?;
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| DatasetError::spec(spec, format!("`{kv}` is not `key=value`")))?;
             if map.insert(k.trim(), v.trim()).is_some() {
                 return Err(DatasetError::spec(spec, format!("`{k}` given twice")));
             }

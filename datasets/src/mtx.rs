@@ -175,7 +175,12 @@ impl Body<'_> {
         let expand = self.symmetry != Symmetry::General;
         // Reserve what the size line promises, bounded so that a lying header cannot make us
         // allocate gigabytes before the first entry is read.
-        let cap = if expand { 2 * self.entries } else { self.entries }.min(1 << 24);
+        let cap = if expand {
+            2 * self.entries
+        } else {
+            self.entries
+        }
+        .min(1 << 24);
         let mut all = Triplets::<T>::with_capacity(cap);
         let mut pending = read_batch(&mut reader, self.path, batch, &mut next_line, &mut bytes);
         loop {
@@ -260,7 +265,11 @@ impl Body<'_> {
             let (i, j, v) = parse_entry::<T>(&at, self.field, self.rows, self.cols)?;
             out.push(i, j, v);
             if expand && i != j {
-                let w = if self.symmetry == Symmetry::SkewSymmetric { -v } else { v };
+                let w = if self.symmetry == Symmetry::SkewSymmetric {
+                    -v
+                } else {
+                    v
+                };
                 out.push(j, i, w);
             }
             out.entries += 1;
@@ -350,8 +359,11 @@ pub fn write<T: Scalar>(path: impl AsRef<Path>, matrix: &Csr<T>) -> Result<(), D
         };
         // sprs writes the banner, the size line and 1-based entries in general symmetry.
         let view = matrix.view();
-        sprs::io::write_matrix_market_to_bufwrite(&mut out, view.map(|v| Scalar::as_f64(*v)).view())
-            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        sprs::io::write_matrix_market_to_bufwrite(
+            &mut out,
+            view.map(|v| Scalar::as_f64(*v)).view(),
+        )
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
         out.flush()?;
         drop(out);
         Ok(())
@@ -470,12 +482,10 @@ fn read_banner<R: BufRead>(lines: &mut Lines<R>) -> Result<(Field, Symmetry), Da
     }
     match words[2].as_str() {
         "coordinate" => {}
-        "array" => {
-            return Err(lines.unsupported(
-                "the dense `array` format".into(),
-                "augur selects kernels for sparse matrices; store the matrix in `coordinate` format",
-            ))
-        }
+        "array" => return Err(lines.unsupported(
+            "the dense `array` format".into(),
+            "augur selects kernels for sparse matrices; store the matrix in `coordinate` format",
+        )),
         other => return Err(lines.error(format!("bad banner: unknown format `{other}`"))),
     }
     let field = match words[3].as_str() {
@@ -645,16 +655,9 @@ fn parse_entry<T: Scalar>(
 }
 
 #[inline]
-fn parse_index(
-    lines: &At,
-    t: &[u8],
-    n: usize,
-    what: &str,
-) -> Result<usize, DatasetError> {
+fn parse_index(lines: &At, t: &[u8], n: usize, what: &str) -> Result<usize, DatasetError> {
     match parse_u64(t) {
-        Some(0) => Err(lines.error(format!(
-            "{what} index 0: Matrix Market indices are 1-based"
-        ))),
+        Some(0) => Err(lines.error(format!("{what} index 0: Matrix Market indices are 1-based"))),
         Some(v) if v as u128 <= n as u128 => Ok(v as usize - 1),
         Some(v) => Err(lines.error(format!(
             "{what} index {v} is out of range: the matrix has {n} {what}s"
@@ -671,7 +674,11 @@ fn parse_value(lines: &At, t: &[u8], field: Field) -> Result<f64, DatasetError> 
         lines.error(format!(
             "value `{}` is not a {} number",
             String::from_utf8_lossy(t),
-            if field == Field::Integer { "integer" } else { "real" }
+            if field == Field::Integer {
+                "integer"
+            } else {
+                "real"
+            }
         ))
     };
     let s = std::str::from_utf8(t).map_err(|_| bad())?;
@@ -681,9 +688,10 @@ fn parse_value(lines: &At, t: &[u8], field: Field) -> Result<f64, DatasetError> 
         match s.parse::<f64>() {
             Ok(v) => v,
             // Fortran-style exponents (1.0D+03) appear in old collection files.
-            Err(_) if s.contains(['d', 'D']) => {
-                s.replace(['d', 'D'], "e").parse::<f64>().map_err(|_| bad())?
-            }
+            Err(_) if s.contains(['d', 'D']) => s
+                .replace(['d', 'D'], "e")
+                .parse::<f64>()
+                .map_err(|_| bad())?,
             Err(_) => return Err(bad()),
         }
     };

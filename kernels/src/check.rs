@@ -29,7 +29,8 @@ pub fn poison<T: Scalar>(y: &mut [T]) {
 pub fn test_vector<T: Scalar>(n: usize, seed: u64) -> Vec<T> {
     (0..n)
         .map(|i| {
-            let mut z = (seed ^ 0xA076_1D64_78BD_642F).wrapping_add((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let mut z = (seed ^ 0xA076_1D64_78BD_642F)
+                .wrapping_add((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
             z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
             z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
             z ^= z >> 31;

@@ -14,7 +14,13 @@ pub(super) fn partition(ptr: &[i32], parts: usize) -> Vec<(usize, usize)> {
     let nnz = ptr[rows] as usize;
     let total = rows + nnz;
     (0..=parts)
-        .map(|p| search((p as u128 * total as u128 / parts as u128) as usize, ptr, nnz))
+        .map(|p| {
+            search(
+                (p as u128 * total as u128 / parts as u128) as usize,
+                ptr,
+                nnz,
+            )
+        })
         .collect()
 }
 

@@ -106,7 +106,10 @@ pub fn run(a: SpmvArgs) -> anyhow::Result<ExitCode> {
     let sources = parse_sources(&a.matrices)?;
     let copy = a.floor.then(copy_bandwidth);
     if let (Some(c), false) = (copy, a.csv || a.json) {
-        println!("copy bandwidth (read + write): {c:.1} GB/s on {} threads", rayon::current_num_threads());
+        println!(
+            "copy bandwidth (read + write): {c:.1} GB/s on {} threads",
+            rayon::current_num_threads()
+        );
     }
     let mut rows = Vec::new();
     let mut failed = 0usize;
@@ -198,7 +201,11 @@ fn bench<T: Scalar>(
             rows: m.rows(),
             cols: m.cols(),
             nnz: m.nnz(),
-            precision: if T::NAME == "f32" { Precision::F32 } else { Precision::F64 },
+            precision: if T::NAME == "f32" {
+                Precision::F32
+            } else {
+                Precision::F64
+            },
             threads: rayon::current_num_threads(),
             kernel: k.name(),
             setup_s,
@@ -246,9 +253,9 @@ fn print_rows(rows: &[Row]) {
         "kernel", "setup_us", "median_us", "GB/s", "%copy", "max_rel_err"
     );
     for r in rows {
-        let pct = r
-            .copy_gb_per_s
-            .map_or("-".to_string(), |c| format!("{:.0}%", 100.0 * r.gb_per_s / c));
+        let pct = r.copy_gb_per_s.map_or("-".to_string(), |c| {
+            format!("{:.0}%", 100.0 * r.gb_per_s / c)
+        });
         println!(
             "  {:<14} {:>10.1} {:>12.1} {:>8.2} {:>7} {:>12.2e}  {}",
             r.kernel,

@@ -9,7 +9,7 @@ use augur_kernels::check::{self, poison, test_vector};
 use augur_kernels::cpu::CpuKernel;
 use augur_kernels::KernelError;
 
-use crate::common::{manifest, shared_dir, with_threads};
+use augur_tests::{manifest, shared_dir, with_threads};
 
 /// Run `kernel` on `a` with a poisoned output; panic with the report when the check fails.
 fn run_checked<T: Scalar>(kernel: CpuKernel, a: &Csr<T>, what: &str) {
@@ -24,7 +24,9 @@ fn run_checked<T: Scalar>(kernel: CpuKernel, a: &Csr<T>, what: &str) {
     let mut y2 = vec![T::nan(); a.rows()];
     prepared.run(&x, &mut y2).unwrap();
     assert!(
-        y.iter().zip(&y2).all(|(a, b)| a.as_f64().to_bits() == b.as_f64().to_bits()),
+        y.iter()
+            .zip(&y2)
+            .all(|(a, b)| a.as_f64().to_bits() == b.as_f64().to_bits()),
         "{} on {what}: second run differs",
         kernel.name()
     );
@@ -78,7 +80,10 @@ fn edge_cases() -> Vec<(String, Csr<f64>)> {
         "powerlaw:rows=3000,alpha=1.7,seed=2",
         "blockdiag:n=999,block=100",
     ] {
-        v.push((spec.to_string(), Generator::parse(spec).unwrap().generate().unwrap()));
+        v.push((
+            spec.to_string(),
+            Generator::parse(spec).unwrap().generate().unwrap(),
+        ));
     }
     v
 }
@@ -158,7 +163,10 @@ fn every_kernel_is_in_the_suite() {
 /// value in an empty row.
 #[test]
 fn the_check_catches_wrong_outputs() {
-    let a = Generator::parse("powerlaw:rows=500,alpha=2,seed=1").unwrap().generate::<f64>().unwrap();
+    let a = Generator::parse("powerlaw:rows=500,alpha=2,seed=1")
+        .unwrap()
+        .generate::<f64>()
+        .unwrap();
     let x = test_vector::<f64>(a.cols(), 1);
     let mut y = vec![0.0; a.rows()];
     CpuKernel::Sequential.prepare(&a).run(&x, &mut y).unwrap();
@@ -167,7 +175,10 @@ fn the_check_catches_wrong_outputs() {
     let mut skipped = y.clone();
     skipped[123] = f64::NAN;
     let r = check::check(&a, &x, &skipped);
-    assert!(!r.passed && r.bad_rows == 1 && r.worst_row == Some(123), "{r:?}");
+    assert!(
+        !r.passed && r.bad_rows == 1 && r.worst_row == Some(123),
+        "{r:?}"
+    );
 
     let mut off = y.clone();
     off[77] += 1e-9 * off[77].abs().max(1.0);
@@ -178,12 +189,18 @@ fn the_check_catches_wrong_outputs() {
     let a32: Csr<f32> = a.map(|&v| v as f32);
     let x32 = test_vector::<f32>(a.cols(), 1);
     let mut y32 = vec![0.0f32; a.rows()];
-    CpuKernel::MergePath.prepare(&a32).run(&x32, &mut y32).unwrap();
+    CpuKernel::MergePath
+        .prepare(&a32)
+        .run(&x32, &mut y32)
+        .unwrap();
     assert!(check::check(&a32, &x32, &y32).passed);
     y32[5] *= 1.0 + 1e-4;
     assert!(!check::check(&a32, &x32, &y32).passed);
 
     let e = Csr::new((2, 2), vec![0, 0, 1], vec![1], vec![3.0]);
     let r = check::check(&e, &[1.0, 2.0], &[1e-300, 6.0]);
-    assert!(!r.passed && r.worst_row == Some(0), "an empty row must be exactly 0: {r:?}");
+    assert!(
+        !r.passed && r.worst_row == Some(0),
+        "an empty row must be exactly 0: {r:?}"
+    );
 }

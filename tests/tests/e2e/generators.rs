@@ -4,7 +4,7 @@ use augur_datasets::generate::Generator;
 use augur_datasets::{mtx, Csr, DatasetError, MatrixSource};
 use augur_kernels::reference;
 
-use crate::common::{row_lengths, temp_dir, triplets, with_threads};
+use augur_tests::{row_lengths, temp_dir, triplets, with_threads};
 
 fn gen(spec: &str) -> Csr<f64> {
     Generator::parse(spec)
@@ -33,7 +33,10 @@ fn stencils_match_closed_forms() {
     let a9 = gen(&format!("stencil2d:nx={nx},ny={ny},points=9"));
     assert_eq!(a9.nnz(), (3 * nx - 2) * (3 * ny - 2));
     let a7 = gen(&format!("stencil3d:nx={nx},ny={ny},nz={nz}"));
-    assert_eq!(a7.nnz(), 7 * nx * ny * nz - 2 * (nx * ny + ny * nz + nx * nz));
+    assert_eq!(
+        a7.nnz(),
+        7 * nx * ny * nz - 2 * (nx * ny + ny * nz + nx * nz)
+    );
     let a27 = gen(&format!("stencil3d:nx={nx},ny={ny},nz={nz},points=27"));
     assert_eq!(a27.nnz(), (3 * nx - 2) * (3 * ny - 2) * (3 * nz - 2));
     // Laplacian: A * ones is 0 on interior rows and the count of missing neighbours elsewhere.
@@ -56,7 +59,11 @@ fn banded_blockdiag_arrowhead_hubs_structure() {
     for (i, r) in a.outer_iterator().enumerate() {
         let idx = r.indices();
         assert!(idx.contains(&(i as i32)), "diagonal of row {i}");
-        assert_eq!(idx.len(), (idx[idx.len() - 1] - idx[0] + 1) as usize, "contiguous row {i}");
+        assert_eq!(
+            idx.len(),
+            (idx[idx.len() - 1] - idx[0] + 1) as usize,
+            "contiguous row {i}"
+        );
     }
     let lens = row_lengths(&a);
     assert!(lens.iter().any(|&l| l == 2 * bw + 1) && lens.iter().any(|&l| l <= 3));
@@ -80,7 +87,10 @@ fn uniform_powerlaw_rectangular_statistics() {
     let u = gen("uniform:rows=20000,cols=5000,row_len=12,seed=5");
     let mean = u.nnz() as f64 / u.rows() as f64;
     // Binomial row lengths: the mean of 20000 rows is within 5 standard errors of 12.
-    assert!((mean - 12.0).abs() < 5.0 * (12.0f64 / 20000.0).sqrt(), "{mean}");
+    assert!(
+        (mean - 12.0).abs() < 5.0 * (12.0f64 / 20000.0).sqrt(),
+        "{mean}"
+    );
     let n = gen("uniform:rows=1000,nnz=5000");
     assert!((n.nnz() as f64 - 5000.0).abs() < 5.0 * 5000f64.sqrt());
 
@@ -136,7 +146,7 @@ fn expand_keeps_or_scales_row_lengths() {
         assert_eq!(ld[r], k * lb[r / k]);
     }
     // Entry (i*k+p, j*k+p) of A ⊗ I is a_ij.
-    let bd = crate::common::dense(&base);
+    let bd = augur_tests::dense(&base);
     for (r, c, v) in triplets(&id) {
         assert_eq!(r % k, c % k);
         assert_eq!(v, bd[r / k][c / k]);
@@ -175,18 +185,28 @@ fn canonical_spec_round_trips() {
     ] {
         let g = Generator::parse(spec).unwrap();
         let canonical = g.to_string();
-        assert_eq!(Generator::parse(&canonical).unwrap(), g, "{spec} -> {canonical}");
+        assert_eq!(
+            Generator::parse(&canonical).unwrap(),
+            g,
+            "{spec} -> {canonical}"
+        );
     }
 }
 
 #[test]
 fn spec_errors_are_clear() {
-    spec_error("rmat:scale=20,edgefactor=4", "unknown parameter `edgefactor`");
+    spec_error(
+        "rmat:scale=20,edgefactor=4",
+        "unknown parameter `edgefactor`",
+    );
     spec_error("rmat:ef=4", "needs `scale=`");
     spec_error("rmat:scale=40", "scale must be in 1..=30");
     spec_error("rmat:scale=4,a=0.9,b=0.2", "a + b + c <= 1");
     spec_error("uniform:rows=1.5", "not a whole number");
-    spec_error("uniform:rows=10,row_len=20", "row_len 20 must lie in 0..=cols");
+    spec_error(
+        "uniform:rows=10,row_len=20",
+        "row_len 20 must lie in 0..=cols",
+    );
     spec_error("stencil2d:nx=4,points=7", "points=5 or 9");
     spec_error("stencil3d:nx=3,nx=4", "given twice");
     spec_error("tall:rows=10,cols=20", "needs rows > cols");
@@ -195,22 +215,33 @@ fn spec_errors_are_clear() {
     spec_error("zipf:n=3", "unknown generator `zipf`");
     spec_error("expand:k=0,file=x.mtx", "k must be >= 1");
     // Beyond i32 nonzeros or rows: refused before the big allocations.
-    match Generator::parse("uniform:rows=1e6,row_len=3000").unwrap().generate::<f32>() {
+    match Generator::parse("uniform:rows=1e6,row_len=3000")
+        .unwrap()
+        .generate::<f32>()
+    {
         Err(e @ DatasetError::TooLarge { .. }) => assert!(e.to_string().contains("nnz")),
         other => panic!("expected TooLarge, got {:?}", other.map(|m| m.nnz())),
     }
-    match Generator::parse("stencil3d:nx=2000").unwrap().generate::<f32>() {
+    match Generator::parse("stencil3d:nx=2000")
+        .unwrap()
+        .generate::<f32>()
+    {
         Err(e @ DatasetError::TooLarge { .. }) => assert!(e.to_string().contains("i32")),
         other => panic!("expected TooLarge, got {:?}", other.map(|m| m.nnz())),
     }
     // A missing file in `expand` names the file.
-    match MatrixSource::parse("expand:file=/nonexistent/a.mtx").unwrap().load::<f64>() {
+    match MatrixSource::parse("expand:file=/nonexistent/a.mtx")
+        .unwrap()
+        .load::<f64>()
+    {
         Err(e @ DatasetError::Open { .. }) => assert!(e.to_string().contains("/nonexistent/a.mtx")),
         other => panic!("expected Open, got {:?}", other.map(|m| m.0.nnz())),
     }
     // Neither a file nor a spec.
     match MatrixSource::parse("no-such-file.mtx") {
-        Err(e @ DatasetError::Open { .. }) => assert!(e.to_string().contains("not a generator spec")),
+        Err(e @ DatasetError::Open { .. }) => {
+            assert!(e.to_string().contains("not a generator spec"))
+        }
         other => panic!("expected Open, got {other:?}"),
     }
 }

@@ -2,7 +2,7 @@
 
 use augur_datasets::{mtx, DatasetError};
 
-use crate::common::write_file;
+use augur_tests::write_file;
 
 /// Read `text` from a file; expect a Parse error at `line` whose message contains `needle`.
 fn parse_error(name: &str, text: &str, line: u64, needle: &str) {
@@ -38,15 +38,40 @@ fn empty_file() {
 #[test]
 fn bad_banner() {
     parse_error("b1.mtx", "3 3 1\n1 1 1.0\n", 1, "bad banner");
-    parse_error("b2.mtx", "%%MatrixMarket matrix coordinate real\n3 3 0\n", 1, "bad banner");
-    parse_error("b3.mtx", "%%MatrixMarket matrix coordinate float general\n", 1, "unknown field");
-    parse_error("b4.mtx", "%%MatrixMarket matrix coordinate real lower\n", 1, "unknown symmetry");
-    parse_error("b5.mtx", "%%MatrixMarket matrix sparse real general\n", 1, "unknown format");
+    parse_error(
+        "b2.mtx",
+        "%%MatrixMarket matrix coordinate real\n3 3 0\n",
+        1,
+        "bad banner",
+    );
+    parse_error(
+        "b3.mtx",
+        "%%MatrixMarket matrix coordinate float general\n",
+        1,
+        "unknown field",
+    );
+    parse_error(
+        "b4.mtx",
+        "%%MatrixMarket matrix coordinate real lower\n",
+        1,
+        "unknown symmetry",
+    );
+    parse_error(
+        "b5.mtx",
+        "%%MatrixMarket matrix sparse real general\n",
+        1,
+        "unknown format",
+    );
 }
 
 #[test]
 fn missing_size_line() {
-    parse_error("s1.mtx", &format!("{BANNER}% only comments\n\n"), 3, "missing size line");
+    parse_error(
+        "s1.mtx",
+        &format!("{BANNER}% only comments\n\n"),
+        3,
+        "missing size line",
+    );
     parse_error("s2.mtx", &format!("{BANNER}3 3\n"), 2, "bad size line");
     parse_error("s3.mtx", &format!("{BANNER}3 x 1\n"), 2, "cols `x`");
     parse_error("s4.mtx", &format!("{BANNER}3 -3 1\n"), 2, "cols `-3`");
@@ -71,25 +96,70 @@ fn wrong_entry_count() {
 
 #[test]
 fn index_out_of_range_or_zero() {
-    parse_error("r.mtx", &format!("{BANNER}3 4 1\n4 1 1.0\n"), 3, "row index 4 is out of range");
-    parse_error("c.mtx", &format!("{BANNER}3 4 1\n1 5 1.0\n"), 3, "column index 5 is out of range");
-    parse_error("z.mtx", &format!("{BANNER}3 3 2\n1 1 1\n0 1 1.0\n"), 4, "1-based");
-    parse_error("n.mtx", &format!("{BANNER}3 3 1\n-1 1 1.0\n"), 3, "not a positive integer");
-    parse_error("h.mtx", &format!("{BANNER}3 3 1\n99999999999999999999999 1 1.0\n"), 3, "row index");
+    parse_error(
+        "r.mtx",
+        &format!("{BANNER}3 4 1\n4 1 1.0\n"),
+        3,
+        "row index 4 is out of range",
+    );
+    parse_error(
+        "c.mtx",
+        &format!("{BANNER}3 4 1\n1 5 1.0\n"),
+        3,
+        "column index 5 is out of range",
+    );
+    parse_error(
+        "z.mtx",
+        &format!("{BANNER}3 3 2\n1 1 1\n0 1 1.0\n"),
+        4,
+        "1-based",
+    );
+    parse_error(
+        "n.mtx",
+        &format!("{BANNER}3 3 1\n-1 1 1.0\n"),
+        3,
+        "not a positive integer",
+    );
+    parse_error(
+        "h.mtx",
+        &format!("{BANNER}3 3 1\n99999999999999999999999 1 1.0\n"),
+        3,
+        "row index",
+    );
 }
 
 #[test]
 fn non_numeric_value() {
-    parse_error("v.mtx", &format!("{BANNER}3 3 1\n1 1 abc\n"), 3, "value `abc` is not a real number");
-    parse_error("nan.mtx", &format!("{BANNER}3 3 1\n1 1 NaN\n"), 3, "not finite");
+    parse_error(
+        "v.mtx",
+        &format!("{BANNER}3 3 1\n1 1 abc\n"),
+        3,
+        "value `abc` is not a real number",
+    );
+    parse_error(
+        "nan.mtx",
+        &format!("{BANNER}3 3 1\n1 1 NaN\n"),
+        3,
+        "not finite",
+    );
     parse_error(
         "i.mtx",
         "%%MatrixMarket matrix coordinate integer general\n2 2 1\n1 1 1.5\n",
         3,
         "not a integer number",
     );
-    parse_error("f.mtx", &format!("{BANNER}3 3 1\n1 1\n"), 3, "expected 3 fields");
-    parse_error("g.mtx", &format!("{BANNER}3 3 1\n1 1 2.0 3.0\n"), 3, "expected 3 fields");
+    parse_error(
+        "f.mtx",
+        &format!("{BANNER}3 3 1\n1 1\n"),
+        3,
+        "expected 3 fields",
+    );
+    parse_error(
+        "g.mtx",
+        &format!("{BANNER}3 3 1\n1 1 2.0 3.0\n"),
+        3,
+        "expected 3 fields",
+    );
     parse_error(
         "p.mtx",
         "%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 1 1.0\n",
@@ -100,10 +170,15 @@ fn non_numeric_value() {
 
 #[test]
 fn value_overflowing_f32_is_an_error_when_reading_as_f32() {
-    let p = write_file("o.mtx", format!("{BANNER}2 2 2\n1 1 1\n2 2 1e39\n").as_bytes());
+    let p = write_file(
+        "o.mtx",
+        format!("{BANNER}2 2 2\n1 1 1\n2 2 1e39\n").as_bytes(),
+    );
     assert!(mtx::read::<f64>(&p).is_ok());
     match mtx::read::<f32>(&p) {
-        Err(e @ DatasetError::Parse { line: 4, .. }) => assert!(e.to_string().contains("overflows f32")),
+        Err(e @ DatasetError::Parse { line: 4, .. }) => {
+            assert!(e.to_string().contains("overflows f32"))
+        }
         other => panic!("expected an overflow error, got {other:?}"),
     }
 }
@@ -150,7 +225,10 @@ fn truncated_gzip() {
     bad[mid] ^= 0xFF;
     let p = full.with_file_name("corrupt.mtx.gz");
     std::fs::write(&p, &bad).unwrap();
-    assert!(mtx::read::<f64>(&p).is_err(), "a corrupt gzip stream must be an error");
+    assert!(
+        mtx::read::<f64>(&p).is_err(),
+        "a corrupt gzip stream must be an error"
+    );
 }
 
 #[test]
@@ -175,15 +253,24 @@ fn sizes_beyond_i32() {
 #[test]
 fn complex_and_array_are_refused_clearly() {
     for (banner, needle) in [
-        ("%%MatrixMarket matrix coordinate complex general", "complex"),
-        ("%%MatrixMarket matrix coordinate complex hermitian", "complex"),
+        (
+            "%%MatrixMarket matrix coordinate complex general",
+            "complex",
+        ),
+        (
+            "%%MatrixMarket matrix coordinate complex hermitian",
+            "complex",
+        ),
         ("%%MatrixMarket matrix array real general", "array"),
     ] {
         let p = write_file("c.mtx", format!("{banner}\n2 2 1\n1 1 1 0\n").as_bytes());
         match mtx::read::<f64>(&p) {
             Err(e @ DatasetError::Unsupported { .. }) => {
                 let msg = e.to_string();
-                assert!(msg.contains(needle) && msg.contains("not supported"), "{msg}");
+                assert!(
+                    msg.contains(needle) && msg.contains("not supported"),
+                    "{msg}"
+                );
                 assert!(msg.contains(":1:"), "{msg} names line 1");
             }
             other => panic!("{banner}: expected Unsupported, got {other:?}"),
@@ -202,7 +289,9 @@ fn missing_file() {
 
 #[test]
 fn binary_garbage_is_an_error_not_a_panic() {
-    let mut junk: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    let mut junk: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
     let p = write_file("junk.mtx", &junk);
     assert!(mtx::read::<f64>(&p).is_err());
     junk.splice(0..0, BANNER.bytes().chain("5 5 3\n".bytes()));

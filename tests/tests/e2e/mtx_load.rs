@@ -4,7 +4,7 @@ use std::io::BufReader;
 
 use augur_datasets::{mtx, Csr, DatasetError};
 
-use crate::common::{manifest, shared_dir};
+use augur_tests::{manifest, shared_dir};
 
 #[test]
 fn all_shared_matrices_load_with_manifest_sizes() {
@@ -42,7 +42,11 @@ fn all_shared_matrices_load_with_manifest_sizes() {
                 assert_eq!(f.matrix.indices(), m.indices(), "{}: f32 structure", e.name);
             }
             Err(err) => {
-                assert!(!fits_f32 && err.to_string().contains("overflows f32"), "{}: {err}", e.name)
+                assert!(
+                    !fits_f32 && err.to_string().contains("overflows f32"),
+                    "{}: {err}",
+                    e.name
+                )
             }
         }
         loaded += 1;

@@ -3,10 +3,14 @@
 use augur_datasets::generate::Generator;
 use augur_datasets::mtx::{self, Field, Symmetry};
 
-use crate::common::{dense, temp_dir, write_file};
+use augur_tests::{dense, temp_dir, write_file};
 
 fn read_dense(name: &str, text: &str) -> Vec<Vec<f64>> {
-    dense(&mtx::read::<f64>(write_file(name, text.as_bytes())).unwrap().matrix)
+    dense(
+        &mtx::read::<f64>(write_file(name, text.as_bytes()))
+            .unwrap()
+            .matrix,
+    )
 }
 
 #[test]
@@ -33,7 +37,11 @@ fn skew_symmetric_negates_the_mirror() {
     );
     assert_eq!(
         d,
-        vec![vec![0.0, -3.0, 2.0], vec![3.0, 0.0, 0.0], vec![-2.0, 0.0, 0.0]]
+        vec![
+            vec![0.0, -3.0, 2.0],
+            vec![3.0, 0.0, 0.0],
+            vec![-2.0, 0.0, 0.0]
+        ]
     );
 }
 
@@ -103,7 +111,10 @@ fn empty_and_tiny_matrices() {
     .matrix;
     assert_eq!((m.rows(), m.cols(), m.nnz()), (0, 0, 0));
     assert_eq!(
-        read_dense("one.mtx", "%%MatrixMarket matrix coordinate real general\n1 1 1\n1 1 3\n"),
+        read_dense(
+            "one.mtx",
+            "%%MatrixMarket matrix coordinate real general\n1 1 1\n1 1 3\n"
+        ),
         vec![vec![3.0]]
     );
 }
@@ -149,15 +160,24 @@ fn generated_matrices_round_trip_through_files() {
 #[test]
 fn a_failed_write_leaves_nothing_and_keeps_the_old_file() {
     let dir = temp_dir("failwrite");
-    let a = Generator::parse("banded:n=20,bw=2").unwrap().generate::<f64>().unwrap();
+    let a = Generator::parse("banded:n=20,bw=2")
+        .unwrap()
+        .generate::<f64>()
+        .unwrap();
     // Writing into a folder that does not exist fails cleanly.
     let p = dir.join("missing").join("x.mtx");
-    assert!(matches!(mtx::write(&p, &a), Err(augur_datasets::DatasetError::Write { .. })));
+    assert!(matches!(
+        mtx::write(&p, &a),
+        Err(augur_datasets::DatasetError::Write { .. })
+    ));
     // An existing file is replaced only by a complete one.
     let p = dir.join("keep.mtx");
     mtx::write(&p, &a).unwrap();
     let before = std::fs::read(&p).unwrap();
-    let b = Generator::parse("banded:n=20,bw=3").unwrap().generate::<f64>().unwrap();
+    let b = Generator::parse("banded:n=20,bw=3")
+        .unwrap()
+        .generate::<f64>()
+        .unwrap();
     mtx::write(&p, &b).unwrap();
     assert_ne!(before, std::fs::read(&p).unwrap());
     assert_eq!(mtx::read::<f64>(&p).unwrap().matrix, b);

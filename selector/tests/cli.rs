@@ -1,29 +1,14 @@
-//! The `augur` binary, run as a user would. `cargo test --workspace` builds it beside this test
-//! binary (target/<profile>/augur).
+//! The `augur` binary, run as a user would (Cargo builds it for this test: CARGO_BIN_EXE_augur).
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use crate::common::{shared_dir, temp_dir, write_file};
-
-fn augur_bin() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    // target/<profile>/deps/e2e-<hash> -> target/<profile>/augur
-    let bin = exe
-        .parent()
-        .and_then(|d| d.parent())
-        .map(|d| d.join(format!("augur{}", std::env::consts::EXE_SUFFIX)))
-        .unwrap();
-    assert!(
-        bin.is_file(),
-        "{} not built: run the tests with `cargo test --workspace`",
-        bin.display()
-    );
-    bin
-}
+use augur_tests::{shared_dir, temp_dir, write_file};
 
 fn augur(args: &[&str]) -> Output {
-    Command::new(augur_bin()).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_augur"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn text(b: &[u8]) -> String {
@@ -36,7 +21,13 @@ fn matrix_info_json_on_specs_and_files() {
         "tiny.mtx",
         b"%%MatrixMarket matrix coordinate real general\n3 4 3\n1 1 1\n1 4 2\n3 2 3\n",
     );
-    let out = augur(&["matrix", "info", "--json", "stencil2d:nx=10", f.to_str().unwrap()]);
+    let out = augur(&[
+        "matrix",
+        "info",
+        "--json",
+        "stencil2d:nx=10",
+        f.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let a = v.as_array().unwrap();
@@ -45,7 +36,10 @@ fn matrix_info_json_on_specs_and_files() {
     assert_eq!(a[0]["nnz"], 460);
     assert_eq!(a[0]["row_len_max"], 5);
     assert_eq!(a[1]["name"], "tiny");
-    assert_eq!((a[1]["rows"].as_u64(), a[1]["cols"].as_u64()), (Some(3), Some(4)));
+    assert_eq!(
+        (a[1]["rows"].as_u64(), a[1]["cols"].as_u64()),
+        (Some(3), Some(4))
+    );
     assert_eq!(a[1]["empty_rows"], 1);
     assert_eq!(a[1]["load"]["header"]["symmetry"], "general");
     assert!(a[1]["text_mb_per_s"].as_f64().unwrap() > 0.0);
@@ -57,13 +51,22 @@ fn matrix_info_text_and_a_bad_file_among_good_ones() {
         "bad.mtx",
         b"%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1\n4 1 1\n",
     );
-    let out = augur(&["matrix", "info", "arrowhead:n=5", bad.to_str().unwrap(), "banded:n=9"]);
+    let out = augur(&[
+        "matrix",
+        "info",
+        "arrowhead:n=5",
+        bad.to_str().unwrap(),
+        "banded:n=9",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     let (so, se) = (text(&out.stdout), text(&out.stderr));
     // The good ones are still reported; the bad one names file and line.
     assert!(so.contains("arrowhead:n=5,seed=1: 5 x 5, nnz 13"), "{so}");
     assert!(so.contains("banded:n=9"), "{so}");
-    assert!(se.contains(&format!("{}:4: row index 4 is out of range", bad.display())), "{se}");
+    assert!(
+        se.contains(&format!("{}:4: row index 4 is out of range", bad.display())),
+        "{se}"
+    );
 }
 
 #[test]
@@ -87,10 +90,20 @@ fn spmv_cpu_runs_checks_and_reports_every_kernel() {
         assert!(r["median_s"].as_f64().unwrap() > 0.0);
         assert!(r["gb_per_s"].as_f64().unwrap() > 0.0);
     }
-    let out = augur(&["spmv", "--precision", "f32", "--kernel", "merge-path", "hubs:n=2000"]);
+    let out = augur(&[
+        "spmv",
+        "--precision",
+        "f32",
+        "--kernel",
+        "merge-path",
+        "hubs:n=2000",
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let so = text(&out.stdout);
-    assert!(so.contains("merge-path") && so.contains(" ok") && !so.contains("row-split"), "{so}");
+    assert!(
+        so.contains("merge-path") && so.contains(" ok") && !so.contains("row-split"),
+        "{so}"
+    );
 }
 
 #[test]
@@ -98,7 +111,12 @@ fn spmv_on_shared_matrices() {
     let Some(dir) = shared_dir("spmv_on_shared_matrices") else {
         return;
     };
-    let m = |n: &str| dir.join("suitesparse").join(format!("{n}.mtx.gz")).display().to_string();
+    let m = |n: &str| {
+        dir.join("suitesparse")
+            .join(format!("{n}.mtx.gz"))
+            .display()
+            .to_string()
+    };
     let out = augur(&["spmv", "--iterations", "2", &m("bcsstk16"), &m("1138_bus")]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout).matches(" ok").count(), 8);
@@ -108,7 +126,11 @@ fn spmv_on_shared_matrices() {
 fn clear_errors_for_bad_arguments() {
     let out = augur(&["spmv", "rmat:scale=10,ef=3,foo=1"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("unknown parameter `foo`"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("unknown parameter `foo`"),
+        "{}",
+        text(&out.stderr)
+    );
 
     let out = augur(&["spmv", "--backend", "cuda", "stencil2d:nx=4"]);
     assert_eq!(out.status.code(), Some(2));
@@ -127,7 +149,12 @@ fn clear_errors_for_bad_arguments() {
 #[test]
 fn matrix_write_then_info_round_trip() {
     let p = temp_dir("cli-write").join("g.mtx.gz");
-    let out = augur(&["matrix", "write", "blockdiag:n=50,block=7", p.to_str().unwrap()]);
+    let out = augur(&[
+        "matrix",
+        "write",
+        "blockdiag:n=50,block=7",
+        p.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let out = augur(&["matrix", "info", "--json", p.to_str().unwrap()]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
