@@ -3,8 +3,8 @@
 #
 #   datasets -> features -> kernels (timings) -> models -> selector
 #
-# Today the first and third stages exist (matrices in; CPU kernels checked and timed). The
-# features, training and dispatch stages join this script as their issues land.
+# Today matrices come in, SpMV features are gathered, and the CPU kernels are checked and timed.
+# The training and dispatch stages join this script as their issues land.
 # Outputs go to $AUGUR_OUT (default out/main-job).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,11 +47,16 @@ echo "== datasets: load and describe"
 "$augur" matrix info --csv "${specs[@]}" "${files[@]}" > "$out/matrices.csv"
 
 echo
+echo "== features: the versioned SpMV feature schema, gathered on the CPU, with their cost"
+"$augur" features "${specs[@]}" "${files[@]}" > "$out/features.csv"
+head -c 600 "$out/features.csv"; echo " ..."
+
+echo
 echo "== kernels: every CPU kernel, checked against the f64 reference, then timed (median)"
 "$augur" spmv --backend cpu --precision f32 --iterations 20 "${specs[@]}" "${files[@]}"
 "$augur" spmv --backend cpu --precision f32 --iterations 20 --csv "${specs[@]}" "${files[@]}" \
   > "$out/spmv-cpu.csv"
 
 echo
-echo "== features, models, selector: not built yet (issues 3, 5 and 6)"
-echo "wrote $out/matrices.csv and $out/spmv-cpu.csv"
+echo "== models, selector: not built yet (issues 5 and 6)"
+echo "wrote $out/matrices.csv, $out/features.csv and $out/spmv-cpu.csv"

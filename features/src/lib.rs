@@ -1,6 +1,14 @@
 //! # augur-features
 //!
-//! Second stage of augur's data flow (datasets -> **features** -> kernels -> models -> selector):
-//! named, versioned feature schemas and their extractors (SpMV matrix features, attention shapes,
-//! message sizes). Empty until the Features issue lands; the crate exists now so that the
-//! workspace has the layout of the design card.
+//! Second stage of augur's data flow (datasets -> **features** -> kernels -> models -> selector).
+//!
+//! - [`schema`]: ordered, named, versioned feature lists with units. Every model records the schema
+//!   it was trained on and refuses another one.
+//! - [`spmv`]: the SpMV matrix features (known ones for free from the shape, gathered ones from
+//!   one pass over row pointers and column indices), the [`spmv::SpmvGatherer`] interface and
+//!   its CPU (rayon) implementation, with the cost of gathering recorded beside the features.
+
+pub mod schema;
+pub mod spmv;
+
+pub use schema::{FeatureDef, FeatureError, FeatureKind, FeatureSchema};

@@ -160,3 +160,30 @@ fn matrix_write_then_info_round_trip() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v[0]["nnz"], 7 * 49 + 1);
 }
+
+#[test]
+fn features_csv_and_json() {
+    let out = augur(&["features", "stencil2d:nx=20", "arrowhead:n=100"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let so = text(&out.stdout);
+    let lines: Vec<&str> = so.lines().collect();
+    assert_eq!(lines.len(), 3, "{so}");
+    assert!(
+        lines[0].starts_with("name,rows,cols,nnz,density,mean_row_len,"),
+        "{so}"
+    );
+    assert!(
+        lines[2].starts_with("\"arrowhead:n=100,seed=1\",100,100,298,"),
+        "{so}"
+    );
+    let out = augur(&["features", "--json", "--known-only", "banded:n=50,bw=2"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["schema_version"], 1);
+    assert_eq!(v[0]["features"]["rows"], 50.0);
+    assert!(
+        v[0]["features"]["row_len_max"].is_null(),
+        "not gathered: {v}"
+    );
+    assert!(v[0]["cost"]["gathered_s"].is_null());
+}

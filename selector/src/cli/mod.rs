@@ -1,5 +1,6 @@
 //! Command-line parsing and the subcommands.
 
+mod features;
 mod matrix;
 mod spmv;
 
@@ -31,6 +32,8 @@ enum Command {
     /// Inspect, convert and generate matrices.
     #[command(subcommand)]
     Matrix(matrix::MatrixCommand),
+    /// SpMV features of each MATRIX (schema `spmv`, versioned), with what gathering them cost.
+    Features(features::FeaturesArgs),
     /// Run every SpMV kernel of a backend on matrices: check each against the f64 reference and
     /// time it (median after warm-up).
     Spmv(spmv::SpmvArgs),
@@ -54,6 +57,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Matrix(m) => matrix::run(m),
         Command::Spmv(a) => spmv::run(a),
+        Command::Features(a) => features::run(a),
     }
 }
 

@@ -5,6 +5,7 @@
 //! `$AUGUR_SHARED_MATRICES`) print why and return when they are absent.
 
 mod cpu_kernels;
+mod features;
 mod generators;
 mod mtx_errors;
 mod mtx_load;

@@ -1,0 +1,95 @@
+//! Feature schemas: what a feature vector means, in order, with units and a version.
+
+use serde::{Deserialize, Serialize};
+
+/// Whether a feature is free (known from the input's shape) or needs a pass over the data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FeatureKind {
+    Known,
+    Gathered,
+}
+
+/// One named feature.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeatureDef {
+    pub name: String,
+    pub unit: String,
+    pub kind: FeatureKind,
+    /// One line: what it is and why it predicts kernel speed.
+    pub doc: String,
+}
+
+/// An ordered, versioned list of features. Bump `version` whenever a feature is added, removed,
+/// reordered or computed differently.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeatureSchema {
+    pub name: String,
+    pub version: u32,
+    pub features: Vec<FeatureDef>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FeatureError {
+    #[error(
+        "feature schema mismatch: expected `{expected}` v{expected_version}, got `{got}` v{got_version}{detail}"
+    )]
+    SchemaMismatch {
+        expected: String,
+        expected_version: u32,
+        got: String,
+        got_version: u32,
+        detail: String,
+    },
+    #[error("feature schema JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+impl FeatureSchema {
+    /// Position of a feature by name.
+    pub fn index(&self, name: &str) -> Option<usize> {
+        self.features.iter().position(|f| f.name == name)
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.features.iter().map(|f| f.name.as_str())
+    }
+
+    /// Refuse a schema that is not this one (name, version, and the features themselves).
+    pub fn check_same(&self, other: &FeatureSchema) -> Result<(), FeatureError> {
+        if self == other {
+            return Ok(());
+        }
+        let detail =
+            if self.name == other.name && self.version == other.version {
+                let first = self
+                    .features
+                    .iter()
+                    .zip(&other.features)
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(self.features.len().min(other.features.len()));
+                format!(
+                " (same name and version but features differ from position {first}: `{}` vs `{}`)",
+                self.features.get(first).map_or("<none>", |f| f.name.as_str()),
+                other.features.get(first).map_or("<none>", |f| f.name.as_str())
+            )
+            } else {
+                String::new()
+            };
+        Err(FeatureError::SchemaMismatch {
+            expected: self.name.clone(),
+            expected_version: self.version,
+            got: other.name.clone(),
+            got_version: other.version,
+            detail,
+        })
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a schema always serializes")
+    }
+
+    pub fn from_json(s: &str) -> Result<FeatureSchema, FeatureError> {
+        Ok(serde_json::from_str(s)?)
+    }
+}

@@ -1,0 +1,349 @@
+//! SpMV matrix features, the gatherer interface and the CPU gatherer.
+//!
+//! *Known* features come from the shape alone (O(1)). *Gathered* ones take one pass over the row
+//! pointers and column indices (values are never read). A gatherer reports what gathering cost,
+//! so the selector can weigh it against what a better kernel choice saves.
+
+use std::time::Instant;
+
+use augur_datasets::Csr;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::schema::{FeatureDef, FeatureError, FeatureKind, FeatureSchema};
+
+/// Version of the SpMV feature schema; bump on any change to the list below or how a feature is
+/// computed.
+pub const SPMV_SCHEMA_VERSION: u32 = 1;
+
+/// Columns per segment of x in `x_segments_per_row`: 128 bytes of f32.
+pub const X_SEGMENT_COLS: usize = 32;
+
+macro_rules! spmv_features {
+    ($( $field:ident : $unit:literal, $kind:ident, $doc:literal; )*) => {
+        /// The SpMV features of one matrix, in schema order. Gathered features are NaN when only
+        /// the known ones were computed.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        pub struct SpmvFeatures {
+            $( #[doc = $doc] pub $field: f64, )*
+        }
+
+        impl SpmvFeatures {
+            /// The schema these features follow.
+            pub fn schema() -> FeatureSchema {
+                FeatureSchema {
+                    name: "spmv".into(),
+                    version: SPMV_SCHEMA_VERSION,
+                    features: vec![$(FeatureDef {
+                        name: stringify!($field).into(),
+                        unit: $unit.into(),
+                        kind: FeatureKind::$kind,
+                        doc: $doc.into(),
+                    }),*],
+                }
+            }
+
+            /// Values in schema order.
+            pub fn values(&self) -> Vec<f64> {
+                vec![$(self.$field),*]
+            }
+
+            fn all_nan() -> Self {
+                SpmvFeatures { $($field: f64::NAN,)* }
+            }
+        }
+    };
+}
+
+spmv_features! {
+    rows: "rows", Known, "Number of rows: the parallelism available to row-per-thread schedules.";
+    cols: "columns", Known, "Number of columns: the length of x, whose cache footprint it sets.";
+    nnz: "entries", Known, "Stored entries: the bulk of the bytes an SpMV moves.";
+    density: "fraction", Known, "nnz / (rows x cols): near-dense matrices favour dense-like schedules.";
+    mean_row_len: "entries", Known, "nnz / rows: picks the lanes per row of vector (subwarp) kernels.";
+    row_len_min: "entries", Gathered, "Shortest row: lanes idle on short rows under wide schedules.";
+    row_len_max: "entries", Gathered, "Longest row: one long row serialises a row-per-thread kernel.";
+    row_len_std: "entries", Gathered, "Standard deviation of row lengths: spread that causes load imbalance.";
+    row_len_cv: "ratio", Gathered, "std / mean of row lengths: imbalance independent of scale.";
+    row_len_skew: "ratio", Gathered, "Skewness of row lengths: a heavy right tail (power-law rows) favours balanced schedules.";
+    empty_row_frac: "fraction", Gathered, "Share of empty rows: wasted threads in row-based schedules.";
+    max_mean_ratio: "ratio", Gathered, "Longest row / mean row: how far the worst row is from typical.";
+    top1pct_nnz_frac: "fraction", Gathered, "Share of nnz in the longest 1% of rows: concentration that row binning or merge-path absorbs.";
+    hist_le2: "fraction", Gathered, "Share of rows with <= 2 entries.";
+    hist_le8: "fraction", Gathered, "Share of rows with 3..=8 entries.";
+    hist_le32: "fraction", Gathered, "Share of rows with 9..=32 entries (a warp's width).";
+    hist_le128: "fraction", Gathered, "Share of rows with 33..=128 entries.";
+    hist_le1024: "fraction", Gathered, "Share of rows with 129..=1024 entries (a block's width).";
+    hist_gt1024: "fraction", Gathered, "Share of rows with > 1024 entries: candidates for block-per-row.";
+    bandwidth: "columns", Gathered, "Largest |col - row|: a narrow band keeps x accesses local.";
+    mean_col_dist: "columns", Gathered, "Mean |col - row| over entries: locality of x accesses around the diagonal.";
+    x_segments_per_row: "segments", Gathered, "Mean distinct 128-byte segments of (f32) x touched per row: memory transactions for x.";
+}
+
+/// The sparsity pattern a gatherer reads.
+#[derive(Debug, Clone, Copy)]
+pub struct CsrPattern<'a> {
+    pub rows: usize,
+    pub cols: usize,
+    pub indptr: &'a [i32],
+    pub indices: &'a [i32],
+}
+
+impl<'a> CsrPattern<'a> {
+    pub fn of<T>(a: &'a Csr<T>) -> Self {
+        CsrPattern {
+            rows: a.rows(),
+            cols: a.cols(),
+            indptr: a.indptr().into_raw_storage(),
+            indices: a.indices(),
+        }
+    }
+
+    fn nnz(&self) -> usize {
+        self.indptr.last().map_or(0, |&p| p as usize)
+    }
+}
+
+/// What computing the features cost, recorded next to them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeatureCost {
+    pub gatherer: String,
+    pub known_s: f64,
+    /// None when only known features were computed.
+    pub gathered_s: Option<f64>,
+}
+
+/// Features and their cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpmvFeatureRecord {
+    pub schema_version: u32,
+    pub features: SpmvFeatures,
+    pub cost: FeatureCost,
+}
+
+/// Something that computes the gathered features of a pattern: the CPU gatherer here, a GPU one
+/// with the CUDA backend. All gatherers must give identical values.
+pub trait SpmvGatherer {
+    fn name(&self) -> &'static str;
+    /// All features, known and gathered.
+    fn gather(&self, m: CsrPattern<'_>) -> Result<SpmvFeatures, FeatureError>;
+}
+
+/// The known features alone (gathered ones NaN).
+pub fn known(m: CsrPattern<'_>) -> SpmvFeatures {
+    let (rows, cols, nnz) = (m.rows as f64, m.cols as f64, m.nnz() as f64);
+    SpmvFeatures {
+        rows,
+        cols,
+        nnz,
+        density: if rows * cols > 0.0 {
+            nnz / (rows * cols)
+        } else {
+            0.0
+        },
+        mean_row_len: if rows > 0.0 { nnz / rows } else { 0.0 },
+        ..SpmvFeatures::all_nan()
+    }
+}
+
+/// Known features, timed.
+pub fn extract_known(m: CsrPattern<'_>) -> SpmvFeatureRecord {
+    let t = Instant::now();
+    let features = known(m);
+    SpmvFeatureRecord {
+        schema_version: SPMV_SCHEMA_VERSION,
+        features,
+        cost: FeatureCost {
+            gatherer: "known".into(),
+            known_s: t.elapsed().as_secs_f64(),
+            gathered_s: None,
+        },
+    }
+}
+
+/// All features through `gatherer`, timed.
+pub fn extract(
+    m: CsrPattern<'_>,
+    gatherer: &dyn SpmvGatherer,
+) -> Result<SpmvFeatureRecord, FeatureError> {
+    let t = Instant::now();
+    let _ = known(m);
+    let known_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let features = gatherer.gather(m)?;
+    Ok(SpmvFeatureRecord {
+        schema_version: SPMV_SCHEMA_VERSION,
+        features,
+        cost: FeatureCost {
+            gatherer: gatherer.name().into(),
+            known_s,
+            gathered_s: Some(t.elapsed().as_secs_f64()),
+        },
+    })
+}
+
+/// One pass over row pointers and column indices on the rayon pool (plus an O(rows) selection
+/// for the top-1% share).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CpuGatherer;
+
+/// Partial sums of one chunk of rows.
+#[derive(Clone, Copy)]
+struct Acc {
+    min: usize,
+    max: usize,
+    s1: f64,
+    s2: f64,
+    s3: f64,
+    empty: usize,
+    hist: [usize; 6],
+    bandwidth: usize,
+    dist: f64,
+    segments: f64,
+}
+
+impl Acc {
+    const ZERO: Acc = Acc {
+        min: usize::MAX,
+        max: 0,
+        s1: 0.0,
+        s2: 0.0,
+        s3: 0.0,
+        empty: 0,
+        hist: [0; 6],
+        bandwidth: 0,
+        dist: 0.0,
+        segments: 0.0,
+    };
+
+    fn merge(mut self, o: Acc) -> Acc {
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+        self.s1 += o.s1;
+        self.s2 += o.s2;
+        self.s3 += o.s3;
+        self.empty += o.empty;
+        for (a, b) in self.hist.iter_mut().zip(o.hist) {
+            *a += b;
+        }
+        self.bandwidth = self.bandwidth.max(o.bandwidth);
+        self.dist += o.dist;
+        self.segments += o.segments;
+        self
+    }
+}
+
+const HIST_EDGES: [usize; 5] = [2, 8, 32, 128, 1024];
+
+impl SpmvGatherer for CpuGatherer {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn gather(&self, m: CsrPattern<'_>) -> Result<SpmvFeatures, FeatureError> {
+        let mut f = known(m);
+        let rows = m.rows;
+        let (ptr, idx) = (m.indptr, m.indices);
+        let acc = (0..rows)
+            .into_par_iter()
+            .with_min_len(4096)
+            .fold(
+                || Acc::ZERO,
+                |mut a, r| {
+                    let (s, e) = (ptr[r] as usize, ptr[r + 1] as usize);
+                    let len = e - s;
+                    let l = len as f64;
+                    a.min = a.min.min(len);
+                    a.max = a.max.max(len);
+                    a.s1 += l;
+                    a.s2 += l * l;
+                    a.s3 += l * l * l;
+                    a.empty += (len == 0) as usize;
+                    a.hist[HIST_EDGES.iter().position(|&edge| len <= edge).unwrap_or(5)] += 1;
+                    let mut last_seg = usize::MAX;
+                    for &c in &idx[s..e] {
+                        let c = c as usize;
+                        let d = c.abs_diff(r);
+                        a.bandwidth = a.bandwidth.max(d);
+                        a.dist += d as f64;
+                        let seg = c / X_SEGMENT_COLS;
+                        a.segments += (seg != last_seg) as usize as f64;
+                        last_seg = seg;
+                    }
+                    a
+                },
+            )
+            .reduce(|| Acc::ZERO, Acc::merge);
+
+        let n = rows as f64;
+        let nnz = m.nnz() as f64;
+        if rows == 0 {
+            f.row_len_min = 0.0;
+        } else {
+            f.row_len_min = acc.min as f64;
+        }
+        f.row_len_max = acc.max as f64;
+        let mean = if rows > 0 { acc.s1 / n } else { 0.0 };
+        let var = if rows > 0 {
+            (acc.s2 / n - mean * mean).max(0.0)
+        } else {
+            0.0
+        };
+        let std = var.sqrt();
+        f.row_len_std = std;
+        f.row_len_cv = if mean > 0.0 { std / mean } else { 0.0 };
+        // Third central moment from raw moments: E[x^3] - 3 mean E[x^2] + 2 mean^3.
+        let m3 = if rows > 0 {
+            acc.s3 / n - 3.0 * mean * acc.s2 / n + 2.0 * mean * mean * mean
+        } else {
+            0.0
+        };
+        f.row_len_skew = if std > 0.0 {
+            m3 / (std * std * std)
+        } else {
+            0.0
+        };
+        f.empty_row_frac = if rows > 0 { acc.empty as f64 / n } else { 0.0 };
+        f.max_mean_ratio = if mean > 0.0 {
+            acc.max as f64 / mean
+        } else {
+            0.0
+        };
+        f.top1pct_nnz_frac = if nnz > 0.0 {
+            top_share(ptr, rows.div_ceil(100)) / nnz
+        } else {
+            0.0
+        };
+        let h = |k: usize| {
+            if rows > 0 {
+                acc.hist[k] as f64 / n
+            } else {
+                0.0
+            }
+        };
+        (
+            f.hist_le2,
+            f.hist_le8,
+            f.hist_le32,
+            f.hist_le128,
+            f.hist_le1024,
+            f.hist_gt1024,
+        ) = (h(0), h(1), h(2), h(3), h(4), h(5));
+        f.bandwidth = acc.bandwidth as f64;
+        f.mean_col_dist = if nnz > 0.0 { acc.dist / nnz } else { 0.0 };
+        f.x_segments_per_row = if rows > 0 { acc.segments / n } else { 0.0 };
+        Ok(f)
+    }
+}
+
+/// Entries in the `k` longest rows.
+fn top_share(ptr: &[i32], k: usize) -> f64 {
+    let mut lens: Vec<u32> = ptr.windows(2).map(|w| (w[1] - w[0]) as u32).collect();
+    if k == 0 || lens.is_empty() {
+        return 0.0;
+    }
+    let k = k.min(lens.len());
+    let pivot = lens.len() - k;
+    lens.select_nth_unstable(pivot);
+    lens[pivot..].iter().map(|&l| l as f64).sum()
+}
