@@ -7,8 +7,14 @@
 //! - [`spmv`]: the SpMV matrix features (known ones for free from the shape, gathered ones from
 //!   one pass over row pointers and column indices), the [`spmv::SpmvGatherer`] interface and
 //!   its CPU (rayon) implementation, with the cost of gathering recorded beside the features.
+//! - [`attention`]: decode-attention shapes (live KV lengths, q vs kv heads, GQA, paging).
+//! - [`message`]: collective messages (size, collective, world size, link, fused GEMM), with the
+//!   [`message::LinkProbe`] interface the CUDA backend implements from the driver.
 
+pub mod attention;
+pub mod message;
 pub mod schema;
+mod spec;
 pub mod spmv;
 
 pub use schema::{FeatureDef, FeatureError, FeatureKind, FeatureSchema};

@@ -43,6 +43,12 @@ pub enum FeatureError {
     },
     #[error("feature schema JSON: {0}")]
     Json(#[from] serde_json::Error),
+    /// An attention or message shape that cannot be.
+    #[error("invalid shape: {0}")]
+    Shape(String),
+    /// A shape spec string that does not parse.
+    #[error("spec `{spec}`: {msg}")]
+    Spec { spec: String, msg: String },
 }
 
 impl FeatureSchema {

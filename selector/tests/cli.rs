@@ -187,3 +187,43 @@ fn features_csv_and_json() {
     );
     assert!(v[0]["cost"]["gathered_s"].is_null());
 }
+
+#[test]
+fn features_of_shapes_and_schemas() {
+    let out = augur(&[
+        "features",
+        "--kind",
+        "attention",
+        "attention:q_heads=16,kv_heads=2,lens=100*3",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let so = text(&out.stdout);
+    assert!(
+        so.starts_with("name,batch,q_heads,kv_heads,gqa_group,"),
+        "{so}"
+    );
+    assert!(so.contains("\",3,16,2,8,128,2,1,100,"), "{so}");
+
+    let out = augur(&[
+        "features",
+        "--kind",
+        "message",
+        "--json",
+        "message:collective=all-reduce,bytes=1MiB,world=2",
+        "message:collective=all-reduce,bytes=1MiB,world=2,link=infiniband",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "one bad spec among good ones");
+    assert!(text(&out.stderr).contains("link `infiniband`"));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 1);
+    assert_eq!(v[0]["features"]["bus_bytes"], 1048576.0);
+
+    for kind in ["spmv", "attention", "message"] {
+        let out = augur(&["features", "--kind", kind, "--schema"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["name"], kind);
+        assert_eq!(v["version"], 1);
+        assert!(v["features"].as_array().unwrap().len() >= 16);
+    }
+}

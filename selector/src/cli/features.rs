@@ -1,21 +1,41 @@
-//! `augur features ...`: the SpMV features of many matrices, in parallel.
+//! `augur features ...`: features of many matrices (in parallel), attention shapes or messages.
 
 use std::process::ExitCode;
 use std::sync::Mutex;
 
 use augur_datasets::{Csr, MatrixSource};
+use augur_features::attention::{AttentionFeatures, AttentionShape};
+use augur_features::message::{MessageFeatures, MessageShape};
 use augur_features::spmv::{self, CpuGatherer, CsrPattern, SpmvFeatureRecord, SpmvFeatures};
-use clap::Args;
+use augur_features::FeatureSchema;
+use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 
 use super::parse_sources;
 
+/// What the inputs are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Kind {
+    /// Sparse matrices (files or generator specs): schema `spmv`.
+    Spmv,
+    /// Decode-attention shapes `attention:q_heads=32,kv_heads=8,head_dim=128,dtype=bf16,lens=4096*2;16*30[,page=16]`: schema `attention`.
+    Attention,
+    /// Collective messages `message:collective=all-reduce,bytes=64KiB,world=4[,dtype=bf16,link=nvlink,gemm=MxNxK]`: schema `message`.
+    Message,
+}
+
 #[derive(Args, Debug)]
 pub struct FeaturesArgs {
-    /// Matrix Market files or generator specs.
-    #[arg(required = true, value_name = "MATRIX")]
+    /// Matrix Market files or generator specs (or shape specs, with --kind).
+    #[arg(required_unless_present = "schema", value_name = "INPUT")]
     matrices: Vec<String>,
+    /// What the inputs are.
+    #[arg(long, value_enum, default_value = "spmv")]
+    kind: Kind,
+    /// Print the schema (names, units, kinds, one line of documentation each) as JSON and exit.
+    #[arg(long)]
+    schema: bool,
     /// Compute the known (free) features only.
     #[arg(long)]
     known_only: bool,
@@ -37,6 +57,83 @@ struct Entry {
 }
 
 pub fn run(a: FeaturesArgs) -> anyhow::Result<ExitCode> {
+    if a.schema {
+        let schema = match a.kind {
+            Kind::Spmv => SpmvFeatures::schema(),
+            Kind::Attention => AttentionFeatures::schema(),
+            Kind::Message => MessageFeatures::schema(),
+        };
+        println!("{}", schema.to_json());
+        return Ok(ExitCode::SUCCESS);
+    }
+    match a.kind {
+        Kind::Spmv => matrices(a),
+        Kind::Attention => shapes(&a, AttentionFeatures::schema(), |s| {
+            let shape = AttentionShape::parse(s)?;
+            let f = shape.features()?;
+            Ok((
+                f.values(),
+                serde_json::json!({ "shape": shape, "features": f }),
+            ))
+        }),
+        Kind::Message => shapes(&a, MessageFeatures::schema(), |s| {
+            let shape = MessageShape::parse(s)?;
+            let f = shape.features()?;
+            Ok((
+                f.values(),
+                serde_json::json!({ "shape": shape, "features": f }),
+            ))
+        }),
+    }
+}
+
+/// Attention or message specs: each gives feature values (CSV) and a JSON object.
+fn shapes(
+    a: &FeaturesArgs,
+    schema: FeatureSchema,
+    one: impl Fn(&str) -> anyhow::Result<(Vec<f64>, serde_json::Value)>,
+) -> anyhow::Result<ExitCode> {
+    let mut rows = Vec::new();
+    let mut failed = 0;
+    for spec in &a.matrices {
+        match one(spec) {
+            Ok(r) => rows.push((spec.as_str(), r)),
+            Err(e) => {
+                failed += 1;
+                eprintln!("augur: error: {e:#}");
+            }
+        }
+    }
+    if a.json {
+        let all: Vec<serde_json::Value> = rows
+            .into_iter()
+            .map(|(spec, (_, mut v))| {
+                v["name"] = spec.into();
+                v["schema_version"] = schema.version.into();
+                v
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&all)?);
+    } else {
+        let mut w = csv::Writer::from_writer(std::io::stdout());
+        let mut header = vec!["name"];
+        header.extend(schema.names());
+        w.write_record(&header)?;
+        for (spec, (values, _)) in rows {
+            let mut row = vec![spec.to_string()];
+            row.extend(values.iter().map(f64::to_string));
+            w.write_record(&row)?;
+        }
+        w.flush()?;
+    }
+    Ok(if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn matrices(a: FeaturesArgs) -> anyhow::Result<ExitCode> {
     let sources = parse_sources(&a.matrices)?;
     let bar = ProgressBar::new(sources.len() as u64);
     bar.set_style(

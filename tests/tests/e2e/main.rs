@@ -10,3 +10,4 @@ mod generators;
 mod mtx_errors;
 mod mtx_load;
 mod mtx_semantics;
+mod shapes;
