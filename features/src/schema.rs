@@ -46,6 +46,9 @@ pub enum FeatureError {
     /// An attention or message shape that cannot be.
     #[error("invalid shape: {0}")]
     Shape(String),
+    /// A link probe (the CUDA driver) could not answer.
+    #[error("link probe: {0}")]
+    Probe(String),
     /// A shape spec string that does not parse.
     #[error("spec `{spec}`: {msg}")]
     Spec { spec: String, msg: String },

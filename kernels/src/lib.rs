@@ -5,10 +5,13 @@
 //! - [`reference`]: the plain sequential SpMV in f64, the oracle every kernel is checked against.
 //! - [`cpu`]: rayon kernels (static row split, nnz-balanced rows, merge-path), each with a setup
 //!   step (its partition) apart from the per-call product.
+//! - [`cuda`]: the CUDA backend (driver probe, devices, GPU link probe so far); on a machine
+//!   without CUDA every call is a clear "not available" error.
 //! - [`check`]: poisoning, test vectors, and the per-row error bound a kernel must meet.
 
 pub mod check;
 pub mod cpu;
+pub mod cuda;
 pub mod error;
 pub mod reference;
 

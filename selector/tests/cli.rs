@@ -227,3 +227,19 @@ fn features_of_shapes_and_schemas() {
         assert!(v["features"].as_array().unwrap().len() >= 16);
     }
 }
+
+#[test]
+fn devices_lists_gpus_or_says_clearly_there_are_none() {
+    let out = augur(&["devices"]);
+    if out.status.success() {
+        assert!(text(&out.stdout).contains("GPU 0:"));
+    } else {
+        assert_eq!(out.status.code(), Some(2));
+        let se = text(&out.stderr);
+        assert!(
+            se.contains("no CUDA device") && se.contains("use --backend cpu"),
+            "{se}"
+        );
+        assert!(!se.contains("panicked"), "{se}");
+    }
+}

@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use augur_datasets::{Csr, MatrixSource};
 use augur_features::attention::{AttentionFeatures, AttentionShape};
-use augur_features::message::{MessageFeatures, MessageShape};
+use augur_features::message::{LinkProbe, MessageFeatures, MessageShape};
 use augur_features::spmv::{self, CpuGatherer, CsrPattern, SpmvFeatureRecord, SpmvFeatures};
 use augur_features::FeatureSchema;
 use clap::{Args, ValueEnum};
@@ -21,7 +21,7 @@ pub enum Kind {
     Spmv,
     /// Decode-attention shapes `attention:q_heads=32,kv_heads=8,head_dim=128,dtype=bf16,lens=4096*2;16*30[,page=16]`: schema `attention`.
     Attention,
-    /// Collective messages `message:collective=all-reduce,bytes=64KiB,world=4[,dtype=bf16,link=nvlink,gemm=MxNxK]`: schema `message`.
+    /// Collective messages `message:collective=all-reduce,bytes=64KiB,world=4[,dtype=bf16,link=nvlink|pcie|auto,gemm=MxNxK]`: schema `message` (`link=auto` asks the CUDA driver).
     Message,
 }
 
@@ -77,7 +77,7 @@ pub fn run(a: FeaturesArgs) -> anyhow::Result<ExitCode> {
             ))
         }),
         Kind::Message => shapes(&a, MessageFeatures::schema(), |s| {
-            let shape = MessageShape::parse(s)?;
+            let shape = message_shape(s)?;
             let f = shape.features()?;
             Ok((
                 f.values(),
@@ -85,6 +85,24 @@ pub fn run(a: FeaturesArgs) -> anyhow::Result<ExitCode> {
             ))
         }),
     }
+}
+
+/// A message spec; `link=auto` asks the CUDA driver for the slowest link among GPUs 0..world.
+fn message_shape(spec: &str) -> anyhow::Result<MessageShape> {
+    let parts: Vec<&str> = spec.split(',').collect();
+    let auto = parts.iter().any(|p| p.trim() == "link=auto");
+    if !auto {
+        return Ok(MessageShape::parse(spec)?);
+    }
+    let rest: Vec<&str> = parts
+        .into_iter()
+        .filter(|p| p.trim() != "link=auto")
+        .collect();
+    let mut shape = MessageShape::parse(&rest.join(","))?;
+    let devices: Vec<usize> = (0..shape.world_size).collect();
+    shape.link = augur_kernels::cuda::DriverLinkProbe.group_link(&devices)?;
+    shape.validate()?;
+    Ok(shape)
 }
 
 /// Attention or message specs: each gives feature values (CSV) and a JSON object.

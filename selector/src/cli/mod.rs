@@ -1,5 +1,6 @@
 //! Command-line parsing and the subcommands.
 
+mod devices;
 mod features;
 mod matrix;
 mod spmv;
@@ -32,6 +33,9 @@ enum Command {
     /// Inspect, convert and generate matrices.
     #[command(subcommand)]
     Matrix(matrix::MatrixCommand),
+    /// The GPUs the CUDA driver sees and the links between them (NVLink/PCIe from the driver's
+    /// peer-to-peer attributes).
+    Devices(devices::DevicesArgs),
     /// SpMV features of each MATRIX (schema `spmv`, versioned), with what gathering them cost.
     Features(features::FeaturesArgs),
     /// Run every SpMV kernel of a backend on matrices: check each against the f64 reference and
@@ -58,6 +62,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Matrix(m) => matrix::run(m),
         Command::Spmv(a) => spmv::run(a),
         Command::Features(a) => features::run(a),
+        Command::Devices(a) => devices::run(a),
     }
 }
 

@@ -88,9 +88,11 @@ struct Row {
 
 pub fn run(a: SpmvArgs) -> anyhow::Result<ExitCode> {
     if a.backend == Backend::Cuda {
+        // No device (or driver) is the first thing to say; the SpMV kernels come next.
+        augur_kernels::cuda::available()?;
         return Err(KernelError::NotAvailable {
             backend: "cuda".into(),
-            why: "this build has no CUDA backend yet; use --backend cpu".into(),
+            why: "the CUDA SpMV kernels are not built yet; use --backend cpu".into(),
         }
         .into());
     }

@@ -195,3 +195,37 @@ fn group_link_is_the_slowest_pair() {
     assert_eq!(Table.group_link(&[0, 1]).unwrap(), LinkType::Nvlink);
     assert_eq!(Table.group_link(&[0, 1, 2]).unwrap(), LinkType::Pcie);
 }
+
+/// Without a GPU, driver or library the CUDA backend answers with a clear error, never a panic;
+/// with one, the driver's link probe answers for every pair.
+#[test]
+fn cuda_probe_is_a_clear_error_or_an_answer() {
+    use augur_kernels::cuda;
+    match cuda::available() {
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains("no CUDA device") && msg.contains("use --backend cpu"),
+                "{msg}"
+            );
+            assert!(cuda::devices().is_err());
+            let probe = cuda::DriverLinkProbe.group_link(&[0, 1]);
+            assert!(matches!(probe, Err(FeatureError::Probe(_))), "{probe:?}");
+            // A single device needs no driver: same-device.
+            assert_eq!(
+                cuda::DriverLinkProbe.group_link(&[0]).unwrap(),
+                LinkType::SameDevice
+            );
+        }
+        Ok(n) => {
+            let devices = cuda::devices().unwrap();
+            assert_eq!(devices.len(), n);
+            let all: Vec<usize> = (0..n).collect();
+            cuda::DriverLinkProbe.group_link(&all).unwrap();
+            assert!(
+                cuda::peer(0, n).is_err(),
+                "a GPU beyond the count is an error"
+            );
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! The CUDA backend: for now the driver probe, device listing and the GPU link probe.
+//!
+//! cudarc loads `libcuda` at run time (`dynamic-loading`) and panics when it is missing, so every
+//! entry point here first checks that the library is present and that the driver initialises,
+//! and returns [`KernelError::NotAvailable`] ("no CUDA device: use --backend cpu") instead. A
+//! machine without a GPU, driver or library therefore gets a clear error, never a panic.
+
+use std::ffi::c_int;
+use std::sync::OnceLock;
+
+use augur_features::message::{LinkProbe, LinkType};
+use augur_features::FeatureError;
+use cudarc::driver::{result, sys};
+
+use crate::KernelError;
+
+/// One GPU as the driver describes it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct DeviceInfo {
+    pub ordinal: usize,
+    pub name: String,
+    pub compute_capability: (i32, i32),
+    pub multiprocessors: i32,
+    pub memory_bytes: usize,
+    pub l2_bytes: i32,
+    pub memory_bus_bits: i32,
+}
+
+/// Peer-to-peer facts of an ordered GPU pair, from `cuDeviceGetP2PAttribute`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct PeerInfo {
+    pub access: bool,
+    pub native_atomics: bool,
+    /// The driver's relative performance rank of the link (lower is faster; 0 if no access).
+    pub performance_rank: i32,
+}
+
+impl PeerInfo {
+    /// NVLink when peer access and native peer atomics are both supported (native atomics across
+    /// GPUs need NVLink/NVSwitch; PCIe peer access lacks them), else PCIe (peer access over PCIe,
+    /// or no peer access: staged through the host).
+    pub fn link(&self) -> LinkType {
+        if self.access && self.native_atomics {
+            LinkType::Nvlink
+        } else {
+            LinkType::Pcie
+        }
+    }
+}
+
+fn not_available(why: impl Into<String>) -> KernelError {
+    KernelError::NotAvailable {
+        backend: "cuda".into(),
+        why: format!("{}; use --backend cpu", why.into()),
+    }
+}
+
+fn driver(what: &str, e: result::DriverError) -> KernelError {
+    not_available(format!("{what} failed: {e}"))
+}
+
+/// Check, once, that the driver library loads and initialises and that a device is present.
+pub fn available() -> Result<usize, KernelError> {
+    static STATE: OnceLock<Result<usize, String>> = OnceLock::new();
+    STATE
+        .get_or_init(|| {
+            // SAFETY: only tries to dlopen the driver library by its usual names.
+            if !unsafe { sys::is_culib_present() } {
+                return Err(
+                    "no CUDA device: the CUDA driver library (libcuda.so) is not installed".into(),
+                );
+            }
+            result::init().map_err(|e| format!("no CUDA device: cuInit failed: {e}"))?;
+            let n = result::device::get_count()
+                .map_err(|e| format!("no CUDA device: cuDeviceGetCount failed: {e}"))?;
+            if n <= 0 {
+                return Err("no CUDA device: the driver sees no GPU".into());
+            }
+            Ok(n as usize)
+        })
+        .clone()
+        .map_err(not_available)
+}
+
+fn device(ordinal: usize) -> Result<sys::CUdevice, KernelError> {
+    let n = available()?;
+    if ordinal >= n {
+        return Err(not_available(format!(
+            "GPU {ordinal} asked for, but only {n} present"
+        )));
+    }
+    result::device::get(ordinal as c_int).map_err(|e| driver("cuDeviceGet", e))
+}
+
+/// The GPUs the driver sees.
+pub fn devices() -> Result<Vec<DeviceInfo>, KernelError> {
+    (0..available()?)
+        .map(|ordinal| {
+            let dev = device(ordinal)?;
+            use sys::CUdevice_attribute as A;
+            // SAFETY: `dev` is a valid device handle from cuDeviceGet.
+            let attr = |a: A| {
+                unsafe { result::device::get_attribute(dev, a) }
+                    .map_err(|e| driver("cuDeviceGetAttribute", e))
+            };
+            Ok(DeviceInfo {
+                ordinal,
+                name: result::device::get_name(dev).map_err(|e| driver("cuDeviceGetName", e))?,
+                compute_capability: (
+                    attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+                    attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+                ),
+                multiprocessors: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+                // SAFETY: as above.
+                memory_bytes: unsafe { result::device::total_mem(dev) }
+                    .map_err(|e| driver("cuDeviceTotalMem", e))?,
+                l2_bytes: attr(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?,
+                memory_bus_bits: attr(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)?,
+            })
+        })
+        .collect()
+}
+
+/// Peer-to-peer facts of `a -> b` (a != b).
+pub fn peer(a: usize, b: usize) -> Result<PeerInfo, KernelError> {
+    let (da, db) = (device(a)?, device(b)?);
+    let get = |attrib: sys::CUdevice_P2PAttribute| -> Result<i32, KernelError> {
+        let mut v: c_int = 0;
+        // SAFETY: valid device handles and a valid out-pointer.
+        unsafe { sys::cuDeviceGetP2PAttribute(&mut v, attrib, da, db) }
+            .result()
+            .map_err(|e| driver("cuDeviceGetP2PAttribute", e))?;
+        Ok(v)
+    };
+    use sys::CUdevice_P2PAttribute as P;
+    Ok(PeerInfo {
+        access: get(P::CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED)? != 0,
+        native_atomics: get(P::CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED)? != 0,
+        performance_rank: get(P::CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK)?,
+    })
+}
+
+/// The link type of GPU pairs from the driver's P2P attributes (see [`PeerInfo::link`]). A pair
+/// is as slow as its slower direction.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DriverLinkProbe;
+
+impl LinkProbe for DriverLinkProbe {
+    fn link(&self, a: usize, b: usize) -> Result<LinkType, FeatureError> {
+        if a == b {
+            return Ok(LinkType::SameDevice);
+        }
+        let to_feature = |e: KernelError| FeatureError::Probe(e.to_string());
+        let ab = peer(a, b).map_err(to_feature)?.link();
+        let ba = peer(b, a).map_err(to_feature)?.link();
+        Ok(ab.min(ba))
+    }
+}
