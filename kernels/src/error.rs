@@ -16,6 +16,14 @@ pub enum KernelError {
     #[error("unknown kernel `{name}`; known: {known}")]
     UnknownKernel { name: String, known: String },
 
+    /// A CUDA driver call failed.
+    #[error("CUDA: {0}")]
+    Cuda(String),
+
+    /// NVRTC refused a kernel source.
+    #[error("{source_name}: NVRTC compile failed:\n{log}")]
+    Compile { source_name: String, log: String },
+
     /// The backend cannot run here (no device, no driver, not built).
     #[error("backend `{backend}` is not available: {why}")]
     NotAvailable { backend: String, why: String },

@@ -1,4 +1,5 @@
-//! The CUDA backend: for now the driver probe, device listing and the GPU link probe.
+//! The CUDA backend: driver probe, device listing, the GPU link probe, NVRTC-compiled SpMV
+//! kernels with their on-disk cache, and event timing.
 //!
 //! cudarc loads `libcuda` at run time (`dynamic-loading`) and panics when it is missing, so every
 //! entry point here first checks that the library is present and that the driver initialises,
@@ -13,6 +14,11 @@ use augur_features::FeatureError;
 use cudarc::driver::{result, sys};
 
 use crate::KernelError;
+
+pub mod module;
+mod spmv;
+
+pub use spmv::{CudaSpmv, DeviceCsr, GpuKernel, GpuScalar};
 
 /// One GPU as the driver describes it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

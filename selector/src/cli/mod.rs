@@ -2,6 +2,7 @@
 
 mod devices;
 mod features;
+mod kernels;
 mod matrix;
 mod spmv;
 
@@ -33,6 +34,9 @@ enum Command {
     /// Inspect, convert and generate matrices.
     #[command(subcommand)]
     Matrix(matrix::MatrixCommand),
+    /// Compile the CUDA kernels ahead of time (or check that they compile).
+    #[command(subcommand)]
+    Kernels(kernels::KernelsCommand),
     /// The GPUs the CUDA driver sees and the links between them (NVLink/PCIe from the driver's
     /// peer-to-peer attributes).
     Devices(devices::DevicesArgs),
@@ -63,6 +67,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Spmv(a) => spmv::run(a),
         Command::Features(a) => features::run(a),
         Command::Devices(a) => devices::run(a),
+        Command::Kernels(k) => kernels::run(k),
     }
 }
 

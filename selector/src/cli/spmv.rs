@@ -6,8 +6,10 @@ use std::time::Instant;
 use augur_datasets::{Csr, MatrixSource, Scalar};
 use augur_kernels::check::{self, CheckReport};
 use augur_kernels::cpu::CpuKernel;
+use augur_kernels::cuda::{CudaSpmv, GpuKernel, GpuScalar};
 use augur_kernels::{spmv_bytes, KernelError};
 use clap::{Args, ValueEnum};
+use cudarc::driver::CudaSlice;
 
 use super::{parse_sources, Precision};
 
@@ -35,6 +37,9 @@ pub struct SpmvArgs {
     /// Untimed runs before timing.
     #[arg(long, default_value_t = 3)]
     warmup: usize,
+    /// GPU ordinal (with --backend cuda).
+    #[arg(long, default_value_t = 0)]
+    device: usize,
     /// One JSON array on stdout instead of text.
     #[arg(long, conflicts_with = "csv")]
     json: bool,
@@ -55,6 +60,7 @@ struct CsvRow<'a> {
     cols: usize,
     nnz: usize,
     precision: Precision,
+    device: &'a str,
     threads: usize,
     kernel: &'a str,
     setup_s: f64,
@@ -62,6 +68,7 @@ struct CsvRow<'a> {
     gb_per_s: f64,
     max_rel_err: f64,
     passed: bool,
+    l2_flushed: bool,
     copy_gb_per_s: Option<f64>,
     floor_s: Option<f64>,
     fraction_of_copy: Option<f64>,
@@ -74,11 +81,17 @@ struct Row {
     cols: usize,
     nnz: usize,
     precision: Precision,
+    /// `cpu` or the GPU's name.
+    device: String,
+    /// CPU threads (0 on a GPU).
     threads: usize,
     kernel: &'static str,
+    /// CPU: the kernel's partition; GPU: uploading the matrix and x.
     setup_s: f64,
     median_s: f64,
     gb_per_s: f64,
+    /// GPU: a buffer twice the L2 size was written before each timed launch.
+    l2_flushed: bool,
     /// Measured copy bandwidth (read + write), GB/s, with `--floor`.
     copy_gb_per_s: Option<f64>,
     /// Bytes moved / copy bandwidth: the fastest this product could run.
@@ -87,39 +100,59 @@ struct Row {
 }
 
 pub fn run(a: SpmvArgs) -> anyhow::Result<ExitCode> {
-    if a.backend == Backend::Cuda {
-        // No device (or driver) is the first thing to say; the SpMV kernels come next.
-        augur_kernels::cuda::available()?;
-        return Err(KernelError::NotAvailable {
-            backend: "cuda".into(),
-            why: "the CUDA SpMV kernels are not built yet; use --backend cpu".into(),
-        }
-        .into());
-    }
     anyhow::ensure!(a.iterations >= 1, "--iterations must be at least 1");
-    let kernels: Vec<CpuKernel> = if a.kernels.is_empty() {
-        CpuKernel::ALL.to_vec()
-    } else {
-        a.kernels
-            .iter()
-            .map(|k| CpuKernel::from_name(k))
-            .collect::<Result<_, _>>()?
+    let mut runner = match a.backend {
+        Backend::Cpu => Runner::Cpu(names_or_all(
+            &a.kernels,
+            &CpuKernel::ALL,
+            CpuKernel::from_name,
+        )?),
+        Backend::Cuda => {
+            let gpu = CudaSpmv::new(a.device)?;
+            let flush = gpu.flush_buffer()?;
+            let kernels = names_or_all(&a.kernels, &GpuKernel::ALL, GpuKernel::from_name)?;
+            Runner::Cuda(Box::new((gpu, kernels, flush)))
+        }
     };
     let sources = parse_sources(&a.matrices)?;
-    let copy = a.floor.then(copy_bandwidth);
-    if let (Some(c), false) = (copy, a.csv || a.json) {
-        println!(
-            "copy bandwidth (read + write): {c:.1} GB/s on {} threads",
-            rayon::current_num_threads()
-        );
+    let copy = if a.floor {
+        Some(match &runner {
+            Runner::Cpu(_) => copy_bandwidth(),
+            Runner::Cuda(g) => g.0.copy_bandwidth()?,
+        })
+    } else {
+        None
+    };
+    if !(a.csv || a.json) {
+        if let Runner::Cuda(g) = &runner {
+            println!(
+                "{} (sm_{}{}, {} SMs, L2 {} MiB); kernels {} in {:.3} s",
+                g.0.device.name,
+                g.0.device.compute_capability.0,
+                g.0.device.compute_capability.1,
+                g.0.device.multiprocessors,
+                g.0.device.l2_bytes >> 20,
+                if g.0.module_cached {
+                    "read from the cache"
+                } else {
+                    "compiled by NVRTC"
+                },
+                g.0.module_s
+            );
+        }
+        if let Some(c) = copy {
+            println!("copy bandwidth (read + write): {c:.1} GB/s");
+        }
     }
     let mut rows = Vec::new();
     let mut failed = 0usize;
     let mut csv = a.csv.then(|| csv::Writer::from_writer(std::io::stdout()));
     for src in &sources {
-        let r = match a.precision {
-            Precision::F32 => bench::<f32>(src, &kernels, &a, copy),
-            Precision::F64 => bench::<f64>(src, &kernels, &a, copy),
+        let r = match (&mut runner, a.precision) {
+            (Runner::Cpu(k), Precision::F32) => bench::<f32>(src, k, &a, copy),
+            (Runner::Cpu(k), Precision::F64) => bench::<f64>(src, k, &a, copy),
+            (Runner::Cuda(g), Precision::F32) => bench_cuda::<f32>(src, g, &a, copy),
+            (Runner::Cuda(g), Precision::F64) => bench_cuda::<f64>(src, g, &a, copy),
         };
         match r {
             Ok(mut r) => {
@@ -132,6 +165,7 @@ pub fn run(a: SpmvArgs) -> anyhow::Result<ExitCode> {
                             cols: x.cols,
                             nnz: x.nnz,
                             precision: x.precision,
+                            device: &x.device,
                             threads: x.threads,
                             kernel: x.kernel,
                             setup_s: x.setup_s,
@@ -139,6 +173,7 @@ pub fn run(a: SpmvArgs) -> anyhow::Result<ExitCode> {
                             gb_per_s: x.gb_per_s,
                             max_rel_err: x.check.max_rel_err,
                             passed: x.check.passed,
+                            l2_flushed: x.l2_flushed,
                             copy_gb_per_s: x.copy_gb_per_s,
                             floor_s: x.floor_s,
                             fraction_of_copy: x.copy_gb_per_s.map(|c| x.gb_per_s / c),
@@ -164,6 +199,89 @@ pub fn run(a: SpmvArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The kernels a run uses, on their backend.
+enum Runner {
+    Cpu(Vec<CpuKernel>),
+    /// The GPU, its kernels, and the buffer that flushes L2 between timed runs.
+    Cuda(Box<(CudaSpmv, Vec<GpuKernel>, CudaSlice<u8>)>),
+}
+
+fn names_or_all<K: Copy>(
+    names: &[String],
+    all: &[K],
+    parse: impl Fn(&str) -> Result<K, KernelError>,
+) -> Result<Vec<K>, KernelError> {
+    if names.is_empty() {
+        Ok(all.to_vec())
+    } else {
+        names.iter().map(|n| parse(n)).collect()
+    }
+}
+
+/// Every GPU kernel on one matrix: poisoned output, one checked launch, then event timing
+/// (L2 flushed before each timed launch when the data could sit in L2).
+fn bench_cuda<T: GpuScalar>(
+    src: &MatrixSource,
+    g: &mut (CudaSpmv, Vec<GpuKernel>, CudaSlice<u8>),
+    a: &SpmvArgs,
+    copy_gb_per_s: Option<f64>,
+) -> anyhow::Result<Vec<Row>> {
+    let (gpu, kernels, flush) = g;
+    let (m, _): (Csr<T>, _) = src.load()?;
+    let x = check::test_vector::<T>(m.cols(), 42);
+    let (reference, scale) = check::reference_product(&m, &x);
+    let bytes = spmv_bytes(m.rows(), m.cols(), m.nnz(), std::mem::size_of::<T>());
+    let t = Instant::now();
+    let dm = gpu.upload(&m)?;
+    let dx = gpu.htod(&x)?;
+    gpu.stream()
+        .synchronize()
+        .map_err(|e| anyhow::anyhow!("CUDA: {e}"))?;
+    let upload_s = t.elapsed().as_secs_f64();
+    let l2_flushed = bytes < 4 * gpu.device.l2_bytes.max(0) as u64;
+    let poison = vec![T::nan(); m.rows()];
+    let mut out = Vec::new();
+    for &k in kernels.iter() {
+        let mut dy = gpu.htod(&poison)?;
+        gpu.launch(k, &dm, &dx, &mut dy)?;
+        let y = gpu.dtoh(&dy)?;
+        let report = check::compare(&m, &reference, &scale, &y);
+        let mut times = gpu.time(
+            k,
+            &dm,
+            &dx,
+            &mut dy,
+            a.warmup,
+            a.iterations,
+            l2_flushed.then_some(&mut *flush),
+        )?;
+        times.sort_by(f64::total_cmp);
+        let median_s = times[times.len() / 2];
+        out.push(Row {
+            matrix: src.name(),
+            rows: m.rows(),
+            cols: m.cols(),
+            nnz: m.nnz(),
+            precision: if T::NAME == "f32" {
+                Precision::F32
+            } else {
+                Precision::F64
+            },
+            device: gpu.device.name.clone(),
+            threads: 0,
+            kernel: k.name(),
+            setup_s: upload_s,
+            median_s,
+            gb_per_s: bytes as f64 / median_s.max(1e-12) / 1e9,
+            l2_flushed,
+            copy_gb_per_s,
+            floor_s: copy_gb_per_s.map(|c| bytes as f64 / (c * 1e9)),
+            check: report,
+        });
+    }
+    Ok(out)
 }
 
 fn bench<T: Scalar>(
@@ -208,11 +326,13 @@ fn bench<T: Scalar>(
             } else {
                 Precision::F64
             },
+            device: "cpu".into(),
             threads: rayon::current_num_threads(),
             kernel: k.name(),
             setup_s,
             median_s,
             gb_per_s: bytes as f64 / median_s.max(1e-12) / 1e9,
+            l2_flushed: false,
             copy_gb_per_s,
             floor_s: copy_gb_per_s.map(|c| bytes as f64 / (c * 1e9)),
             check: report,
@@ -246,9 +366,18 @@ fn copy_bandwidth() -> f64 {
 
 fn print_rows(rows: &[Row]) {
     let Some(r0) = rows.first() else { return };
+    let on = if r0.device == "cpu" {
+        format!("{} threads", r0.threads)
+    } else {
+        format!(
+            "{}{}",
+            r0.device,
+            if r0.l2_flushed { ", L2 flushed" } else { "" }
+        )
+    };
     println!(
-        "{}: {} x {}, nnz {}, {:?}, {} threads",
-        r0.matrix, r0.rows, r0.cols, r0.nnz, r0.precision, r0.threads
+        "{}: {} x {}, nnz {}, {:?}, {on}",
+        r0.matrix, r0.rows, r0.cols, r0.nnz, r0.precision
     );
     println!(
         "  {:<14} {:>10} {:>12} {:>8} {:>7} {:>12}  check",

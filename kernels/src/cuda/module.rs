@@ -1,0 +1,109 @@
+//! `.cu` sources compiled by NVRTC to PTX for the device's architecture, cached on disk.
+//!
+//! Cache key: FNV-1a of the source text, the target architecture and the compiler options, so an
+//! edited kernel or another GPU compiles afresh. The cache folder is `$AUGUR_KERNEL_CACHE`, else
+//! `$XDG_CACHE_HOME/augur/kernels`, else `~/.cache/augur/kernels`. Files are written to a
+//! temporary name and renamed, so a crash never leaves a half-written PTX behind.
+
+use std::path::PathBuf;
+
+use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
+
+use crate::KernelError;
+
+/// One `.cu` file of `kernels/cuda/`.
+#[derive(Debug, Clone, Copy)]
+pub struct Source {
+    pub name: &'static str,
+    pub text: &'static str,
+}
+
+pub const SPMV_CSR: Source = Source {
+    name: "spmv_csr",
+    text: include_str!("../../cuda/spmv_csr.cu"),
+};
+
+/// Every kernel source, for `augur kernels build` and the compile check.
+pub const SOURCES: &[Source] = &[SPMV_CSR];
+
+fn options(arch: (i32, i32)) -> Vec<String> {
+    vec![
+        format!("--gpu-architecture=compute_{}{}", arch.0, arch.1),
+        "--std=c++17".into(),
+    ]
+}
+
+fn fnv1a(parts: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for b in p.bytes().chain([0u8]) {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+pub fn cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("AUGUR_KERNEL_CACHE") {
+        return PathBuf::from(d);
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("augur").join("kernels")
+}
+
+/// Where the PTX of `src` for `arch` is cached.
+pub fn cache_path(src: Source, arch: (i32, i32)) -> PathBuf {
+    let opts = options(arch);
+    let mut parts = vec![src.text];
+    parts.extend(opts.iter().map(String::as_str));
+    cache_dir().join(format!(
+        "{}-sm{}{}-{:016x}.ptx",
+        src.name,
+        arch.0,
+        arch.1,
+        fnv1a(&parts)
+    ))
+}
+
+/// Compile `src` for `arch` with NVRTC, without the cache. Needs only libnvrtc, no GPU.
+pub fn compile(src: Source, arch: (i32, i32)) -> Result<String, KernelError> {
+    // SAFETY: only tries to dlopen libnvrtc by its usual names.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Err(KernelError::NotAvailable {
+            backend: "cuda".into(),
+            why: "NVRTC (libnvrtc.so) is not installed; use --backend cpu".into(),
+        });
+    }
+    let opts = CompileOptions {
+        options: options(arch),
+        name: Some(format!("{}.cu", src.name)),
+        ..Default::default()
+    };
+    compile_ptx_with_opts(src.text, opts)
+        .map(|p| p.to_src())
+        .map_err(|e| KernelError::Compile {
+            source_name: format!("kernels/cuda/{}.cu", src.name),
+            log: e.to_string(),
+        })
+}
+
+/// The PTX of `src` for `arch`: from the cache, or compiled and cached. True when cached.
+pub fn ptx(src: Source, arch: (i32, i32)) -> Result<(Ptx, bool), KernelError> {
+    let path = cache_path(src, arch);
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        return Ok((Ptx::from_src(text), true));
+    }
+    let text = compile(src, arch)?;
+    // A cache that cannot be written costs a recompile next time, nothing more.
+    if std::fs::create_dir_all(path.parent().expect("cache path has a folder")).is_ok() {
+        let tmp = path.with_extension(format!("partial-{}", std::process::id()));
+        if std::fs::write(&tmp, &text).is_ok() && std::fs::rename(&tmp, &path).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+    Ok((Ptx::from_src(text), false))
+}
