@@ -18,7 +18,7 @@ use crate::KernelError;
 pub mod module;
 mod spmv;
 
-pub use spmv::{CudaSpmv, DeviceCsr, GpuKernel, GpuScalar};
+pub use spmv::{CudaSpmv, DeviceCsr, GpuKernel, GpuScalar, TimingPlan};
 
 /// One GPU as the driver describes it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

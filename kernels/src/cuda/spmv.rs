@@ -77,6 +77,13 @@ impl GpuKernel {
     }
 }
 
+/// How many launches to make untimed, then timed.
+#[derive(Debug, Clone, Copy)]
+pub struct TimingPlan {
+    pub warmup: usize,
+    pub iterations: usize,
+}
+
 /// A value type the GPU kernels take.
 pub trait GpuScalar: Scalar + DeviceRepr + ValidAsZeroBits {
     const SUFFIX: &'static str;
@@ -212,19 +219,20 @@ impl CudaSpmv {
         Ok(())
     }
 
-    /// Median-ready times (seconds) of `iters` launches after `warmup`, each between two timing
+    /// Times (seconds) of `plan.iterations` launches after `plan.warmup`, each between two timing
     /// events (CU_EVENT_DEFAULT). With `flush`, a buffer larger than L2 is overwritten before each
     /// timed launch, so no launch finds the matrix in L2.
     pub fn time<T: GpuScalar>(
         &self,
         k: GpuKernel,
-        a: &DeviceCsr<T>,
-        x: &CudaSlice<T>,
-        y: &mut CudaSlice<T>,
-        warmup: usize,
-        iters: usize,
+        (a, x, y): (&DeviceCsr<T>, &CudaSlice<T>, &mut CudaSlice<T>),
+        plan: TimingPlan,
         mut flush: Option<&mut CudaSlice<u8>>,
     ) -> Result<Vec<f64>, KernelError> {
+        let TimingPlan {
+            warmup,
+            iterations: iters,
+        } = plan;
         for _ in 0..warmup {
             self.launch(k, a, x, y)?;
         }

@@ -6,7 +6,7 @@ use std::time::Instant;
 use augur_datasets::{Csr, MatrixSource, Scalar};
 use augur_kernels::check::{self, CheckReport};
 use augur_kernels::cpu::CpuKernel;
-use augur_kernels::cuda::{CudaSpmv, GpuKernel, GpuScalar};
+use augur_kernels::cuda::{CudaSpmv, GpuKernel, GpuScalar, TimingPlan};
 use augur_kernels::{spmv_bytes, KernelError};
 use clap::{Args, ValueEnum};
 use cudarc::driver::CudaSlice;
@@ -248,13 +248,14 @@ fn bench_cuda<T: GpuScalar>(
         gpu.launch(k, &dm, &dx, &mut dy)?;
         let y = gpu.dtoh(&dy)?;
         let report = check::compare(&m, &reference, &scale, &y);
+        let plan = TimingPlan {
+            warmup: a.warmup,
+            iterations: a.iterations,
+        };
         let mut times = gpu.time(
             k,
-            &dm,
-            &dx,
-            &mut dy,
-            a.warmup,
-            a.iterations,
+            (&dm, &dx, &mut dy),
+            plan,
             l2_flushed.then_some(&mut *flush),
         )?;
         times.sort_by(f64::total_cmp);
