@@ -4,6 +4,11 @@
 # matrices and edge cases, then timing with --floor on large generated matrices. CSVs go to $OUT.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0
+# cuSPARSE: the CUDA toolkit's, else the one a Python package ships.
+cs=$(ls /usr/local/cuda/lib64/libcusparse.so.* 2>/dev/null | head -1)
+[ -n "$cs" ] || cs=$(find /usr /opt -name 'libcusparse.so.*' 2>/dev/null | head -1)
+[ -n "$cs" ] && export LD_LIBRARY_PATH="$(dirname "$cs")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+echo "libcusparse: ${cs:-not found}"
 A=.carry/augur
 M=.carry/matrices
 OUT=${OUT:-/tmp/out}

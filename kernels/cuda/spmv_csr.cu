@@ -79,3 +79,114 @@ __device__ __forceinline__ void spmv_block(int rows, const int* __restrict__ ptr
 
 AUGUR_INSTANTIATE(float, f32)
 AUGUR_INSTANTIATE(double, f64)
+
+// ---- Work-balanced kernels ------------------------------------------------------------------
+
+// Merge-path (Merrill & Garland, SC'16): the merge of row ends and nonzero indices is cut into
+// equal pieces of MP_ITEMS items, one per thread. Setup: merge_path_partition finds where each
+// piece starts. Each thread writes the rows it finishes and leaves the unfinished head of its last
+// row as a carry, which merge_path_fixup adds after all pieces are done.
+#define MP_ITEMS 16
+
+__device__ __forceinline__ int merge_path_search(long long d, const int* __restrict__ ptr,
+                                                 int rows, int nnz) {
+    long long lo = d - nnz > 0 ? d - nnz : 0;
+    long long hi = d < rows ? d : rows;
+    while (lo < hi) {
+        long long mid = (lo + hi) >> 1;
+        if ((long long)ptr[mid + 1] < d - mid) lo = mid + 1; else hi = mid;
+    }
+    return (int)lo;
+}
+
+extern "C" __global__ void merge_path_partition(int rows, int nnz, const int* __restrict__ ptr,
+                                                long long pieces, int* __restrict__ start_row) {
+    long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p > pieces) return;
+    long long total = (long long)rows + nnz;
+    long long d = p * MP_ITEMS < total ? p * MP_ITEMS : total;
+    start_row[p] = merge_path_search(d, ptr, rows, nnz);
+}
+
+template <typename T>
+__device__ __forceinline__ void merge_path(int rows, int nnz, const int* __restrict__ ptr,
+                                           const int* __restrict__ idx, const T* __restrict__ val,
+                                           const T* __restrict__ x, T* __restrict__ y,
+                                           long long pieces, const int* __restrict__ start_row,
+                                           int* __restrict__ carry_row, T* __restrict__ carry_val) {
+    long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= pieces) return;
+    long long total = (long long)rows + nnz;
+    long long d0 = p * MP_ITEMS, d1 = d0 + MP_ITEMS < total ? d0 + MP_ITEMS : total;
+    int row = start_row[p], row1 = start_row[p + 1];
+    int k = (int)(d0 - row), k1 = (int)(d1 - row1);
+    T sum = 0;
+    for (; row < row1; ++row) {
+        for (int end = ptr[row + 1]; k < end; ++k) sum += val[k] * load_x(x, idx[k]);
+        y[row] = sum;
+        sum = 0;
+    }
+    for (; k < k1; ++k) sum += val[k] * load_x(x, idx[k]);
+    carry_row[p] = row1;
+    carry_val[p] = sum;
+}
+
+template <typename T>
+__device__ __forceinline__ void merge_path_fixup(int rows, long long pieces,
+                                                 const int* __restrict__ carry_row,
+                                                 const T* __restrict__ carry_val,
+                                                 T* __restrict__ y) {
+    long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= pieces) return;
+    int row = carry_row[p];
+    T v = carry_val[p];
+    if (row < rows && v != T(0)) atomicAdd(y + row, v);
+}
+
+// nnz-split: each thread takes NS_ITEMS consecutive nonzeros, finds its first row by binary
+// search, and adds each row's partial sum into y with atomics (y is zeroed first).
+#define NS_ITEMS 8
+
+template <typename T>
+__device__ __forceinline__ void nnz_split(int rows, int nnz, const int* __restrict__ ptr,
+                                          const int* __restrict__ idx, const T* __restrict__ val,
+                                          const T* __restrict__ x, T* __restrict__ y) {
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    long long k0 = t * NS_ITEMS;
+    if (k0 >= nnz) return;
+    int k1 = (int)(k0 + NS_ITEMS < nnz ? k0 + NS_ITEMS : nnz);
+    // Last row whose start is <= k0 (rows before it end at or before k0).
+    int lo = 0, hi = rows - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) >> 1;
+        if (ptr[mid] <= k0) lo = mid; else hi = mid - 1;
+    }
+    int row = lo, end = ptr[row + 1];
+    T sum = 0;
+    for (int k = (int)k0; k < k1; ++k) {
+        while (k >= end) {
+            if (sum != T(0)) atomicAdd(y + row, sum);
+            sum = 0;
+            end = ptr[++row + 1];
+        }
+        sum += val[k] * load_x(x, idx[k]);
+    }
+    if (sum != T(0)) atomicAdd(y + row, sum);
+}
+
+#define AUGUR_BALANCED(T, S)                                                                   \
+    extern "C" __global__ void spmv_merge_path_##S(AUGUR_ARGS(T), int nnz, long long pieces,  \
+        const int* __restrict__ start_row, int* __restrict__ carry_row,                        \
+        T* __restrict__ carry_val) {                                                            \
+        merge_path<T>(rows, nnz, ptr, idx, val, x, y, pieces, start_row, carry_row, carry_val); \
+    }                                                                                           \
+    extern "C" __global__ void merge_path_fixup_##S(int rows, long long pieces,               \
+        const int* __restrict__ carry_row, const T* __restrict__ carry_val, T* __restrict__ y) { \
+        merge_path_fixup<T>(rows, pieces, carry_row, carry_val, y);                             \
+    }                                                                                           \
+    extern "C" __global__ void spmv_nnz_split_##S(AUGUR_ARGS(T), int nnz) {                   \
+        nnz_split<T>(rows, nnz, ptr, idx, val, x, y);                                           \
+    }
+
+AUGUR_BALANCED(float, f32)
+AUGUR_BALANCED(double, f64)

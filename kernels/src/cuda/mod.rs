@@ -15,10 +15,11 @@ use cudarc::driver::{result, sys};
 
 use crate::KernelError;
 
+pub mod cusparse;
 pub mod module;
 mod spmv;
 
-pub use spmv::{CudaSpmv, DeviceCsr, GpuKernel, GpuScalar, TimingPlan};
+pub use spmv::{CudaSpmv, DeviceCsr, GpuKernel, GpuScalar, Prepared, TimingPlan};
 
 /// One GPU as the driver describes it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

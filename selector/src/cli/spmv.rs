@@ -86,7 +86,7 @@ struct Row {
     /// CPU threads (0 on a GPU).
     threads: usize,
     kernel: &'static str,
-    /// CPU: the kernel's partition; GPU: uploading the matrix and x.
+    /// The kernel's own setup (CPU: its partition; GPU: merge-path's partition search).
     setup_s: f64,
     median_s: f64,
     gb_per_s: f64,
@@ -110,7 +110,11 @@ pub fn run(a: SpmvArgs) -> anyhow::Result<ExitCode> {
         Backend::Cuda => {
             let gpu = CudaSpmv::new(a.device)?;
             let flush = gpu.flush_buffer()?;
-            let kernels = names_or_all(&a.kernels, &GpuKernel::ALL, GpuKernel::from_name)?;
+            let mut kernels = names_or_all(&a.kernels, &GpuKernel::ALL, GpuKernel::from_name)?;
+            if !augur_kernels::cuda::cusparse::available() {
+                eprintln!("augur: note: libcusparse not found; cuSPARSE kernels skipped");
+                kernels.retain(|k| !matches!(k, GpuKernel::Cusparse { .. }));
+            }
             Runner::Cuda(Box::new((gpu, kernels, flush)))
         }
     };
@@ -233,19 +237,15 @@ fn bench_cuda<T: GpuScalar>(
     let x = check::test_vector::<T>(m.cols(), 42);
     let (reference, scale) = check::reference_product(&m, &x);
     let bytes = spmv_bytes(m.rows(), m.cols(), m.nnz(), std::mem::size_of::<T>());
-    let t = Instant::now();
     let dm = gpu.upload(&m)?;
     let dx = gpu.htod(&x)?;
-    gpu.stream()
-        .synchronize()
-        .map_err(|e| anyhow::anyhow!("CUDA: {e}"))?;
-    let upload_s = t.elapsed().as_secs_f64();
     let l2_flushed = bytes < 4 * gpu.device.l2_bytes.max(0) as u64;
     let poison = vec![T::nan(); m.rows()];
     let mut out = Vec::new();
     for &k in kernels.iter() {
         let mut dy = gpu.htod(&poison)?;
-        gpu.launch(k, &dm, &dx, &mut dy)?;
+        let mut prepared = gpu.prepare(k, &dm, &dx, &mut dy)?;
+        gpu.launch(&mut prepared, &dm, &dx, &mut dy)?;
         let y = gpu.dtoh(&dy)?;
         let report = check::compare(&m, &reference, &scale, &y);
         let plan = TimingPlan {
@@ -253,7 +253,7 @@ fn bench_cuda<T: GpuScalar>(
             iterations: a.iterations,
         };
         let mut times = gpu.time(
-            k,
+            &mut prepared,
             (&dm, &dx, &mut dy),
             plan,
             l2_flushed.then_some(&mut *flush),
@@ -273,7 +273,7 @@ fn bench_cuda<T: GpuScalar>(
             device: gpu.device.name.clone(),
             threads: 0,
             kernel: k.name(),
-            setup_s: upload_s,
+            setup_s: prepared.setup_s,
             median_s,
             gb_per_s: bytes as f64 / median_s.max(1e-12) / 1e9,
             l2_flushed,
