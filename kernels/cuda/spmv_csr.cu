@@ -190,3 +190,87 @@ __device__ __forceinline__ void nnz_split(int rows, int nnz, const int* __restri
 
 AUGUR_BALANCED(float, f32)
 AUGUR_BALANCED(double, f64)
+
+// ---- Row binning (CSR-adaptive style) -------------------------------------------------------
+
+// Rows listed in `rows_list` (one bin), L lanes per row, as spmv_vector.
+template <typename T, int L>
+__device__ __forceinline__ void spmv_rows(int n, const int* __restrict__ rows_list,
+                                          const int* __restrict__ ptr, const int* __restrict__ idx,
+                                          const T* __restrict__ val, const T* __restrict__ x,
+                                          T* __restrict__ y) {
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    long long g = t / L;
+    int lane = (int)(t % L);
+    if (g >= n) return;
+    int r = rows_list[g];
+    unsigned group = (L == 32) ? 0xffffffffu : (((1u << L) - 1u) << ((threadIdx.x & 31) / L * L));
+    T sum = 0;
+    for (int k = ptr[r] + lane, end = ptr[r + 1]; k < end; k += L) sum += val[k] * load_x(x, idx[k]);
+#pragma unroll
+    for (int o = L / 2; o > 0; o /= 2) sum += __shfl_down_sync(group, sum, o, L);
+    if (lane == 0) y[r] = sum;
+}
+
+// Long rows cut into chunks of LONG_CHUNK entries, one block per chunk, added into y with atomics
+// (the rows are zeroed first by zero_rows).
+#define LONG_CHUNK 4096
+
+template <typename T>
+__device__ __forceinline__ void spmv_chunks(int nchunks, const int* __restrict__ chunk_row,
+                                            const int* __restrict__ chunk_begin,
+                                            const int* __restrict__ ptr,
+                                            const int* __restrict__ idx,
+                                            const T* __restrict__ val, const T* __restrict__ x,
+                                            T* __restrict__ y) {
+    __shared__ T partial[32];
+    int c = blockIdx.x;
+    if (c >= nchunks) return;
+    int r = chunk_row[c], k0 = chunk_begin[c], end = ptr[r + 1];
+    int k1 = k0 + LONG_CHUNK < end ? k0 + LONG_CHUNK : end;
+    T sum = 0;
+    for (int k = k0 + threadIdx.x; k < k1; k += blockDim.x) sum += val[k] * load_x(x, idx[k]);
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) sum += __shfl_down_sync(0xffffffffu, sum, o);
+    if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = sum;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        sum = threadIdx.x < (blockDim.x >> 5) ? partial[threadIdx.x] : T(0);
+#pragma unroll
+        for (int o = 16; o > 0; o /= 2) sum += __shfl_down_sync(0xffffffffu, sum, o);
+        if (threadIdx.x == 0) atomicAdd(y + r, sum);
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void zero_rows(int n, const int* __restrict__ rows_list,
+                                          T* __restrict__ y) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[rows_list[i]] = T(0);
+}
+
+#define AUGUR_ROWS_ARGS(T) int n, const int* __restrict__ rows_list, const int* __restrict__ ptr, \
+    const int* __restrict__ idx, const T* __restrict__ val, const T* __restrict__ x,              \
+    T* __restrict__ y
+#define AUGUR_ROWS_PASS n, rows_list, ptr, idx, val, x, y
+
+#define AUGUR_BINNED(T, S)                                                                        \
+    extern "C" __global__ void spmv_rows1_##S(AUGUR_ROWS_ARGS(T)) { spmv_rows<T, 1>(AUGUR_ROWS_PASS); }   \
+    extern "C" __global__ void spmv_rows2_##S(AUGUR_ROWS_ARGS(T)) { spmv_rows<T, 2>(AUGUR_ROWS_PASS); }   \
+    extern "C" __global__ void spmv_rows4_##S(AUGUR_ROWS_ARGS(T)) { spmv_rows<T, 4>(AUGUR_ROWS_PASS); }   \
+    extern "C" __global__ void spmv_rows8_##S(AUGUR_ROWS_ARGS(T)) { spmv_rows<T, 8>(AUGUR_ROWS_PASS); }   \
+    extern "C" __global__ void spmv_rows16_##S(AUGUR_ROWS_ARGS(T)) { spmv_rows<T, 16>(AUGUR_ROWS_PASS); } \
+    extern "C" __global__ void spmv_rows32_##S(AUGUR_ROWS_ARGS(T)) { spmv_rows<T, 32>(AUGUR_ROWS_PASS); } \
+    extern "C" __global__ void spmv_chunks_##S(int nchunks, const int* __restrict__ chunk_row,    \
+        const int* __restrict__ chunk_begin, const int* __restrict__ ptr,                          \
+        const int* __restrict__ idx, const T* __restrict__ val, const T* __restrict__ x,          \
+        T* __restrict__ y) {                                                                        \
+        spmv_chunks<T>(nchunks, chunk_row, chunk_begin, ptr, idx, val, x, y);                     \
+    }                                                                                               \
+    extern "C" __global__ void zero_rows_##S(int n, const int* __restrict__ rows_list,            \
+                                             T* __restrict__ y) {                                  \
+        zero_rows<T>(n, rows_list, y);                                                              \
+    }
+
+AUGUR_BINNED(float, f32)
+AUGUR_BINNED(double, f64)

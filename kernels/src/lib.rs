@@ -7,6 +7,8 @@
 //!   step (its partition) apart from the per-call product.
 //! - [`cuda`]: the CUDA backend (driver probe, devices, GPU link probe so far); on a machine
 //!   without CUDA every call is a clear "not available" error.
+//! - [`suite`]: the [`suite::SpmvBackend`] trait and the one correctness suite every backend
+//!   runs.
 //! - [`check`]: poisoning, test vectors, and the per-row error bound a kernel must meet.
 
 pub mod check;
@@ -14,6 +16,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod error;
 pub mod reference;
+pub mod suite;
 
 pub use error::KernelError;
 

@@ -243,3 +243,29 @@ fn devices_lists_gpus_or_says_clearly_there_are_none() {
         assert!(!se.contains("panicked"), "{se}");
     }
 }
+
+#[test]
+fn check_runs_the_suite_and_bench_writes_csv() {
+    let out = augur(&["check", "stencil2d:nx=30", "rmat:scale=10,ef=4"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let so = text(&out.stdout);
+    // 15 edge cases + 2 given matrices, 4 CPU kernels, 2 precisions.
+    assert!(so.contains("17 matrices (15 edge cases), 136 checks"), "{so}");
+    assert!(so.contains("merge-path") && !so.contains("FAILED"), "{so}");
+
+    let out = augur(&["check", "--backend", "cuda"]);
+    if !out.status.success() {
+        let se = text(&out.stderr);
+        assert!(se.contains("use --backend cpu") && !se.contains("panicked"), "{se}");
+    }
+
+    let out = augur(&["bench", "spmv", "--iterations", "2", "banded:n=2000,bw=3"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let so = text(&out.stdout);
+    let header = so.lines().next().unwrap();
+    assert!(
+        header.contains("speedup_vs_alg1") && header.contains("fraction_of_copy"),
+        "{header}"
+    );
+    assert_eq!(so.lines().count(), 5, "{so}");
+}

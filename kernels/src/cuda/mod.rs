@@ -19,7 +19,7 @@ pub mod cusparse;
 pub mod module;
 mod spmv;
 
-pub use spmv::{CudaSpmv, DeviceCsr, GpuKernel, GpuScalar, Prepared, TimingPlan};
+pub use spmv::{CudaBackend, CudaSpmv, DeviceCsr, GpuKernel, GpuScalar, Prepared, TimingPlan};
 
 /// One GPU as the driver describes it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

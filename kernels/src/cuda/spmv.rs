@@ -26,6 +26,9 @@ pub enum GpuKernel {
     MergePath,
     /// Equal shares of nonzeros per thread, rows summed with atomics into a zeroed y.
     NnzSplit,
+    /// Rows binned by length (CSR-adaptive style): each bin runs with the lane count that fits
+    /// it, rows longer than 4096 are cut into chunks of one block each; setup: the binning.
+    Binned,
     /// cuSPARSE `cusparseSpMV` with CSR_ALG1 (`alg2: false`) or CSR_ALG2; setup: buffer and
     /// `cusparseSpMV_preprocess`.
     Cusparse { alg2: bool },
@@ -35,9 +38,13 @@ pub enum GpuKernel {
 const MP_ITEMS: u64 = 16;
 /// Nonzeros per thread of nnz-split; must match NS_ITEMS in the .cu file.
 const NS_ITEMS: u64 = 8;
+/// Entries per block of the long-row chunks of the binned kernel; must match LONG_CHUNK.
+const LONG_CHUNK: usize = 4096;
+/// Lane counts of the bins; a row of `len` entries goes to the smallest with len <= 4 x lanes.
+const BIN_LANES: [u32; 6] = [1, 2, 4, 8, 16, 32];
 
 impl GpuKernel {
-    pub const ALL: [GpuKernel; 11] = [
+    pub const ALL: [GpuKernel; 12] = [
         GpuKernel::Scalar,
         GpuKernel::Vector(2),
         GpuKernel::Vector(4),
@@ -47,6 +54,7 @@ impl GpuKernel {
         GpuKernel::Block,
         GpuKernel::MergePath,
         GpuKernel::NnzSplit,
+        GpuKernel::Binned,
         GpuKernel::Cusparse { alg2: false },
         GpuKernel::Cusparse { alg2: true },
     ];
@@ -63,6 +71,7 @@ impl GpuKernel {
             GpuKernel::Block => "block",
             GpuKernel::MergePath => "merge_path",
             GpuKernel::NnzSplit => "nnz_split",
+            GpuKernel::Binned => "binned",
             GpuKernel::Cusparse { alg2: false } => "cusparse_alg1",
             GpuKernel::Cusparse { alg2: true } => "cusparse_alg2",
         }
@@ -89,7 +98,7 @@ impl GpuKernel {
             GpuKernel::Block => rows as u64 * BLOCK as u64,
             GpuKernel::MergePath => merge_pieces(rows, nnz),
             GpuKernel::NnzSplit => (nnz as u64).div_ceil(NS_ITEMS),
-            GpuKernel::Cusparse { .. } => 0,
+            GpuKernel::Cusparse { .. } | GpuKernel::Binned => 0,
         };
         threads_config(threads)
     }
@@ -117,6 +126,23 @@ pub struct Prepared<T> {
     pub setup_s: f64,
     merge: Option<MergeBuffers<T>>,
     cusparse: Option<super::cusparse::CusparseSpmv>,
+    bins: Option<BinBuffers>,
+}
+
+/// The binned kernel's row lists.
+struct BinBuffers {
+    /// (lanes, rows in the bin, their indices).
+    bins: Vec<(u32, i32, CudaSlice<i32>)>,
+    long: Option<LongRows>,
+}
+
+/// Rows longer than LONG_CHUNK and their chunks.
+struct LongRows {
+    count: i32,
+    rows: CudaSlice<i32>,
+    chunks: i32,
+    chunk_row: CudaSlice<i32>,
+    chunk_begin: CudaSlice<i32>,
 }
 
 struct MergeBuffers<T> {
@@ -277,6 +303,18 @@ impl CudaSpmv {
                 setup_s: t.elapsed().as_secs_f64(),
                 merge: None,
                 cusparse: Some(c),
+                bins: None,
+            });
+        }
+        if k == GpuKernel::Binned && a.rows > 0 {
+            let t = Instant::now();
+            let bins = self.bin_rows(a)?;
+            return Ok(Prepared {
+                kernel: k,
+                setup_s: t.elapsed().as_secs_f64(),
+                merge: None,
+                cusparse: None,
+                bins: Some(bins),
             });
         }
         if k != GpuKernel::MergePath || a.rows == 0 {
@@ -285,6 +323,7 @@ impl CudaSpmv {
                 setup_s: 0.0,
                 merge: None,
                 cusparse: None,
+                bins: None,
             });
         }
         let t = Instant::now();
@@ -324,7 +363,110 @@ impl CudaSpmv {
                 carry_val,
             }),
             cusparse: None,
+            bins: None,
         })
+    }
+
+    /// Bin the rows of `a` by length (setup of [`GpuKernel::Binned`]), from its row pointers.
+    fn bin_rows<T>(&self, a: &DeviceCsr<T>) -> Result<BinBuffers, KernelError> {
+        let ptr: Vec<i32> = self
+            .stream
+            .clone_dtoh(&a.ptr)
+            .map_err(drv("device to host copy"))?;
+        let mut lists: Vec<Vec<i32>> = vec![Vec::new(); BIN_LANES.len()];
+        let (mut long_rows, mut chunk_row, mut chunk_begin) = (Vec::new(), Vec::new(), Vec::new());
+        for r in 0..a.rows {
+            let (s, e) = (ptr[r] as usize, ptr[r + 1] as usize);
+            let len = e - s;
+            if len > LONG_CHUNK {
+                long_rows.push(r as i32);
+                for c in (s..e).step_by(LONG_CHUNK) {
+                    chunk_row.push(r as i32);
+                    chunk_begin.push(c as i32);
+                }
+            } else {
+                let b = BIN_LANES
+                    .iter()
+                    .position(|&l| len <= 4 * l as usize)
+                    .unwrap_or(BIN_LANES.len() - 1);
+                lists[b].push(r as i32);
+            }
+        }
+        let mut bins = Vec::new();
+        for (lanes, list) in BIN_LANES.iter().zip(lists) {
+            if !list.is_empty() {
+                bins.push((*lanes, list.len() as i32, self.htod(&list)?));
+            }
+        }
+        let long = if long_rows.is_empty() {
+            None
+        } else {
+            Some(LongRows {
+                count: long_rows.len() as i32,
+                rows: self.htod(&long_rows)?,
+                chunks: chunk_row.len() as i32,
+                chunk_row: self.htod(&chunk_row)?,
+                chunk_begin: self.htod(&chunk_begin)?,
+            })
+        };
+        Ok(BinBuffers { bins, long })
+    }
+
+    fn launch_binned<T: GpuScalar>(
+        &self,
+        b: &BinBuffers,
+        a: &DeviceCsr<T>,
+        x: &CudaSlice<T>,
+        y: &mut CudaSlice<T>,
+    ) -> Result<(), KernelError> {
+        let s = &self.stream;
+        if let Some(LongRows {
+            count: n,
+            rows,
+            chunks: nchunks,
+            chunk_row,
+            chunk_begin,
+        }) = b.long.as_ref()
+        {
+            let zero = self.function_named(&format!("zero_rows_{}", T::SUFFIX))?;
+            let mut l = s.launch_builder(&zero);
+            l.arg(n).arg(rows).arg(&mut *y);
+            // SAFETY: (int, int*, T*): n row indices, all < rows.
+            unsafe { l.launch(threads_config(*n as u64)) }.map_err(drv("cuLaunchKernel"))?;
+            let f = self.function_named(&format!("spmv_chunks_{}", T::SUFFIX))?;
+            let mut l = s.launch_builder(&f);
+            l.arg(nchunks)
+                .arg(chunk_row)
+                .arg(chunk_begin)
+                .arg(&a.ptr)
+                .arg(&a.idx)
+                .arg(&a.val)
+                .arg(x)
+                .arg(&mut *y);
+            let cfg = LaunchConfig {
+                grid_dim: (*nchunks as u32, 1, 1),
+                block_dim: (BLOCK, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: (int, int*, int*, int*, int*, T*, T*, T*) as in spmv_chunks; one block per
+            // chunk, chunk starts inside their rows.
+            unsafe { l.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
+        }
+        for (lanes, n, list) in &b.bins {
+            let f = self.function_named(&format!("spmv_rows{lanes}_{}", T::SUFFIX))?;
+            let mut l = s.launch_builder(&f);
+            l.arg(n)
+                .arg(list)
+                .arg(&a.ptr)
+                .arg(&a.idx)
+                .arg(&a.val)
+                .arg(x)
+                .arg(&mut *y);
+            // SAFETY: (int, int*, int*, int*, T*, T*, T*) as in spmv_rows; n rows, lanes each.
+            unsafe { l.launch(threads_config(*n as u64 * *lanes as u64)) }
+                .map_err(drv("cuLaunchKernel"))?;
+        }
+        Ok(())
     }
 
     /// Enqueue `y = A x` with a prepared kernel (no synchronisation).
@@ -350,6 +492,9 @@ impl CudaSpmv {
         let k = p.kernel;
         if let Some(c) = p.cusparse.as_ref() {
             return c.run(self.cusparse_handle()?, &self.stream, x, y);
+        }
+        if let Some(b) = p.bins.as_ref() {
+            return self.launch_binned::<T>(b, a, x, y);
         }
         let f = self.function(k, T::SUFFIX)?;
         let (rows, nnz) = (a.rows as i32, a.nnz as i32);
@@ -479,5 +624,61 @@ impl CudaSpmv {
         }
         times.sort_by(f64::total_cmp);
         Ok(2.0 * n as f64 / times[times.len() / 2] / 1e9)
+    }
+}
+
+/// The GPU kernels as a [`crate::suite::SpmvBackend`]: each call uploads the matrix and x,
+/// poisons y on the device, sets the kernel up, launches it and copies y back.
+pub struct CudaBackend {
+    pub gpu: CudaSpmv,
+    kernels: Vec<GpuKernel>,
+}
+
+impl CudaBackend {
+    /// GPU `ordinal` with every kernel (cuSPARSE ones only when libcusparse loads).
+    pub fn new(ordinal: usize) -> Result<CudaBackend, KernelError> {
+        let gpu = CudaSpmv::new(ordinal)?;
+        let kernels = GpuKernel::ALL
+            .into_iter()
+            .filter(|k| !matches!(k, GpuKernel::Cusparse { .. }) || super::cusparse::available())
+            .collect();
+        Ok(CudaBackend { gpu, kernels })
+    }
+}
+
+impl crate::suite::SpmvBackend for CudaBackend {
+    fn name(&self) -> String {
+        format!("cuda ({})", self.gpu.device.name)
+    }
+
+    fn kernel_names(&self) -> Vec<&'static str> {
+        self.kernels.iter().map(|k| k.name()).collect()
+    }
+
+    fn spmv<T: GpuScalar>(
+        &mut self,
+        kernel: &str,
+        a: &Csr<T>,
+        x: &[T],
+        y: &mut [T],
+    ) -> Result<(), KernelError> {
+        crate::error::check_dims(a.rows(), a.cols(), x.len(), y.len())?;
+        let k = GpuKernel::from_name(kernel)?;
+        let g = &self.gpu;
+        let da = g.upload(a)?;
+        let dx = g.htod(x)?;
+        let mut dy = g.htod(&vec![T::nan(); a.rows()])?;
+        let mut p = g.prepare(k, &da, &dx, &mut dy)?;
+        g.launch(&mut p, &da, &dx, &mut dy)?;
+        if a.rows() > 0 {
+            self.gpu
+                .stream
+                .memcpy_dtoh(&dy, y)
+                .map_err(drv("device to host copy"))?;
+        }
+        self.gpu
+            .stream
+            .synchronize()
+            .map_err(drv("cuStreamSynchronize"))
     }
 }

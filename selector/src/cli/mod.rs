@@ -1,5 +1,6 @@
 //! Command-line parsing and the subcommands.
 
+mod check;
 mod devices;
 mod features;
 mod kernels;
@@ -34,6 +35,13 @@ enum Command {
     /// Inspect, convert and generate matrices.
     #[command(subcommand)]
     Matrix(matrix::MatrixCommand),
+    /// Check every kernel of a backend against the f64 reference on the edge cases and the shared
+    /// matrices, in f32 and f64; exits non-zero on any failure.
+    Check(check::CheckArgs),
+    /// Benchmarks: `augur bench spmv` times every kernel against the measured copy bandwidth
+    /// (and cuSPARSE ALG1 on a GPU), CSV out.
+    #[command(subcommand)]
+    Bench(BenchCommand),
     /// Compile the CUDA kernels ahead of time (or check that they compile).
     #[command(subcommand)]
     Kernels(kernels::KernelsCommand),
@@ -44,6 +52,13 @@ enum Command {
     Features(features::FeaturesArgs),
     /// Run every SpMV kernel of a backend on matrices: check each against the f64 reference and
     /// time it (median after warm-up).
+    Spmv(spmv::SpmvArgs),
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// Every SpMV kernel of a backend on each MATRIX: median time, GB/s, fraction of measured
+    /// copy bandwidth, speedup over cuSPARSE ALG1 (GPU); checked first. CSV on stdout.
     Spmv(spmv::SpmvArgs),
 }
 
@@ -68,6 +83,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Features(a) => features::run(a),
         Command::Devices(a) => devices::run(a),
         Command::Kernels(k) => kernels::run(k),
+        Command::Check(a) => check::run(a),
+        Command::Bench(BenchCommand::Spmv(a)) => spmv::run_bench(a),
     }
 }
 

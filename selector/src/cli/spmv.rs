@@ -69,6 +69,7 @@ struct CsvRow<'a> {
     max_rel_err: f64,
     passed: bool,
     l2_flushed: bool,
+    speedup_vs_alg1: Option<f64>,
     copy_gb_per_s: Option<f64>,
     floor_s: Option<f64>,
     fraction_of_copy: Option<f64>,
@@ -92,11 +93,21 @@ struct Row {
     gb_per_s: f64,
     /// GPU: a buffer twice the L2 size was written before each timed launch.
     l2_flushed: bool,
+    /// GPU: cuSPARSE CSR_ALG1's median over this kernel's (above 1: faster than ALG1).
+    speedup_vs_alg1: Option<f64>,
     /// Measured copy bandwidth (read + write), GB/s, with `--floor`.
     copy_gb_per_s: Option<f64>,
     /// Bytes moved / copy bandwidth: the fastest this product could run.
     floor_s: Option<f64>,
     check: CheckReport,
+}
+
+/// `augur bench spmv`: the same runs with the copy-bandwidth floor measured and CSV out (unless
+/// --json), one row per matrix and kernel, with the speedup over cuSPARSE ALG1 on a GPU.
+pub fn run_bench(mut a: SpmvArgs) -> anyhow::Result<ExitCode> {
+    a.floor = true;
+    a.csv = !a.json;
+    run(a)
 }
 
 pub fn run(a: SpmvArgs) -> anyhow::Result<ExitCode> {
@@ -178,6 +189,7 @@ pub fn run(a: SpmvArgs) -> anyhow::Result<ExitCode> {
                             max_rel_err: x.check.max_rel_err,
                             passed: x.check.passed,
                             l2_flushed: x.l2_flushed,
+                            speedup_vs_alg1: x.speedup_vs_alg1,
                             copy_gb_per_s: x.copy_gb_per_s,
                             floor_s: x.floor_s,
                             fraction_of_copy: x.copy_gb_per_s.map(|c| x.gb_per_s / c),
@@ -277,10 +289,20 @@ fn bench_cuda<T: GpuScalar>(
             median_s,
             gb_per_s: bytes as f64 / median_s.max(1e-12) / 1e9,
             l2_flushed,
+            speedup_vs_alg1: None,
             copy_gb_per_s,
             floor_s: copy_gb_per_s.map(|c| bytes as f64 / (c * 1e9)),
             check: report,
         });
+    }
+    if let Some(alg1) = out
+        .iter()
+        .find(|r| r.kernel == "cusparse_alg1")
+        .map(|r| r.median_s)
+    {
+        for r in &mut out {
+            r.speedup_vs_alg1 = Some(alg1 / r.median_s.max(1e-12));
+        }
     }
     Ok(out)
 }
@@ -334,6 +356,7 @@ fn bench<T: Scalar>(
             median_s,
             gb_per_s: bytes as f64 / median_s.max(1e-12) / 1e9,
             l2_flushed: false,
+            speedup_vs_alg1: None,
             copy_gb_per_s,
             floor_s: copy_gb_per_s.map(|c| bytes as f64 / (c * 1e9)),
             check: report,

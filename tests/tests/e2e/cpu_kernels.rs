@@ -7,6 +7,7 @@ use augur_datasets::generate::Generator;
 use augur_datasets::{mtx, Csr, Scalar};
 use augur_kernels::check::{self, poison, test_vector};
 use augur_kernels::cpu::CpuKernel;
+use augur_kernels::suite::{self, edge_cases, CpuBackend, SpmvBackend};
 use augur_kernels::KernelError;
 
 use augur_tests::{manifest, shared_dir, with_threads};
@@ -36,56 +37,6 @@ fn both_precisions(kernel: CpuKernel, a: &Csr<f64>, what: &str) {
     run_checked(kernel, a, what);
     let a32: Csr<f32> = a.map(|&v| v as f32);
     run_checked(kernel, &a32, what);
-}
-
-/// The edge cases: 0 nnz, 0x0, 1x1, empty rows, one dense row of 1e6 entries, rectangular, a
-/// single huge row among empty ones, more threads than rows.
-fn edge_cases() -> Vec<(String, Csr<f64>)> {
-    let mut v = vec![
-        ("0 nnz 5x3".to_string(), Csr::zero((5, 3))),
-        ("0x0".to_string(), Csr::zero((0, 0))),
-        ("0 rows x 4".to_string(), Csr::zero((0, 4))),
-        ("4 rows x 0 cols".to_string(), Csr::zero((4, 0))),
-        (
-            "1x1".to_string(),
-            Csr::new((1, 1), vec![0, 1], vec![0], vec![-2.5]),
-        ),
-        (
-            "empty rows".to_string(),
-            Csr::new(
-                (6, 4),
-                vec![0, 0, 2, 2, 2, 3, 3],
-                vec![0, 3, 1],
-                vec![1.5, -0.5, 2.0],
-            ),
-        ),
-    ];
-    let n = 1_000_000;
-    v.push((
-        "one dense row of 1e6 among empty rows".into(),
-        Csr::new(
-            (3, n),
-            vec![0, 0, n as i32, n as i32],
-            (0..n as i32).collect(),
-            test_vector(n, 9),
-        ),
-    ));
-    for spec in [
-        "arrowhead:n=3000",
-        "hubs:n=20000,hubs=2,short=1,seed=4",
-        "tall:rows=5000,cols=7,row_len=3",
-        "wide:rows=3,cols=50000,row_len=20000",
-        "rmat:scale=12,ef=8,seed=1",
-        "stencil3d:nx=12,points=27",
-        "powerlaw:rows=3000,alpha=1.7,seed=2",
-        "blockdiag:n=999,block=100",
-    ] {
-        v.push((
-            spec.to_string(),
-            Generator::parse(spec).unwrap().generate().unwrap(),
-        ));
-    }
-    v
 }
 
 macro_rules! kernel_suite {
@@ -203,4 +154,55 @@ fn the_check_catches_wrong_outputs() {
         !r.passed && r.worst_row == Some(0),
         "an empty row must be exactly 0: {r:?}"
     );
+}
+
+/// The backend-level suite (`augur_kernels::suite`), instantiated per backend. The CUDA instance
+/// runs where a GPU is present and prints SKIPPED elsewhere; on the GPU machines the same suite
+/// runs through `augur check --backend cuda`.
+macro_rules! backend_suite {
+    ($($module:ident => $make:expr),* $(,)?) => {$(
+        mod $module {
+            use super::*;
+
+            fn backend() -> Option<impl SpmvBackend> {
+                $make
+            }
+
+            #[test]
+            fn every_kernel_on_the_edge_cases_in_both_precisions() {
+                let Some(mut b) = backend() else { return };
+                let mut n = 0;
+                for (name, a) in edge_cases() {
+                    for r in suite::check_both(&mut b, &name, &a) {
+                        assert!(r.passed(), "{} on {}: {r:?}", b.name(), name);
+                        n += 1;
+                    }
+                }
+                assert_eq!(n, 2 * edge_cases().len() * b.kernel_names().len());
+            }
+
+            #[test]
+            fn every_kernel_on_the_shared_matrices() {
+                let Some(mut b) = backend() else { return };
+                let Some(dir) = shared_dir(concat!(stringify!($module), "::shared")) else { return };
+                for e in manifest(&dir).into_iter().filter(|e| e.field != "complex") {
+                    let a = mtx::read::<f64>(e.path(&dir)).unwrap().matrix;
+                    for r in suite::check_both(&mut b, &e.name, &a) {
+                        assert!(r.passed(), "{} on {}: {r:?}", b.name(), e.name);
+                    }
+                }
+            }
+        }
+    )*};
+}
+
+backend_suite! {
+    backend_cpu => Some(CpuBackend),
+    backend_cuda => match augur_kernels::cuda::available() {
+        Ok(_) => Some(augur_kernels::cuda::CudaBackend::new(0).expect("a present GPU opens")),
+        Err(e) => {
+            eprintln!("SKIPPED backend_cuda: {e}");
+            None
+        }
+    },
 }

@@ -1,0 +1,143 @@
+//! `augur check`: every kernel of a backend against the f64 reference, on the edge cases and the
+//! shared matrices (or the matrices given), in f32 and f64. Exits non-zero on any failure.
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+
+use augur_datasets::manifest::{find_shared_matrices, read_manifest};
+use augur_datasets::{Csr, MatrixSource};
+use augur_kernels::cuda::CudaBackend;
+use augur_kernels::suite::{self, CpuBackend, SpmvBackend, SuiteResult};
+use clap::Args;
+
+use super::parse_sources;
+use super::spmv::Backend;
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Matrices to check besides the built-in edge cases (default: the shared SuiteSparse
+    /// matrices, when found).
+    #[arg(value_name = "MATRIX")]
+    matrices: Vec<String>,
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: Backend,
+    /// GPU ordinal (with --backend cuda).
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    /// Every result as one JSON array instead of the summary table.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: CheckArgs) -> anyhow::Result<ExitCode> {
+    match a.backend {
+        Backend::Cpu => check(CpuBackend, &a),
+        Backend::Cuda => check(CudaBackend::new(a.device)?, &a),
+    }
+}
+
+/// A named matrix, or why it could not be loaded.
+type Input = (String, Result<Csr<f64>, String>);
+
+fn inputs(a: &CheckArgs) -> anyhow::Result<Vec<Input>> {
+    let mut out: Vec<Input> = suite::edge_cases()
+        .into_iter()
+        .map(|(n, m)| (n, Ok(m)))
+        .collect();
+    let sources: Vec<MatrixSource> = if a.matrices.is_empty() {
+        match find_shared_matrices() {
+            Some(dir) => read_manifest(dir.join("MANIFEST.tsv"))?
+                .iter()
+                .filter(|e| e.field != "complex")
+                .map(|e| MatrixSource::File(e.path(&dir)))
+                .collect(),
+            None => {
+                eprintln!("augur: note: no shared matrices found; checking the edge cases only");
+                Vec::new()
+            }
+        }
+    } else {
+        parse_sources(&a.matrices)?
+    };
+    for s in sources {
+        out.push((
+            s.name(),
+            s.load::<f64>().map(|m| m.0).map_err(|e| e.to_string()),
+        ));
+    }
+    Ok(out)
+}
+
+fn check<B: SpmvBackend>(mut b: B, a: &CheckArgs) -> anyhow::Result<ExitCode> {
+    let mut results: Vec<SuiteResult> = Vec::new();
+    let mut load_errors = 0;
+    let inputs = inputs(a)?;
+    let n_inputs = inputs.len();
+    for (name, m) in inputs {
+        match m {
+            Ok(m) => results.extend(suite::check_both(&mut b, &name, &m)),
+            Err(e) => {
+                load_errors += 1;
+                eprintln!("augur: error: {e}");
+            }
+        }
+    }
+    let failed: Vec<&SuiteResult> = results.iter().filter(|r| !r.passed()).collect();
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&results)?);
+    } else {
+        println!(
+            "{}: {} matrices ({} edge cases), {} checks",
+            b.name(),
+            n_inputs - load_errors,
+            suite::edge_cases().len(),
+            results.len()
+        );
+        println!(
+            "  {:<14} {:<4} {:>7} {:>7} {:>14} {:>12}",
+            "kernel", "type", "checks", "failed", "worst/bound", "max_rel_err"
+        );
+        let mut by: BTreeMap<(&str, &str), Vec<&SuiteResult>> = BTreeMap::new();
+        for r in &results {
+            by.entry((r.kernel, r.precision)).or_default().push(r);
+        }
+        for ((k, p), rs) in &by {
+            let worst = rs
+                .iter()
+                .filter_map(|r| r.report.as_ref())
+                .map(|r| r.max_bound_ratio)
+                .fold(0.0, f64::max);
+            let rel = rs
+                .iter()
+                .filter_map(|r| r.report.as_ref())
+                .map(|r| r.max_rel_err)
+                .fold(0.0, f64::max);
+            let bad = rs.iter().filter(|r| !r.passed()).count();
+            println!(
+                "  {k:<14} {p:<4} {:>7} {:>7} {:>14.3e} {:>12.2e}",
+                rs.len(),
+                bad,
+                worst,
+                rel
+            );
+        }
+        for r in &failed {
+            println!(
+                "FAILED {} {} {}: {}",
+                r.kernel,
+                r.precision,
+                r.matrix,
+                r.error.clone().unwrap_or_else(|| format!("{:?}", r.report))
+            );
+        }
+    }
+    Ok(if failed.is_empty() && load_errors == 0 {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!(
+            "augur: {} failed check(s), {load_errors} unreadable matrices",
+            failed.len()
+        );
+        ExitCode::FAILURE
+    })
+}
