@@ -182,46 +182,139 @@ pub fn extract(
     })
 }
 
+/// Exact integer sums over the rows and entries of a pattern: everything the gathered features
+/// are computed from. Integer sums do not depend on the order of summation, so every gatherer
+/// (CPU chunks, GPU atomics) that fills this gets the very same features from
+/// [`finish_features`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RowSums {
+    pub min_len: u64,
+    pub max_len: u64,
+    /// Σ len^2 (at most nnz · max_len < 2^62).
+    pub len2: u64,
+    /// Σ len^3, which can pass 2^64.
+    pub len3: u128,
+    pub empty: u64,
+    /// Rows with len <= 2, <= 8, <= 32, <= 128, <= 1024, > 1024.
+    pub hist: [u64; 6],
+    /// max |col - row|.
+    pub bandwidth: u64,
+    /// Σ |col - row| (at most nnz · 2^31 < 2^62).
+    pub dist: u64,
+    /// Σ over rows of the distinct X_SEGMENT_COLS-column segments touched.
+    pub segments: u64,
+    /// Entries in the ceil(rows / 100) longest rows.
+    pub top1pct: u64,
+}
+
+/// The bucket of the row-length histogram a row of `len` entries falls in.
+pub fn hist_bucket(len: u64) -> usize {
+    [2u64, 8, 32, 128, 1024]
+        .iter()
+        .position(|&edge| len <= edge)
+        .unwrap_or(5)
+}
+
+/// All features from the known ones and the exact sums. Shared by every gatherer.
+pub fn finish_features(m: CsrPattern<'_>, sums: &RowSums) -> SpmvFeatures {
+    let mut f = known(m);
+    let rows = m.rows;
+    let n = rows as f64;
+    let nnz = m.nnz() as f64;
+    if rows == 0 {
+        for v in [
+            &mut f.row_len_min,
+            &mut f.row_len_max,
+            &mut f.row_len_std,
+            &mut f.row_len_cv,
+            &mut f.row_len_skew,
+            &mut f.empty_row_frac,
+            &mut f.max_mean_ratio,
+            &mut f.top1pct_nnz_frac,
+            &mut f.hist_le2,
+            &mut f.hist_le8,
+            &mut f.hist_le32,
+            &mut f.hist_le128,
+            &mut f.hist_le1024,
+            &mut f.hist_gt1024,
+            &mut f.bandwidth,
+            &mut f.mean_col_dist,
+            &mut f.x_segments_per_row,
+        ] {
+            *v = 0.0;
+        }
+        return f;
+    }
+    let mean = nnz / n;
+    let ex2 = sums.len2 as f64 / n;
+    let ex3 = sums.len3 as f64 / n;
+    let var = (ex2 - mean * mean).max(0.0);
+    let std = var.sqrt();
+    f.row_len_min = sums.min_len as f64;
+    f.row_len_max = sums.max_len as f64;
+    f.row_len_std = std;
+    f.row_len_cv = if mean > 0.0 { std / mean } else { 0.0 };
+    // Third central moment from raw moments: E[x^3] - 3 mean E[x^2] + 2 mean^3.
+    let m3 = ex3 - 3.0 * mean * ex2 + 2.0 * mean * mean * mean;
+    f.row_len_skew = if std > 0.0 {
+        m3 / (std * std * std)
+    } else {
+        0.0
+    };
+    f.empty_row_frac = sums.empty as f64 / n;
+    f.max_mean_ratio = if mean > 0.0 {
+        sums.max_len as f64 / mean
+    } else {
+        0.0
+    };
+    f.top1pct_nnz_frac = if nnz > 0.0 {
+        sums.top1pct as f64 / nnz
+    } else {
+        0.0
+    };
+    let h = |k: usize| sums.hist[k] as f64 / n;
+    (
+        f.hist_le2,
+        f.hist_le8,
+        f.hist_le32,
+        f.hist_le128,
+        f.hist_le1024,
+        f.hist_gt1024,
+    ) = (h(0), h(1), h(2), h(3), h(4), h(5));
+    f.bandwidth = sums.bandwidth as f64;
+    f.mean_col_dist = if nnz > 0.0 {
+        sums.dist as f64 / nnz
+    } else {
+        0.0
+    };
+    f.x_segments_per_row = sums.segments as f64 / n;
+    f
+}
+
 /// One pass over row pointers and column indices on the rayon pool (plus an O(rows) selection
 /// for the top-1% share).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CpuGatherer;
 
-/// Partial sums of one chunk of rows.
-#[derive(Clone, Copy)]
-struct Acc {
-    min: usize,
-    max: usize,
-    s1: f64,
-    s2: f64,
-    s3: f64,
-    empty: usize,
-    hist: [usize; 6],
-    bandwidth: usize,
-    dist: f64,
-    segments: f64,
-}
-
-impl Acc {
-    const ZERO: Acc = Acc {
-        min: usize::MAX,
-        max: 0,
-        s1: 0.0,
-        s2: 0.0,
-        s3: 0.0,
+impl RowSums {
+    const EMPTY: RowSums = RowSums {
+        min_len: u64::MAX,
+        max_len: 0,
+        len2: 0,
+        len3: 0,
         empty: 0,
         hist: [0; 6],
         bandwidth: 0,
-        dist: 0.0,
-        segments: 0.0,
+        dist: 0,
+        segments: 0,
+        top1pct: 0,
     };
 
-    fn merge(mut self, o: Acc) -> Acc {
-        self.min = self.min.min(o.min);
-        self.max = self.max.max(o.max);
-        self.s1 += o.s1;
-        self.s2 += o.s2;
-        self.s3 += o.s3;
+    fn merge(mut self, o: RowSums) -> RowSums {
+        self.min_len = self.min_len.min(o.min_len);
+        self.max_len = self.max_len.max(o.max_len);
+        self.len2 += o.len2;
+        self.len3 += o.len3;
         self.empty += o.empty;
         for (a, b) in self.hist.iter_mut().zip(o.hist) {
             *a += b;
@@ -233,117 +326,62 @@ impl Acc {
     }
 }
 
-const HIST_EDGES: [usize; 5] = [2, 8, 32, 128, 1024];
-
 impl SpmvGatherer for CpuGatherer {
     fn name(&self) -> &'static str {
         "cpu"
     }
 
     fn gather(&self, m: CsrPattern<'_>) -> Result<SpmvFeatures, FeatureError> {
-        let mut f = known(m);
-        let rows = m.rows;
-        let (ptr, idx) = (m.indptr, m.indices);
-        let acc = (0..rows)
-            .into_par_iter()
-            .with_min_len(4096)
-            .fold(
-                || Acc::ZERO,
-                |mut a, r| {
-                    let (s, e) = (ptr[r] as usize, ptr[r + 1] as usize);
-                    let len = e - s;
-                    let l = len as f64;
-                    a.min = a.min.min(len);
-                    a.max = a.max.max(len);
-                    a.s1 += l;
-                    a.s2 += l * l;
-                    a.s3 += l * l * l;
-                    a.empty += (len == 0) as usize;
-                    a.hist[HIST_EDGES.iter().position(|&edge| len <= edge).unwrap_or(5)] += 1;
-                    let mut last_seg = usize::MAX;
-                    for &c in &idx[s..e] {
-                        let c = c as usize;
-                        let d = c.abs_diff(r);
-                        a.bandwidth = a.bandwidth.max(d);
-                        a.dist += d as f64;
-                        let seg = c / X_SEGMENT_COLS;
-                        a.segments += (seg != last_seg) as usize as f64;
-                        last_seg = seg;
-                    }
-                    a
-                },
-            )
-            .reduce(|| Acc::ZERO, Acc::merge);
-
-        let n = rows as f64;
-        let nnz = m.nnz() as f64;
-        if rows == 0 {
-            f.row_len_min = 0.0;
-        } else {
-            f.row_len_min = acc.min as f64;
-        }
-        f.row_len_max = acc.max as f64;
-        let mean = if rows > 0 { acc.s1 / n } else { 0.0 };
-        let var = if rows > 0 {
-            (acc.s2 / n - mean * mean).max(0.0)
-        } else {
-            0.0
-        };
-        let std = var.sqrt();
-        f.row_len_std = std;
-        f.row_len_cv = if mean > 0.0 { std / mean } else { 0.0 };
-        // Third central moment from raw moments: E[x^3] - 3 mean E[x^2] + 2 mean^3.
-        let m3 = if rows > 0 {
-            acc.s3 / n - 3.0 * mean * acc.s2 / n + 2.0 * mean * mean * mean
-        } else {
-            0.0
-        };
-        f.row_len_skew = if std > 0.0 {
-            m3 / (std * std * std)
-        } else {
-            0.0
-        };
-        f.empty_row_frac = if rows > 0 { acc.empty as f64 / n } else { 0.0 };
-        f.max_mean_ratio = if mean > 0.0 {
-            acc.max as f64 / mean
-        } else {
-            0.0
-        };
-        f.top1pct_nnz_frac = if nnz > 0.0 {
-            top_share(ptr, rows.div_ceil(100)) / nnz
-        } else {
-            0.0
-        };
-        let h = |k: usize| {
-            if rows > 0 {
-                acc.hist[k] as f64 / n
-            } else {
-                0.0
-            }
-        };
-        (
-            f.hist_le2,
-            f.hist_le8,
-            f.hist_le32,
-            f.hist_le128,
-            f.hist_le1024,
-            f.hist_gt1024,
-        ) = (h(0), h(1), h(2), h(3), h(4), h(5));
-        f.bandwidth = acc.bandwidth as f64;
-        f.mean_col_dist = if nnz > 0.0 { acc.dist / nnz } else { 0.0 };
-        f.x_segments_per_row = if rows > 0 { acc.segments / n } else { 0.0 };
-        Ok(f)
+        Ok(finish_features(m, &cpu_sums(m)))
     }
 }
 
+/// The exact sums of a pattern, on the CPU.
+pub fn cpu_sums(m: CsrPattern<'_>) -> RowSums {
+    let (ptr, idx) = (m.indptr, m.indices);
+    let mut sums = (0..m.rows)
+        .into_par_iter()
+        .with_min_len(4096)
+        .fold(
+            || RowSums::EMPTY,
+            |mut a, r| {
+                let (s, e) = (ptr[r] as usize, ptr[r + 1] as usize);
+                let len = (e - s) as u64;
+                a.min_len = a.min_len.min(len);
+                a.max_len = a.max_len.max(len);
+                a.len2 += len * len;
+                a.len3 += (len as u128) * (len as u128) * (len as u128);
+                a.empty += (len == 0) as u64;
+                a.hist[hist_bucket(len)] += 1;
+                let mut last_seg = usize::MAX;
+                for &c in &idx[s..e] {
+                    let c = c as usize;
+                    let d = c.abs_diff(r) as u64;
+                    a.bandwidth = a.bandwidth.max(d);
+                    a.dist += d;
+                    let seg = c / X_SEGMENT_COLS;
+                    a.segments += (seg != last_seg) as u64;
+                    last_seg = seg;
+                }
+                a
+            },
+        )
+        .reduce(|| RowSums::EMPTY, RowSums::merge);
+    if m.rows == 0 {
+        sums.min_len = 0;
+    }
+    sums.top1pct = top_sum(ptr, m.rows.div_ceil(100));
+    sums
+}
+
 /// Entries in the `k` longest rows.
-fn top_share(ptr: &[i32], k: usize) -> f64 {
+fn top_sum(ptr: &[i32], k: usize) -> u64 {
     let mut lens: Vec<u32> = ptr.windows(2).map(|w| (w[1] - w[0]) as u32).collect();
     if k == 0 || lens.is_empty() {
-        return 0.0;
+        return 0;
     }
     let k = k.min(lens.len());
     let pivot = lens.len() - k;
     lens.select_nth_unstable(pivot);
-    lens[pivot..].iter().map(|&l| l as f64).sum()
+    lens[pivot..].iter().map(|&l| l as u64).sum()
 }

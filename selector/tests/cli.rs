@@ -250,13 +250,19 @@ fn check_runs_the_suite_and_bench_writes_csv() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let so = text(&out.stdout);
     // 15 edge cases + 2 given matrices, 4 CPU kernels, 2 precisions.
-    assert!(so.contains("17 matrices (15 edge cases), 136 checks"), "{so}");
+    assert!(
+        so.contains("17 matrices (15 edge cases), 136 checks"),
+        "{so}"
+    );
     assert!(so.contains("merge-path") && !so.contains("FAILED"), "{so}");
 
     let out = augur(&["check", "--backend", "cuda"]);
     if !out.status.success() {
         let se = text(&out.stderr);
-        assert!(se.contains("use --backend cpu") && !se.contains("panicked"), "{se}");
+        assert!(
+            se.contains("use --backend cpu") && !se.contains("panicked"),
+            "{se}"
+        );
     }
 
     let out = augur(&["bench", "spmv", "--iterations", "2", "banded:n=2000,bw=3"]);

@@ -16,6 +16,7 @@ use cudarc::driver::{result, sys};
 use crate::KernelError;
 
 pub mod cusparse;
+pub mod gather;
 pub mod module;
 mod spmv;
 

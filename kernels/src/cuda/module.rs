@@ -23,8 +23,13 @@ pub const SPMV_CSR: Source = Source {
     text: include_str!("../../cuda/spmv_csr.cu"),
 };
 
+pub const FEATURES: Source = Source {
+    name: "features",
+    text: include_str!("../../cuda/features.cu"),
+};
+
 /// Every kernel source, for `augur kernels build` and the compile check.
-pub const SOURCES: &[Source] = &[SPMV_CSR];
+pub const SOURCES: &[Source] = &[SPMV_CSR, FEATURES];
 
 fn options(arch: (i32, i32)) -> Vec<String> {
     vec![

@@ -173,6 +173,11 @@ impl GpuScalar for f64 {
 }
 
 impl<T> DeviceCsr<T> {
+    /// Row pointers and column indices on the device (what the feature gatherer reads).
+    pub fn pattern(&self) -> (&CudaSlice<i32>, &CudaSlice<i32>) {
+        (&self.ptr, &self.idx)
+    }
+
     /// Row pointers, column indices and values on the device.
     pub(super) fn raw(&self) -> (&CudaSlice<i32>, &CudaSlice<i32>, &CudaSlice<T>) {
         (&self.ptr, &self.idx, &self.val)
@@ -236,6 +241,10 @@ impl CudaSpmv {
         }
         let h = super::cusparse::Handle::new(&self.stream)?;
         Ok(self.cusparse.get_or_init(|| h))
+    }
+
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
     }
 
     pub fn stream(&self) -> &Arc<CudaStream> {

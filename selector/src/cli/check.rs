@@ -6,6 +6,8 @@ use std::process::ExitCode;
 
 use augur_datasets::manifest::{find_shared_matrices, read_manifest};
 use augur_datasets::{Csr, MatrixSource};
+use augur_features::spmv::{CpuGatherer, CsrPattern, SpmvFeatures, SpmvGatherer};
+use augur_kernels::cuda::gather::GpuGatherer;
 use augur_kernels::cuda::CudaBackend;
 use augur_kernels::suite::{self, CpuBackend, SpmvBackend, SuiteResult};
 use clap::Args;
@@ -31,8 +33,27 @@ pub struct CheckArgs {
 
 pub fn run(a: CheckArgs) -> anyhow::Result<ExitCode> {
     match a.backend {
-        Backend::Cpu => check(CpuBackend, &a),
-        Backend::Cuda => check(CudaBackend::new(a.device)?, &a),
+        Backend::Cpu => check(CpuBackend, &a, |_, _| Ok(None)),
+        Backend::Cuda => {
+            let b = CudaBackend::new(a.device)?;
+            let gatherer = GpuGatherer::new(&b.gpu)?;
+            // The GPU feature gatherer must give exactly the CPU gatherer's values.
+            let compare = move |name: &str, m: &Csr<f64>| -> anyhow::Result<Option<String>> {
+                let p = CsrPattern::of(m);
+                let cpu = CpuGatherer.gather(p)?.values();
+                let gpu = gatherer.gather(p)?.values();
+                let names: Vec<String> = SpmvFeatures::schema().names().map(String::from).collect();
+                let diff: Vec<String> = cpu
+                    .iter()
+                    .zip(&gpu)
+                    .zip(&names)
+                    .filter(|((c, g), _)| c.to_bits() != g.to_bits())
+                    .map(|((c, g), n)| format!("{n}: cpu {c} gpu {g}"))
+                    .collect();
+                Ok((!diff.is_empty()).then(|| format!("{name}: {}", diff.join(", "))))
+            };
+            check(b, &a, compare)
+        }
     }
 }
 
@@ -68,14 +89,26 @@ fn inputs(a: &CheckArgs) -> anyhow::Result<Vec<Input>> {
     Ok(out)
 }
 
-fn check<B: SpmvBackend>(mut b: B, a: &CheckArgs) -> anyhow::Result<ExitCode> {
+fn check<B: SpmvBackend>(
+    mut b: B,
+    a: &CheckArgs,
+    mut extra: impl FnMut(&str, &Csr<f64>) -> anyhow::Result<Option<String>>,
+) -> anyhow::Result<ExitCode> {
     let mut results: Vec<SuiteResult> = Vec::new();
     let mut load_errors = 0;
+    let mut gather_mismatches = Vec::new();
+    let mut gathered = 0;
     let inputs = inputs(a)?;
     let n_inputs = inputs.len();
     for (name, m) in inputs {
         match m {
-            Ok(m) => results.extend(suite::check_both(&mut b, &name, &m)),
+            Ok(m) => {
+                results.extend(suite::check_both(&mut b, &name, &m));
+                if let Some(d) = extra(&name, &m)? {
+                    gather_mismatches.push(d);
+                }
+                gathered += 1;
+            }
             Err(e) => {
                 load_errors += 1;
                 eprintln!("augur: error: {e}");
@@ -131,13 +164,24 @@ fn check<B: SpmvBackend>(mut b: B, a: &CheckArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    Ok(if failed.is_empty() && load_errors == 0 {
-        ExitCode::SUCCESS
-    } else {
-        eprintln!(
-            "augur: {} failed check(s), {load_errors} unreadable matrices",
-            failed.len()
+    if a.backend == Backend::Cuda {
+        println!(
+            "feature gatherer: GPU vs CPU on {gathered} matrices: {} with differing values",
+            gather_mismatches.len()
         );
-        ExitCode::FAILURE
-    })
+        for d in &gather_mismatches {
+            println!("FAILED gatherer {d}");
+        }
+    }
+    Ok(
+        if failed.is_empty() && load_errors == 0 && gather_mismatches.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            eprintln!(
+                "augur: {} failed check(s), {load_errors} unreadable matrices",
+                failed.len()
+            );
+            ExitCode::FAILURE
+        },
+    )
 }

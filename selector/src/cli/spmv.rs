@@ -6,6 +6,7 @@ use std::time::Instant;
 use augur_datasets::{Csr, MatrixSource, Scalar};
 use augur_kernels::check::{self, CheckReport};
 use augur_kernels::cpu::CpuKernel;
+use augur_kernels::cuda::gather::GpuGatherer;
 use augur_kernels::cuda::{CudaSpmv, GpuKernel, GpuScalar, TimingPlan};
 use augur_kernels::{spmv_bytes, KernelError};
 use clap::{Args, ValueEnum};
@@ -70,6 +71,8 @@ struct CsvRow<'a> {
     passed: bool,
     l2_flushed: bool,
     speedup_vs_alg1: Option<f64>,
+    gather_s: Option<f64>,
+    gather_per_spmv: Option<f64>,
     copy_gb_per_s: Option<f64>,
     floor_s: Option<f64>,
     fraction_of_copy: Option<f64>,
@@ -95,6 +98,10 @@ struct Row {
     l2_flushed: bool,
     /// GPU: cuSPARSE CSR_ALG1's median over this kernel's (above 1: faster than ALG1).
     speedup_vs_alg1: Option<f64>,
+    /// GPU: seconds to gather all SpMV features on the device (median of 5).
+    gather_s: Option<f64>,
+    /// GPU: gather_s over the fastest kernel's median: the cost of features in SpMVs.
+    gather_per_spmv: Option<f64>,
     /// Measured copy bandwidth (read + write), GB/s, with `--floor`.
     copy_gb_per_s: Option<f64>,
     /// Bytes moved / copy bandwidth: the fastest this product could run.
@@ -190,6 +197,8 @@ pub fn run(a: SpmvArgs) -> anyhow::Result<ExitCode> {
                             passed: x.check.passed,
                             l2_flushed: x.l2_flushed,
                             speedup_vs_alg1: x.speedup_vs_alg1,
+                            gather_s: x.gather_s,
+                            gather_per_spmv: x.gather_per_spmv,
                             copy_gb_per_s: x.copy_gb_per_s,
                             floor_s: x.floor_s,
                             fraction_of_copy: x.copy_gb_per_s.map(|c| x.gb_per_s / c),
@@ -290,10 +299,19 @@ fn bench_cuda<T: GpuScalar>(
             gb_per_s: bytes as f64 / median_s.max(1e-12) / 1e9,
             l2_flushed,
             speedup_vs_alg1: None,
+            gather_s: None,
+            gather_per_spmv: None,
             copy_gb_per_s,
             floor_s: copy_gb_per_s.map(|c| bytes as f64 / (c * 1e9)),
             check: report,
         });
+    }
+    let (ptr, idx) = dm.pattern();
+    let gather_s = GpuGatherer::new(gpu)?.time(m.rows(), m.nnz(), ptr, idx, 5)?;
+    let fastest = out.iter().map(|r| r.median_s).fold(f64::INFINITY, f64::min);
+    for r in &mut out {
+        r.gather_s = Some(gather_s);
+        r.gather_per_spmv = Some(gather_s / fastest.max(1e-12));
     }
     if let Some(alg1) = out
         .iter()
@@ -357,6 +375,8 @@ fn bench<T: Scalar>(
             gb_per_s: bytes as f64 / median_s.max(1e-12) / 1e9,
             l2_flushed: false,
             speedup_vs_alg1: None,
+            gather_s: None,
+            gather_per_spmv: None,
             copy_gb_per_s,
             floor_s: copy_gb_per_s.map(|c| bytes as f64 / (c * 1e9)),
             check: report,

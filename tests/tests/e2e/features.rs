@@ -200,3 +200,20 @@ fn schema_round_trips_and_refuses_a_mismatch() {
         .iter()
         .all(|f| !f.doc.is_empty() && !f.unit.is_empty()));
 }
+
+/// The gatherer sums in integers, so its features do not depend on how rows are split among
+/// threads: the same bits on 1 and 3 threads (what lets GPU and CPU gatherers agree exactly).
+#[test]
+fn cpu_gatherer_is_bit_identical_across_thread_counts() {
+    for spec in [
+        "powerlaw:rows=50000,alpha=1.9,seed=5",
+        "rmat:scale=15,ef=8",
+        "stencil3d:nx=20,points=27",
+    ] {
+        let a = gen(spec);
+        let one = augur_tests::with_threads(1, || feats(&a).values());
+        let three = augur_tests::with_threads(3, || feats(&a).values());
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&one), bits(&three), "{spec}");
+    }
+}
