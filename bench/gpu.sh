@@ -45,6 +45,6 @@ for m, ks in by.items():
     r = float(ks[ours]['speedup_vs_alg1'] or 'nan')
     if int(ks[ours]['nnz']) >= 1e5:
         ratios.append(r)
-    print(f"{m[:44]:44} nnz {int(ks[ours]['nnz']):>11,}  best {best:13} ours {ours:11} {float(ks[ours]['fraction_of_copy'])*100:5.1f}% of copy, {r:5.2f}x ALG1")
+    print(f"{m[:44]:44} nnz {int(ks[ours]['nnz']):>11,}  best {best:13} ours {ours:11} {float(ks[ours]['fraction_of_copy'])*100:5.1f}% of copy, {r:5.2f}x ALG1, gather {float(ks[ours]['gather_per_spmv']):.2f} SpMV")
 print("geomean best-ours / ALG1 over nnz >= 1e5: %.3f (n=%d)" % (math.exp(sum(map(math.log, ratios)) / len(ratios)), len(ratios)))
 PY
