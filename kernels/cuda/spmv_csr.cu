@@ -274,3 +274,98 @@ __device__ __forceinline__ void zero_rows(int n, const int* __restrict__ rows_li
 
 AUGUR_BINNED(float, f32)
 AUGUR_BINNED(double, f64)
+
+// ---- Tiled merge-path (CUB-style staging) ---------------------------------------------------
+
+// Each block takes a tile of MT_THREADS x MT_ITEMS merge items (rows + nonzeros). The tile's row
+// ends and the products val[k] * x[idx[k]] of its nonzeros are staged in shared memory with
+// coalesced loads; each thread then walks MT_ITEMS items of the tile from shared memory. A row
+// finished by a thread gets the partial sums of the threads before it in the tile (walking back
+// through their carries); the tile's unfinished last row goes to the tile carry, which
+// merge_path_fixup adds after all tiles, exactly as for merge_path.
+#define MT_THREADS 256
+#define MT_ITEMS 8
+#define MT_TILE (MT_THREADS * MT_ITEMS)
+
+extern "C" __global__ void merge_tile_partition(int rows, int nnz, const int* __restrict__ ptr,
+                                                long long tiles, int* __restrict__ start_row) {
+    long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p > tiles) return;
+    long long total = (long long)rows + nnz;
+    long long d = p * MT_TILE < total ? p * MT_TILE : total;
+    start_row[p] = merge_path_search(d, ptr, rows, nnz);
+}
+
+template <typename T>
+__device__ __forceinline__ void merge_tile(int rows, int nnz, const int* __restrict__ ptr,
+                                           const int* __restrict__ idx, const T* __restrict__ val,
+                                           const T* __restrict__ x, T* __restrict__ y,
+                                           long long tiles, const int* __restrict__ start_row,
+                                           int* __restrict__ carry_row, T* __restrict__ carry_val) {
+    __shared__ int s_end[MT_TILE];
+    __shared__ T s_prod[MT_TILE];
+    __shared__ int s_crow[MT_THREADS];
+    __shared__ T s_cval[MT_THREADS];
+    long long tile = blockIdx.x;
+    if (tile >= tiles) return;
+    long long total = (long long)rows + nnz;
+    long long d0 = tile * MT_TILE, d1 = d0 + MT_TILE < total ? d0 + MT_TILE : total;
+    int r0 = start_row[tile], r1 = start_row[tile + 1];
+    int k0 = (int)(d0 - r0), k1 = (int)(d1 - r1);
+    int nrows = r1 - r0, nnzs = k1 - k0;
+    for (int i = threadIdx.x; i < nrows; i += MT_THREADS) s_end[i] = ptr[r0 + i + 1] - k0;
+    for (int j = threadIdx.x; j < nnzs; j += MT_THREADS) s_prod[j] = val[k0 + j] * load_x(x, idx[k0 + j]);
+    __syncthreads();
+    // This thread's start in the tile's merge: i rows finished, j nonzeros consumed.
+    int items = nrows + nnzs;
+    int diag = threadIdx.x * MT_ITEMS < items ? threadIdx.x * MT_ITEMS : items;
+    int lo = diag - nnzs > 0 ? diag - nnzs : 0, hi = diag < nrows ? diag : nrows;
+    while (lo < hi) {
+        int mid = (lo + hi) >> 1;
+        if (s_end[mid] < diag - mid) lo = mid + 1; else hi = mid;
+    }
+    int i = lo, j = diag - lo;
+    int stop = diag + MT_ITEMS < items ? diag + MT_ITEMS : items;
+    T sum = 0;
+    bool first = true;
+    // Finished rows are written after the carries are shared; remember the first one.
+    int first_row = -1;
+    T first_sum = 0;
+    for (int step = diag; step < stop; ++step) {
+        if (i < nrows && s_end[i] <= j) {
+            if (first) { first_row = i; first_sum = sum; first = false; }
+            else y[r0 + i] = sum;
+            sum = 0;
+            ++i;
+        } else {
+            sum += s_prod[j];
+            ++j;
+        }
+    }
+    s_crow[threadIdx.x] = i;   // the row this thread's trailing partial belongs to
+    s_cval[threadIdx.x] = sum;
+    __syncthreads();
+    if (first_row >= 0) {
+        // Add the partials of the threads before this one that are still in first_row.
+        T head = first_sum;
+        for (int u = (int)threadIdx.x - 1; u >= 0 && s_crow[u] == first_row; --u) head += s_cval[u];
+        y[r0 + first_row] = head;
+    }
+    if (threadIdx.x == MT_THREADS - 1) {
+        // The tile's unfinished last row: the partials of the trailing threads in row nrows.
+        T tail = 0;
+        for (int u = MT_THREADS - 1; u >= 0 && s_crow[u] == nrows; --u) tail += s_cval[u];
+        carry_row[tile] = r1;
+        carry_val[tile] = tail;
+    }
+}
+
+#define AUGUR_TILED(T, S)                                                                       \
+    extern "C" __global__ void spmv_merge_tiled_##S(AUGUR_ARGS(T), int nnz, long long tiles,   \
+        const int* __restrict__ start_row, int* __restrict__ carry_row,                          \
+        T* __restrict__ carry_val) {                                                              \
+        merge_tile<T>(rows, nnz, ptr, idx, val, x, y, tiles, start_row, carry_row, carry_val);  \
+    }
+
+AUGUR_TILED(float, f32)
+AUGUR_TILED(double, f64)

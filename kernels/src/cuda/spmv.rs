@@ -24,6 +24,9 @@ pub enum GpuKernel {
     Block,
     /// Equal shares of rows + nonzeros per thread (merge-path); setup: the partition search.
     MergePath,
+    /// Merge-path by tiles of 2048 items per block, staged through shared memory (coalesced
+    /// loads, CUB style); setup: the tile partition.
+    MergeTiled,
     /// Equal shares of nonzeros per thread, rows summed with atomics into a zeroed y.
     NnzSplit,
     /// Rows binned by length (CSR-adaptive style): each bin runs with the lane count that fits
@@ -44,7 +47,7 @@ const LONG_CHUNK: usize = 4096;
 const BIN_LANES: [u32; 6] = [1, 2, 4, 8, 16, 32];
 
 impl GpuKernel {
-    pub const ALL: [GpuKernel; 12] = [
+    pub const ALL: [GpuKernel; 13] = [
         GpuKernel::Scalar,
         GpuKernel::Vector(2),
         GpuKernel::Vector(4),
@@ -53,6 +56,7 @@ impl GpuKernel {
         GpuKernel::Vector(32),
         GpuKernel::Block,
         GpuKernel::MergePath,
+        GpuKernel::MergeTiled,
         GpuKernel::NnzSplit,
         GpuKernel::Binned,
         GpuKernel::Cusparse { alg2: false },
@@ -70,6 +74,7 @@ impl GpuKernel {
             GpuKernel::Vector(_) => "vector?",
             GpuKernel::Block => "block",
             GpuKernel::MergePath => "merge_path",
+            GpuKernel::MergeTiled => "merge_tiled",
             GpuKernel::NnzSplit => "nnz_split",
             GpuKernel::Binned => "binned",
             GpuKernel::Cusparse { alg2: false } => "cusparse_alg1",
@@ -97,6 +102,7 @@ impl GpuKernel {
             GpuKernel::Vector(l) => rows as u64 * l as u64,
             GpuKernel::Block => rows as u64 * BLOCK as u64,
             GpuKernel::MergePath => merge_pieces(rows, nnz),
+            GpuKernel::MergeTiled => merge_tiles(rows, nnz) * BLOCK as u64,
             GpuKernel::NnzSplit => (nnz as u64).div_ceil(NS_ITEMS),
             GpuKernel::Cusparse { .. } | GpuKernel::Binned => 0,
         };
@@ -116,6 +122,13 @@ fn threads_config(threads: u64) -> LaunchConfig {
 
 fn merge_pieces(rows: usize, nnz: usize) -> u64 {
     (rows as u64 + nnz as u64).div_ceil(MP_ITEMS)
+}
+
+/// Merge items per block of merge_tiled; must match MT_TILE in the .cu file.
+const MT_TILE: u64 = 256 * 8;
+
+fn merge_tiles(rows: usize, nnz: usize) -> u64 {
+    (rows as u64 + nnz as u64).div_ceil(MT_TILE)
 }
 
 /// A kernel set up for one matrix: its setup cost and the buffers it keeps.
@@ -326,7 +339,8 @@ impl CudaSpmv {
                 bins: Some(bins),
             });
         }
-        if k != GpuKernel::MergePath || a.rows == 0 {
+        let tiled = k == GpuKernel::MergeTiled;
+        if !(k == GpuKernel::MergePath || tiled) || a.rows == 0 {
             return Ok(Prepared {
                 kernel: k,
                 setup_s: 0.0,
@@ -336,7 +350,11 @@ impl CudaSpmv {
             });
         }
         let t = Instant::now();
-        let pieces = merge_pieces(a.rows, a.nnz);
+        let pieces = if tiled {
+            merge_tiles(a.rows, a.nnz)
+        } else {
+            merge_pieces(a.rows, a.nnz)
+        };
         let s = &self.stream;
         let mut start_row = s
             .alloc_zeros::<i32>(pieces as usize + 1)
@@ -349,7 +367,11 @@ impl CudaSpmv {
             .map_err(drv("cuMemAlloc"))?;
         let f = self
             .module
-            .load_function("merge_path_partition")
+            .load_function(if tiled {
+                "merge_tile_partition"
+            } else {
+                "merge_path_partition"
+            })
             .map_err(drv("cuModuleGetFunction"))?;
         let (rows, nnz, pieces) = (a.rows as i32, a.nnz as i32, pieces as i64);
         let mut b = s.launch_builder(&f);
@@ -525,7 +547,7 @@ impl CudaSpmv {
             (GpuKernel::NnzSplit, _) => {
                 b.arg(&nnz);
             }
-            (GpuKernel::MergePath, Some(m)) => {
+            (GpuKernel::MergePath | GpuKernel::MergeTiled, Some(m)) => {
                 b.arg(&nnz)
                     .arg(&m.pieces)
                     .arg(&m.start_row)
