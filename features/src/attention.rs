@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::schema::{FeatureDef, FeatureKind, FeatureSchema};
+use crate::schema::feature_struct;
 use crate::spec::{parse_count, SpecParams};
 use crate::FeatureError;
 
@@ -189,52 +189,25 @@ impl AttentionShape {
     }
 }
 
-macro_rules! attention_features {
-    ($( $field:ident : $unit:literal, $doc:literal; )*) => {
-        /// Features of a decode-attention shape, in schema order (all known: O(batch) to compute).
-        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-        pub struct AttentionFeatures {
-            $( #[doc = $doc] pub $field: f64, )*
-        }
-
-        impl AttentionFeatures {
-            pub fn schema() -> FeatureSchema {
-                FeatureSchema {
-                    name: "attention".into(),
-                    version: ATTENTION_SCHEMA_VERSION,
-                    features: vec![$(FeatureDef {
-                        name: stringify!($field).into(),
-                        unit: $unit.into(),
-                        kind: FeatureKind::Known,
-                        doc: $doc.into(),
-                    }),*],
-                }
-            }
-
-            /// Values in schema order.
-            pub fn values(&self) -> Vec<f64> {
-                vec![$(self.$field),*]
-            }
-        }
-    };
-}
-
-attention_features! {
-    batch: "sequences", "Sequences in the batch: with kv_heads, the parallelism of one-CTA-per-sequence schedules.";
-    q_heads: "heads", "Query heads.";
-    kv_heads: "heads", "KV heads (not query heads): how many distinct K/V streams are read.";
-    gqa_group: "heads", "q_heads / kv_heads: query heads sharing one K/V stream, the reuse GQA-packed schedules exploit.";
-    head_dim: "elements", "Head dimension: bytes per token and the width of the dot products.";
-    dtype_bytes: "bytes", "Bytes per element of K and V.";
-    query_len: "tokens", "Query tokens per sequence (1 for decode).";
-    kv_len_mean: "tokens", "Mean live KV length: work per sequence.";
-    kv_len_max: "tokens", "Longest live KV length: the critical path without KV splitting.";
-    kv_len_min: "tokens", "Shortest live KV length.";
-    kv_len_cv: "ratio", "Coefficient of variation of KV lengths: raggedness that idles CTAs of per-sequence schedules.";
-    kv_len_max_mean: "ratio", "Longest / mean KV length: how far the longest sequence drags the batch.";
-    total_kv_tokens: "tokens", "Live KV tokens of the whole batch.";
-    paged: "flag", "1 when the KV cache is paged through a block table, else 0.";
-    page_size: "tokens", "Tokens per page (0 when contiguous).";
-    kv_bytes: "bytes", "K and V bytes a decode step must read: the memory-bound floor.";
-    seq_kv_head_pairs: "CTAs", "batch x kv_heads: CTAs of the GQA-packed schedule, against the SM count.";
+feature_struct! {
+    /// Features of a decode-attention shape, in schema order (all known: O(batch) to compute).
+    AttentionFeatures, "attention", ATTENTION_SCHEMA_VERSION, {
+        batch: "sequences", Known, "Sequences in the batch: with kv_heads, the parallelism of one-CTA-per-sequence schedules.";
+        q_heads: "heads", Known, "Query heads.";
+        kv_heads: "heads", Known, "KV heads (not query heads): how many distinct K/V streams are read.";
+        gqa_group: "heads", Known, "q_heads / kv_heads: query heads sharing one K/V stream, the reuse GQA-packed schedules exploit.";
+        head_dim: "elements", Known, "Head dimension: bytes per token and the width of the dot products.";
+        dtype_bytes: "bytes", Known, "Bytes per element of K and V.";
+        query_len: "tokens", Known, "Query tokens per sequence (1 for decode).";
+        kv_len_mean: "tokens", Known, "Mean live KV length: work per sequence.";
+        kv_len_max: "tokens", Known, "Longest live KV length: the critical path without KV splitting.";
+        kv_len_min: "tokens", Known, "Shortest live KV length.";
+        kv_len_cv: "ratio", Known, "Coefficient of variation of KV lengths: raggedness that idles CTAs of per-sequence schedules.";
+        kv_len_max_mean: "ratio", Known, "Longest / mean KV length: how far the longest sequence drags the batch.";
+        total_kv_tokens: "tokens", Known, "Live KV tokens of the whole batch.";
+        paged: "flag", Known, "1 when the KV cache is paged through a block table, else 0.";
+        page_size: "tokens", Known, "Tokens per page (0 when contiguous).";
+        kv_bytes: "bytes", Known, "K and V bytes a decode step must read: the memory-bound floor.";
+        seq_kv_head_pairs: "CTAs", Known, "batch x kv_heads: CTAs of the GQA-packed schedule, against the SM count.";
+    }
 }

@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::attention::Dtype;
-use crate::schema::{FeatureDef, FeatureKind, FeatureSchema};
+use crate::schema::feature_struct;
 use crate::spec::{parse_count, SpecParams};
 use crate::FeatureError;
 
@@ -199,51 +199,24 @@ impl MessageShape {
     }
 }
 
-macro_rules! message_features {
-    ($( $field:ident : $unit:literal, $doc:literal; )*) => {
-        /// Features of one collective call, in schema order (all known).
-        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-        pub struct MessageFeatures {
-            $( #[doc = $doc] pub $field: f64, )*
-        }
-
-        impl MessageFeatures {
-            pub fn schema() -> FeatureSchema {
-                FeatureSchema {
-                    name: "message".into(),
-                    version: MESSAGE_SCHEMA_VERSION,
-                    features: vec![$(FeatureDef {
-                        name: stringify!($field).into(),
-                        unit: $unit.into(),
-                        kind: FeatureKind::Known,
-                        doc: $doc.into(),
-                    }),*],
-                }
-            }
-
-            /// Values in schema order.
-            pub fn values(&self) -> Vec<f64> {
-                vec![$(self.$field),*]
-            }
-        }
-    };
-}
-
-message_features! {
-    bytes: "bytes", "Bytes of one rank's buffer: latency-bound when small, bandwidth-bound when large.";
-    log2_bytes: "log2 bytes", "log2 of bytes: the scale on which published cutoffs (256 KiB, 4 MiB) sit.";
-    elem_bytes: "bytes", "Bytes per element: vector width of the copy and reduction loops.";
-    all_reduce: "flag", "1 for all-reduce.";
-    all_gather: "flag", "1 for all-gather.";
-    reduce_scatter: "flag", "1 for reduce-scatter.";
-    world_size: "GPUs", "Ranks: one-shot reads grow with it, ring steps too.";
-    link_nvlink: "flag", "1 when the slowest link between the GPUs is NVLink.";
-    link_pcie: "flag", "1 when the slowest link between the GPUs is PCIe.";
-    same_device: "flag", "1 when all ranks share one device.";
-    bus_bytes: "bytes", "Bytes each rank moves over its links (nccl-tests bus bytes).";
-    shard_bytes: "bytes", "bytes / world_size: each rank's shard, what two-shot patterns move per step.";
-    gemm_m: "rows", "M of a fused matrix product (0 when not fused).";
-    gemm_n: "columns", "N of a fused matrix product (0 when not fused).";
-    gemm_k: "elements", "K of a fused matrix product (0 when not fused).";
-    gemm_flops: "flop", "2MNK of the fused product: compute that can hide communication.";
+feature_struct! {
+    /// Features of one collective call, in schema order (all known).
+    MessageFeatures, "message", MESSAGE_SCHEMA_VERSION, {
+        bytes: "bytes", Known, "Bytes of one rank's buffer: latency-bound when small, bandwidth-bound when large.";
+        log2_bytes: "log2 bytes", Known, "log2 of bytes: the scale on which published cutoffs (256 KiB, 4 MiB) sit.";
+        elem_bytes: "bytes", Known, "Bytes per element: vector width of the copy and reduction loops.";
+        all_reduce: "flag", Known, "1 for all-reduce.";
+        all_gather: "flag", Known, "1 for all-gather.";
+        reduce_scatter: "flag", Known, "1 for reduce-scatter.";
+        world_size: "GPUs", Known, "Ranks: one-shot reads grow with it, ring steps too.";
+        link_nvlink: "flag", Known, "1 when the slowest link between the GPUs is NVLink.";
+        link_pcie: "flag", Known, "1 when the slowest link between the GPUs is PCIe.";
+        same_device: "flag", Known, "1 when all ranks share one device.";
+        bus_bytes: "bytes", Known, "Bytes each rank moves over its links (nccl-tests bus bytes).";
+        shard_bytes: "bytes", Known, "bytes / world_size: each rank's shard, what two-shot patterns move per step.";
+        gemm_m: "rows", Known, "M of a fused matrix product (0 when not fused).";
+        gemm_n: "columns", Known, "N of a fused matrix product (0 when not fused).";
+        gemm_k: "elements", Known, "K of a fused matrix product (0 when not fused).";
+        gemm_flops: "flop", Known, "2MNK of the fused product: compute that can hide communication.";
+    }
 }

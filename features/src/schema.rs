@@ -102,3 +102,48 @@ impl FeatureSchema {
         Ok(serde_json::from_str(s)?)
     }
 }
+
+/// Define a feature struct (one `f64` field per feature, documented) with its schema and
+/// `values()` in schema order: one list of `name: "unit", Known|Gathered, "doc";` lines is the
+/// single source of names, order, units and documentation.
+macro_rules! feature_struct {
+    (
+        $(#[$meta:meta])*
+        $name:ident, $schema:literal, $version:expr,
+        { $( $field:ident : $unit:literal, $kind:ident, $doc:literal; )* }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+        pub struct $name {
+            $( #[doc = $doc] pub $field: f64, )*
+        }
+
+        impl $name {
+            /// The schema these features follow.
+            pub fn schema() -> $crate::schema::FeatureSchema {
+                $crate::schema::FeatureSchema {
+                    name: $schema.into(),
+                    version: $version,
+                    features: vec![$($crate::schema::FeatureDef {
+                        name: stringify!($field).into(),
+                        unit: $unit.into(),
+                        kind: $crate::schema::FeatureKind::$kind,
+                        doc: $doc.into(),
+                    }),*],
+                }
+            }
+
+            /// Values in schema order.
+            pub fn values(&self) -> Vec<f64> {
+                vec![$(self.$field),*]
+            }
+
+            /// Every feature NaN (not computed).
+            #[allow(dead_code)]
+            pub(crate) fn all_nan() -> Self {
+                $name { $($field: f64::NAN,)* }
+            }
+        }
+    };
+}
+pub(crate) use feature_struct;

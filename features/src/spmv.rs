@@ -10,7 +10,7 @@ use augur_datasets::Csr;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::schema::{FeatureDef, FeatureError, FeatureKind, FeatureSchema};
+use crate::schema::{feature_struct, FeatureError};
 
 /// Version of the SpMV feature schema; bump on any change to the list below or how a feature is
 /// computed.
@@ -19,65 +19,33 @@ pub const SPMV_SCHEMA_VERSION: u32 = 1;
 /// Columns per segment of x in `x_segments_per_row`: 128 bytes of f32.
 pub const X_SEGMENT_COLS: usize = 32;
 
-macro_rules! spmv_features {
-    ($( $field:ident : $unit:literal, $kind:ident, $doc:literal; )*) => {
-        /// The SpMV features of one matrix, in schema order. Gathered features are NaN when only
-        /// the known ones were computed.
-        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-        pub struct SpmvFeatures {
-            $( #[doc = $doc] pub $field: f64, )*
-        }
-
-        impl SpmvFeatures {
-            /// The schema these features follow.
-            pub fn schema() -> FeatureSchema {
-                FeatureSchema {
-                    name: "spmv".into(),
-                    version: SPMV_SCHEMA_VERSION,
-                    features: vec![$(FeatureDef {
-                        name: stringify!($field).into(),
-                        unit: $unit.into(),
-                        kind: FeatureKind::$kind,
-                        doc: $doc.into(),
-                    }),*],
-                }
-            }
-
-            /// Values in schema order.
-            pub fn values(&self) -> Vec<f64> {
-                vec![$(self.$field),*]
-            }
-
-            fn all_nan() -> Self {
-                SpmvFeatures { $($field: f64::NAN,)* }
-            }
-        }
-    };
-}
-
-spmv_features! {
-    rows: "rows", Known, "Number of rows: the parallelism available to row-per-thread schedules.";
-    cols: "columns", Known, "Number of columns: the length of x, whose cache footprint it sets.";
-    nnz: "entries", Known, "Stored entries: the bulk of the bytes an SpMV moves.";
-    density: "fraction", Known, "nnz / (rows x cols): near-dense matrices favour dense-like schedules.";
-    mean_row_len: "entries", Known, "nnz / rows: picks the lanes per row of vector (subwarp) kernels.";
-    row_len_min: "entries", Gathered, "Shortest row: lanes idle on short rows under wide schedules.";
-    row_len_max: "entries", Gathered, "Longest row: one long row serialises a row-per-thread kernel.";
-    row_len_std: "entries", Gathered, "Standard deviation of row lengths: spread that causes load imbalance.";
-    row_len_cv: "ratio", Gathered, "std / mean of row lengths: imbalance independent of scale.";
-    row_len_skew: "ratio", Gathered, "Skewness of row lengths: a heavy right tail (power-law rows) favours balanced schedules.";
-    empty_row_frac: "fraction", Gathered, "Share of empty rows: wasted threads in row-based schedules.";
-    max_mean_ratio: "ratio", Gathered, "Longest row / mean row: how far the worst row is from typical.";
-    top1pct_nnz_frac: "fraction", Gathered, "Share of nnz in the longest 1% of rows: concentration that row binning or merge-path absorbs.";
-    hist_le2: "fraction", Gathered, "Share of rows with <= 2 entries.";
-    hist_le8: "fraction", Gathered, "Share of rows with 3..=8 entries.";
-    hist_le32: "fraction", Gathered, "Share of rows with 9..=32 entries (a warp's width).";
-    hist_le128: "fraction", Gathered, "Share of rows with 33..=128 entries.";
-    hist_le1024: "fraction", Gathered, "Share of rows with 129..=1024 entries (a block's width).";
-    hist_gt1024: "fraction", Gathered, "Share of rows with > 1024 entries: candidates for block-per-row.";
-    bandwidth: "columns", Gathered, "Largest |col - row|: a narrow band keeps x accesses local.";
-    mean_col_dist: "columns", Gathered, "Mean |col - row| over entries: locality of x accesses around the diagonal.";
-    x_segments_per_row: "segments", Gathered, "Mean distinct 128-byte segments of (f32) x touched per row: memory transactions for x.";
+feature_struct! {
+    /// The SpMV features of one matrix, in schema order. Gathered features are NaN when only the
+    /// known ones were computed.
+    SpmvFeatures, "spmv", SPMV_SCHEMA_VERSION, {
+        rows: "rows", Known, "Number of rows: the parallelism available to row-per-thread schedules.";
+        cols: "columns", Known, "Number of columns: the length of x, whose cache footprint it sets.";
+        nnz: "entries", Known, "Stored entries: the bulk of the bytes an SpMV moves.";
+        density: "fraction", Known, "nnz / (rows x cols): near-dense matrices favour dense-like schedules.";
+        mean_row_len: "entries", Known, "nnz / rows: picks the lanes per row of vector (subwarp) kernels.";
+        row_len_min: "entries", Gathered, "Shortest row: lanes idle on short rows under wide schedules.";
+        row_len_max: "entries", Gathered, "Longest row: one long row serialises a row-per-thread kernel.";
+        row_len_std: "entries", Gathered, "Standard deviation of row lengths: spread that causes load imbalance.";
+        row_len_cv: "ratio", Gathered, "std / mean of row lengths: imbalance independent of scale.";
+        row_len_skew: "ratio", Gathered, "Skewness of row lengths: a heavy right tail (power-law rows) favours balanced schedules.";
+        empty_row_frac: "fraction", Gathered, "Share of empty rows: wasted threads in row-based schedules.";
+        max_mean_ratio: "ratio", Gathered, "Longest row / mean row: how far the worst row is from typical.";
+        top1pct_nnz_frac: "fraction", Gathered, "Share of nnz in the longest 1% of rows: concentration that row binning or merge-path absorbs.";
+        hist_le2: "fraction", Gathered, "Share of rows with <= 2 entries.";
+        hist_le8: "fraction", Gathered, "Share of rows with 3..=8 entries.";
+        hist_le32: "fraction", Gathered, "Share of rows with 9..=32 entries (a warp's width).";
+        hist_le128: "fraction", Gathered, "Share of rows with 33..=128 entries.";
+        hist_le1024: "fraction", Gathered, "Share of rows with 129..=1024 entries (a block's width).";
+        hist_gt1024: "fraction", Gathered, "Share of rows with > 1024 entries: candidates for block-per-row.";
+        bandwidth: "columns", Gathered, "Largest |col - row|: a narrow band keeps x accesses local.";
+        mean_col_dist: "columns", Gathered, "Mean |col - row| over entries: locality of x accesses around the diagonal.";
+        x_segments_per_row: "segments", Gathered, "Mean distinct 128-byte segments of (f32) x touched per row: memory transactions for x.";
+    }
 }
 
 /// The sparsity pattern a gatherer reads.

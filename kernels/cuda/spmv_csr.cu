@@ -40,28 +40,36 @@ __device__ __forceinline__ void spmv_vector(int rows, const int* __restrict__ pt
     if (lane == 0) y[r] = sum;
 }
 
+// Sum over a block (blockDim.x a multiple of 32, at most 1024); the total is valid in thread 0.
+template <typename T>
+__device__ __forceinline__ T block_sum(T sum) {
+    __shared__ T partial[32];
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) sum += __shfl_down_sync(0xffffffffu, sum, o);
+    if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = sum;
+    __syncthreads();
+    sum = 0;
+    if (threadIdx.x < 32) {
+        sum = threadIdx.x < (blockDim.x >> 5) ? partial[threadIdx.x] : T(0);
+#pragma unroll
+        for (int o = 16; o > 0; o /= 2) sum += __shfl_down_sync(0xffffffffu, sum, o);
+    }
+    return sum;
+}
+
 // One block of 256 threads per row: for very long rows.
 template <typename T>
 __device__ __forceinline__ void spmv_block(int rows, const int* __restrict__ ptr,
                                            const int* __restrict__ idx,
                                            const T* __restrict__ val,
                                            const T* __restrict__ x, T* __restrict__ y) {
-    __shared__ T partial[32];
     int r = blockIdx.x;
     if (r >= rows) return;
     T sum = 0;
     for (int k = ptr[r] + threadIdx.x, end = ptr[r + 1]; k < end; k += blockDim.x)
         sum += val[k] * load_x(x, idx[k]);
-#pragma unroll
-    for (int o = 16; o > 0; o /= 2) sum += __shfl_down_sync(0xffffffffu, sum, o);
-    if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = sum;
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        sum = threadIdx.x < (blockDim.x >> 5) ? partial[threadIdx.x] : T(0);
-#pragma unroll
-        for (int o = 16; o > 0; o /= 2) sum += __shfl_down_sync(0xffffffffu, sum, o);
-        if (threadIdx.x == 0) y[r] = sum;
-    }
+    sum = block_sum(sum);
+    if (threadIdx.x == 0) y[r] = sum;
 }
 
 #define AUGUR_ARGS(T) int rows, const int* __restrict__ ptr, const int* __restrict__ idx, \
@@ -223,23 +231,14 @@ __device__ __forceinline__ void spmv_chunks(int nchunks, const int* __restrict__
                                             const int* __restrict__ idx,
                                             const T* __restrict__ val, const T* __restrict__ x,
                                             T* __restrict__ y) {
-    __shared__ T partial[32];
     int c = blockIdx.x;
     if (c >= nchunks) return;
     int r = chunk_row[c], k0 = chunk_begin[c], end = ptr[r + 1];
     int k1 = k0 + LONG_CHUNK < end ? k0 + LONG_CHUNK : end;
     T sum = 0;
     for (int k = k0 + threadIdx.x; k < k1; k += blockDim.x) sum += val[k] * load_x(x, idx[k]);
-#pragma unroll
-    for (int o = 16; o > 0; o /= 2) sum += __shfl_down_sync(0xffffffffu, sum, o);
-    if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = sum;
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        sum = threadIdx.x < (blockDim.x >> 5) ? partial[threadIdx.x] : T(0);
-#pragma unroll
-        for (int o = 16; o > 0; o /= 2) sum += __shfl_down_sync(0xffffffffu, sum, o);
-        if (threadIdx.x == 0) atomicAdd(y + r, sum);
-    }
+    sum = block_sum(sum);
+    if (threadIdx.x == 0) atomicAdd(y + r, sum);
 }
 
 template <typename T>

@@ -109,6 +109,47 @@ struct Row {
     check: CheckReport,
 }
 
+impl Row {
+    /// A CPU row from the timed runs (GPU callers override device, threads and l2_flushed).
+    fn new<T: Scalar>(
+        src: &MatrixSource,
+        m: &Csr<T>,
+        kernel: &'static str,
+        setup_s: f64,
+        mut times: Vec<f64>,
+        copy_gb_per_s: Option<f64>,
+        check: CheckReport,
+    ) -> Row {
+        times.sort_by(f64::total_cmp);
+        let median_s = times[times.len() / 2];
+        let bytes = spmv_bytes(m.rows(), m.cols(), m.nnz(), std::mem::size_of::<T>()) as f64;
+        Row {
+            matrix: src.name(),
+            rows: m.rows(),
+            cols: m.cols(),
+            nnz: m.nnz(),
+            precision: if T::NAME == "f32" {
+                Precision::F32
+            } else {
+                Precision::F64
+            },
+            device: "cpu".into(),
+            threads: rayon::current_num_threads(),
+            kernel,
+            setup_s,
+            median_s,
+            gb_per_s: bytes / median_s.max(1e-12) / 1e9,
+            l2_flushed: false,
+            speedup_vs_alg1: None,
+            gather_s: None,
+            gather_per_spmv: None,
+            copy_gb_per_s,
+            floor_s: copy_gb_per_s.map(|c| bytes / (c * 1e9)),
+            check,
+        }
+    }
+}
+
 /// `augur bench spmv`: the same runs with the copy-bandwidth floor measured and CSV out (unless
 /// --json), one row per matrix and kernel, with the speedup over cuSPARSE ALG1 on a GPU.
 pub fn run_bench(mut a: SpmvArgs) -> anyhow::Result<ExitCode> {
@@ -273,37 +314,25 @@ fn bench_cuda<T: GpuScalar>(
             warmup: a.warmup,
             iterations: a.iterations,
         };
-        let mut times = gpu.time(
+        let times = gpu.time(
             &mut prepared,
             (&dm, &dx, &mut dy),
             plan,
             l2_flushed.then_some(&mut *flush),
         )?;
-        times.sort_by(f64::total_cmp);
-        let median_s = times[times.len() / 2];
         out.push(Row {
-            matrix: src.name(),
-            rows: m.rows(),
-            cols: m.cols(),
-            nnz: m.nnz(),
-            precision: if T::NAME == "f32" {
-                Precision::F32
-            } else {
-                Precision::F64
-            },
             device: gpu.device.name.clone(),
             threads: 0,
-            kernel: k.name(),
-            setup_s: prepared.setup_s,
-            median_s,
-            gb_per_s: bytes as f64 / median_s.max(1e-12) / 1e9,
             l2_flushed,
-            speedup_vs_alg1: None,
-            gather_s: None,
-            gather_per_spmv: None,
-            copy_gb_per_s,
-            floor_s: copy_gb_per_s.map(|c| bytes as f64 / (c * 1e9)),
-            check: report,
+            ..Row::new(
+                src,
+                &m,
+                k.name(),
+                prepared.setup_s,
+                times,
+                copy_gb_per_s,
+                report,
+            )
         });
     }
     let (ptr, idx) = dm.pattern();
@@ -336,7 +365,6 @@ fn bench<T: Scalar>(
     rayon::current_num_threads();
     let x = check::test_vector::<T>(m.cols(), 42);
     let (reference, scale) = check::reference_product(&m, &x);
-    let bytes = spmv_bytes(m.rows(), m.cols(), m.nnz(), std::mem::size_of::<T>());
     let mut y = vec![T::zero(); m.rows()];
     let mut out = Vec::new();
     for &k in kernels {
@@ -349,38 +377,21 @@ fn bench<T: Scalar>(
         for _ in 0..a.warmup {
             prepared.run(&x, &mut y)?;
         }
-        let mut times: Vec<f64> = (0..a.iterations)
+        let times: Vec<f64> = (0..a.iterations)
             .map(|_| {
                 let t = Instant::now();
                 prepared.run(&x, &mut y).map(|()| t.elapsed().as_secs_f64())
             })
             .collect::<Result<_, _>>()?;
-        times.sort_by(f64::total_cmp);
-        let median_s = times[times.len() / 2];
-        out.push(Row {
-            matrix: src.name(),
-            rows: m.rows(),
-            cols: m.cols(),
-            nnz: m.nnz(),
-            precision: if T::NAME == "f32" {
-                Precision::F32
-            } else {
-                Precision::F64
-            },
-            device: "cpu".into(),
-            threads: rayon::current_num_threads(),
-            kernel: k.name(),
+        out.push(Row::new(
+            src,
+            &m,
+            k.name(),
             setup_s,
-            median_s,
-            gb_per_s: bytes as f64 / median_s.max(1e-12) / 1e9,
-            l2_flushed: false,
-            speedup_vs_alg1: None,
-            gather_s: None,
-            gather_per_spmv: None,
+            times,
             copy_gb_per_s,
-            floor_s: copy_gb_per_s.map(|c| bytes as f64 / (c * 1e9)),
-            check: report,
-        });
+            report,
+        ));
     }
     Ok(out)
 }
