@@ -6,12 +6,12 @@
 typedef unsigned long long u64;
 
 #define XSEG 32          // columns per 128-byte segment of f32 x (X_SEGMENT_COLS)
-#define COL_CHUNK 32     // entries per thread in feat_cols
 
 // acc layout, shared with kernels::cuda::gather:
 //  0 min_len  1 max_len  2 len2  3 len3 bits 0..31  4 len3 bits 32..63  5 len3 bits 64..
-//  6 empty  7..12 hist  13 bandwidth  14 dist  15 segments
-#define ACC_N 16
+//  6 empty  7..12 hist  13 bandwidth  14 dist  15 segments  16 top-1% entries
+//  17 radix prefix  18 radix mask  19 rows still wanted (k at the start)  20 count above  21 sum above
+#define ACC_N 22
 
 __device__ __forceinline__ u64 warp_sum(u64 v) {
 #pragma unroll
@@ -80,33 +80,25 @@ extern "C" __global__ void feat_rows(int rows, const int* __restrict__ ptr, u64*
     for (int b = 0; b < 6; ++b) block_reduce(h[b], 0, acc, 7 + b, scratch);
 }
 
-extern "C" __global__ void feat_cols(int rows, int nnz, const int* __restrict__ ptr,
-                                     const int* __restrict__ idx, u64* __restrict__ acc) {
+// Column statistics with L lanes per row (coalesced over a row's entries), rows in grid-stride
+// order. An entry starts a new x segment when it is its row's first or its segment differs from
+// the previous entry's (columns are sorted within a row).
+template <int L>
+__device__ __forceinline__ void feat_cols_lanes(int rows, const int* __restrict__ ptr,
+                                                const int* __restrict__ idx, u64* __restrict__ acc) {
     __shared__ u64 scratch[32];
     u64 bw = 0, dist = 0, segs = 0;
-    long long chunks = ((long long)nnz + COL_CHUNK - 1) / COL_CHUNK;
-    for (long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x; c < chunks;
-         c += (long long)gridDim.x * blockDim.x) {
-        int k0 = (int)(c * COL_CHUNK);
-        int k1 = k0 + COL_CHUNK < nnz ? k0 + COL_CHUNK : nnz;
-        // The row holding entry k0: the last row whose start is <= k0 and that is not empty.
-        int lo = 0, hi = rows - 1;
-        while (lo < hi) {
-            int mid = (lo + hi + 1) >> 1;
-            if (ptr[mid] <= k0) lo = mid; else hi = mid - 1;
-        }
-        int row = lo, end = ptr[row + 1];
-        while (k0 >= end) end = ptr[++row + 1];
-        int prev_seg = k0 > ptr[row] ? idx[k0 - 1] / XSEG : -1;
-        for (int k = k0; k < k1; ++k) {
-            while (k >= end) { end = ptr[++row + 1]; prev_seg = -1; }
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    long long groups = (long long)gridDim.x * blockDim.x / L;
+    int lane = (int)(t % L);
+    for (long long r = t / L; r < rows; r += groups) {
+        int start = ptr[r], end = ptr[r + 1];
+        for (int k = start + lane; k < end; k += L) {
             int col = idx[k];
-            u64 d = (u64)(col > row ? col - row : row - col);
+            u64 d = (u64)(col > r ? col - r : r - col);
             bw = d > bw ? d : bw;
             dist += d;
-            int seg = col / XSEG;
-            segs += seg != prev_seg;
-            prev_seg = seg;
+            segs += k == start || idx[k - 1] / XSEG != col / XSEG;
         }
     }
     block_reduce(bw, 2, acc, 13, scratch);
@@ -114,11 +106,26 @@ extern "C" __global__ void feat_cols(int rows, int nnz, const int* __restrict__ 
     block_reduce(segs, 0, acc, 15, scratch);
 }
 
-// Radix select of the k-th longest row: histogram of the 8 bits at `shift` of the lengths whose
-// bits above `shift` equal `prefix` (under `mask`).
-extern "C" __global__ void len_radix_hist(int rows, const int* __restrict__ ptr, unsigned prefix,
-                                          unsigned mask, int shift, u64* __restrict__ hist) {
+#define AUGUR_COLS(L) \
+    extern "C" __global__ void feat_cols##L(int rows, const int* __restrict__ ptr, \
+                                           const int* __restrict__ idx, u64* __restrict__ acc) { \
+        feat_cols_lanes<L>(rows, ptr, idx, acc); \
+    }
+AUGUR_COLS(1)
+AUGUR_COLS(2)
+AUGUR_COLS(4)
+AUGUR_COLS(8)
+AUGUR_COLS(16)
+AUGUR_COLS(32)
+
+// Radix select of the k-th longest row on the device, 8 bits a pass: len_radix_hist counts the
+// lengths that match the prefix found so far, by their next 8 bits; radix_pick (one block of 256)
+// picks the digit holding the k-th largest, narrows the prefix and clears the histogram.
+extern "C" __global__ void len_radix_hist(int rows, const int* __restrict__ ptr,
+                                          const u64* __restrict__ acc, int shift,
+                                          u64* __restrict__ hist) {
     __shared__ unsigned local[256];
+    unsigned prefix = (unsigned)acc[17], mask = (unsigned)acc[18];
     for (int i = threadIdx.x; i < 256; i += blockDim.x) local[i] = 0;
     __syncthreads();
     for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < rows;
@@ -131,16 +138,38 @@ extern "C" __global__ void len_radix_hist(int rows, const int* __restrict__ ptr,
         if (local[i]) atomicAdd(hist + i, (u64)local[i]);
 }
 
-// Count and sum of the lengths strictly above t.
-extern "C" __global__ void len_sum_above(int rows, const int* __restrict__ ptr, unsigned t,
-                                         u64* __restrict__ out) {
+extern "C" __global__ void radix_pick(u64* __restrict__ hist, int shift, u64* __restrict__ acc) {
+    if (threadIdx.x == 0) {
+        u64 want = acc[19];
+        unsigned digit = 0;
+        for (int d = 255; d >= 0; --d) {
+            if (hist[d] >= want) { digit = (unsigned)d; break; }
+            want -= hist[d];
+        }
+        acc[17] |= (u64)digit << shift;
+        acc[18] |= (u64)255u << shift;
+        acc[19] = want;
+    }
+    __syncthreads();
+    hist[threadIdx.x] = 0;
+}
+
+// Count and sum of the lengths above the k-th largest (acc[17] after the four passes).
+extern "C" __global__ void len_sum_above(int rows, const int* __restrict__ ptr,
+                                         u64* __restrict__ acc) {
     __shared__ u64 scratch[32];
+    unsigned t = (unsigned)acc[17];
     u64 count = 0, sum = 0;
     for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < rows;
          r += (long long)gridDim.x * blockDim.x) {
         unsigned len = (unsigned)(ptr[r + 1] - ptr[r]);
         if (len > t) { count += 1; sum += len; }
     }
-    block_reduce(count, 0, out, 0, scratch);
-    block_reduce(sum, 0, out, 1, scratch);
+    block_reduce(count, 0, acc, 20, scratch);
+    block_reduce(sum, 0, acc, 21, scratch);
+}
+
+// Entries in the k longest rows: those above the k-th largest, plus its ties up to k.
+extern "C" __global__ void top_finish(u64 k, u64* __restrict__ acc) {
+    if (threadIdx.x == 0 && blockIdx.x == 0) acc[16] = acc[21] + (k - acc[20]) * acc[17];
 }

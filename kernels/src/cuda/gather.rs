@@ -12,7 +12,7 @@ use cudarc::driver::{CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernel
 use super::module;
 use crate::KernelError;
 
-const ACC_N: usize = 16;
+const ACC_N: usize = 22;
 
 fn drv(what: &str) -> impl Fn(cudarc::driver::DriverError) -> KernelError + '_ {
     move |e| KernelError::Cuda(format!("{what}: {e}"))
@@ -48,7 +48,8 @@ impl GpuGatherer {
         }
     }
 
-    /// The exact sums of a device-resident pattern (row pointers and column indices).
+    /// The exact sums of a device-resident pattern (row pointers and column indices): every
+    /// kernel is enqueued on the stream and one copy brings the counters back.
     pub fn sums(
         &self,
         rows: usize,
@@ -62,24 +63,32 @@ impl GpuGatherer {
                 .load_function(name)
                 .map_err(drv("cuModuleGetFunction"))
         };
+        let k = rows.div_ceil(100) as u64;
         let mut init = [0u64; ACC_N];
         init[0] = u64::MAX;
+        init[19] = k;
         let mut acc = s.clone_htod(&init).map_err(drv("host to device copy"))?;
-        let (rows_i, nnz_i) = (rows as i32, nnz as i32);
+        let rows_i = rows as i32;
         if rows > 0 {
-            let k = f("feat_rows")?;
-            let mut b = s.launch_builder(&k);
+            let kr = f("feat_rows")?;
+            let mut b = s.launch_builder(&kr);
             b.arg(&rows_i).arg(ptr).arg(&mut acc);
             // SAFETY: (int, int*, u64*) as in feat_rows; acc holds ACC_N counters.
             unsafe { b.launch(self.cfg()) }.map_err(drv("cuLaunchKernel"))?;
-            let k = f("feat_cols")?;
-            let mut b = s.launch_builder(&k);
-            b.arg(&rows_i).arg(&nnz_i).arg(ptr).arg(idx).arg(&mut acc);
-            // SAFETY: (int, int, int*, int*, u64*) as in feat_cols.
+            // Lanes per row: about half the mean row length, 1 to 32.
+            let mean = nnz as f64 / rows as f64;
+            let lanes = [32u32, 16, 8, 4, 2, 1]
+                .into_iter()
+                .find(|&l| l as f64 <= mean / 2.0)
+                .unwrap_or(1);
+            let kc = f(&format!("feat_cols{lanes}"))?;
+            let mut b = s.launch_builder(&kc);
+            b.arg(&rows_i).arg(ptr).arg(idx).arg(&mut acc);
+            // SAFETY: (int, int*, int*, u64*) as in feat_cols<L>.
             unsafe { b.launch(self.cfg()) }.map_err(drv("cuLaunchKernel"))?;
+            self.top_sum(rows_i, ptr, k, &mut acc)?;
         }
         let a: Vec<u64> = s.clone_dtoh(&acc).map_err(drv("device to host copy"))?;
-        let top1pct = self.top_sum(rows, ptr, rows.div_ceil(100))?;
         let len3 = ((a[5] as u128) << 64) + ((a[4] as u128) << 32) + a[3] as u128;
         Ok(RowSums {
             min_len: if rows == 0 { 0 } else { a[0] },
@@ -91,60 +100,53 @@ impl GpuGatherer {
             bandwidth: a[13],
             dist: a[14],
             segments: a[15],
-            top1pct,
+            top1pct: if rows == 0 { 0 } else { a[16] },
         })
     }
 
-    /// Entries in the `k` longest rows: radix select of the k-th largest length, 8 bits a pass,
-    /// then the sum of the lengths above it.
-    fn top_sum(&self, rows: usize, ptr: &CudaSlice<i32>, k: usize) -> Result<u64, KernelError> {
-        if rows == 0 || k == 0 {
-            return Ok(0);
-        }
+    /// Entries in the `k` longest rows, into acc[16]: radix select of the k-th largest length on
+    /// the device (8 bits a pass), then the sum of the lengths above it. No host round trip.
+    fn top_sum(
+        &self,
+        rows: i32,
+        ptr: &CudaSlice<i32>,
+        k: u64,
+        acc: &mut CudaSlice<u64>,
+    ) -> Result<(), KernelError> {
         let s = &self.stream;
-        let hist_k = self
-            .module
-            .load_function("len_radix_hist")
-            .map_err(drv("cuModuleGetFunction"))?;
-        let rows_i = rows as i32;
-        let (mut prefix, mut mask, mut want) = (0u32, 0u32, k as u64);
+        let f = |name: &str| {
+            self.module
+                .load_function(name)
+                .map_err(drv("cuModuleGetFunction"))
+        };
+        let (hist_k, pick_k) = (f("len_radix_hist")?, f("radix_pick")?);
+        let mut hist = s.alloc_zeros::<u64>(256).map_err(drv("cuMemAlloc"))?;
+        let one_block = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
         for shift in [24i32, 16, 8, 0] {
-            let mut hist = s.alloc_zeros::<u64>(256).map_err(drv("cuMemAlloc"))?;
             let mut b = s.launch_builder(&hist_k);
-            b.arg(&rows_i)
-                .arg(ptr)
-                .arg(&prefix)
-                .arg(&mask)
-                .arg(&shift)
-                .arg(&mut hist);
-            // SAFETY: (int, int*, unsigned, unsigned, int, u64*) as in len_radix_hist; 256 bins.
+            b.arg(&rows).arg(ptr).arg(&*acc).arg(&shift).arg(&mut hist);
+            // SAFETY: (int, int*, u64*, int, u64*) as in len_radix_hist; 256 bins.
             unsafe { b.launch(self.cfg()) }.map_err(drv("cuLaunchKernel"))?;
-            let h: Vec<u64> = s.clone_dtoh(&hist).map_err(drv("device to host copy"))?;
-            // Walk the digits from the top until the k-th largest is inside one of them.
-            let mut digit = 0u32;
-            for d in (0..256u32).rev() {
-                if h[d as usize] >= want {
-                    digit = d;
-                    break;
-                }
-                want -= h[d as usize];
-            }
-            prefix |= digit << shift;
-            mask |= 255u32 << shift;
+            let mut b = s.launch_builder(&pick_k);
+            b.arg(&mut hist).arg(&shift).arg(&mut *acc);
+            // SAFETY: (u64*, int, u64*) as in radix_pick; one block of 256 threads, 256 bins.
+            unsafe { b.launch(one_block) }.map_err(drv("cuLaunchKernel"))?;
         }
-        let t = prefix; // the k-th largest length
-        let above_k = self
-            .module
-            .load_function("len_sum_above")
-            .map_err(drv("cuModuleGetFunction"))?;
-        let mut out = s.alloc_zeros::<u64>(2).map_err(drv("cuMemAlloc"))?;
-        let mut b = s.launch_builder(&above_k);
-        b.arg(&rows_i).arg(ptr).arg(&t).arg(&mut out);
-        // SAFETY: (int, int*, unsigned, u64*) as in len_sum_above; out holds 2 counters.
+        let above = f("len_sum_above")?;
+        let mut b = s.launch_builder(&above);
+        b.arg(&rows).arg(ptr).arg(&mut *acc);
+        // SAFETY: (int, int*, u64*) as in len_sum_above.
         unsafe { b.launch(self.cfg()) }.map_err(drv("cuLaunchKernel"))?;
-        let o: Vec<u64> = s.clone_dtoh(&out).map_err(drv("device to host copy"))?;
-        let (count, sum) = (o[0], o[1]);
-        Ok(sum + (k as u64 - count) * t as u64)
+        let fin = f("top_finish")?;
+        let mut b = s.launch_builder(&fin);
+        b.arg(&k).arg(&mut *acc);
+        // SAFETY: (u64, u64*) as in top_finish; one thread.
+        unsafe { b.launch(LaunchConfig::for_num_elems(1)) }.map_err(drv("cuLaunchKernel"))?;
+        Ok(())
     }
 
     /// Seconds to gather the sums of a device-resident pattern, median of `reps` after one
