@@ -80,6 +80,44 @@ extern "C" __global__ void feat_rows(int rows, const int* __restrict__ ptr, u64*
     for (int b = 0; b < 6; ++b) block_reduce(h[b], 0, acc, 7 + b, scratch);
 }
 
+// Column statistics balanced by entries: each thread takes COL_CHUNK consecutive entries (after a
+// binary search for their first row). For matrices with very long rows.
+#define COL_CHUNK 32
+
+extern "C" __global__ void feat_cols_chunked(int rows, int nnz, const int* __restrict__ ptr,
+                                     const int* __restrict__ idx, u64* __restrict__ acc) {
+    __shared__ u64 scratch[32];
+    u64 bw = 0, dist = 0, segs = 0;
+    long long chunks = ((long long)nnz + COL_CHUNK - 1) / COL_CHUNK;
+    for (long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x; c < chunks;
+         c += (long long)gridDim.x * blockDim.x) {
+        int k0 = (int)(c * COL_CHUNK);
+        int k1 = k0 + COL_CHUNK < nnz ? k0 + COL_CHUNK : nnz;
+        // The row holding entry k0: the last row whose start is <= k0 and that is not empty.
+        int lo = 0, hi = rows - 1;
+        while (lo < hi) {
+            int mid = (lo + hi + 1) >> 1;
+            if (ptr[mid] <= k0) lo = mid; else hi = mid - 1;
+        }
+        int row = lo, end = ptr[row + 1];
+        while (k0 >= end) end = ptr[++row + 1];
+        int prev_seg = k0 > ptr[row] ? idx[k0 - 1] / XSEG : -1;
+        for (int k = k0; k < k1; ++k) {
+            while (k >= end) { end = ptr[++row + 1]; prev_seg = -1; }
+            int col = idx[k];
+            u64 d = (u64)(col > row ? col - row : row - col);
+            bw = d > bw ? d : bw;
+            dist += d;
+            int seg = col / XSEG;
+            segs += seg != prev_seg;
+            prev_seg = seg;
+        }
+    }
+    block_reduce(bw, 2, acc, 13, scratch);
+    block_reduce(dist, 0, acc, 14, scratch);
+    block_reduce(segs, 0, acc, 15, scratch);
+}
+
 // Column statistics with L lanes per row (coalesced over a row's entries), rows in grid-stride
 // order. An entry starts a new x segment when it is its row's first or its segment differs from
 // the previous entry's (columns are sorted within a row).

@@ -35,8 +35,9 @@ impl GpuGatherer {
         Ok(GpuGatherer {
             stream: gpu.stream().clone(),
             module,
-            // A fixed grid of 4 blocks per SM: grid-stride loops, few global atomics.
-            blocks: 4 * gpu.device.multiprocessors.max(1) as u32,
+            // A fixed grid of 16 blocks per SM: enough loads in flight for the grid-stride loops,
+            // and few global atomics (one per block and counter).
+            blocks: 16 * gpu.device.multiprocessors.max(1) as u32,
         })
     }
 
@@ -75,17 +76,30 @@ impl GpuGatherer {
             b.arg(&rows_i).arg(ptr).arg(&mut acc);
             // SAFETY: (int, int*, u64*) as in feat_rows; acc holds ACC_N counters.
             unsafe { b.launch(self.cfg()) }.map_err(drv("cuLaunchKernel"))?;
-            // Lanes per row: about half the mean row length, 1 to 32.
+            // Rows of similar length: L lanes per row (about half the mean length), coalesced.
+            // A few very long rows would serialise on their lanes: then balance by entries.
+            let max_len = s
+                .clone_dtoh(&acc.slice(1..2))
+                .map_err(drv("device to host copy"))?[0];
             let mean = nnz as f64 / rows as f64;
-            let lanes = [32u32, 16, 8, 4, 2, 1]
-                .into_iter()
-                .find(|&l| l as f64 <= mean / 2.0)
-                .unwrap_or(1);
-            let kc = f(&format!("feat_cols{lanes}"))?;
-            let mut b = s.launch_builder(&kc);
-            b.arg(&rows_i).arg(ptr).arg(idx).arg(&mut acc);
-            // SAFETY: (int, int*, int*, u64*) as in feat_cols<L>.
-            unsafe { b.launch(self.cfg()) }.map_err(drv("cuLaunchKernel"))?;
+            if max_len > 1024 && max_len as f64 > 16.0 * mean {
+                let kc = f("feat_cols_chunked")?;
+                let nnz_i = nnz as i32;
+                let mut b = s.launch_builder(&kc);
+                b.arg(&rows_i).arg(&nnz_i).arg(ptr).arg(idx).arg(&mut acc);
+                // SAFETY: (int, int, int*, int*, u64*) as in feat_cols_chunked.
+                unsafe { b.launch(self.cfg()) }.map_err(drv("cuLaunchKernel"))?;
+            } else {
+                let lanes = [32u32, 16, 8, 4, 2, 1]
+                    .into_iter()
+                    .find(|&l| l as f64 <= mean / 2.0)
+                    .unwrap_or(1);
+                let kc = f(&format!("feat_cols{lanes}"))?;
+                let mut b = s.launch_builder(&kc);
+                b.arg(&rows_i).arg(ptr).arg(idx).arg(&mut acc);
+                // SAFETY: (int, int*, int*, u64*) as in feat_cols<L>.
+                unsafe { b.launch(self.cfg()) }.map_err(drv("cuLaunchKernel"))?;
+            }
             self.top_sum(rows_i, ptr, k, &mut acc)?;
         }
         let a: Vec<u64> = s.clone_dtoh(&acc).map_err(drv("device to host copy"))?;
