@@ -48,14 +48,11 @@ __device__ __forceinline__ void block_reduce(u64 v, int op, u64* acc, int slot, 
     }
 }
 
-__device__ __forceinline__ int bucket(u64 len) {
-    return len <= 2 ? 0 : len <= 8 ? 1 : len <= 32 ? 2 : len <= 128 ? 3 : len <= 1024 ? 4 : 5;
-}
 
 extern "C" __global__ void feat_rows(int rows, const int* __restrict__ ptr, u64* __restrict__ acc) {
     __shared__ u64 scratch[32];
     u64 mn = ~0ull, mx = 0, l2 = 0, l3a = 0, l3b = 0, l3c = 0, empty = 0;
-    u64 h[6] = {0, 0, 0, 0, 0, 0};
+    u64 h0 = 0, h1 = 0, h2 = 0, h3 = 0, h4 = 0, h5 = 0;
     for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < rows;
          r += (long long)gridDim.x * blockDim.x) {
         u64 len = (u64)(ptr[r + 1] - ptr[r]);
@@ -68,7 +65,13 @@ extern "C" __global__ void feat_rows(int rows, const int* __restrict__ ptr, u64*
         l3b += lo >> 32;
         l3c += hi;
         empty += len == 0;
-        h[bucket(len)] += 1;
+        // The row-length histogram buckets (<= 2, 8, 32, 128, 1024, more) as six registers (an indexed local array would spill).
+        h0 += len <= 2;
+        h1 += len > 2 && len <= 8;
+        h2 += len > 8 && len <= 32;
+        h3 += len > 32 && len <= 128;
+        h4 += len > 128 && len <= 1024;
+        h5 += len > 1024;
     }
     block_reduce(mn, 1, acc, 0, scratch);
     block_reduce(mx, 2, acc, 1, scratch);
@@ -77,7 +80,12 @@ extern "C" __global__ void feat_rows(int rows, const int* __restrict__ ptr, u64*
     block_reduce(l3b, 0, acc, 4, scratch);
     block_reduce(l3c, 0, acc, 5, scratch);
     block_reduce(empty, 0, acc, 6, scratch);
-    for (int b = 0; b < 6; ++b) block_reduce(h[b], 0, acc, 7 + b, scratch);
+    block_reduce(h0, 0, acc, 7, scratch);
+    block_reduce(h1, 0, acc, 8, scratch);
+    block_reduce(h2, 0, acc, 9, scratch);
+    block_reduce(h3, 0, acc, 10, scratch);
+    block_reduce(h4, 0, acc, 11, scratch);
+    block_reduce(h5, 0, acc, 12, scratch);
 }
 
 // Column statistics balanced by entries: each thread takes COL_CHUNK consecutive entries (after a
@@ -169,7 +177,14 @@ extern "C" __global__ void len_radix_hist(int rows, const int* __restrict__ ptr,
     for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < rows;
          r += (long long)gridDim.x * blockDim.x) {
         unsigned len = (unsigned)(ptr[r + 1] - ptr[r]);
-        if ((len & mask) == prefix) atomicAdd(&local[(len >> shift) & 255u], 1u);
+        // Lengths in a warp mostly share a digit: one shared atomic per distinct digit and warp.
+        bool match = (len & mask) == prefix;
+        unsigned active = __ballot_sync(__activemask(), match);
+        if (match) {
+            unsigned digit = (len >> shift) & 255u;
+            unsigned same = __match_any_sync(active, digit);
+            if ((threadIdx.x & 31) == __ffs(same) - 1) atomicAdd(&local[digit], __popc(same));
+        }
     }
     __syncthreads();
     for (int i = threadIdx.x; i < 256; i += blockDim.x)
