@@ -151,35 +151,58 @@ __device__ __forceinline__ void merge_path_fixup(int rows, long long pieces,
     if (row < rows && v != T(0)) atomicAdd(y + row, v);
 }
 
-// nnz-split: each thread takes NS_ITEMS consecutive nonzeros, finds its first row by binary
-// search, and adds each row's partial sum into y with atomics (y is zeroed first).
-#define NS_ITEMS 8
+// nnz-split: each warp takes NS_STEPS x 32 consecutive nonzeros, lane l the ones at l, l+32, ...
+// (coalesced). Each entry's row comes from a binary search inside the warp's row window; a
+// segmented warp scan by row sums each step's products, and the last lane of each row segment
+// adds it into y with one atomic (y is zeroed first).
+#define NS_STEPS 8
 
 template <typename T>
 __device__ __forceinline__ void nnz_split(int rows, int nnz, const int* __restrict__ ptr,
                                           const int* __restrict__ idx, const T* __restrict__ val,
                                           const T* __restrict__ x, T* __restrict__ y) {
-    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    long long k0 = t * NS_ITEMS;
-    if (k0 >= nnz) return;
-    int k1 = (int)(k0 + NS_ITEMS < nnz ? k0 + NS_ITEMS : nnz);
-    // Last row whose start is <= k0 (rows before it end at or before k0).
+    long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    int lane = threadIdx.x & 31;
+    long long base = warp * 32 * NS_STEPS;
+    if (base >= nnz) return;  // the whole warp leaves together
+    long long end = base + 32 * NS_STEPS < nnz ? base + 32 * NS_STEPS : nnz;
+    // Lanes 0 and 1 find the rows of the window's first and last entries: the last row whose
+    // start is <= k owns entry k (empty rows before it start at or before k too).
+    long long target = lane == 0 ? base : end - 1;
     int lo = 0, hi = rows - 1;
-    while (lo < hi) {
-        int mid = (lo + hi + 1) >> 1;
-        if (ptr[mid] <= k0) lo = mid; else hi = mid - 1;
-    }
-    int row = lo, end = ptr[row + 1];
-    T sum = 0;
-    for (int k = (int)k0; k < k1; ++k) {
-        while (k >= end) {
-            if (sum != T(0)) atomicAdd(y + row, sum);
-            sum = 0;
-            end = ptr[++row + 1];
+    if (lane < 2) {
+        while (lo < hi) {
+            int mid = (lo + hi + 1) >> 1;
+            if (ptr[mid] <= target) lo = mid; else hi = mid - 1;
         }
-        sum += val[k] * load_x(x, idx[k]);
     }
-    if (sum != T(0)) atomicAdd(y + row, sum);
+    int row = __shfl_sync(0xffffffffu, lo, 0);
+    int row_hi = __shfl_sync(0xffffffffu, lo, 1);
+    for (int s = 0; s < NS_STEPS; ++s) {
+        long long k = base + s * 32 + lane;
+        bool valid = k < end;
+        int key = 0x7fffffff;
+        T v = 0;
+        if (valid) {
+            int a = row, b = row_hi;
+            while (a < b) {
+                int m = (a + b + 1) >> 1;
+                if (ptr[m] <= k) a = m; else b = m - 1;
+            }
+            row = a;
+            key = a;
+            v = val[k] * load_x(x, idx[k]);
+        }
+        // Inclusive segmented scan: keys are non-decreasing across lanes.
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            T u = __shfl_up_sync(0xffffffffu, v, o);
+            int ku = __shfl_up_sync(0xffffffffu, key, o);
+            if (lane >= o && ku == key) v += u;
+        }
+        int next = __shfl_down_sync(0xffffffffu, key, 1);
+        if (valid && (lane == 31 || next != key) && v != T(0)) atomicAdd(y + key, v);
+    }
 }
 
 #define AUGUR_BALANCED(T, S)                                                                   \

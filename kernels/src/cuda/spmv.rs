@@ -27,7 +27,8 @@ pub enum GpuKernel {
     /// Merge-path by tiles of 2048 items per block, staged through shared memory (coalesced
     /// loads, CUB style); setup: the tile partition.
     MergeTiled,
-    /// Equal shares of nonzeros per thread, rows summed with atomics into a zeroed y.
+    /// Equal shares of nonzeros per warp (coalesced), segmented warp sums added with atomics
+    /// into a zeroed y.
     NnzSplit,
     /// Rows binned by length (CSR-adaptive style): each bin runs with the lane count that fits
     /// it, rows longer than 4096 are cut into chunks of one block each; setup: the binning.
@@ -39,8 +40,8 @@ pub enum GpuKernel {
 
 /// Merge items (rows + nonzeros) per thread of merge-path; must match MP_ITEMS in the .cu file.
 const MP_ITEMS: u64 = 16;
-/// Nonzeros per thread of nnz-split; must match NS_ITEMS in the .cu file.
-const NS_ITEMS: u64 = 8;
+/// Nonzeros per warp of nnz-split: 32 lanes x NS_STEPS in the .cu file.
+const NS_WARP_ITEMS: u64 = 32 * 8;
 /// Entries per block of the long-row chunks of the binned kernel; must match LONG_CHUNK.
 const LONG_CHUNK: usize = 4096;
 /// Lane counts of the bins; a row of `len` entries goes to the smallest with len <= 4 x lanes.
@@ -103,7 +104,7 @@ impl GpuKernel {
             GpuKernel::Block => rows as u64 * BLOCK as u64,
             GpuKernel::MergePath => merge_pieces(rows, nnz),
             GpuKernel::MergeTiled => merge_tiles(rows, nnz) * BLOCK as u64,
-            GpuKernel::NnzSplit => (nnz as u64).div_ceil(NS_ITEMS),
+            GpuKernel::NnzSplit => (nnz as u64).div_ceil(NS_WARP_ITEMS) * 32,
             GpuKernel::Cusparse { .. } | GpuKernel::Binned => 0,
         };
         threads_config(threads)
