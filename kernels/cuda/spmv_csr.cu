@@ -306,7 +306,7 @@ AUGUR_BINNED(double, f64)
 // through their carries); the tile's unfinished last row goes to the tile carry, which
 // merge_path_fixup adds after all tiles, exactly as for merge_path.
 #define MT_THREADS 256
-#define MT_ITEMS 8
+#define MT_ITEMS 5
 #define MT_TILE (MT_THREADS * MT_ITEMS)
 
 extern "C" __global__ void merge_tile_partition(int rows, int nnz, const int* __restrict__ ptr,

@@ -24,7 +24,7 @@ pub enum GpuKernel {
     Block,
     /// Equal shares of rows + nonzeros per thread (merge-path); setup: the partition search.
     MergePath,
-    /// Merge-path by tiles of 2048 items per block, staged through shared memory (coalesced
+    /// Merge-path by tiles of 1280 items (5 per thread) per block, staged through shared memory (coalesced
     /// loads, CUB style); setup: the tile partition.
     MergeTiled,
     /// Equal shares of nonzeros per warp (coalesced), segmented warp sums added with atomics
@@ -126,7 +126,7 @@ fn merge_pieces(rows: usize, nnz: usize) -> u64 {
 }
 
 /// Merge items per block of merge_tiled; must match MT_TILE in the .cu file.
-const MT_TILE: u64 = 256 * 8;
+const MT_TILE: u64 = 256 * 5;
 
 fn merge_tiles(rows: usize, nnz: usize) -> u64 {
     (rows as u64 + nnz as u64).div_ceil(MT_TILE)
