@@ -91,7 +91,7 @@ AUGUR_INSTANTIATE(double, f64)
 // ---- Work-balanced kernels ------------------------------------------------------------------
 
 // Merge-path (Merrill & Garland, SC'16): the merge of row ends and nonzero indices is cut into
-// equal pieces of MP_ITEMS items, one per thread. Setup: merge_path_partition finds where each
+// equal pieces of MP_ITEMS items, one per thread. Setup: merge_partition finds where each
 // piece starts. Each thread writes the rows it finishes and leaves the unfinished head of its last
 // row as a carry, which merge_path_fixup adds after all pieces are done.
 #define MP_ITEMS 16
@@ -107,12 +107,15 @@ __device__ __forceinline__ int merge_path_search(long long d, const int* __restr
     return (int)lo;
 }
 
-extern "C" __global__ void merge_path_partition(int rows, int nnz, const int* __restrict__ ptr,
-                                                long long pieces, int* __restrict__ start_row) {
+// Where each of `pieces` pieces of `items` merge items starts (and, at index pieces, the end): the
+// setup of merge_path (items = MP_ITEMS) and merge_tiled (items = MT_TILE).
+extern "C" __global__ void merge_partition(int rows, int nnz, const int* __restrict__ ptr,
+                                           long long pieces, long long items,
+                                           int* __restrict__ start_row) {
     long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (p > pieces) return;
     long long total = (long long)rows + nnz;
-    long long d = p * MP_ITEMS < total ? p * MP_ITEMS : total;
+    long long d = p * items < total ? p * items : total;
     start_row[p] = merge_path_search(d, ptr, rows, nnz);
 }
 
@@ -308,15 +311,6 @@ AUGUR_BINNED(double, f64)
 #define MT_THREADS 256
 #define MT_ITEMS 5
 #define MT_TILE (MT_THREADS * MT_ITEMS)
-
-extern "C" __global__ void merge_tile_partition(int rows, int nnz, const int* __restrict__ ptr,
-                                                long long tiles, int* __restrict__ start_row) {
-    long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (p > tiles) return;
-    long long total = (long long)rows + nnz;
-    long long d = p * MT_TILE < total ? p * MT_TILE : total;
-    start_row[p] = merge_path_search(d, ptr, rows, nnz);
-}
 
 template <typename T>
 __device__ __forceinline__ void merge_tile(int rows, int nnz, const int* __restrict__ ptr,

@@ -368,21 +368,19 @@ impl CudaSpmv {
             .map_err(drv("cuMemAlloc"))?;
         let f = self
             .module
-            .load_function(if tiled {
-                "merge_tile_partition"
-            } else {
-                "merge_path_partition"
-            })
+            .load_function("merge_partition")
             .map_err(drv("cuModuleGetFunction"))?;
         let (rows, nnz, pieces) = (a.rows as i32, a.nnz as i32, pieces as i64);
+        let items = if tiled { MT_TILE } else { MP_ITEMS } as i64;
         let mut b = s.launch_builder(&f);
         b.arg(&rows)
             .arg(&nnz)
             .arg(&a.ptr)
             .arg(&pieces)
+            .arg(&items)
             .arg(&mut start_row);
-        // SAFETY: (int, int, int*, long long, int*) as in merge_path_partition; start_row holds
-        // pieces + 1 entries and the kernel writes indices 0..=pieces.
+        // SAFETY: (int, int, int*, long long, long long, int*) as in merge_partition; start_row
+        // holds pieces + 1 entries and the kernel writes indices 0..=pieces.
         unsafe { b.launch(threads_config(pieces as u64 + 1)) }.map_err(drv("cuLaunchKernel"))?;
         s.synchronize().map_err(drv("cuStreamSynchronize"))?;
         Ok(Prepared {
