@@ -181,6 +181,10 @@ __device__ __forceinline__ void nnz_split(int rows, int nnz, const int* __restri
     }
     int row = __shfl_sync(0xffffffffu, lo, 0);
     int row_hi = __shfl_sync(0xffffffffu, lo, 1);
+    // The last row segment of a step is carried into the next step (same in every lane), so a
+    // long row costs one atomic per warp rather than one per step.
+    int ckey = -1;
+    T cval = 0;
     for (int s = 0; s < NS_STEPS; ++s) {
         long long k = base + s * 32 + lane;
         bool valid = k < end;
@@ -204,8 +208,24 @@ __device__ __forceinline__ void nnz_split(int rows, int nnz, const int* __restri
             if (lane >= o && ku == key) v += u;
         }
         int next = __shfl_down_sync(0xffffffffu, key, 1);
-        if (valid && (lane == 31 || next != key) && v != T(0)) atomicAdd(y + key, v);
+        bool tail = valid && (lane == 31 || next != key);
+        int key0 = __shfl_sync(0xffffffffu, key, 0);
+        bool join = ckey >= 0 && ckey == key0;
+        if (ckey >= 0 && !join && lane == 0 && cval != T(0)) atomicAdd(y + ckey, cval);
+        if (join && tail && key == key0) v += cval;
+        ckey = -1;
+        cval = 0;
+        bool more = s + 1 < NS_STEPS && base + (long long)(s + 1) * 32 < end;
+        bool hold = more && __shfl_sync(0xffffffffu, (int)valid, 31);
+        int key31 = __shfl_sync(0xffffffffu, key, 31);
+        T v31 = __shfl_sync(0xffffffffu, v, 31);
+        if (tail && v != T(0) && !(hold && lane == 31)) atomicAdd(y + key, v);
+        if (hold) {
+            ckey = key31;
+            cval = v31;
+        }
     }
+    if (ckey >= 0 && lane == 0 && cval != T(0)) atomicAdd(y + ckey, cval);
 }
 
 #define AUGUR_BALANCED(T, S)                                                                   \
