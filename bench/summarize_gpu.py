@@ -7,16 +7,17 @@ each balanced kernel's worst ratio to the per-matrix oracle on the large skewed 
 """
 import csv
 import math
+import re
 import sys
 
-DROP = [",a=0.57,b=0.19,c=0.19,sym=0,perm=1", ",cols=10000000", ",max=10000000", ",cols=200000",
-        ",max=200000", ",cols=100000", ",hub_len=4000000", ",hub_len=200000"]
-
-
 def short(m):
-    m = m.split(",seed")[0]
-    for d in DROP:
-        m = m.replace(d, "")
+    """The spec without its seed and the parameters left at their defaults."""
+    m = m.split(",seed")[0].replace(",a=0.57,b=0.19,c=0.19,sym=0,perm=1", "")
+    params = dict(kv.split("=", 1) for kv in m.split(":", 1)[1].split(",")) if ":" in m else {}
+    n = params.get("rows", params.get("n"))
+    for key in ("cols", "max", "hub_len", "ny", "nz"):
+        if key in params and params[key] in (n, params.get("nx")):
+            m = re.sub(r",%s=%s(?=,|$)" % (key, re.escape(params[key])), "", m)
     return m
 
 
