@@ -21,8 +21,22 @@ __device__ __forceinline__ void spmv_scalar(int rows, const int* __restrict__ pt
     y[r] = sum;
 }
 
-// L consecutive lanes of a warp per row (L = 2, 4, 8, 16, 32), shuffle reduction. A group of L
-// lanes is either wholly active or wholly returned, so its own mask is exact.
+// Row r with L consecutive lanes of a warp (lane = this thread's place among them), shuffle
+// reduction; lane 0 writes y[r]. A group of L lanes is either wholly active or wholly returned, so
+// its own mask is exact.
+template <typename T, int L>
+__device__ __forceinline__ void lanes_row(int r, int lane, const int* __restrict__ ptr,
+                                          const int* __restrict__ idx, const T* __restrict__ val,
+                                          const T* __restrict__ x, T* __restrict__ y) {
+    unsigned group = (L == 32) ? 0xffffffffu : (((1u << L) - 1u) << ((threadIdx.x & 31) / L * L));
+    T sum = 0;
+    for (int k = ptr[r] + lane, end = ptr[r + 1]; k < end; k += L) sum += val[k] * load_x(x, idx[k]);
+#pragma unroll
+    for (int o = L / 2; o > 0; o /= 2) sum += __shfl_down_sync(group, sum, o, L);
+    if (lane == 0) y[r] = sum;
+}
+
+// L consecutive lanes of a warp per row (L = 2, 4, 8, 16, 32).
 template <typename T, int L>
 __device__ __forceinline__ void spmv_vector(int rows, const int* __restrict__ ptr,
                                             const int* __restrict__ idx,
@@ -30,14 +44,8 @@ __device__ __forceinline__ void spmv_vector(int rows, const int* __restrict__ pt
                                             const T* __restrict__ x, T* __restrict__ y) {
     long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     long long r = t / L;
-    int lane = (int)(t % L);
     if (r >= rows) return;
-    unsigned group = (L == 32) ? 0xffffffffu : (((1u << L) - 1u) << ((threadIdx.x & 31) / L * L));
-    T sum = 0;
-    for (int k = ptr[r] + lane, end = ptr[r + 1]; k < end; k += L) sum += val[k] * load_x(x, idx[k]);
-#pragma unroll
-    for (int o = L / 2; o > 0; o /= 2) sum += __shfl_down_sync(group, sum, o, L);
-    if (lane == 0) y[r] = sum;
+    lanes_row<T, L>((int)r, (int)(t % L), ptr, idx, val, x, y);
 }
 
 // Sum over a block (blockDim.x a multiple of 32, at most 1024); the total is valid in thread 0.
@@ -255,15 +263,8 @@ __device__ __forceinline__ void spmv_rows(int n, const int* __restrict__ rows_li
                                           T* __restrict__ y) {
     long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     long long g = t / L;
-    int lane = (int)(t % L);
     if (g >= n) return;
-    int r = rows_list[g];
-    unsigned group = (L == 32) ? 0xffffffffu : (((1u << L) - 1u) << ((threadIdx.x & 31) / L * L));
-    T sum = 0;
-    for (int k = ptr[r] + lane, end = ptr[r + 1]; k < end; k += L) sum += val[k] * load_x(x, idx[k]);
-#pragma unroll
-    for (int o = L / 2; o > 0; o /= 2) sum += __shfl_down_sync(group, sum, o, L);
-    if (lane == 0) y[r] = sum;
+    lanes_row<T, L>(rows_list[g], (int)(t % L), ptr, idx, val, x, y);
 }
 
 // Long rows cut into chunks of LONG_CHUNK entries, one block per chunk, added into y with atomics
