@@ -406,3 +406,42 @@ __device__ __forceinline__ void merge_tile(int rows, int nnz, const int* __restr
 
 AUGUR_TILED(float, f32)
 AUGUR_TILED(double, f64)
+
+// ---- The x-gather ceiling (a measurement, not an SpMV kernel) -------------------------------
+
+// Streams values and column indices once, coalesced, and gathers x in the matrix's column order,
+// with no row structure at all: GF_ITEMS nonzeros per thread, lane-strided. Any CSR kernel makes
+// at least these loads, so its time is the empirical ceiling for this matrix's x access pattern
+// (random columns cost a 32-byte sector per 4- or 8-byte x value). One partial sum per warp is
+// written so that the loads cannot be optimised away.
+#define GF_ITEMS 8
+
+template <typename T>
+__device__ __forceinline__ void gather_ceiling(int nnz, const int* __restrict__ idx,
+                                               const T* __restrict__ val,
+                                               const T* __restrict__ x, T* __restrict__ out) {
+    long long base = ((long long)blockIdx.x * blockDim.x + (threadIdx.x & ~31)) * GF_ITEMS;
+    int lane = threadIdx.x & 31;
+    T sum = 0;
+#pragma unroll
+    for (int j = 0; j < GF_ITEMS; ++j) {
+        long long k = base + j * 32 + lane;
+        if (k < nnz) sum += val[k] * load_x(x, idx[k]);
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) sum += __shfl_down_sync(0xffffffffu, sum, o);
+    if (lane == 0) out[((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5] = sum;
+}
+
+extern "C" __global__ void gather_ceiling_f32(int nnz, const int* __restrict__ idx,
+                                              const float* __restrict__ val,
+                                              const float* __restrict__ x,
+                                              float* __restrict__ out) {
+    gather_ceiling<float>(nnz, idx, val, x, out);
+}
+extern "C" __global__ void gather_ceiling_f64(int nnz, const int* __restrict__ idx,
+                                              const double* __restrict__ val,
+                                              const double* __restrict__ x,
+                                              double* __restrict__ out) {
+    gather_ceiling<double>(nnz, idx, val, x, out);
+}

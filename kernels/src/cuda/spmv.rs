@@ -621,6 +621,64 @@ impl CudaSpmv {
         self.stream.alloc_zeros::<u8>(n).map_err(drv("cuMemAlloc"))
     }
 
+    /// The x-gather ceiling of `a` (seconds, median of `plan.iterations` after `plan.warmup`):
+    /// values and column indices streamed once and x gathered in the matrix's column order, with
+    /// no row structure (`gather_ceiling` in spmv_csr.cu). Every CSR kernel makes these loads, so
+    /// this plus the row pointers and y at copy bandwidth is an empirical floor for the matrix
+    /// that, unlike the byte count, charges what random columns cost (a sector per x value).
+    /// With `flush`, L2 is overwritten before each timed launch as in [`CudaSpmv::time`].
+    pub fn gather_ceiling<T: GpuScalar>(
+        &self,
+        a: &DeviceCsr<T>,
+        x: &CudaSlice<T>,
+        plan: TimingPlan,
+        mut flush: Option<&mut CudaSlice<u8>>,
+    ) -> Result<f64, KernelError> {
+        if a.nnz == 0 {
+            return Ok(0.0);
+        }
+        const ITEMS: u64 = 8; // GF_ITEMS in the .cu file
+        let threads = (a.nnz as u64).div_ceil(ITEMS);
+        let cfg = threads_config(threads);
+        let warps = cfg.grid_dim.0 as usize * (BLOCK as usize / 32);
+        let mut out = self
+            .stream
+            .alloc_zeros::<T>(warps)
+            .map_err(drv("cuMemAlloc"))?;
+        let f = self.function_named(&format!("gather_ceiling_{}", T::SUFFIX))?;
+        let nnz = a.nnz as i32;
+        let launch = |out: &mut CudaSlice<T>| -> Result<(), KernelError> {
+            let mut b = self.stream.launch_builder(&f);
+            b.arg(&nnz).arg(&a.idx).arg(&a.val).arg(x).arg(out);
+            // SAFETY: (int, int*, T*, T*, T*) as in gather_ceiling; idx and val hold nnz
+            // entries, every index is < cols = x.len(), out holds one entry per warp launched.
+            unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
+            Ok(())
+        };
+        for _ in 0..plan.warmup {
+            launch(&mut out)?;
+        }
+        let ev = || {
+            self.ctx
+                .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(drv("cuEventCreate"))
+        };
+        let (start, stop) = (ev()?, ev()?);
+        let mut times = Vec::with_capacity(plan.iterations.max(1));
+        for _ in 0..plan.iterations.max(1) {
+            if let Some(buf) = flush.as_deref_mut() {
+                self.stream.memset_zeros(buf).map_err(drv("L2 flush"))?;
+            }
+            start.record(&self.stream).map_err(drv("cuEventRecord"))?;
+            launch(&mut out)?;
+            stop.record(&self.stream).map_err(drv("cuEventRecord"))?;
+            stop.synchronize().map_err(drv("cuEventSynchronize"))?;
+            times.push(start.elapsed_ms(&stop).map_err(drv("cuEventElapsedTime"))? as f64 / 1e3);
+        }
+        times.sort_by(f64::total_cmp);
+        Ok(times[times.len() / 2])
+    }
+
     /// Device-to-device copy bandwidth, bytes read + written per second (GB/s): median of 10
     /// copies of 1 GiB after a warm-up, timed by events.
     pub fn copy_bandwidth(&self) -> Result<f64, KernelError> {

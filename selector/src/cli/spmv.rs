@@ -76,6 +76,8 @@ struct CsvRow<'a> {
     copy_gb_per_s: Option<f64>,
     floor_s: Option<f64>,
     fraction_of_copy: Option<f64>,
+    gather_floor_s: Option<f64>,
+    fraction_of_gather_floor: Option<f64>,
 }
 
 #[derive(serde::Serialize)]
@@ -106,6 +108,9 @@ struct Row {
     copy_gb_per_s: Option<f64>,
     /// Bytes moved / copy bandwidth: the fastest this product could run.
     floor_s: Option<f64>,
+    /// GPU: the x-gather ceiling (values and indices streamed, x gathered in column order, no
+    /// rows) plus row pointers and y at copy bandwidth: a floor that charges random columns.
+    gather_floor_s: Option<f64>,
     check: CheckReport,
 }
 
@@ -145,6 +150,7 @@ impl Row {
             gather_per_spmv: None,
             copy_gb_per_s,
             floor_s: copy_gb_per_s.map(|c| bytes / (c * 1e9)),
+            gather_floor_s: None,
             check,
         }
     }
@@ -243,6 +249,10 @@ pub fn run(a: SpmvArgs) -> anyhow::Result<ExitCode> {
                             copy_gb_per_s: x.copy_gb_per_s,
                             floor_s: x.floor_s,
                             fraction_of_copy: x.copy_gb_per_s.map(|c| x.gb_per_s / c),
+                            gather_floor_s: x.gather_floor_s,
+                            fraction_of_gather_floor: x
+                                .gather_floor_s
+                                .map(|f| f / x.median_s.max(1e-12)),
                         })?;
                     }
                     w.flush()?;
@@ -338,7 +348,16 @@ fn bench_cuda<T: GpuScalar>(
     let (ptr, idx) = dm.pattern();
     let gather_s = GpuGatherer::new(gpu)?.time(m.rows(), m.nnz(), ptr, idx, 5)?;
     let fastest = out.iter().map(|r| r.median_s).fold(f64::INFINITY, f64::min);
+    let plan = TimingPlan {
+        warmup: a.warmup,
+        iterations: a.iterations,
+    };
+    let ceiling = gpu.gather_ceiling(&dm, &dx, plan, l2_flushed.then_some(&mut *flush))?;
+    let index = std::mem::size_of::<i32>() as f64;
+    let rest = (m.rows() + 1) as f64 * index + (m.rows() * std::mem::size_of::<T>()) as f64;
+    let gather_floor_s = copy_gb_per_s.map(|c| ceiling + rest / (c * 1e9));
     for r in &mut out {
+        r.gather_floor_s = gather_floor_s;
         r.gather_s = Some(gather_s);
         r.gather_per_spmv = Some(gather_s / fastest.max(1e-12));
     }
