@@ -138,6 +138,22 @@ macro_rules! feature_struct {
                 vec![$(self.$field),*]
             }
 
+            /// Write the values in schema order into `out` (at least one slot per feature), without
+            /// allocating: the selector's hot path.
+            #[inline]
+            pub fn write_values(&self, out: &mut [f64]) {
+                let mut i = 0;
+                $( out[i] = self.$field; i += 1; )*
+                let _ = i;
+            }
+
+            /// From values in schema order; None unless there is exactly one per feature.
+            pub fn from_values(v: &[f64]) -> Option<Self> {
+                let mut it = v.iter().copied();
+                let f = $name { $($field: it.next()?,)* };
+                it.next().is_none().then_some(f)
+            }
+
             /// Every feature NaN (not computed).
             #[allow(dead_code)]
             pub(crate) fn all_nan() -> Self {

@@ -1,6 +1,50 @@
 //! # augur-models
 //!
 //! Fourth stage of augur's data flow (datasets -> features -> kernels -> **models** -> selector):
-//! decision-tree training with linfa-trees, the model file format, export (text, DOT, Rust) and
-//! evaluation. Empty until the Training issue lands; the crate exists now so that the workspace
-//! has the layout of the design card.
+//!
+//! - [`runs`]: the runs table `augur collect` writes (features, gathering cost, every kernel's
+//!   setup and per-iteration medians per matrix), read back with file:line errors;
+//! - [`train`]: samples labelled by the cheapest kernel for k iterations and weighted by regret,
+//!   trees grown by linfa-trees, hyper-parameters chosen by cross-validation grouped by family;
+//! - [`model`]: the model file (two selectors, the gathering policy, training record) and
+//!   allocation-free inference;
+//! - [`tree`]: augur's flat tree form;
+//! - [`export`]: text rules, Graphviz DOT, a Rust `select` function, JSON;
+//! - [`eval`]: selected vs oracle, best single kernel, cuSPARSE ALG1 and a hand rule, per size
+//!   bucket, with an SVG plot.
+
+pub mod eval;
+pub mod export;
+pub mod model;
+pub mod runs;
+pub mod train;
+pub mod tree;
+
+pub use model::{Choice, Model};
+pub use runs::Runs;
+pub use train::TrainParams;
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("{path}: {msg}")]
+    Io { path: PathBuf, msg: String },
+    #[error("{path}:{line}: {msg}")]
+    Runs {
+        path: PathBuf,
+        line: u64,
+        msg: String,
+    },
+    #[error("model {origin}: {msg}")]
+    Model { origin: String, msg: String },
+    #[error("training parameters: {0}")]
+    Params(String),
+    #[error("training: {0}")]
+    Train(String),
+    #[error("evaluation: {0}")]
+    Eval(String),
+}
+
+#[cfg(test)]
+mod tests;

@@ -15,3 +15,5 @@ pub use augur_datasets as datasets;
 pub use augur_features as features;
 pub use augur_kernels as kernels;
 pub use augur_models as models;
+
+pub mod defaults;

@@ -100,6 +100,17 @@ fn device(ordinal: usize) -> Result<sys::CUdevice, KernelError> {
     result::device::get(ordinal as c_int).map_err(|e| driver("cuDeviceGet", e))
 }
 
+/// The CUDA version the driver supports, e.g. `13.0` (`cuDriverGetVersion`).
+pub fn driver_version() -> Result<String, KernelError> {
+    available()?;
+    let mut v: c_int = 0;
+    // SAFETY: the driver library is loaded and initialised (available()); one int out-parameter.
+    unsafe { sys::cuDriverGetVersion(&mut v) }
+        .result()
+        .map_err(|e| driver("cuDriverGetVersion", e))?;
+    Ok(format!("{}.{}", v / 1000, (v % 1000) / 10))
+}
+
 /// The GPUs the driver sees.
 pub fn devices() -> Result<Vec<DeviceInfo>, KernelError> {
     (0..available()?)

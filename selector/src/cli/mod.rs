@@ -1,10 +1,12 @@
 //! Command-line parsing and the subcommands.
 
 mod check;
+mod collect;
 mod devices;
 mod features;
 mod kernels;
 mod matrix;
+mod model;
 mod spmv;
 
 use std::process::ExitCode;
@@ -53,6 +55,16 @@ enum Command {
     /// Run every SpMV kernel of a backend on matrices: check each against the f64 reference and
     /// time it (median after warm-up).
     Spmv(spmv::SpmvArgs),
+    /// Measure every kernel on every MATRIX (features, gathering cost, setup and per-iteration
+    /// medians) into a runs CSV for `augur train`; resumable, shardable (`collect merge`).
+    Collect(collect::CollectCmd),
+    /// Train a selector (decision trees, linfa-trees) from runs CSVs.
+    Train(model::TrainArgs),
+    /// Export a model as text rules, Graphviz DOT, a Rust function, or JSON.
+    Export(model::ExportArgs),
+    /// Evaluate a model on runs it did not train on: vs the oracle, the best single kernel,
+    /// cuSPARSE ALG1 and a hand rule, per nnz bucket.
+    Eval(model::EvalArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -85,6 +97,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Kernels(k) => kernels::run(k),
         Command::Check(a) => check::run(a),
         Command::Bench(BenchCommand::Spmv(a)) => spmv::run_bench(a),
+        Command::Collect(c) => collect::run(c),
+        Command::Train(a) => model::train(a),
+        Command::Export(a) => model::export(a),
+        Command::Eval(a) => model::eval(a),
     }
 }
 

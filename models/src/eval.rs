@@ -1,0 +1,473 @@
+//! Evaluation on held-out rows: the selector against the oracle, the best single kernel,
+//! cuSPARSE ALG1 and a Ginkgo-style hand rule, overall and per nnz bucket, with feature gathering
+//! and tree inference charged.
+
+use std::path::Path;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::model::{Model, MAX_INPUTS};
+use crate::runs::Runs;
+use crate::train::{samples, Sample};
+use crate::ModelError;
+
+/// Which rows of a runs table to evaluate on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RowSelect {
+    /// Matrices whose family the model never trained on (its held-out families, and families it
+    /// has not seen at all).
+    Unseen,
+    /// Every row (includes training rows: optimistic).
+    All,
+}
+
+/// One (matrix, iterations) evaluated.
+#[derive(Debug, Clone, Serialize)]
+pub struct EvalSample {
+    pub matrix: String,
+    pub family: String,
+    pub nnz: usize,
+    pub iterations: f64,
+    pub oracle_kernel: String,
+    pub oracle_s: f64,
+    pub selected_kernel: String,
+    /// Whether the policy chose to gather features (their cost is in selected_s).
+    pub gathered: bool,
+    /// Gathering (if chosen) + inference + k iterations of the selected kernel.
+    pub selected_s: f64,
+    pub single_s: f64,
+    pub alg1_s: Option<f64>,
+    pub hand_kernel: String,
+    pub hand_s: f64,
+    /// The selected kernel failed on this matrix (charged as the slowest kernel that ran).
+    pub selected_failed: bool,
+}
+
+/// Summary over a set of samples.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub bucket: String,
+    pub samples: usize,
+    /// Geomean of oracle / selected (1 = always the oracle).
+    pub oracle_ratio: f64,
+    /// Lowest oracle / selected.
+    pub worst: f64,
+    pub worst_matrix: String,
+    /// Geomean of single-kernel time / selected.
+    pub vs_single: f64,
+    pub vs_alg1: Option<f64>,
+    pub vs_hand: f64,
+    /// Share of samples where the selected kernel is the oracle's.
+    pub accuracy: f64,
+    /// Share within 5% of the oracle (gathering charged).
+    pub within_5pct: f64,
+    /// Share where the policy gathered.
+    pub gathered: f64,
+}
+
+/// The whole evaluation.
+#[derive(Debug, Clone, Serialize)]
+pub struct EvalReport {
+    pub backend: String,
+    pub device: String,
+    pub rows: RowSelect,
+    pub matrices: usize,
+    pub families: usize,
+    pub iterations: Vec<u32>,
+    /// The single kernel with the best geomean on these samples (chosen with hindsight).
+    pub single_kernel: String,
+    /// Nanoseconds per decision from feature values already in an array (median of 5 runs).
+    pub inference_ns: f64,
+    /// Nanoseconds per decision from an `SpmvFeatures` (copying the values out included).
+    pub inference_from_struct_ns: f64,
+    pub overall: Summary,
+    pub buckets: Vec<Summary>,
+    /// vs ALG1 over samples with nnz >= 1e5 (the target), when ALG1 was measured.
+    pub vs_alg1_nnz_ge_1e5: Option<f64>,
+    pub samples: Vec<EvalSample>,
+}
+
+fn geomean(v: impl Iterator<Item = f64>) -> f64 {
+    let (mut s, mut n) = (0.0, 0usize);
+    for x in v {
+        s += x.ln();
+        n += 1;
+    }
+    if n == 0 {
+        f64::NAN
+    } else {
+        (s / n as f64).exp()
+    }
+}
+
+/// The Ginkgo-style hand rule: a load-balancing kernel if nnz > 1e6 or the longest row > 1024,
+/// else a row-per-subwarp kernel with lanes for the mean row length; names mapped onto the
+/// model's pool.
+pub fn hand_rule(kernels: &[String], nnz: f64, max_row: f64, mean_row: f64) -> Option<usize> {
+    let find = |names: &[&str]| {
+        names
+            .iter()
+            .find_map(|n| kernels.iter().position(|k| k == n))
+    };
+    if nnz > 1e6 || max_row > 1024.0 {
+        find(&[
+            "merge_tiled",
+            "merge_path",
+            "merge-path",
+            "nnz_split",
+            "nnz-balanced",
+        ])
+    } else {
+        let lanes = (mean_row.max(1.0).ceil() as u32)
+            .next_power_of_two()
+            .min(32);
+        let v = format!("vector{lanes}");
+        if lanes >= 2 {
+            find(&[v.as_str(), "row-split", "scalar"])
+        } else {
+            find(&["scalar", "row-split"])
+        }
+    }
+    .or_else(|| find(&["row-split", "scalar"]))
+}
+
+fn summarize(bucket: &str, s: &[&EvalSample]) -> Summary {
+    let worst = s
+        .iter()
+        .map(|x| (x.oracle_s / x.selected_s, x.matrix.clone()))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .unwrap_or((f64::NAN, String::new()));
+    let alg1 = if s.iter().all(|x| x.alg1_s.is_some()) && !s.is_empty() {
+        Some(geomean(
+            s.iter()
+                .map(|x| x.alg1_s.unwrap_or(f64::NAN) / x.selected_s),
+        ))
+    } else {
+        None
+    };
+    let n = s.len().max(1) as f64;
+    Summary {
+        bucket: bucket.into(),
+        samples: s.len(),
+        oracle_ratio: geomean(s.iter().map(|x| x.oracle_s / x.selected_s)),
+        worst: worst.0,
+        worst_matrix: worst.1,
+        vs_single: geomean(s.iter().map(|x| x.single_s / x.selected_s)),
+        vs_alg1: alg1,
+        vs_hand: geomean(s.iter().map(|x| x.hand_s / x.selected_s)),
+        accuracy: s
+            .iter()
+            .filter(|x| x.selected_kernel == x.oracle_kernel)
+            .count() as f64
+            / n,
+        within_5pct: s
+            .iter()
+            .filter(|x| x.selected_s <= 1.05 * x.oracle_s)
+            .count() as f64
+            / n,
+        gathered: s.iter().filter(|x| x.gathered).count() as f64 / n,
+    }
+}
+
+/// Nanoseconds per call of `f` over `inputs`, median of 5 runs of at least 100k calls each.
+fn time_ns<I>(inputs: &[I], mut f: impl FnMut(&I) -> usize) -> f64 {
+    if inputs.is_empty() {
+        return f64::NAN;
+    }
+    let reps = (100_000 / inputs.len()).max(1);
+    let mut t: Vec<f64> = (0..5)
+        .map(|_| {
+            let s = Instant::now();
+            let mut acc = 0usize;
+            for _ in 0..reps {
+                for x in inputs {
+                    acc = acc.wrapping_add(f(std::hint::black_box(x)));
+                }
+            }
+            std::hint::black_box(acc);
+            s.elapsed().as_secs_f64() * 1e9 / (reps * inputs.len()) as f64
+        })
+        .collect();
+    t.sort_by(f64::total_cmp);
+    t[2]
+}
+
+/// Evaluate `model` on `runs`.
+pub fn evaluate(
+    model: &Model,
+    runs: &Runs,
+    rows: RowSelect,
+    iterations: Option<Vec<u32>>,
+) -> Result<EvalReport, ModelError> {
+    let ks = iterations.unwrap_or_else(|| model.iterations.clone());
+    let held = &model.training.held_out_families;
+    // Families the model trained on: every family of the runs it was trained from except the
+    // held-out ones is unknown here, so "unseen" means held out, or not seen at training at all
+    // (recognised by the digest only when the same runs are used: we keep the held-out list).
+    let keep = |m: &crate::runs::MatrixRuns| match rows {
+        RowSelect::All => true,
+        RowSelect::Unseen => held.contains(&m.info.family),
+    };
+    let all: Vec<Sample> = samples(runs, &model.kernels, &ks, keep);
+    if all.is_empty() {
+        return Err(ModelError::Eval(match rows {
+            RowSelect::Unseen => format!(
+                "no rows of the model's {} held-out families in these runs (use --rows all to evaluate on any rows)",
+                held.len()
+            ),
+            RowSelect::All => "no rows with a kernel that ran".into(),
+        }));
+    }
+    let nk = model.kernels.len();
+    // Best single kernel with hindsight.
+    let single = (0..nk)
+        .min_by(|&a, &b| {
+            let ga = geomean(all.iter().map(|s| s.costs[a] / s.oracle));
+            let gb = geomean(all.iter().map(|s| s.costs[b] / s.oracle));
+            ga.total_cmp(&gb)
+        })
+        .expect("a model has kernels");
+    let alg1 = model.kernels.iter().position(|k| k == "cusparse_alg1");
+    let schema = &model.schema;
+    let idx = |name: &str| schema.index(name).expect("schema checked");
+    let (i_nnz, i_max, i_mean) = (idx("nnz"), idx("row_len_max"), idx("mean_row_len"));
+    // Inference cost, measured on these inputs.
+    let inputs: Vec<(Vec<f64>, f64)> = all
+        .iter()
+        .map(|s| (runs.matrices[s.matrix].info.features.clone(), s.k))
+        .collect();
+    let inference_ns = time_ns(&inputs, |(v, k)| model.choose_values(v, *k).kernel);
+    let structs: Vec<(augur_features::spmv::SpmvFeatures, u32)> = all
+        .iter()
+        .map(|s| (runs.matrices[s.matrix].features(), s.k as u32))
+        .collect();
+    let inference_from_struct_ns = time_ns(&structs, |(f, k)| model.choose(f, *k).kernel);
+    let mut out = Vec::with_capacity(all.len());
+    let mut buf = [0.0; MAX_INPUTS];
+    for s in &all {
+        let m = &runs.matrices[s.matrix];
+        let f = &m.info.features;
+        buf[..f.len()].copy_from_slice(f);
+        let c = model.choose_values(&buf[..f.len()], s.k);
+        let selected_s =
+            s.costs[c.kernel] + if c.gathered { s.gather_s } else { 0.0 } + inference_ns * 1e-9;
+        let hand = hand_rule(&model.kernels, f[i_nnz], f[i_max], f[i_mean]).unwrap_or(single);
+        out.push(EvalSample {
+            matrix: m.info.matrix.clone(),
+            family: m.info.family.clone(),
+            nnz: m.info.nnz,
+            iterations: s.k,
+            oracle_kernel: model.kernels[s.best].clone(),
+            oracle_s: s.oracle,
+            selected_kernel: model.kernels[c.kernel].clone(),
+            gathered: c.gathered,
+            selected_s,
+            single_s: s.costs[single],
+            alg1_s: alg1.map(|a| s.costs[a]),
+            hand_kernel: model.kernels[hand].clone(),
+            hand_s: s.costs[hand],
+            selected_failed: s.failed[c.kernel],
+        });
+    }
+    let refs: Vec<&EvalSample> = out.iter().collect();
+    let overall = summarize("all", &refs);
+    let buckets = [
+        ("nnz < 1e4", 0.0, 1e4),
+        ("1e4 <= nnz < 1e5", 1e4, 1e5),
+        ("1e5 <= nnz < 1e6", 1e5, 1e6),
+        ("nnz >= 1e6", 1e6, f64::INFINITY),
+    ]
+    .iter()
+    .map(|&(name, lo, hi)| {
+        let v: Vec<&EvalSample> = out
+            .iter()
+            .filter(|x| (x.nnz as f64) >= lo && (x.nnz as f64) < hi)
+            .collect();
+        summarize(name, &v)
+    })
+    .collect();
+    let big: Vec<&EvalSample> = out.iter().filter(|x| x.nnz >= 100_000).collect();
+    let vs_alg1_nnz_ge_1e5 = if alg1.is_some() && !big.is_empty() {
+        summarize("nnz >= 1e5", &big).vs_alg1
+    } else {
+        None
+    };
+    let mut fams: Vec<&str> = out.iter().map(|x| x.family.as_str()).collect();
+    fams.sort();
+    fams.dedup();
+    let mut mats: Vec<&str> = out.iter().map(|x| x.matrix.as_str()).collect();
+    mats.sort();
+    mats.dedup();
+    Ok(EvalReport {
+        backend: model.backend.clone(),
+        device: model.device.clone(),
+        rows,
+        matrices: mats.len(),
+        families: fams.len(),
+        iterations: ks,
+        single_kernel: model.kernels[single].clone(),
+        inference_ns,
+        inference_from_struct_ns,
+        overall,
+        buckets,
+        vs_alg1_nnz_ge_1e5,
+        samples: out,
+    })
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or("-".into(), |x| format!("{x:.3}"))
+}
+
+/// The report as a text table.
+pub fn table(r: &EvalReport) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "eval ({} backend, {}): {} matrices in {} families ({}), iterations {:?}, {} samples",
+        r.backend,
+        r.device,
+        r.matrices,
+        r.families,
+        match r.rows {
+            RowSelect::Unseen => "families held out of training",
+            RowSelect::All => "all rows, training rows included",
+        },
+        r.iterations,
+        r.overall.samples
+    );
+    let _ = writeln!(
+        o,
+        "inference: {:.1} ns per decision ({:.1} ns from SpmvFeatures); best single kernel here: {}",
+        r.inference_ns, r.inference_from_struct_ns, r.single_kernel
+    );
+    let _ = writeln!(
+        o,
+        "selected/oracle = oracle time / selected time, gathering and inference charged (1 = always the fastest)\n"
+    );
+    let _ = writeln!(
+        o,
+        "{:<18} {:>7} {:>10} {:>7} {:>9} {:>8} {:>9} {:>8} {:>8} {:>8}  worst matrix",
+        "bucket",
+        "samples",
+        "sel/oracle",
+        "worst",
+        "vs single",
+        "vs ALG1",
+        "vs hand",
+        "accuracy",
+        "within5%",
+        "gathered"
+    );
+    for s in std::iter::once(&r.overall).chain(&r.buckets) {
+        if s.samples == 0 {
+            let _ = writeln!(o, "{:<18} {:>7}", s.bucket, 0);
+            continue;
+        }
+        let _ = writeln!(
+            o,
+            "{:<18} {:>7} {:>10.3} {:>7.3} {:>9.3} {:>8} {:>9.3} {:>7.0}% {:>7.0}% {:>7.0}%  {}",
+            s.bucket,
+            s.samples,
+            s.oracle_ratio,
+            s.worst,
+            s.vs_single,
+            opt(s.vs_alg1),
+            s.vs_hand,
+            s.accuracy * 100.0,
+            s.within_5pct * 100.0,
+            s.gathered * 100.0,
+            s.worst_matrix
+        );
+    }
+    if let Some(a) = r.vs_alg1_nnz_ge_1e5 {
+        let _ = writeln!(o, "\nvs cuSPARSE ALG1 over nnz >= 1e5: {a:.3}x");
+    }
+    o
+}
+
+/// An SVG plot: oracle / selected per sample, sorted, one colour per nnz bucket.
+pub fn plot_svg(r: &EvalReport, path: &Path) -> Result<(), ModelError> {
+    use plotters::prelude::*;
+    let err = |e: String| ModelError::Io {
+        path: path.to_path_buf(),
+        msg: e,
+    };
+    let mut pts: Vec<(f64, usize)> = r
+        .samples
+        .iter()
+        .map(|s| {
+            let b = match s.nnz {
+                n if n < 10_000 => 0,
+                n if n < 100_000 => 1,
+                n if n < 1_000_000 => 2,
+                _ => 3,
+            };
+            (s.oracle_s / s.selected_s, b)
+        })
+        .collect();
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let lo = pts.first().map_or(0.0, |p| p.0).min(0.5);
+    let tmp = path.with_extension("svg.tmp");
+    {
+        let root = SVGBackend::new(&tmp, (900, 500)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!(
+                    "augur selector on {} ({} samples): oracle / selected, sorted",
+                    r.device, r.overall.samples
+                ),
+                ("sans-serif", 18),
+            )
+            .margin(15)
+            .x_label_area_size(40)
+            .y_label_area_size(50)
+            .build_cartesian_2d(0f64..pts.len().max(1) as f64, lo..1.02f64)
+            .map_err(|e| err(e.to_string()))?;
+        chart
+            .configure_mesh()
+            .x_desc("samples (matrix x iterations), sorted")
+            .y_desc("oracle / selected")
+            .draw()
+            .map_err(|e| err(e.to_string()))?;
+        let colours = [RED, BLUE, GREEN, BLACK];
+        let names = ["nnz < 1e4", "1e4..1e5", "1e5..1e6", ">= 1e6"];
+        for b in 0..4 {
+            let series: Vec<(f64, f64)> = pts
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.1 == b)
+                .map(|(i, p)| (i as f64, p.0))
+                .collect();
+            let c = colours[b];
+            chart
+                .draw_series(
+                    series
+                        .iter()
+                        .map(|&(x, y)| Circle::new((x, y), 3, c.filled())),
+                )
+                .map_err(|e| err(e.to_string()))?
+                .label(names[b])
+                .legend(move |(x, y)| Circle::new((x, y), 3, c.filled()));
+        }
+        chart
+            .draw_series(LineSeries::new(
+                [(0.0, 0.95), (pts.len() as f64, 0.95)],
+                BLACK.mix(0.3),
+            ))
+            .map_err(|e| err(e.to_string()))?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .border_style(BLACK)
+            .background_style(WHITE.mix(0.8))
+            .draw()
+            .map_err(|e| err(e.to_string()))?;
+        root.present().map_err(|e| err(e.to_string()))?;
+    }
+    std::fs::rename(&tmp, path).map_err(|e| err(e.to_string()))
+}

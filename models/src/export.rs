@@ -1,0 +1,435 @@
+//! Export a model as readable rules, Graphviz DOT, a Rust `select` function, or JSON.
+
+use std::fmt::Write;
+
+use crate::model::{IterationMode, Model, Selector};
+use crate::tree::{Node, Tree};
+
+/// A number with the unit of the input it is compared with, for people: counts with k/M/G,
+/// fractions as percentages.
+pub fn readable(value: f64, unit: &str) -> String {
+    match unit {
+        "fraction" => format!("{}%", sig(value * 100.0)),
+        "rows" | "columns" | "entries" | "segments" | "iterations" => {
+            let a = value.abs();
+            let (v, s) = if a >= 1e9 {
+                (value / 1e9, "G")
+            } else if a >= 1e6 {
+                (value / 1e6, "M")
+            } else if a >= 1e4 {
+                (value / 1e3, "k")
+            } else {
+                (value, "")
+            };
+            let u = if unit == "iterations" { "" } else { unit };
+            format!("{}{s}{}{u}", sig(v), if u.is_empty() { "" } else { " " })
+        }
+        _ => sig(value),
+    }
+}
+
+/// Three significant digits, trailing zeros dropped.
+fn sig(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let digits = (3 - 1 - v.abs().log10().floor() as i32).max(0) as usize;
+    let s = format!("{v:.digits$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+fn unit_of(model: &Model, input: &str) -> String {
+    if input == "iterations" {
+        return "iterations".into();
+    }
+    model
+        .schema
+        .features
+        .iter()
+        .find(|f| f.name == input)
+        .map_or(String::new(), |f| f.unit.clone())
+}
+
+fn leaf_text(model: &Model, class: usize, samples: usize, regret: f64, policy: bool) -> String {
+    let what = if policy {
+        if class == 1 {
+            "gather: use the gathered-features tree".to_string()
+        } else {
+            "don't gather: use the known-features tree".to_string()
+        }
+    } else {
+        model.kernels[class].clone()
+    };
+    format!(
+        "-> {what}   [{samples} samples, mean regret {}%]",
+        sig(regret * 100.0)
+    )
+}
+
+fn tree_text(
+    model: &Model,
+    t: &Tree,
+    inputs: &[String],
+    policy: bool,
+    indent: usize,
+    out: &mut String,
+) {
+    fn go(
+        model: &Model,
+        t: &Tree,
+        inputs: &[String],
+        policy: bool,
+        i: usize,
+        ind: usize,
+        out: &mut String,
+    ) {
+        let pad = "    ".repeat(ind);
+        match &t.nodes[i] {
+            Node::Leaf {
+                class,
+                samples,
+                mean_regret,
+            } => {
+                let _ = writeln!(
+                    out,
+                    "{pad}{}",
+                    leaf_text(model, *class, *samples, *mean_regret, policy)
+                );
+            }
+            Node::Split {
+                feature,
+                threshold,
+                left,
+                right,
+            } => {
+                let name = &inputs[*feature];
+                let _ = writeln!(
+                    out,
+                    "{pad}if {name} < {}:",
+                    readable(*threshold, &unit_of(model, name))
+                );
+                go(model, t, inputs, policy, *left, ind + 1, out);
+                let _ = writeln!(out, "{pad}else:");
+                go(model, t, inputs, policy, *right, ind + 1, out);
+            }
+        }
+    }
+    go(model, t, inputs, policy, 0, indent, out);
+}
+
+fn selector_text(model: &Model, s: &Selector, title: &str, out: &mut String) {
+    let score = model
+        .training
+        .chosen
+        .iter()
+        .find(|c| title.starts_with(&c.features));
+    let _ = writeln!(
+        out,
+        "\n{title} tree ({}, max depth {}, min leaf weight {}{}):",
+        match s.mode {
+            IterationMode::Joint => "joint mode: iterations is an input",
+            IterationMode::PerK => "per-k mode: one tree per iteration count",
+        },
+        s.hyper.max_depth,
+        s.hyper.min_weight_leaf,
+        score.map_or(String::new(), |c| format!(
+            "; family-grouped CV: selected/oracle {:.3}, accuracy {:.0}%",
+            c.oracle_ratio,
+            c.accuracy * 100.0
+        )),
+    );
+    match s.mode {
+        IterationMode::Joint => tree_text(model, &s.trees[0].tree, &s.inputs, false, 1, out),
+        IterationMode::PerK => {
+            for (i, kt) in s.trees.iter().enumerate() {
+                let lo = if i == 0 { None } else { s.trees[i - 1].below };
+                let range = match (lo, kt.below) {
+                    (None, Some(b)) => format!("iterations < {}", sig(b)),
+                    (Some(a), Some(b)) => format!("{} <= iterations < {}", sig(a), sig(b)),
+                    (Some(a), None) => format!("iterations >= {}", sig(a)),
+                    (None, None) => "any iterations".into(),
+                };
+                let _ = writeln!(
+                    out,
+                    "  for {range} (trained at {}):",
+                    kt.iterations.map_or("-".into(), |k| k.to_string())
+                );
+                tree_text(model, &kt.tree, &s.inputs, false, 2, out);
+            }
+        }
+    }
+}
+
+/// Indented if/else rules with feature names, readable thresholds, and each leaf's kernel,
+/// sample count and mean regret.
+pub fn text(model: &Model) -> String {
+    let mut out = String::new();
+    let t = &model.training;
+    let _ = writeln!(
+        out,
+        "augur SpMV selector: {} backend on {}, {}, schema {} v{}, {} kernels ({})",
+        model.backend,
+        model.device,
+        model.precision,
+        model.schema.name,
+        model.schema.version,
+        model.kernels.len(),
+        model.kernels.join(", ")
+    );
+    let _ = writeln!(
+        out,
+        "trained on {} matrices in {} families for iterations {:?}; {} families held out; training digest {}",
+        t.matrices,
+        t.families,
+        model.iterations,
+        t.held_out_families.len(),
+        &t.digest[..16.min(t.digest.len())]
+    );
+    let _ = writeln!(
+        out,
+        "\nGather features? (inputs: the known features and iterations; gathering paid on {:.0}% of training samples)",
+        t.gather_paid_share * 100.0
+    );
+    tree_text(
+        model,
+        &model.policy,
+        &model.policy_inputs,
+        true,
+        1,
+        &mut out,
+    );
+    selector_text(model, &model.known, "known-features", &mut out);
+    selector_text(model, &model.gathered, "gathered-features", &mut out);
+    out
+}
+
+fn dot_escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+/// Graphviz DOT: one cluster per tree.
+pub fn dot(model: &Model) -> String {
+    let mut out = String::from(
+        "digraph augur {\n  node [shape=box, fontname=\"Helvetica\"];\n  edge [fontname=\"Helvetica\"];\n",
+    );
+    let mut cluster = 0usize;
+    let mut add = |title: &str, t: &Tree, inputs: &[String], policy: bool, out: &mut String| {
+        let p = format!("t{cluster}_");
+        let _ = writeln!(
+            out,
+            "  subgraph cluster_{cluster} {{\n    label=\"{}\";",
+            dot_escape(title)
+        );
+        for (i, n) in t.nodes.iter().enumerate() {
+            match n {
+                Node::Split {
+                    feature,
+                    threshold,
+                    left,
+                    right,
+                } => {
+                    let name = &inputs[*feature];
+                    let _ = writeln!(
+                        out,
+                        "    {p}{i} [label=\"{} < {}?\"];\n    {p}{i} -> {p}{left} [label=\"yes\"];\n    {p}{i} -> {p}{right} [label=\"no\"];",
+                        dot_escape(name),
+                        dot_escape(&readable(*threshold, &unit_of(model, name)))
+                    );
+                }
+                Node::Leaf {
+                    class,
+                    samples,
+                    mean_regret,
+                } => {
+                    let what = if policy {
+                        if *class == 1 { "gather" } else { "known only" }.to_string()
+                    } else {
+                        model.kernels[*class].clone()
+                    };
+                    let _ = writeln!(
+                        out,
+                        "    {p}{i} [shape=ellipse, style=filled, fillcolor=\"#e8f0fe\", label=\"{}\\n{samples} samples, regret {}%\"];",
+                        dot_escape(&what),
+                        sig(mean_regret * 100.0)
+                    );
+                }
+            }
+        }
+        out.push_str("  }\n");
+        cluster += 1;
+    };
+    add(
+        "gather features?",
+        &model.policy,
+        &model.policy_inputs,
+        true,
+        &mut out,
+    );
+    for (name, s) in [
+        ("known features", &model.known),
+        ("gathered features", &model.gathered),
+    ] {
+        for kt in &s.trees {
+            let title = match kt.iterations {
+                Some(k) => format!("{name}, iterations ~ {k}"),
+                None => name.to_string(),
+            };
+            add(&title, &kt.tree, &s.inputs, false, &mut out);
+        }
+    }
+    out.push_str("}\n");
+    out
+}
+
+/// CamelCase enum variant of a kernel name (`cusparse_alg1` -> `CusparseAlg1`).
+pub fn variant(name: &str) -> String {
+    let mut v = String::new();
+    let mut up = true;
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            if up {
+                v.extend(c.to_uppercase());
+            } else {
+                v.push(c);
+            }
+            up = false;
+        } else {
+            up = true;
+        }
+    }
+    if v.chars().next().is_none_or(|c| c.is_ascii_digit()) {
+        v.insert(0, 'K');
+    }
+    v
+}
+
+fn rust_expr(input: &str) -> String {
+    if input == "iterations" {
+        "k".into()
+    } else {
+        format!("c(f.{input})")
+    }
+}
+
+fn rust_tree(
+    t: &Tree,
+    inputs: &[String],
+    ret: &dyn Fn(usize) -> String,
+    ind: usize,
+    out: &mut String,
+) {
+    fn go(
+        t: &Tree,
+        inputs: &[String],
+        ret: &dyn Fn(usize) -> String,
+        i: usize,
+        ind: usize,
+        out: &mut String,
+    ) {
+        let pad = "    ".repeat(ind);
+        match &t.nodes[i] {
+            Node::Leaf { class, .. } => {
+                let _ = writeln!(out, "{pad}{}", ret(*class));
+            }
+            Node::Split {
+                feature,
+                threshold,
+                left,
+                right,
+            } => {
+                let _ = writeln!(
+                    out,
+                    "{pad}if {} < {threshold:?} {{",
+                    rust_expr(&inputs[*feature])
+                );
+                go(t, inputs, ret, *left, ind + 1, out);
+                let _ = writeln!(out, "{pad}}} else {{");
+                go(t, inputs, ret, *right, ind + 1, out);
+                let _ = writeln!(out, "{pad}}}");
+            }
+        }
+    }
+    go(t, inputs, ret, 0, ind, out);
+}
+
+fn rust_selector(model: &Model, s: &Selector, fname: &str, out: &mut String) {
+    let _ = writeln!(out, "#[allow(clippy::all, unused_variables)]\nfn {fname}(f: &SpmvFeatures, k: f64) -> SpmvKernel {{");
+    let ret = |c: usize| format!("SpmvKernel::{}", variant(&model.kernels[c]));
+    match s.mode {
+        IterationMode::Joint => rust_tree(&s.trees[0].tree, &s.inputs, &ret, 1, out),
+        IterationMode::PerK => {
+            for (i, kt) in s.trees.iter().enumerate() {
+                match kt.below {
+                    Some(b) => {
+                        let _ = writeln!(
+                            out,
+                            "    {}if k < {b:?} {{",
+                            if i == 0 { "" } else { "} else " }
+                        );
+                    }
+                    None if i > 0 => out.push_str("    } else {\n"),
+                    None => out.push_str("    {\n"),
+                }
+                rust_tree(&kt.tree, &s.inputs, &ret, 2, out);
+            }
+            out.push_str("    }\n");
+        }
+    }
+    out.push_str("}\n\n");
+}
+
+/// A Rust module: `enum SpmvKernel` and `fn select(f: &SpmvFeatures, iterations: u32) ->
+/// SpmvKernel`, equivalent to [`Model::choose`]. It needs `augur_features` in scope.
+pub fn rust(model: &Model) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "// Generated by `augur export --format rust` from a model for the {} backend ({}, {}),\n\
+         // schema {} v{}, training digest {}. Do not edit: retrain and export again.\n",
+        model.backend,
+        model.device,
+        model.precision,
+        model.schema.name,
+        model.schema.version,
+        model.training.digest
+    );
+    out.push_str("use augur_features::spmv::SpmvFeatures;\n\n");
+    out.push_str("/// The kernels the model chooses from.\n#[derive(Debug, Clone, Copy, PartialEq, Eq)]\npub enum SpmvKernel {\n");
+    for k in &model.kernels {
+        let _ = writeln!(out, "    {},", variant(k));
+    }
+    out.push_str("}\n\nimpl SpmvKernel {\n    /// The kernel's name in augur.\n    pub fn name(self) -> &'static str {\n        match self {\n");
+    for k in &model.kernels {
+        let _ = writeln!(out, "            SpmvKernel::{} => {k:?},", variant(k));
+    }
+    out.push_str("        }\n    }\n}\n\n");
+    out.push_str("/// NaN (a feature undefined for this input) compares below every value, as in training.\n#[inline]\nfn c(v: f64) -> f64 {\n    if v.is_nan() { -1.0 } else { v }\n}\n\n");
+    out.push_str("/// The kernel for a matrix with these features, for `iterations` SpMVs.\npub fn select(f: &SpmvFeatures, iterations: u32) -> SpmvKernel {\n    let k = iterations as f64;\n    if gather_pays(f, k) {\n        select_gathered(f, k)\n    } else {\n        select_known(f, k)\n    }\n}\n\n");
+    out.push_str("/// Whether gathering the features pays (from the known features and the iterations).\n#[allow(clippy::all, unused_variables)]\npub fn gather_pays(f: &SpmvFeatures, k: f64) -> bool {\n");
+    rust_tree(
+        &model.policy,
+        &model.policy_inputs,
+        &|c| {
+            if c == 1 {
+                "true".into()
+            } else {
+                "false".into()
+            }
+        },
+        1,
+        &mut out,
+    );
+    out.push_str("}\n\n");
+    rust_selector(model, &model.known, "select_known", &mut out);
+    rust_selector(model, &model.gathered, "select_gathered", &mut out);
+    out
+}
+
+/// The model file itself.
+pub fn json(model: &Model) -> String {
+    model.to_json()
+}

@@ -1,0 +1,297 @@
+//! The model file: two selectors (known features only; all features), the policy that decides
+//! per input whether gathering the features pays, and what they were trained on.
+
+use std::path::Path;
+
+use augur_features::spmv::SpmvFeatures;
+use augur_features::FeatureSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::tree::{clean, Tree};
+use crate::ModelError;
+
+/// Format name and version of model files.
+pub const FORMAT: &str = "augur-model";
+pub const FORMAT_VERSION: u32 = 1;
+/// Most inputs a selector can take (features + iterations).
+pub const MAX_INPUTS: usize = 32;
+
+/// How the iteration count enters a selector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IterationMode {
+    /// One tree; `iterations` is its last input.
+    Joint,
+    /// One tree per trained iteration count; an input uses the tree of the nearest count (on a log
+    /// scale).
+    PerK,
+}
+
+/// One tree of a selector and the iteration counts it serves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KTree {
+    /// The iteration count it was trained for (per-k mode), None in joint mode.
+    pub iterations: Option<u32>,
+    /// Serves inputs with iterations < this bound (None: no bound).
+    pub below: Option<f64>,
+    pub tree: Tree,
+}
+
+/// Hyper-parameters a tree was grown with.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Hyper {
+    pub max_depth: usize,
+    /// Least total sample weight in a leaf (weights average 1 over the training set).
+    pub min_weight_leaf: f32,
+}
+
+/// Kernel choice from a set of inputs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Selector {
+    /// Input names, in order: features, then `iterations` in joint mode.
+    pub inputs: Vec<String>,
+    /// Schema index of each feature input.
+    pub features: Vec<usize>,
+    pub mode: IterationMode,
+    pub trees: Vec<KTree>,
+    pub hyper: Hyper,
+}
+
+impl Selector {
+    /// Fill `buf` with this selector's inputs; returns how many.
+    #[inline]
+    pub fn inputs_into(&self, values: &[f64], k: f64, buf: &mut [f64; MAX_INPUTS]) -> usize {
+        for (b, &i) in buf.iter_mut().zip(&self.features) {
+            *b = clean(values[i]);
+        }
+        let mut n = self.features.len();
+        if self.mode == IterationMode::Joint {
+            buf[n] = k;
+            n += 1;
+        }
+        n
+    }
+
+    /// The tree serving `k` iterations.
+    #[inline]
+    pub fn tree_for(&self, k: f64) -> &Tree {
+        for t in &self.trees {
+            match t.below {
+                Some(b) if k >= b => continue,
+                _ => return &t.tree,
+            }
+        }
+        &self.trees.last().expect("a selector has a tree").tree
+    }
+
+    /// Class for schema-order feature values and `k` iterations.
+    #[inline]
+    pub fn predict(&self, values: &[f64], k: f64) -> usize {
+        let mut buf = [0.0; MAX_INPUTS];
+        let n = self.inputs_into(values, k, &mut buf);
+        self.tree_for(k).predict(&buf[..n])
+    }
+
+    fn validate(&self, schema_len: usize, classes: usize) -> Result<(), String> {
+        let n = self.features.len() + usize::from(self.mode == IterationMode::Joint);
+        if n != self.inputs.len() || n > MAX_INPUTS {
+            return Err(format!(
+                "{} inputs named, {} expected (at most {MAX_INPUTS})",
+                self.inputs.len(),
+                n
+            ));
+        }
+        if let Some(f) = self.features.iter().find(|&&f| f >= schema_len) {
+            return Err(format!(
+                "feature index {f} beyond the schema's {schema_len}"
+            ));
+        }
+        if self.trees.is_empty() {
+            return Err("no trees".into());
+        }
+        for t in &self.trees {
+            t.tree.validate(n, classes)?;
+        }
+        Ok(())
+    }
+}
+
+/// Cross-validation result of one configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CvScore {
+    /// `known` or `gathered`.
+    pub features: String,
+    pub mode: IterationMode,
+    pub max_depth: usize,
+    pub min_weight_leaf: f32,
+    /// Geomean over held-out-fold samples of oracle / selected cost (gathering not charged).
+    pub oracle_ratio: f64,
+    /// Share of samples whose pick is the fastest kernel.
+    pub accuracy: f64,
+}
+
+/// What a model was trained on and how it was chosen.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Training {
+    /// SHA-256 over the training samples (matrix, kernel, setup, per-iteration, gather cost).
+    pub digest: String,
+    pub matrices: usize,
+    pub families: usize,
+    /// Families kept out of training for `augur eval` (and never seen by the trees).
+    pub held_out_families: Vec<String>,
+    pub folds: usize,
+    /// Every configuration tried, cross-validated by family.
+    pub cv: Vec<CvScore>,
+    /// Chosen per feature set.
+    pub chosen: Vec<CvScore>,
+    /// Policy training: share of (matrix, k) samples on which gathering paid.
+    pub gather_paid_share: f64,
+}
+
+/// A trained SpMV kernel selector.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Model {
+    pub format: String,
+    pub format_version: u32,
+    pub task: String,
+    pub schema: FeatureSchema,
+    /// `cpu` or `cuda`.
+    pub backend: String,
+    pub device: String,
+    pub precision: String,
+    pub augur_version: String,
+    /// Kernel names; classes are indices into this list.
+    pub kernels: Vec<String>,
+    /// The iteration counts trained on.
+    pub iterations: Vec<u32>,
+    /// Picks from the known features alone.
+    pub known: Selector,
+    /// Picks from every feature.
+    pub gathered: Selector,
+    /// Over the known features and `iterations`: 1 = gathering pays, use `gathered`.
+    pub policy: Tree,
+    /// Inputs of the policy tree.
+    pub policy_inputs: Vec<String>,
+    pub training: Training,
+}
+
+/// A selection and how it was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Choice {
+    pub kernel: usize,
+    /// Whether the gathered features were used (their cost is paid).
+    pub gathered: bool,
+}
+
+impl Model {
+    /// Whether gathering pays for this input, from known features (schema order) and `k`.
+    #[inline]
+    pub fn gather_pays(&self, values: &[f64], k: f64) -> bool {
+        let mut buf = [0.0; MAX_INPUTS];
+        for (b, &i) in buf.iter_mut().zip(&self.known.features) {
+            *b = clean(values[i]);
+        }
+        let n = self.known.features.len();
+        buf[n] = k;
+        self.policy.predict(&buf[..n + 1]) == 1
+    }
+
+    /// The choice for schema-order feature values (gathered ones may be NaN if the policy says no)
+    /// and `k` iterations, without allocating.
+    #[inline]
+    pub fn choose_values(&self, values: &[f64], k: f64) -> Choice {
+        if self.gather_pays(values, k) {
+            Choice {
+                kernel: self.gathered.predict(values, k),
+                gathered: true,
+            }
+        } else {
+            Choice {
+                kernel: self.known.predict(values, k),
+                gathered: false,
+            }
+        }
+    }
+
+    /// The choice for features and `k` iterations (all features given; the policy decides which
+    /// tree reads them).
+    #[inline]
+    pub fn choose(&self, f: &SpmvFeatures, k: u32) -> Choice {
+        let mut v = [0.0; MAX_INPUTS];
+        f.write_values(&mut v);
+        self.choose_values(&v, k as f64)
+    }
+
+    /// Kernel name of a choice.
+    pub fn kernel_name(&self, c: Choice) -> &str {
+        &self.kernels[c.kernel]
+    }
+
+    /// Parse and validate a model from JSON text; `origin` names it in errors.
+    pub fn from_json(text: &str, origin: &str) -> Result<Model, ModelError> {
+        let m: Model = serde_json::from_str(text).map_err(|e| ModelError::Model {
+            origin: origin.to_string(),
+            msg: format!("not a valid model file: {e}"),
+        })?;
+        m.validate().map_err(|msg| ModelError::Model {
+            origin: origin.to_string(),
+            msg,
+        })?;
+        Ok(m)
+    }
+
+    /// Read and validate a model file.
+    pub fn read(path: &Path) -> Result<Model, ModelError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ModelError::Io {
+            path: path.to_path_buf(),
+            msg: e.to_string(),
+        })?;
+        Model::from_json(&text, &path.display().to_string())
+    }
+
+    /// Write as pretty JSON through a temporary file and a rename (an existing file is replaced
+    /// only by a complete one).
+    pub fn write(&self, path: &Path) -> Result<(), ModelError> {
+        let io = |e: std::io::Error| ModelError::Io {
+            path: path.to_path_buf(),
+            msg: e.to_string(),
+        };
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, self.to_json()).map_err(io)?;
+        std::fs::rename(&tmp, path).map_err(io)
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a model always serializes")
+    }
+
+    /// Structure and schema checks: a model for another schema or a damaged file is refused.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.format != FORMAT || self.format_version != FORMAT_VERSION {
+            return Err(format!(
+                "format `{}` v{}, this augur reads `{FORMAT}` v{FORMAT_VERSION}",
+                self.format, self.format_version
+            ));
+        }
+        SpmvFeatures::schema()
+            .check_same(&self.schema)
+            .map_err(|e| format!("{e}; retrain the model with this augur"))?;
+        if self.kernels.is_empty() {
+            return Err("no kernels".into());
+        }
+        let n = self.schema.features.len();
+        self.known
+            .validate(n, self.kernels.len())
+            .map_err(|e| format!("known selector: {e}"))?;
+        self.gathered
+            .validate(n, self.kernels.len())
+            .map_err(|e| format!("gathered selector: {e}"))?;
+        if self.policy_inputs.len() != self.known.features.len() + 1 {
+            return Err("policy inputs do not match the known selector".into());
+        }
+        self.policy
+            .validate(self.policy_inputs.len(), 2)
+            .map_err(|e| format!("policy: {e}"))?;
+        Ok(())
+    }
+}

@@ -1,0 +1,387 @@
+//! The runs table: what `augur collect` measured, one CSV row per (matrix, kernel).
+//!
+//! Every row carries the matrix's identity and family (for grouped cross-validation), its SpMV
+//! features in schema order (columns `f_<name>`), what gathering them cost, and one kernel's setup
+//! and per-iteration medians, or `failed` with the error. The file is append-only: a row that is
+//! repeated later (a resumed or re-run collection) replaces the earlier one when read.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use augur_features::spmv::SpmvFeatures;
+use augur_features::FeatureSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::ModelError;
+
+/// The fixed columns before the features.
+pub const HEAD_COLUMNS: [&str; 15] = [
+    "matrix",
+    "family",
+    "source",
+    "rows",
+    "cols",
+    "nnz",
+    "precision",
+    "backend",
+    "device",
+    "driver",
+    "augur_version",
+    "schema_version",
+    "iterations",
+    "known_s",
+    "gather_s",
+];
+/// The fixed columns after the features.
+pub const TAIL_COLUMNS: [&str; 6] = ["kernel", "status", "error", "setup_s", "per_iter_s", "reps"];
+
+/// The header line of a runs CSV for the current SpMV schema.
+pub fn header() -> Vec<String> {
+    let mut h: Vec<String> = HEAD_COLUMNS.iter().map(|s| s.to_string()).collect();
+    h.extend(SpmvFeatures::schema().names().map(|n| format!("f_{n}")));
+    h.extend(TAIL_COLUMNS.iter().map(|s| s.to_string()));
+    h
+}
+
+/// What is known about one matrix in a collection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MatrixInfo {
+    pub matrix: String,
+    /// Grouping key for cross-validation: manifest family for files, generator + parameters
+    /// without the seed for generated matrices.
+    pub family: String,
+    /// The file path or the generator spec it came from.
+    pub source: String,
+    pub rows: usize,
+    pub cols: usize,
+    pub nnz: usize,
+    /// `f32` or `f64`.
+    pub precision: String,
+    /// `cpu` or `cuda`.
+    pub backend: String,
+    pub device: String,
+    pub driver: String,
+    pub augur_version: String,
+    pub schema_version: u32,
+    /// The iteration counts the collection was made for, e.g. `1;10;100`.
+    pub iterations: String,
+    /// Seconds for the known features.
+    pub known_s: f64,
+    /// Seconds to gather all features on the backend (median).
+    pub gather_s: f64,
+    /// Every feature, schema order.
+    pub features: Vec<f64>,
+}
+
+/// One kernel measured on one matrix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelRun {
+    pub kernel: String,
+    /// None when the kernel failed on this matrix (its error in `error`).
+    pub timing: Option<Timing>,
+    pub error: String,
+}
+
+/// Setup and per-iteration medians.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
+    pub setup_s: f64,
+    pub per_iter_s: f64,
+    /// Timed repetitions behind the median.
+    pub reps: usize,
+}
+
+impl KernelRun {
+    /// Total seconds for `k` iterations: setup + k x per-iteration (None if it failed).
+    pub fn cost(&self, k: f64) -> Option<f64> {
+        self.timing.map(|t| t.setup_s + k * t.per_iter_s)
+    }
+}
+
+/// All kernels measured on one matrix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MatrixRuns {
+    pub info: MatrixInfo,
+    pub kernels: Vec<KernelRun>,
+}
+
+impl MatrixRuns {
+    /// The features as the struct.
+    pub fn features(&self) -> SpmvFeatures {
+        SpmvFeatures::from_values(&self.info.features).expect("checked when read")
+    }
+}
+
+/// A runs table: matrices in first-seen order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Runs {
+    pub matrices: Vec<MatrixRuns>,
+}
+
+fn bad(path: &Path, line: u64, msg: impl Into<String>) -> ModelError {
+    ModelError::Runs {
+        path: path.to_path_buf(),
+        line,
+        msg: msg.into(),
+    }
+}
+
+impl Runs {
+    /// Read one or more runs CSVs (rows of later files and later lines replace earlier ones with the
+    /// same matrix and kernel). Errors name the file and line.
+    pub fn read(paths: &[PathBuf]) -> Result<Runs, ModelError> {
+        let mut order: Vec<String> = Vec::new();
+        let mut by: BTreeMap<String, (MatrixInfo, Vec<KernelRun>)> = BTreeMap::new();
+        let expected = header();
+        for path in paths {
+            let mut rdr = csv::ReaderBuilder::new()
+                .flexible(false)
+                .from_path(path)
+                .map_err(|e| ModelError::Io {
+                    path: path.clone(),
+                    msg: e.to_string(),
+                })?;
+            let h: Vec<String> = rdr
+                .headers()
+                .map_err(|e| bad(path, 1, e.to_string()))?
+                .iter()
+                .map(String::from)
+                .collect();
+            if h != expected {
+                let first = h
+                    .iter()
+                    .zip(&expected)
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(h.len().min(expected.len()));
+                return Err(bad(
+                    path,
+                    1,
+                    format!(
+                        "header does not match SpMV schema v{} at column {}: found `{}`, expected `{}` \
+                         (collected with another feature schema? re-run `augur collect`)",
+                        SpmvFeatures::schema().version,
+                        first + 1,
+                        h.get(first).map_or("<end>", |s| s.as_str()),
+                        expected.get(first).map_or("<end>", |s| s.as_str()),
+                    ),
+                ));
+            }
+            let nf = SpmvFeatures::schema().features.len();
+            for rec in rdr.records() {
+                let rec = rec.map_err(|e| {
+                    let line = e.position().map_or(0, |p| p.line());
+                    bad(path, line, e.to_string())
+                })?;
+                let line = rec.position().map_or(0, |p| p.line());
+                let get = |i: usize| rec.get(i).unwrap_or("");
+                let num = |i: usize| -> Result<f64, ModelError> {
+                    let s = get(i);
+                    s.parse::<f64>().map_err(|_| {
+                        bad(
+                            path,
+                            line,
+                            format!("column `{}`: `{s}` is not a number", expected[i]),
+                        )
+                    })
+                };
+                let int = |i: usize| -> Result<usize, ModelError> {
+                    let s = get(i);
+                    s.parse::<usize>().map_err(|_| {
+                        bad(
+                            path,
+                            line,
+                            format!("column `{}`: `{s}` is not a count", expected[i]),
+                        )
+                    })
+                };
+                let mut features = Vec::with_capacity(nf);
+                for i in 0..nf {
+                    features.push(num(HEAD_COLUMNS.len() + i)?);
+                }
+                let info = MatrixInfo {
+                    matrix: get(0).to_string(),
+                    family: get(1).to_string(),
+                    source: get(2).to_string(),
+                    rows: int(3)?,
+                    cols: int(4)?,
+                    nnz: int(5)?,
+                    precision: get(6).to_string(),
+                    backend: get(7).to_string(),
+                    device: get(8).to_string(),
+                    driver: get(9).to_string(),
+                    augur_version: get(10).to_string(),
+                    schema_version: int(11)? as u32,
+                    iterations: get(12).to_string(),
+                    known_s: num(13)?,
+                    gather_s: num(14)?,
+                    features,
+                };
+                if info.matrix.is_empty() {
+                    return Err(bad(path, line, "empty matrix name"));
+                }
+                let t = HEAD_COLUMNS.len() + nf;
+                let kernel = get(t).to_string();
+                let status = get(t + 1);
+                let run = match status {
+                    "ok" => {
+                        let timing = Timing {
+                            setup_s: num(t + 3)?,
+                            per_iter_s: num(t + 4)?,
+                            reps: int(t + 5)?,
+                        };
+                        if !(timing.setup_s >= 0.0 && timing.per_iter_s > 0.0)
+                            || !timing.per_iter_s.is_finite()
+                            || !timing.setup_s.is_finite()
+                        {
+                            return Err(bad(
+                                path,
+                                line,
+                                format!(
+                                    "kernel `{kernel}`: setup {} s and per-iteration {} s must be \
+                                     finite, >= 0 and > 0",
+                                    timing.setup_s, timing.per_iter_s
+                                ),
+                            ));
+                        }
+                        KernelRun {
+                            kernel,
+                            timing: Some(timing),
+                            error: String::new(),
+                        }
+                    }
+                    "failed" => KernelRun {
+                        kernel,
+                        timing: None,
+                        error: get(t + 2).to_string(),
+                    },
+                    other => {
+                        return Err(bad(
+                            path,
+                            line,
+                            format!("status `{other}`: expected `ok` or `failed`"),
+                        ))
+                    }
+                };
+                let entry = by.entry(info.matrix.clone()).or_insert_with(|| {
+                    order.push(info.matrix.clone());
+                    (info.clone(), Vec::new())
+                });
+                if entry.0.family != info.family || entry.0.nnz != info.nnz {
+                    // A re-collection of the same name: the later one wins wholesale.
+                    entry.1.clear();
+                }
+                entry.0 = info;
+                match entry.1.iter_mut().find(|r| r.kernel == run.kernel) {
+                    Some(r) => *r = run,
+                    None => entry.1.push(run),
+                }
+            }
+        }
+        Ok(Runs {
+            matrices: order
+                .into_iter()
+                .map(|m| {
+                    let (info, kernels) = by.remove(&m).expect("every name was inserted");
+                    MatrixRuns { info, kernels }
+                })
+                .collect(),
+        })
+    }
+
+    /// Kernel names in first-seen order.
+    pub fn kernel_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for m in &self.matrices {
+            for r in &m.kernels {
+                if !names.contains(&r.kernel) {
+                    names.push(r.kernel.clone());
+                }
+            }
+        }
+        names
+    }
+
+    /// The feature schema of the runs (always the current SpMV one: `read` refuses others).
+    pub fn schema(&self) -> FeatureSchema {
+        SpmvFeatures::schema()
+    }
+
+    /// Write as CSV (header and every row), e.g. for `augur collect merge`.
+    pub fn write(&self, w: impl Write) -> Result<(), ModelError> {
+        let mut wr = csv::Writer::from_writer(w);
+        let e = |e: csv::Error| ModelError::Io {
+            path: PathBuf::from("<output>"),
+            msg: e.to_string(),
+        };
+        wr.write_record(header()).map_err(e)?;
+        for m in &self.matrices {
+            for r in &m.kernels {
+                wr.write_record(record(&m.info, r)).map_err(e)?;
+            }
+        }
+        wr.flush().map_err(|x| ModelError::Io {
+            path: PathBuf::from("<output>"),
+            msg: x.to_string(),
+        })
+    }
+}
+
+/// The CSV fields of one row.
+pub fn record(info: &MatrixInfo, run: &KernelRun) -> Vec<String> {
+    let mut r = vec![
+        info.matrix.clone(),
+        info.family.clone(),
+        info.source.clone(),
+        info.rows.to_string(),
+        info.cols.to_string(),
+        info.nnz.to_string(),
+        info.precision.clone(),
+        info.backend.clone(),
+        info.device.clone(),
+        info.driver.clone(),
+        info.augur_version.clone(),
+        info.schema_version.to_string(),
+        info.iterations.clone(),
+        format!("{:e}", info.known_s),
+        format!("{:e}", info.gather_s),
+    ];
+    r.extend(info.features.iter().map(|v| format!("{v}")));
+    r.push(run.kernel.clone());
+    match run.timing {
+        Some(t) => {
+            r.push("ok".into());
+            r.push(String::new());
+            r.push(format!("{:e}", t.setup_s));
+            r.push(format!("{:e}", t.per_iter_s));
+            r.push(t.reps.to_string());
+        }
+        None => {
+            r.push("failed".into());
+            r.push(run.error.replace(['\n', '\r'], " "));
+            r.push(String::new());
+            r.push(String::new());
+            r.push("0".into());
+        }
+    }
+    r
+}
+
+/// The rows of one matrix as CSV text (no header), written by `collect` in one `write_all` so
+/// that a matrix's rows land together.
+pub fn matrix_rows_csv(info: &MatrixInfo, runs: &[KernelRun]) -> Result<Vec<u8>, ModelError> {
+    let mut wr = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(Vec::new());
+    for r in runs {
+        wr.write_record(record(info, r))
+            .map_err(|e| ModelError::Io {
+                path: PathBuf::from("<buffer>"),
+                msg: e.to_string(),
+            })?;
+    }
+    wr.into_inner().map_err(|e| ModelError::Io {
+        path: PathBuf::from("<buffer>"),
+        msg: e.to_string(),
+    })
+}

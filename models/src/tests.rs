@@ -1,0 +1,419 @@
+//! Unit tests of the models stage on synthetic runs whose best kernel is known by construction.
+
+use std::path::PathBuf;
+
+use augur_features::spmv::SpmvFeatures;
+
+use crate::eval::{evaluate, RowSelect};
+use crate::model::Model;
+use crate::runs::{self, KernelRun, MatrixInfo, MatrixRuns, Runs, Timing};
+use crate::train::TrainParams;
+use crate::tree::{Node, Tree};
+use crate::ModelError;
+
+fn temp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("augur-models-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// 40 families of 4 matrices. Kernels: `rows` (cheap when rows are short), `balanced` (cheap
+/// when they are long), `prep` (half the per-iteration time of the better one but a setup of 200
+/// iterations' worth of it: wins only at k = 1000). The long-row signal is `row_len_max` (gathered)
+/// when `hidden`, else `mean_row_len` (known).
+fn synthetic(hidden: bool) -> Runs {
+    let mut matrices = Vec::new();
+    let mut state = 12345u64;
+    let mut rnd = || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    };
+    for fam in 0..40 {
+        let long = fam % 2 == 0;
+        for j in 0..4 {
+            let rows = 10f64.powf(3.0 + 3.0 * rnd()).round();
+            let mean = if hidden {
+                4.0 + 8.0 * rnd()
+            } else if long {
+                40.0 + 10.0 * rnd()
+            } else {
+                3.0 + 2.0 * rnd()
+            };
+            let max = if hidden && long {
+                5000.0 + 1000.0 * rnd()
+            } else {
+                mean * (2.0 + rnd())
+            };
+            let nnz = (rows * mean).round();
+            let mut f = vec![f64::NAN; SpmvFeatures::schema().features.len()];
+            let schema = SpmvFeatures::schema();
+            for (i, d) in schema.features.iter().enumerate() {
+                f[i] = match d.name.as_str() {
+                    "rows" | "cols" => rows,
+                    "nnz" => nnz,
+                    "density" => nnz / (rows * rows),
+                    "mean_row_len" => mean,
+                    "row_len_max" => max,
+                    _ => rnd(),
+                };
+            }
+            let base = nnz * 1e-9;
+            let (rows_t, bal_t) = if long {
+                (base * 3.0, base)
+            } else {
+                (base, base * 3.0)
+            };
+            let best = rows_t.min(bal_t);
+            let t = |per: f64, setup: f64| KernelRun {
+                kernel: String::new(),
+                timing: Some(Timing {
+                    setup_s: setup,
+                    per_iter_s: per,
+                    reps: 5,
+                }),
+                error: String::new(),
+            };
+            let mut kernels = vec![t(rows_t, 0.0), t(bal_t, 0.0), t(best * 0.5, best * 200.0)];
+            for (k, n) in kernels.iter_mut().zip(["rows", "balanced", "prep"]) {
+                k.kernel = n.into();
+            }
+            matrices.push(MatrixRuns {
+                info: MatrixInfo {
+                    matrix: format!("m{fam}_{j}"),
+                    family: format!("fam{fam}"),
+                    source: "synthetic".into(),
+                    rows: rows as usize,
+                    cols: rows as usize,
+                    nnz: nnz as usize,
+                    precision: "f32".into(),
+                    backend: "test".into(),
+                    device: "synthetic".into(),
+                    driver: String::new(),
+                    augur_version: "0".into(),
+                    schema_version: SpmvFeatures::schema().version,
+                    iterations: "1;1000".into(),
+                    known_s: 1e-9,
+                    gather_s: base * 0.01,
+                    features: f,
+                },
+                kernels,
+            });
+        }
+    }
+    Runs { matrices }
+}
+
+fn write_runs(r: &Runs, name: &str) -> PathBuf {
+    let p = temp(name).join("runs.csv");
+    r.write(std::fs::File::create(&p).unwrap()).unwrap();
+    p
+}
+
+#[test]
+fn runs_round_trip_and_later_rows_win() {
+    let r = synthetic(false);
+    let p = write_runs(&r, "roundtrip");
+    let back = Runs::read(&[p.clone()]).unwrap();
+    assert_eq!(back.matrices.len(), r.matrices.len());
+    assert_eq!(back.matrices[3].kernels, r.matrices[3].kernels);
+    assert_eq!(back.matrices[3].info.family, r.matrices[3].info.family);
+    // Append a re-measurement of one kernel of matrix 0 marked failed: it replaces the first row.
+    let mut again = r.matrices[0].kernels[1].clone();
+    again.timing = None;
+    again.error = "out of memory".into();
+    let bytes = runs::matrix_rows_csv(&r.matrices[0].info, &[again]).unwrap();
+    let mut text = std::fs::read(&p).unwrap();
+    text.extend(bytes);
+    std::fs::write(&p, text).unwrap();
+    let back = Runs::read(&[p]).unwrap();
+    assert_eq!(back.matrices[0].kernels.len(), 3);
+    assert_eq!(back.matrices[0].kernels[1].timing, None);
+    assert_eq!(back.matrices[0].kernels[1].error, "out of memory");
+}
+
+#[test]
+fn runs_errors_name_file_line_and_value() {
+    let r = synthetic(false);
+    let p = write_runs(&r, "errors");
+    let text = std::fs::read_to_string(&p).unwrap();
+    // A per-iteration time that is not a number, on the third line.
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let cols: Vec<&str> = lines[2].split(',').collect();
+    let n = cols.len();
+    let mut c: Vec<String> = cols.iter().map(|s| s.to_string()).collect();
+    c[n - 2] = "fast".into();
+    lines[2] = c.join(",");
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    let e = Runs::read(&[p.clone()]).unwrap_err().to_string();
+    assert!(
+        e.contains("runs.csv:3:") && e.contains("`fast`") && e.contains("per_iter_s"),
+        "{e}"
+    );
+    // An unknown status.
+    let mut c2 = c.clone();
+    c2[n - 2] = "1e-3".into();
+    c2[n - 5] = "maybe".into();
+    lines[2] = c2.join(",");
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    let e = Runs::read(&[p.clone()]).unwrap_err().to_string();
+    assert!(e.contains(":3:") && e.contains("maybe"), "{e}");
+    // A header of another schema.
+    lines[0] = lines[0].replace("f_row_len_max", "f_longest_row");
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    let e = Runs::read(&[p]).unwrap_err().to_string();
+    assert!(
+        e.contains(":1:") && e.contains("f_longest_row") && e.contains("schema"),
+        "{e}"
+    );
+}
+
+#[test]
+fn tree_simplify_merges_equal_leaves_and_validate_catches_damage() {
+    let leaf = |class| Node::Leaf {
+        class,
+        samples: 2,
+        mean_regret: 0.5,
+    };
+    let mut t = Tree {
+        nodes: vec![
+            Node::Split {
+                feature: 0,
+                threshold: 1.0,
+                left: 1,
+                right: 4,
+            },
+            Node::Split {
+                feature: 1,
+                threshold: 2.0,
+                left: 2,
+                right: 3,
+            },
+            leaf(0),
+            leaf(0),
+            leaf(1),
+        ],
+    };
+    assert_eq!(t.predict(&[0.0, 5.0]), 0);
+    assert_eq!(t.predict(&[3.0, 0.0]), 1);
+    t.simplify();
+    assert_eq!(t.nodes.len(), 3);
+    assert_eq!(t.depth(), 1);
+    assert!(matches!(
+        t.nodes[1],
+        Node::Leaf {
+            class: 0,
+            samples: 4,
+            ..
+        }
+    ));
+    assert!(t.validate(2, 2).is_ok());
+    assert!(t.validate(2, 1).unwrap_err().contains("class 1"));
+    assert!(t.validate(0, 2).unwrap_err().contains("input 0"));
+    let mut cyc = t.clone();
+    cyc.nodes[0] = Node::Split {
+        feature: 0,
+        threshold: 1.0,
+        left: 0,
+        right: 2,
+    };
+    assert!(cyc.validate(2, 2).unwrap_err().contains("reached twice"));
+    // NaN inputs go left of every threshold above -1.
+    assert_eq!(t.predict(&[f64::NAN, 0.0]), 0);
+}
+
+#[test]
+fn learns_a_known_feature_rule_and_the_iteration_count() {
+    let runs = synthetic(false);
+    let model = TrainParams {
+        folds: 4,
+        ..TrainParams::default()
+    }
+    .check()
+    .unwrap()
+    .fit(&runs, "test")
+    .unwrap();
+    assert_eq!(model.iterations, vec![1, 1000]);
+    assert_eq!(model.kernels, vec!["rows", "balanced", "prep"]);
+    let known = &model.training.chosen[0];
+    assert!(known.oracle_ratio > 0.99, "CV {known:?}");
+    assert!(
+        model.known.trees.iter().all(|t| t.tree.depth() <= 3),
+        "a readable tree"
+    );
+    let r = evaluate(&model, &runs, RowSelect::Unseen, None).unwrap();
+    assert!(
+        r.overall.samples >= 8 * 2,
+        "{} held-out samples",
+        r.overall.samples
+    );
+    assert!(r.overall.oracle_ratio > 0.98, "{:?}", r.overall);
+    assert!(r.overall.vs_single > 1.3, "{:?}", r.overall);
+    assert!(r.inference_ns < 1000.0);
+    // The iteration count changes the pick: prep only pays at k = 1000.
+    let f = runs.matrices[0].features();
+    let (c1, c1000) = (model.choose(&f, 1), model.choose(&f, 1000));
+    assert_ne!(model.kernel_name(c1), "prep");
+    assert_eq!(model.kernel_name(c1000), "prep");
+}
+
+#[test]
+fn gathers_when_only_a_gathered_feature_tells_and_gathering_is_cheap() {
+    let runs = synthetic(true);
+    let model = TrainParams {
+        folds: 4,
+        ..TrainParams::default()
+    }
+    .check()
+    .unwrap()
+    .fit(&runs, "test")
+    .unwrap();
+    let (k, g) = (&model.training.chosen[0], &model.training.chosen[1]);
+    assert!(
+        g.oracle_ratio > 0.99 && k.oracle_ratio < 0.9,
+        "known {k:?} gathered {g:?}"
+    );
+    // At k = 1 the known tree can only guess between rows and balanced, so gathering (1% of an
+    // SpMV) pays. (At k = 1000 prep wins whatever the rows; gathering then costs 1e-5 of the
+    // total, too little weight for the policy to split on, and it may gather anyway.)
+    let r = evaluate(&model, &runs, RowSelect::Unseen, None).unwrap();
+    let at = |k: f64| r.samples.iter().filter(move |s| s.iterations == k);
+    assert!(at(1.0).all(|s| s.gathered), "{:?}", r.samples);
+    assert!(at(1000.0).all(|s| s.selected_kernel == "prep"));
+    assert!(r.overall.oracle_ratio > 0.98, "{:?}", r.overall);
+}
+
+#[test]
+fn model_files_refuse_damage_and_other_schemas() {
+    let runs = synthetic(false);
+    let model = TrainParams {
+        folds: 3,
+        max_depth: 3,
+        ..TrainParams::default()
+    }
+    .check()
+    .unwrap()
+    .fit(&runs, "test")
+    .unwrap();
+    let dir = temp("modelfile");
+    let p = dir.join("m.json");
+    model.write(&p).unwrap();
+    assert_eq!(Model::read(&p).unwrap(), model);
+    let text = std::fs::read_to_string(&p).unwrap();
+    let e = Model::from_json(&text[..text.len() / 2], "half.json")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("half.json") && e.contains("not a valid model file"),
+        "{e}"
+    );
+    let mut other = model.clone();
+    other.schema.version += 1;
+    let e = Model::from_json(&other.to_json(), "old.json")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("schema mismatch") && e.contains("retrain"),
+        "{e}"
+    );
+    let mut broken = model.clone();
+    broken.known.trees[0].tree.nodes[0] = Node::Split {
+        feature: 0,
+        threshold: 1.0,
+        left: 99,
+        right: 0,
+    };
+    let e = Model::from_json(&broken.to_json(), "b.json")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("known selector"), "{e}");
+    let e = TrainParams {
+        folds: 1,
+        ..TrainParams::default()
+    }
+    .check()
+    .unwrap_err();
+    assert!(matches!(e, ModelError::Params(_)));
+}
+
+#[test]
+fn exports_read_and_the_rust_function_compiles_and_agrees() {
+    let runs = synthetic(true);
+    let model = TrainParams {
+        folds: 4,
+        ..TrainParams::default()
+    }
+    .check()
+    .unwrap()
+    .fit(&runs, "test")
+    .unwrap();
+    let text = crate::export::text(&model);
+    assert!(
+        text.contains("Gather features?") && text.contains("samples, mean regret"),
+        "{text}"
+    );
+    let dot = crate::export::dot(&model);
+    assert!(dot.starts_with("digraph") && dot.trim_end().ends_with('}'));
+    // The generated Rust, compiled in a scratch crate against augur-features, must pick what the
+    // model picks on every training row and iteration count.
+    let dir = temp("rust-export");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let features = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../features");
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"export-check\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n[dependencies]\naugur-features = {{ path = {:?} }}\nserde_json = \"1\"\n\n[workspace]\n",
+            features.canonicalize().unwrap()
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.join("src/select.rs"), crate::export::rust(&model)).unwrap();
+    let mut cases = Vec::new();
+    for m in &runs.matrices {
+        for k in [1u32, 30, 1000] {
+            let c = model.choose(&m.features(), k);
+            cases.push(
+                serde_json::json!({"f": m.info.features, "k": k, "want": model.kernel_name(c)}),
+            );
+        }
+    }
+    std::fs::write(
+        dir.join("cases.json"),
+        serde_json::to_string(&cases).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("src/main.rs"),
+        r#"mod select;
+use augur_features::spmv::SpmvFeatures;
+fn main() {
+    let cases: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string("cases.json").unwrap()).unwrap();
+    let mut n = 0;
+    for c in &cases {
+        let v: Vec<f64> = c["f"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect();
+        let f = SpmvFeatures::from_values(&v).unwrap();
+        let got = select::select(&f, c["k"].as_u64().unwrap() as u32).name();
+        assert_eq!(got, c["want"].as_str().unwrap(), "case {n}");
+        n += 1;
+    }
+    println!("{n} cases agree");
+}
+"#,
+    )
+    .unwrap();
+    let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/export-check");
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["run", "--quiet", "--offline"])
+        .env("CARGO_TARGET_DIR", target)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let so = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && so.contains(&format!("{} cases agree", cases.len())),
+        "stdout: {so}\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

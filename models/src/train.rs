@@ -1,0 +1,663 @@
+//! Training: runs -> (matrix, iterations) samples labelled by the cheapest kernel and weighted by
+//! what a wrong pick costs -> trees grown by linfa-trees, hyper-parameters chosen by
+//! cross-validation grouped by matrix family -> a [`Model`].
+//!
+//! linfa style: [`TrainParams`] (hyper-parameters) -> [`TrainParams::check`] ->
+//! [`CheckedTrainParams::fit`] -> [`Model`].
+
+use std::collections::BTreeMap;
+
+use augur_features::spmv::SpmvFeatures;
+use augur_features::FeatureKind;
+use linfa::prelude::*;
+use linfa_trees::DecisionTree;
+use ndarray::{Array1, Array2};
+use sha2::{Digest, Sha256};
+
+use crate::model::{
+    CvScore, Hyper, IterationMode, KTree, Model, Selector, Training, FORMAT, FORMAT_VERSION,
+};
+use crate::runs::{MatrixRuns, Runs};
+use crate::tree::{clean, Node, Tree};
+use crate::ModelError;
+
+/// One (matrix, iteration count) with every kernel's total cost.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    /// Index into `Runs::matrices`.
+    pub matrix: usize,
+    pub k: f64,
+    /// Seconds for k iterations (setup + k x per-iteration) per model kernel; a kernel that failed
+    /// or was not measured costs as much as the slowest one that ran (`failed` says which).
+    pub costs: Vec<f64>,
+    pub failed: Vec<bool>,
+    /// The cheapest kernel and its cost.
+    pub best: usize,
+    pub oracle: f64,
+    /// Seconds to gather the features.
+    pub gather_s: f64,
+}
+
+impl Sample {
+    /// cost / oracle - 1 per kernel.
+    pub fn regrets(&self) -> Vec<f64> {
+        self.costs.iter().map(|c| c / self.oracle - 1.0).collect()
+    }
+}
+
+/// The samples of `runs` for `kernels` and iteration counts `ks`, for the matrices `keep` admits.
+/// Matrices on which no kernel ran are left out.
+pub fn samples(
+    runs: &Runs,
+    kernels: &[String],
+    ks: &[u32],
+    keep: impl Fn(&MatrixRuns) -> bool,
+) -> Vec<Sample> {
+    let mut out = Vec::new();
+    for (mi, m) in runs.matrices.iter().enumerate() {
+        if !keep(m) {
+            continue;
+        }
+        for &k in ks {
+            let k = k as f64;
+            let raw: Vec<Option<f64>> = kernels
+                .iter()
+                .map(|name| {
+                    m.kernels
+                        .iter()
+                        .find(|r| &r.kernel == name)
+                        .and_then(|r| r.cost(k))
+                })
+                .collect();
+            let worst = raw.iter().flatten().copied().fold(f64::NAN, f64::max);
+            if worst.is_nan() {
+                continue;
+            }
+            let costs: Vec<f64> = raw.iter().map(|c| c.unwrap_or(worst)).collect();
+            let (best, oracle) = raw
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| c.map(|c| (i, c)))
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .expect("at least one kernel ran");
+            out.push(Sample {
+                matrix: mi,
+                k,
+                costs,
+                failed: raw.iter().map(Option::is_none).collect(),
+                best,
+                oracle,
+                gather_s: m.info.gather_s,
+            });
+        }
+    }
+    out
+}
+
+/// Hyper-parameters of training.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainParams {
+    /// Iteration counts to train for (default: those the runs were collected for).
+    pub iterations: Option<Vec<u32>>,
+    /// Depths tried: 1..=max_depth.
+    pub max_depth: usize,
+    /// Least leaf weights tried (sample weights average 1).
+    pub min_weight_leaf: Vec<f32>,
+    /// Cross-validation folds (families are never split across folds).
+    pub folds: usize,
+    /// Share of families held out of training for `augur eval`.
+    pub holdout: f64,
+    /// Force the iteration mode (default: chosen by cross-validation).
+    pub mode: Option<IterationMode>,
+    /// A shallower tree is taken if its CV score is within this factor of the best (readability).
+    pub slack: f64,
+    /// Depth of the gathering policy tree.
+    pub policy_depth: usize,
+}
+
+impl Default for TrainParams {
+    fn default() -> Self {
+        TrainParams {
+            iterations: None,
+            max_depth: 8,
+            min_weight_leaf: vec![1.0, 3.0, 10.0],
+            folds: 5,
+            holdout: 0.2,
+            mode: None,
+            slack: 0.005,
+            policy_depth: 3,
+        }
+    }
+}
+
+/// Checked [`TrainParams`].
+#[derive(Debug, Clone)]
+pub struct CheckedTrainParams(TrainParams);
+
+impl TrainParams {
+    pub fn check(self) -> Result<CheckedTrainParams, ModelError> {
+        let p = |m: String| Err(ModelError::Params(m));
+        if !(1..=20).contains(&self.max_depth) {
+            return p(format!("max depth {} outside 1..=20", self.max_depth));
+        }
+        if self.min_weight_leaf.is_empty() || self.min_weight_leaf.iter().any(|w| !(*w > 0.0)) {
+            return p("min leaf weights must be > 0 (at least one)".into());
+        }
+        if self.folds < 2 {
+            return p(format!("{} folds: need at least 2", self.folds));
+        }
+        if !(0.0..0.9).contains(&self.holdout) {
+            return p(format!("holdout {} outside [0, 0.9)", self.holdout));
+        }
+        if let Some(ks) = &self.iterations {
+            if ks.is_empty() || ks.contains(&0) {
+                return p("iteration counts must be >= 1 (at least one)".into());
+            }
+        }
+        if !(0.0..0.5).contains(&self.slack) {
+            return p(format!("slack {} outside [0, 0.5)", self.slack));
+        }
+        if !(1..=6).contains(&self.policy_depth) {
+            return p(format!("policy depth {} outside 1..=6", self.policy_depth));
+        }
+        Ok(CheckedTrainParams(self))
+    }
+}
+
+/// Parse `1;10;100` (or commas).
+pub fn parse_iterations(s: &str) -> Option<Vec<u32>> {
+    let v: Option<Vec<u32>> = s
+        .split([';', ','])
+        .filter(|t| !t.trim().is_empty())
+        .map(|t| t.trim().parse().ok().filter(|&k| k > 0))
+        .collect();
+    v.filter(|v| !v.is_empty())
+}
+
+fn hex_hash(s: &str) -> String {
+    Sha256::digest(s.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Families in a fixed pseudo-random order (by the SHA-256 of their name).
+pub fn family_order(runs: &Runs) -> Vec<String> {
+    let mut f: Vec<String> = runs
+        .matrices
+        .iter()
+        .map(|m| m.info.family.clone())
+        .collect();
+    f.sort();
+    f.dedup();
+    f.sort_by_cached_key(|x| hex_hash(x));
+    f
+}
+
+/// The held-out families of a run table for a holdout share.
+pub fn held_out_families(runs: &Runs, holdout: f64) -> Vec<String> {
+    let order = family_order(runs);
+    let n = if holdout > 0.0 && order.len() >= 2 {
+        ((holdout * order.len() as f64).round() as usize).clamp(1, order.len() - 1)
+    } else {
+        0
+    };
+    let mut h: Vec<String> = order[..n].to_vec();
+    h.sort();
+    h
+}
+
+/// Which features a selector reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FeatureSet {
+    Known,
+    Gathered,
+}
+
+impl FeatureSet {
+    fn name(self) -> &'static str {
+        match self {
+            FeatureSet::Known => "known",
+            FeatureSet::Gathered => "gathered",
+        }
+    }
+    fn indices(self) -> Vec<usize> {
+        SpmvFeatures::schema()
+            .features
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| self == FeatureSet::Gathered || f.kind == FeatureKind::Known)
+            .map(|(i, _)| i)
+            .collect()
+    }
+}
+
+/// One (features, mode, hyper) configuration.
+#[derive(Debug, Clone, Copy)]
+struct Config {
+    set: FeatureSet,
+    mode: IterationMode,
+    hyper: Hyper,
+}
+
+struct Trainer<'a> {
+    runs: &'a Runs,
+    ks: Vec<u32>,
+}
+
+/// Grow a tree on (rows, labels, weights) with linfa-trees, then give every leaf the class with
+/// the least summed slowdown over the samples that reach it (`slowdown[i][c]` = cost of class c /
+/// cost of the best, for sample i): the mean slowdown weighs a 100x loss on one matrix above 5%
+/// losses on twenty, so a leaf whose majority kernel is a little faster on most samples but
+/// catastrophic on a few picks a safe one.
+fn fit_tree(
+    rows: &[Vec<f64>],
+    labels: &[usize],
+    weights: &[f64],
+    slowdown: &[Vec<f64>],
+    hyper: Hyper,
+) -> Result<Tree, ModelError> {
+    if rows.is_empty() {
+        return Ok(Tree::constant(0));
+    }
+    let first = labels[0];
+    if labels.iter().all(|&l| l == first) {
+        return Ok(Tree::constant(first));
+    }
+    let mut tree = grow(rows, labels, weights, hyper)?;
+    let classes = slowdown[0].len();
+    let mut sums = vec![vec![0.0f64; classes]; tree.nodes.len()];
+    for (x, r) in rows.iter().zip(slowdown) {
+        let l = tree.leaf(x);
+        for (s, v) in sums[l].iter_mut().zip(r) {
+            *s += v;
+        }
+    }
+    for (n, s) in tree.nodes.iter_mut().zip(&sums) {
+        if let Node::Leaf { class, .. } = n {
+            if let Some((c, _)) = s
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.is_finite())
+                .min_by(|a, b| a.1.total_cmp(b.1))
+            {
+                if s[c] < s[*class] {
+                    *class = c;
+                }
+            }
+        }
+    }
+    tree.simplify();
+    Ok(tree)
+}
+
+fn grow(
+    rows: &[Vec<f64>],
+    labels: &[usize],
+    weights: &[f64],
+    hyper: Hyper,
+) -> Result<Tree, ModelError> {
+    let n = rows.len();
+    let d = rows[0].len();
+    let x = Array2::from_shape_fn((n, d), |(i, j)| clean(rows[i][j]));
+    let y = Array1::from_vec(labels.to_vec());
+    let mean = weights.iter().sum::<f64>() / n as f64;
+    let w = Array1::from_iter(weights.iter().map(|w| (w / mean.max(1e-300)) as f32));
+    let ds = Dataset::new(x, y).with_weights(w);
+    let t = DecisionTree::params()
+        .max_depth(Some(hyper.max_depth))
+        .min_weight_leaf(hyper.min_weight_leaf)
+        .min_weight_split(2.0 * hyper.min_weight_leaf)
+        .fit(&ds)
+        .map_err(|e| ModelError::Train(format!("linfa-trees: {e}")))?;
+    Ok(Tree::from_linfa(&t))
+}
+
+/// Sample weight: mean log-regret of the kernels other than the best (what a wrong pick costs,
+/// on a scale where 2x slow counts the same at any size), floored so that ties still count a
+/// little.
+fn weight(s: &Sample) -> f64 {
+    let n = s.costs.len().max(2) - 1;
+    let sum: f64 = s
+        .costs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != s.best)
+        .map(|(_, c)| (c / s.oracle).ln())
+        .sum();
+    (sum / n as f64).max(0.01)
+}
+
+impl Trainer<'_> {
+    /// The input row of a sample for a selector of `set` in `mode`.
+    fn input(&self, s: &Sample, set: FeatureSet, mode: IterationMode) -> Vec<f64> {
+        let f = &self.runs.matrices[s.matrix].info.features;
+        let mut v: Vec<f64> = set.indices().iter().map(|&i| clean(f[i])).collect();
+        if mode == IterationMode::Joint {
+            v.push(s.k);
+        }
+        v
+    }
+
+    fn selector(&self, train: &[&Sample], c: Config) -> Result<Selector, ModelError> {
+        let schema = SpmvFeatures::schema();
+        let features = c.set.indices();
+        let mut inputs: Vec<String> = features
+            .iter()
+            .map(|&i| schema.features[i].name.clone())
+            .collect();
+        let grow = |subset: &[&Sample]| -> Result<Tree, ModelError> {
+            let rows: Vec<Vec<f64>> = subset
+                .iter()
+                .map(|s| self.input(s, c.set, c.mode))
+                .collect();
+            let labels: Vec<usize> = subset.iter().map(|s| s.best).collect();
+            let weights: Vec<f64> = subset.iter().map(|s| weight(s)).collect();
+            let regret: Vec<Vec<f64>> = subset
+                .iter()
+                .map(|s| s.costs.iter().map(|c| c / s.oracle).collect())
+                .collect();
+            fit_tree(&rows, &labels, &weights, &regret, c.hyper)
+        };
+        let trees = match c.mode {
+            IterationMode::Joint => {
+                inputs.push("iterations".into());
+                vec![KTree {
+                    iterations: None,
+                    below: None,
+                    tree: grow(train)?,
+                }]
+            }
+            IterationMode::PerK => {
+                let mut out = Vec::new();
+                for (i, &k) in self.ks.iter().enumerate() {
+                    let subset: Vec<&Sample> =
+                        train.iter().copied().filter(|s| s.k == k as f64).collect();
+                    let below = self
+                        .ks
+                        .get(i + 1)
+                        .map(|&next| (k as f64 * next as f64).sqrt());
+                    out.push(KTree {
+                        iterations: Some(k),
+                        below,
+                        tree: grow(&subset)?,
+                    });
+                }
+                out
+            }
+        };
+        Ok(Selector {
+            inputs,
+            features,
+            mode: c.mode,
+            trees,
+            hyper: c.hyper,
+        })
+    }
+
+    fn predict(&self, sel: &Selector, s: &Sample) -> usize {
+        sel.predict(&self.runs.matrices[s.matrix].info.features, s.k)
+    }
+}
+
+fn geomean(v: impl Iterator<Item = f64>) -> f64 {
+    let (mut sum, mut n) = (0.0, 0usize);
+    for x in v {
+        sum += x.ln();
+        n += 1;
+    }
+    if n == 0 {
+        f64::NAN
+    } else {
+        (sum / n as f64).exp()
+    }
+}
+
+impl CheckedTrainParams {
+    /// Train on `runs`: `meta` gives the backend, device, precision and augur version recorded in
+    /// the model.
+    pub fn fit(&self, runs: &Runs, augur_version: &str) -> Result<Model, ModelError> {
+        let p = &self.0;
+        if runs.matrices.is_empty() {
+            return Err(ModelError::Train("the runs table has no matrices".into()));
+        }
+        let first = &runs.matrices[0].info;
+        for m in &runs.matrices {
+            if m.info.backend != first.backend || m.info.precision != first.precision {
+                return Err(ModelError::Train(format!(
+                    "runs mix backends or precisions: `{}` is {} {}, `{}` is {} {}; train one model per backend and precision",
+                    first.matrix, first.backend, first.precision, m.info.matrix, m.info.backend, m.info.precision
+                )));
+            }
+        }
+        let ks = match &p.iterations {
+            Some(k) => k.clone(),
+            None => parse_iterations(&first.iterations).ok_or_else(|| {
+                ModelError::Train(format!(
+                    "runs record iterations `{}`; pass --iterations",
+                    first.iterations
+                ))
+            })?,
+        };
+        let mut ks = ks;
+        ks.sort_unstable();
+        ks.dedup();
+        let kernels = runs.kernel_names();
+        let held = held_out_families(runs, p.holdout);
+        let all = samples(runs, &kernels, &ks, |m| !held.contains(&m.info.family));
+        if all.is_empty() {
+            return Err(ModelError::Train(
+                "no training samples (every kernel failed, or every family is held out)".into(),
+            ));
+        }
+        let trainer = Trainer {
+            runs,
+            ks: ks.clone(),
+        };
+        // Families of the training samples, in hash order, dealt to folds.
+        let order = family_order(runs);
+        let fam_of = |s: &Sample| &runs.matrices[s.matrix].info.family;
+        let train_fams: Vec<&String> = order.iter().filter(|f| !held.contains(f)).collect();
+        let folds = p.folds.min(train_fams.len()).max(1);
+        let fold_of: BTreeMap<&String, usize> = train_fams
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (*f, i % folds))
+            .collect();
+        let sample_fold: Vec<usize> = all.iter().map(|s| fold_of[fam_of(s)]).collect();
+
+        let modes = match p.mode {
+            Some(m) => vec![m],
+            None => vec![IterationMode::Joint, IterationMode::PerK],
+        };
+        let mut cv = Vec::new();
+        // Out-of-fold predictions per configuration, kept for the policy.
+        let mut oof: Vec<(Config, Vec<usize>)> = Vec::new();
+        for set in [FeatureSet::Known, FeatureSet::Gathered] {
+            for &mode in &modes {
+                for depth in 1..=p.max_depth {
+                    for &mwl in &p.min_weight_leaf {
+                        let c = Config {
+                            set,
+                            mode,
+                            hyper: Hyper {
+                                max_depth: depth,
+                                min_weight_leaf: mwl,
+                            },
+                        };
+                        let mut pred = vec![0usize; all.len()];
+                        if folds >= 2 {
+                            for f in 0..folds {
+                                let train: Vec<&Sample> = all
+                                    .iter()
+                                    .zip(&sample_fold)
+                                    .filter(|(_, &sf)| sf != f)
+                                    .map(|(s, _)| s)
+                                    .collect();
+                                let sel = trainer.selector(&train, c)?;
+                                for (i, s) in all.iter().enumerate() {
+                                    if sample_fold[i] == f {
+                                        pred[i] = trainer.predict(&sel, s);
+                                    }
+                                }
+                            }
+                        } else {
+                            let train: Vec<&Sample> = all.iter().collect();
+                            let sel = trainer.selector(&train, c)?;
+                            for (i, s) in all.iter().enumerate() {
+                                pred[i] = trainer.predict(&sel, s);
+                            }
+                        }
+                        cv.push(CvScore {
+                            features: set.name().into(),
+                            mode,
+                            max_depth: depth,
+                            min_weight_leaf: mwl,
+                            oracle_ratio: geomean(
+                                all.iter().zip(&pred).map(|(s, &k)| s.oracle / s.costs[k]),
+                            ),
+                            accuracy: all.iter().zip(&pred).filter(|(s, &k)| s.best == k).count()
+                                as f64
+                                / all.len() as f64,
+                        });
+                        oof.push((c, pred));
+                    }
+                }
+            }
+        }
+        // Per feature set: the best score, then the shallowest configuration within the slack.
+        let choose = |set: FeatureSet| -> (Config, CvScore, Vec<usize>) {
+            let best = cv
+                .iter()
+                .filter(|s| s.features == set.name())
+                .map(|s| s.oracle_ratio)
+                .fold(f64::NEG_INFINITY, f64::max);
+            let (i, s) = cv
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| {
+                    s.features == set.name() && s.oracle_ratio >= best * (1.0 - p.slack)
+                })
+                .min_by(|a, b| {
+                    a.1.max_depth
+                        .cmp(&b.1.max_depth)
+                        .then(b.1.oracle_ratio.total_cmp(&a.1.oracle_ratio))
+                })
+                .expect("every set has scores");
+            (oof[i].0, s.clone(), oof[i].1.clone())
+        };
+        let (ck, sk, pk) = choose(FeatureSet::Known);
+        let (cg, sg, pg) = choose(FeatureSet::Gathered);
+        let train: Vec<&Sample> = all.iter().collect();
+        let mut known = trainer.selector(&train, ck)?;
+        let mut gathered = trainer.selector(&train, cg)?;
+        // Policy: from out-of-fold picks, did gathering pay on this sample?
+        let mut prow = Vec::new();
+        let (mut plabel, mut pweight, mut pregret) = (Vec::new(), Vec::new(), Vec::new());
+        for (i, s) in all.iter().enumerate() {
+            let ck_ = s.costs[pk[i]];
+            let cg_ = s.gather_s + s.costs[pg[i]];
+            let mut row = trainer.input(s, FeatureSet::Known, IterationMode::PerK);
+            row.push(s.k);
+            prow.push(row);
+            plabel.push(usize::from(cg_ < ck_));
+            pweight.push((ck_ / cg_).ln().abs().max(1e-3));
+            let b = ck_.min(cg_);
+            pregret.push(vec![ck_ / b, cg_ / b]);
+        }
+        let gather_paid_share =
+            plabel.iter().filter(|&&l| l == 1).count() as f64 / plabel.len() as f64;
+        let mut policy = fit_tree(
+            &prow,
+            &plabel,
+            &pweight,
+            &pregret,
+            Hyper {
+                max_depth: p.policy_depth,
+                min_weight_leaf: 1.0,
+            },
+        )?;
+        // Leaf statistics on the training samples.
+        for sel in [&mut known, &mut gathered] {
+            let set = if sel.features.len() == FeatureSet::Known.indices().len() {
+                FeatureSet::Known
+            } else {
+                FeatureSet::Gathered
+            };
+            let mode = sel.mode;
+            for kt in &mut sel.trees {
+                let rows: Vec<(Vec<f64>, Vec<f64>)> = all
+                    .iter()
+                    .filter(|s| kt.iterations.is_none_or(|k| s.k == k as f64))
+                    .map(|s| (trainer.input(s, set, mode), s.regrets()))
+                    .collect();
+                kt.tree
+                    .annotate(rows.iter().map(|(x, r)| (x.as_slice(), r.clone())));
+            }
+        }
+        let prows: Vec<(Vec<f64>, Vec<f64>)> = all
+            .iter()
+            .zip(&prow)
+            .zip(pk.iter().zip(&pg))
+            .map(|((s, row), (&a, &b))| {
+                let ck_ = s.costs[a];
+                let cg_ = s.gather_s + s.costs[b];
+                let best = ck_.min(cg_);
+                (row.clone(), vec![ck_ / best - 1.0, cg_ / best - 1.0])
+            })
+            .collect();
+        policy.annotate(prows.iter().map(|(x, r)| (x.as_slice(), r.clone())));
+        let mut h = Sha256::new();
+        for s in &all {
+            let m = &runs.matrices[s.matrix];
+            h.update(m.info.matrix.as_bytes());
+            for r in &m.kernels {
+                h.update(r.kernel.as_bytes());
+                if let Some(t) = r.timing {
+                    h.update(t.setup_s.to_le_bytes());
+                    h.update(t.per_iter_s.to_le_bytes());
+                }
+            }
+            h.update(m.info.gather_s.to_le_bytes());
+        }
+        let digest: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        let schema = SpmvFeatures::schema();
+        let mut policy_inputs: Vec<String> = known
+            .features
+            .iter()
+            .map(|&i| schema.features[i].name.clone())
+            .collect();
+        policy_inputs.push("iterations".into());
+        let n_matrices = {
+            let mut m: Vec<usize> = all.iter().map(|s| s.matrix).collect();
+            m.dedup();
+            m.len()
+        };
+        Ok(Model {
+            format: FORMAT.into(),
+            format_version: FORMAT_VERSION,
+            task: "spmv".into(),
+            schema,
+            backend: first.backend.clone(),
+            device: first.device.clone(),
+            precision: first.precision.clone(),
+            augur_version: augur_version.into(),
+            kernels,
+            iterations: ks,
+            known,
+            gathered,
+            policy,
+            policy_inputs,
+            training: Training {
+                digest,
+                matrices: n_matrices,
+                families: train_fams.len(),
+                held_out_families: held,
+                folds,
+                cv,
+                chosen: vec![sk, sg],
+                gather_paid_share,
+            },
+        })
+    }
+}

@@ -1,0 +1,271 @@
+//! augur's own decision-tree form: a flat node list that serialises to JSON, predicts in a few
+//! nanoseconds and exports to text, DOT and Rust. linfa-trees grows the trees; they are copied here.
+
+use linfa_trees::{DecisionTree, TreeNode};
+use serde::{Deserialize, Serialize};
+
+/// One node. A split sends an input to `left` when `x[feature] < threshold` (linfa-trees' rule),
+/// else to `right`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "node", rename_all = "lowercase")]
+pub enum Node {
+    Split {
+        feature: usize,
+        threshold: f64,
+        left: usize,
+        right: usize,
+    },
+    Leaf {
+        /// Index of the chosen class (a kernel, or for the gathering policy 0 = no, 1 = gather).
+        class: usize,
+        /// Training samples that reach this leaf.
+        samples: usize,
+        /// Mean regret of the leaf's choice on them: mean of cost(choice) / cost(best) - 1.
+        mean_regret: f64,
+    },
+}
+
+/// A decision tree over a named input vector; node 0 is the root.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tree {
+    pub nodes: Vec<Node>,
+}
+
+/// Inputs are cleaned the same way in training and prediction: NaN (a feature undefined for
+/// this input, e.g. a ratio over zero rows) becomes -1, below every real value.
+#[inline]
+pub fn clean(v: f64) -> f64 {
+    if v.is_nan() {
+        -1.0
+    } else {
+        v
+    }
+}
+
+impl Tree {
+    /// A single leaf.
+    pub fn constant(class: usize) -> Tree {
+        Tree {
+            nodes: vec![Node::Leaf {
+                class,
+                samples: 0,
+                mean_regret: 0.0,
+            }],
+        }
+    }
+
+    /// Copy a linfa-trees tree.
+    pub fn from_linfa(t: &DecisionTree<f64, usize>) -> Tree {
+        fn walk(n: &TreeNode<f64, usize>, out: &mut Vec<Node>) -> usize {
+            let at = out.len();
+            if let Some(class) = n.prediction() {
+                out.push(Node::Leaf {
+                    class,
+                    samples: 0,
+                    mean_regret: 0.0,
+                });
+                return at;
+            }
+            let (feature, threshold, _) = n.split();
+            out.push(Node::Leaf {
+                class: 0,
+                samples: 0,
+                mean_regret: 0.0,
+            });
+            let ch = n.children();
+            let left = walk(ch[0].as_deref().expect("a split has two children"), out);
+            let right = walk(ch[1].as_deref().expect("a split has two children"), out);
+            out[at] = Node::Split {
+                feature,
+                threshold,
+                left,
+                right,
+            };
+            at
+        }
+        let mut nodes = Vec::new();
+        walk(t.root_node(), &mut nodes);
+        Tree { nodes }
+    }
+
+    /// Index of the leaf `x` reaches.
+    #[inline]
+    pub fn leaf(&self, x: &[f64]) -> usize {
+        let mut i = 0;
+        loop {
+            match &self.nodes[i] {
+                Node::Split {
+                    feature,
+                    threshold,
+                    left,
+                    right,
+                } => {
+                    i = if clean(x[*feature]) < *threshold {
+                        *left
+                    } else {
+                        *right
+                    }
+                }
+                Node::Leaf { .. } => return i,
+            }
+        }
+    }
+
+    /// The class `x` is given.
+    #[inline]
+    pub fn predict(&self, x: &[f64]) -> usize {
+        match &self.nodes[self.leaf(x)] {
+            Node::Leaf { class, .. } => *class,
+            Node::Split { .. } => unreachable!("leaf() returns leaves"),
+        }
+    }
+
+    /// Fill each leaf's sample count and mean regret from (input, regret of the leaf's class).
+    pub fn annotate<'a>(&mut self, samples: impl Iterator<Item = (&'a [f64], Vec<f64>)>) {
+        let mut acc = vec![(0usize, 0.0f64); self.nodes.len()];
+        for (x, regrets) in samples {
+            let l = self.leaf(x);
+            if let Node::Leaf { class, .. } = self.nodes[l] {
+                acc[l].0 += 1;
+                acc[l].1 += regrets.get(class).copied().unwrap_or(0.0);
+            }
+        }
+        for (n, (count, sum)) in self.nodes.iter_mut().zip(acc) {
+            if let Node::Leaf {
+                samples,
+                mean_regret,
+                ..
+            } = n
+            {
+                *samples = count;
+                *mean_regret = if count > 0 { sum / count as f64 } else { 0.0 };
+            }
+        }
+    }
+
+    /// Merge splits whose two sides are leaves of the same class (linfa-trees keeps splits that
+    /// lower impurity without changing the answer), bottom-up, then drop unreachable nodes.
+    /// Leaf statistics are summed; call before or after [`Tree::annotate`].
+    pub fn simplify(&mut self) {
+        fn go(nodes: &mut Vec<Node>, i: usize) {
+            if let Node::Split { left, right, .. } = nodes[i].clone() {
+                go(nodes, left);
+                go(nodes, right);
+                if let (
+                    Node::Leaf {
+                        class: a,
+                        samples: sa,
+                        mean_regret: ra,
+                    },
+                    Node::Leaf {
+                        class: b,
+                        samples: sb,
+                        mean_regret: rb,
+                    },
+                ) = (&nodes[left], &nodes[right])
+                {
+                    if a == b {
+                        let n = sa + sb;
+                        nodes[i] = Node::Leaf {
+                            class: *a,
+                            samples: n,
+                            mean_regret: if n > 0 {
+                                (ra * *sa as f64 + rb * *sb as f64) / n as f64
+                            } else {
+                                0.0
+                            },
+                        };
+                    }
+                }
+            }
+        }
+        go(&mut self.nodes, 0);
+        // Re-number the reachable nodes in depth-first order.
+        let mut out = Vec::new();
+        fn copy(src: &[Node], i: usize, out: &mut Vec<Node>) -> usize {
+            let at = out.len();
+            out.push(src[i].clone());
+            if let Node::Split {
+                feature,
+                threshold,
+                left,
+                right,
+            } = src[i].clone()
+            {
+                let l = copy(src, left, out);
+                let r = copy(src, right, out);
+                out[at] = Node::Split {
+                    feature,
+                    threshold,
+                    left: l,
+                    right: r,
+                };
+            }
+            at
+        }
+        copy(&self.nodes, 0, &mut out);
+        self.nodes = out;
+    }
+
+    /// Depth (a single leaf: 0).
+    pub fn depth(&self) -> usize {
+        fn d(n: &[Node], i: usize) -> usize {
+            match &n[i] {
+                Node::Split { left, right, .. } => 1 + d(n, *left).max(d(n, *right)),
+                Node::Leaf { .. } => 0,
+            }
+        }
+        d(&self.nodes, 0)
+    }
+
+    pub fn leaves(&self) -> usize {
+        self.nodes
+            .iter()
+            .filter(|n| matches!(n, Node::Leaf { .. }))
+            .count()
+    }
+
+    /// Check the structure: indices in range, every node reached once, no cycles; classes and
+    /// features below the given bounds.
+    pub fn validate(&self, inputs: usize, classes: usize) -> Result<(), String> {
+        if self.nodes.is_empty() {
+            return Err("tree has no nodes".into());
+        }
+        let mut seen = vec![false; self.nodes.len()];
+        let mut stack = vec![0usize];
+        while let Some(i) = stack.pop() {
+            if i >= self.nodes.len() {
+                return Err(format!(
+                    "node index {i} out of range ({} nodes)",
+                    self.nodes.len()
+                ));
+            }
+            if std::mem::replace(&mut seen[i], true) {
+                return Err(format!("node {i} is reached twice"));
+            }
+            match &self.nodes[i] {
+                Node::Split {
+                    feature,
+                    threshold,
+                    left,
+                    right,
+                } => {
+                    if *feature >= inputs {
+                        return Err(format!("node {i} splits on input {feature} of {inputs}"));
+                    }
+                    if !threshold.is_finite() {
+                        return Err(format!("node {i} has threshold {threshold}"));
+                    }
+                    stack.push(*left);
+                    stack.push(*right);
+                }
+                Node::Leaf { class, .. } => {
+                    if *class >= classes {
+                        return Err(format!("leaf {i} has class {class} of {classes}"));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The generated matrices augur trains on: every generator family, several structures each, sizes
+# from ~1e4 nonzeros up to MAX_NNZ (first argument, default 1e8). One spec per line on stdout;
+# pass them to `augur collect`. The size keys (rows, n, nx, scale, ...) are left out of the family
+# key `augur collect` records, so all sizes of one structure share a cross-validation group.
+#   scripts/training-specs.sh [MAX_NNZ] [MATRICES_DIR]
+set -euo pipefail
+max=${1:-1e8}
+dir=${2:-}
+python3 - "$max" "$dir" <<'PY'
+import sys
+mx = float(sys.argv[1]); d = sys.argv[2]
+out = []
+def e(x):
+    m, p = f"{x:.0e}".split("e")
+    return f"{m}e{int(p)}"
+def add(spec, nnz):
+    if nnz <= mx * 1.3:
+        out.append(spec)
+for rl in (4, 16, 64):
+    for rows in (1e3, 1e4, 1e5, 1e6, 1e7):
+        add(f"uniform:rows={e(rows)},row_len={rl}", rows * rl)
+for rows in (1e5, 1e6, 1e7, 3e7):
+    add(f"tall:rows={e(rows)},cols=1000,row_len=3", rows * 3)
+for rl in (500, 5000):
+    for cols in (1e5, 1e6, 1e7):
+        add(f"wide:rows=1000,cols={e(cols)},row_len={rl}", 1000 * rl)
+for pts in (5, 9):
+    for nx in (50, 200, 700, 2000, 4000):
+        add(f"stencil2d:nx={nx},points={pts}", nx * nx * pts)
+for pts in (7, 27):
+    for nx in (10, 25, 60, 120, 160, 250):
+        add(f"stencil3d:nx={nx},points={pts}", nx ** 3 * pts)
+for bw in (2, 16, 64):
+    for n in (1e3, 1e4, 1e5, 1e6, 1e7):
+        add(f"banded:n={e(n)},bw={bw}", n * (2 * bw + 1))
+for alpha, mn in ((1.8, 2), (2.1, 2), (2.5, 4)):
+    for rows in (1e4, 1e5, 1e6, 1e7):
+        add(f"powerlaw:rows={e(rows)},alpha={alpha},min={mn}", rows * mn * 4)
+for ef in (4, 16):
+    for scale in (10, 13, 16, 19, 22):
+        add(f"rmat:scale={scale},ef={ef}", 2 ** scale * ef)
+for block in (8, 48, 128):
+    for n in (1e4, 1e5, 1e6):
+        add(f"blockdiag:n={e(n)},block={block}", n * block)
+for hubs, short in ((4, 6), (64, 3)):
+    for n in (1e4, 1e5, 1e6, 4e6):
+        add(f"hubs:n={e(n)},hubs={hubs},short={short}", n * (short + hubs))
+for n in (1e4, 1e5, 1e6, 1e7):
+    add(f"arrowhead:n={e(n)}", 3 * n)
+if d:
+    for name, nnz, k in (("bcsstk16", 3e5, 8), ("rgg_n_2_15_s0", 3.2e5, 16), ("luxembourg_osm", 2.4e5, 32)):
+        add(f"expand:k={k},file={d}/suitesparse/{name}.mtx.gz", nnz * k)
+print("\n".join(out))
+PY

@@ -1,0 +1,605 @@
+//! `augur collect`: features, feature-gathering cost, and every kernel's setup and per-iteration
+//! medians per matrix, appended to a runs CSV one matrix at a time; `augur collect merge`.
+
+use std::collections::HashMap;
+use std::fs::OpenOptions;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use augur_datasets::manifest::{read_manifest, ManifestEntry};
+use augur_datasets::{Csr, MatrixSource};
+use augur_features::spmv::{self, CpuGatherer, CsrPattern, SpmvGatherer, SPMV_SCHEMA_VERSION};
+use augur_kernels::check;
+use augur_kernels::cpu::CpuKernel;
+use augur_kernels::cuda::gather::GpuGatherer;
+use augur_kernels::cuda::{CudaSpmv, GpuKernel, GpuScalar, TimingPlan};
+use augur_models::runs::{self, KernelRun, MatrixInfo, Runs, Timing};
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::spmv::Backend;
+use super::Precision;
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct CollectCmd {
+    #[command(subcommand)]
+    sub: Option<CollectSub>,
+    #[command(flatten)]
+    args: Option<CollectArgs>,
+}
+
+#[derive(Subcommand, Debug)]
+enum CollectSub {
+    /// Merge runs CSVs (e.g. the shards of one collection) into one; a (matrix, kernel) row in a
+    /// later file replaces the same row of an earlier one.
+    Merge(MergeArgs),
+}
+
+#[derive(Args, Debug)]
+struct MergeArgs {
+    /// Runs CSVs to merge.
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// Output CSV (must not exist unless --force).
+    #[arg(long)]
+    out: PathBuf,
+    #[arg(long)]
+    force: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CollectArgs {
+    /// Matrix Market files, directories of them (`*.mtx`, `*.mtx.gz`), or generator specs.
+    #[arg(required = true, value_name = "MATRIX")]
+    matrices: Vec<String>,
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: Backend,
+    #[arg(long, value_enum, default_value = "f32")]
+    precision: Precision,
+    /// Iteration counts the selector is trained for (setup + k x per-iteration), recorded with
+    /// the runs; `augur train` uses them by default.
+    #[arg(long, default_value = "1,10,100")]
+    iterations: String,
+    /// Timed repetitions per kernel (the median is recorded).
+    #[arg(long, default_value_t = 10)]
+    reps: usize,
+    /// Untimed runs before timing.
+    #[arg(long, default_value_t = 2)]
+    warmup: usize,
+    /// The runs CSV to append to.
+    #[arg(long)]
+    out: PathBuf,
+    /// Continue an existing runs CSV: matrices with every kernel recorded are skipped.
+    #[arg(long)]
+    resume: bool,
+    /// Take only every n-th matrix starting at the i-th (`i/n`, 1-based), to split a collection
+    /// across machines; merge the outputs with `augur collect merge`.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<String>,
+    /// Only these kernels (repeatable; default all of the backend's).
+    #[arg(long = "kernel", value_name = "NAME")]
+    kernels: Vec<String>,
+    /// GPU ordinal (with --backend cuda).
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    /// A MANIFEST.tsv giving the family of each file (default: one found beside the files or in
+    /// their parent directory).
+    #[arg(long)]
+    manifest: Option<PathBuf>,
+}
+
+pub fn run(c: CollectCmd) -> anyhow::Result<ExitCode> {
+    match c.sub {
+        Some(CollectSub::Merge(m)) => merge(m),
+        None => collect(c.args.context("collect: give MATRIX arguments and --out")?),
+    }
+}
+
+fn merge(m: MergeArgs) -> anyhow::Result<ExitCode> {
+    if m.out.exists() && !m.force {
+        bail!("{} exists; pass --force to replace it", m.out.display());
+    }
+    let runs = Runs::read(&m.inputs)?;
+    let tmp = m.out.with_extension("csv.tmp");
+    let f = std::fs::File::create(&tmp).with_context(|| format!("create {}", tmp.display()))?;
+    runs.write(std::io::BufWriter::new(f))?;
+    std::fs::rename(&tmp, &m.out)?;
+    let rows: usize = runs.matrices.iter().map(|x| x.kernels.len()).sum();
+    eprintln!(
+        "merged {} files: {} matrices, {rows} rows -> {}",
+        m.inputs.len(),
+        runs.matrices.len(),
+        m.out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Files of a directory argument, sorted; other arguments as they are.
+fn expand(args: &[String]) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for a in args {
+        let p = Path::new(a);
+        if p.is_dir() {
+            let mut files: Vec<String> = std::fs::read_dir(p)
+                .with_context(|| format!("read directory {a}"))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    let n = p.file_name().unwrap_or_default().to_string_lossy();
+                    n.ends_with(".mtx") || n.ends_with(".mtx.gz")
+                })
+                .map(|p| p.display().to_string())
+                .collect();
+            files.sort();
+            if files.is_empty() {
+                bail!("directory {a} holds no .mtx or .mtx.gz files");
+            }
+            out.extend(files);
+        } else {
+            out.push(a.clone());
+        }
+    }
+    Ok(out)
+}
+
+fn parse_shard(s: &str) -> anyhow::Result<(usize, usize)> {
+    let (i, n) = s
+        .split_once('/')
+        .with_context(|| format!("--shard `{s}`: expected I/N, e.g. 1/4"))?;
+    let (i, n): (usize, usize) = (
+        i.trim()
+            .parse()
+            .with_context(|| format!("--shard `{s}`: `{i}` is not a number"))?,
+        n.trim()
+            .parse()
+            .with_context(|| format!("--shard `{s}`: `{n}` is not a number"))?,
+    );
+    if n == 0 || i == 0 || i > n {
+        bail!("--shard `{s}`: need 1 <= I <= N");
+    }
+    Ok((i, n))
+}
+
+/// Generator parameters that set the size, not the structure: left out of the family key so that
+/// sizes of one structure fall in one cross-validation group.
+const SIZE_KEYS: [&str; 10] = [
+    "seed", "rows", "cols", "n", "nx", "ny", "nz", "scale", "hub_len", "max",
+];
+
+/// The family key of a generator spec: kind and structural parameters.
+pub fn generated_family(spec: &str) -> String {
+    let (kind, params) = spec.split_once(':').unwrap_or((spec, ""));
+    let kept: Vec<&str> = params
+        .split(',')
+        .filter(|kv| {
+            let k = kv.split('=').next().unwrap_or("");
+            !kv.is_empty() && !SIZE_KEYS.contains(&k) && k != "file"
+        })
+        .collect();
+    format!("gen:{kind}:{}", kept.join(","))
+}
+
+/// Family keys of files from manifests (cached per directory), else the name without trailing
+/// digits.
+struct Families {
+    explicit: Option<Vec<ManifestEntry>>,
+    by_dir: HashMap<PathBuf, Option<Vec<ManifestEntry>>>,
+}
+
+impl Families {
+    fn family(&mut self, src: &MatrixSource) -> String {
+        match src {
+            MatrixSource::Generated(g) => {
+                let s = g.to_string();
+                if let Some(f) = s.split("file=").nth(1) {
+                    // expand:...,file=X: the family of X, expanded.
+                    let stem =
+                        MatrixSource::File(PathBuf::from(f.split(',').next().unwrap_or(f))).name();
+                    return format!("{}+expand", self.file_family(Path::new(f), &stem));
+                }
+                generated_family(&s)
+            }
+            MatrixSource::File(p) => self.file_family(p, &src.name()),
+        }
+    }
+
+    fn file_family(&mut self, p: &Path, name: &str) -> String {
+        let lookup =
+            |m: &Vec<ManifestEntry>| m.iter().find(|e| e.name == name).map(|e| e.family.clone());
+        if let Some(f) = self.explicit.as_ref().and_then(lookup) {
+            return f;
+        }
+        let dir = p.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let m = self.by_dir.entry(dir.clone()).or_insert_with(|| {
+            [
+                dir.join("MANIFEST.tsv"),
+                dir.join("..").join("MANIFEST.tsv"),
+            ]
+            .into_iter()
+            .find(|f| f.is_file())
+            .and_then(|f| read_manifest(f).ok())
+        });
+        if let Some(f) = m.as_ref().and_then(lookup) {
+            return f;
+        }
+        let stem = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '_' || c == '-');
+        format!("file:{}", if stem.is_empty() { name } else { stem })
+    }
+}
+
+/// What the measuring side needs: a backend with its kernels.
+enum Measurer {
+    Cpu(Vec<CpuKernel>),
+    Cuda(Box<(CudaSpmv, Vec<GpuKernel>)>),
+}
+
+impl Measurer {
+    fn kernel_names(&self) -> Vec<String> {
+        match self {
+            Measurer::Cpu(k) => k.iter().map(|k| k.name().to_string()).collect(),
+            Measurer::Cuda(g) => g.1.iter().map(|k| k.name().to_string()).collect(),
+        }
+    }
+}
+
+fn collect(a: CollectArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(a.reps >= 1, "--reps must be at least 1");
+    let ks = augur_models::train::parse_iterations(&a.iterations).with_context(|| {
+        format!(
+            "--iterations `{}`: expected counts >= 1 separated by commas",
+            a.iterations
+        )
+    })?;
+    let iterations = ks
+        .iter()
+        .map(|k| k.to_string())
+        .collect::<Vec<_>>()
+        .join(";");
+    let mut names = expand(&a.matrices)?;
+    if let Some(s) = &a.shard {
+        let (i, n) = parse_shard(s)?;
+        names = names
+            .into_iter()
+            .enumerate()
+            .filter(|(j, _)| j % n == i - 1)
+            .map(|(_, x)| x)
+            .collect();
+    }
+    // Sources are parsed up front so that a typo fails before any work.
+    let sources = super::parse_sources(&names)?;
+    let (measurer, device, driver) = match a.backend {
+        Backend::Cpu => {
+            let k = if a.kernels.is_empty() {
+                CpuKernel::ALL.to_vec()
+            } else {
+                a.kernels
+                    .iter()
+                    .map(|n| CpuKernel::from_name(n))
+                    .collect::<Result<_, _>>()?
+            };
+            (
+                Measurer::Cpu(k),
+                format!("cpu ({} threads)", rayon::current_num_threads()),
+                String::new(),
+            )
+        }
+        Backend::Cuda => {
+            let gpu = CudaSpmv::new(a.device)?;
+            let mut k: Vec<GpuKernel> = if a.kernels.is_empty() {
+                GpuKernel::ALL.to_vec()
+            } else {
+                a.kernels
+                    .iter()
+                    .map(|n| GpuKernel::from_name(n))
+                    .collect::<Result<_, _>>()?
+            };
+            if !augur_kernels::cuda::cusparse::available() {
+                eprintln!("augur: note: libcusparse not found; cuSPARSE kernels skipped");
+                k.retain(|k| !matches!(k, GpuKernel::Cusparse { .. }));
+            }
+            let dev = gpu.device.name.clone();
+            let drv = augur_kernels::cuda::driver_version()?;
+            (Measurer::Cuda(Box::new((gpu, k))), dev, drv)
+        }
+    };
+    let kernel_names = measurer.kernel_names();
+    let done = prepare_out(&a.out, a.resume, &kernel_names)?;
+    let mut fams = Families {
+        explicit: match &a.manifest {
+            Some(p) => Some(read_manifest(p)?),
+            None => None,
+        },
+        by_dir: HashMap::new(),
+    };
+    let mut out = OpenOptions::new()
+        .append(true)
+        .open(&a.out)
+        .with_context(|| format!("open {}", a.out.display()))?;
+    let pb = ProgressBar::new(sources.len() as u64);
+    pb.set_style(
+        ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} matrices, ETA {eta} {wide_msg}",
+        )
+        .expect("a valid template")
+        .progress_chars("=> "),
+    );
+    // Messages go above the bar on a terminal, else straight to stderr (a hidden bar drops them).
+    let say = |pb: &ProgressBar, msg: String| {
+        if pb.is_hidden() {
+            eprintln!("{msg}");
+        } else {
+            pb.println(msg);
+        }
+    };
+    let (mut written, mut skipped_done, mut load_failed, mut kernel_failed) = (0, 0, 0, 0);
+    let mut measurer = measurer;
+    for src in &sources {
+        let name = src.name();
+        pb.set_message(name.clone());
+        if done.contains(&name) {
+            skipped_done += 1;
+            pb.inc(1);
+            continue;
+        }
+        let family = fams.family(src);
+        let meta = Meta {
+            family,
+            source: match src {
+                MatrixSource::File(p) => p.display().to_string(),
+                MatrixSource::Generated(g) => g.to_string(),
+            },
+            device: device.clone(),
+            driver: driver.clone(),
+            iterations: iterations.clone(),
+        };
+        let r = match a.precision {
+            Precision::F32 => one_matrix::<f32>(src, &meta, &mut measurer, &a),
+            Precision::F64 => one_matrix::<f64>(src, &meta, &mut measurer, &a),
+        };
+        match r {
+            Ok((info, runs)) => {
+                kernel_failed += runs.iter().filter(|r| r.timing.is_none()).count();
+                for r in runs.iter().filter(|r| r.timing.is_none()) {
+                    say(
+                        &pb,
+                        format!("augur: {name}: kernel {} failed: {}", r.kernel, r.error),
+                    );
+                }
+                let bytes = runs::matrix_rows_csv(&info, &runs)?;
+                out.write_all(&bytes)
+                    .and_then(|()| out.flush())
+                    .and_then(|()| out.sync_data())
+                    .with_context(|| format!("append to {}", a.out.display()))?;
+                written += 1;
+            }
+            Err(e) => {
+                load_failed += 1;
+                say(&pb, format!("augur: skipping {name}: {e:#}"));
+            }
+        }
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    eprintln!(
+        "collect: {written} matrices measured, {skipped_done} already in {}, {load_failed} skipped (could not be loaded), {kernel_failed} kernel failures recorded",
+        a.out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Create the runs CSV with its header, or check an existing one for --resume (dropping a partial
+/// last line) and return the matrices already complete.
+fn prepare_out(
+    path: &Path,
+    resume: bool,
+    kernels: &[String],
+) -> anyhow::Result<std::collections::HashSet<String>> {
+    let header = runs::header().join(",") + "\n";
+    let exists = path.metadata().map(|m| m.len() > 0).unwrap_or(false);
+    if !exists {
+        std::fs::write(path, &header).with_context(|| format!("create {}", path.display()))?;
+        return Ok(Default::default());
+    }
+    if !resume {
+        bail!(
+            "{} exists; pass --resume to continue it, or choose another --out",
+            path.display()
+        );
+    }
+    let mut f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("open {}", path.display()))?;
+    let mut text = String::new();
+    f.read_to_string(&mut text)
+        .with_context(|| format!("read {}", path.display()))?;
+    if !text.starts_with(&header) {
+        bail!(
+            "{}: its header is not this augur's (SpMV schema v{SPMV_SCHEMA_VERSION}); collect into a new file",
+            path.display()
+        );
+    }
+    if !text.ends_with('\n') {
+        let keep = text.rfind('\n').map_or(0, |i| i + 1);
+        eprintln!(
+            "augur: {}: dropping a partial last line ({} bytes) left by an interrupted run",
+            path.display(),
+            text.len() - keep
+        );
+        f.set_len(keep as u64)?;
+        f.seek(SeekFrom::End(0))?;
+    }
+    drop(f);
+    let runs = Runs::read(&[path.to_path_buf()])?;
+    Ok(runs
+        .matrices
+        .iter()
+        .filter(|m| {
+            kernels
+                .iter()
+                .all(|k| m.kernels.iter().any(|r| &r.kernel == k))
+        })
+        .map(|m| m.info.matrix.clone())
+        .collect())
+}
+
+struct Meta {
+    family: String,
+    source: String,
+    device: String,
+    driver: String,
+    iterations: String,
+}
+
+fn median(mut t: Vec<f64>) -> f64 {
+    t.sort_by(f64::total_cmp);
+    t[t.len() / 2]
+}
+
+fn one_matrix<T: GpuScalar>(
+    src: &MatrixSource,
+    meta: &Meta,
+    measurer: &mut Measurer,
+    a: &CollectArgs,
+) -> anyhow::Result<(MatrixInfo, Vec<KernelRun>)> {
+    let (m, _): (Csr<T>, _) = src.load()?;
+    let pat = CsrPattern::of(&m);
+    let t = Instant::now();
+    let _ = spmv::known(pat);
+    let known_s = t.elapsed().as_secs_f64();
+    let features = CpuGatherer.gather(pat)?;
+    let x = check::test_vector::<T>(m.cols(), 42);
+    let (reference, scale) = check::reference_product(&m, &x);
+    let mut runs = Vec::new();
+    let gather_s;
+    match measurer {
+        Measurer::Cpu(kernels) => {
+            gather_s = median(
+                (0..3)
+                    .map(|_| {
+                        let t = Instant::now();
+                        let _ = CpuGatherer.gather(pat);
+                        t.elapsed().as_secs_f64()
+                    })
+                    .collect(),
+            );
+            let mut y = vec![T::zero(); m.rows()];
+            for &k in kernels.iter() {
+                let r = (|| -> Result<Timing, String> {
+                    let t = Instant::now();
+                    let p = k.prepare(&m);
+                    let setup_s = t.elapsed().as_secs_f64();
+                    check::poison(&mut y);
+                    p.run(&x, &mut y).map_err(|e| e.to_string())?;
+                    let rep = check::compare(&m, &reference, &scale, &y);
+                    if !rep.passed {
+                        return Err(wrong(&rep));
+                    }
+                    for _ in 0..a.warmup {
+                        p.run(&x, &mut y).map_err(|e| e.to_string())?;
+                    }
+                    let mut times = Vec::with_capacity(a.reps);
+                    for _ in 0..a.reps {
+                        let t = Instant::now();
+                        p.run(&x, &mut y).map_err(|e| e.to_string())?;
+                        times.push(t.elapsed().as_secs_f64());
+                    }
+                    Ok(Timing {
+                        setup_s,
+                        per_iter_s: median(times).max(1e-9),
+                        reps: a.reps,
+                    })
+                })();
+                runs.push(kernel_run(k.name(), r));
+            }
+        }
+        Measurer::Cuda(g) => {
+            let (gpu, kernels) = &mut **g;
+            let dm = gpu.upload(&m)?;
+            let dx = gpu.htod(&x)?;
+            let (ptr, idx) = dm.pattern();
+            gather_s = GpuGatherer::new(gpu)?.time(m.rows(), m.nnz(), ptr, idx, 5)?;
+            let poison = vec![T::nan(); m.rows()];
+            for &k in kernels.iter() {
+                let r = (|| -> Result<Timing, String> {
+                    let mut dy = gpu.htod(&poison).map_err(|e| e.to_string())?;
+                    let mut p = gpu
+                        .prepare(k, &dm, &dx, &mut dy)
+                        .map_err(|e| e.to_string())?;
+                    gpu.launch(&mut p, &dm, &dx, &mut dy)
+                        .map_err(|e| e.to_string())?;
+                    let y = gpu.dtoh(&dy).map_err(|e| e.to_string())?;
+                    let rep = check::compare(&m, &reference, &scale, &y);
+                    if !rep.passed {
+                        return Err(wrong(&rep));
+                    }
+                    let times = gpu
+                        .time(
+                            &mut p,
+                            (&dm, &dx, &mut dy),
+                            TimingPlan {
+                                warmup: a.warmup,
+                                iterations: a.reps,
+                            },
+                            None,
+                        )
+                        .map_err(|e| e.to_string())?;
+                    Ok(Timing {
+                        setup_s: p.setup_s,
+                        per_iter_s: median(times).max(1e-9),
+                        reps: a.reps,
+                    })
+                })();
+                runs.push(kernel_run(k.name(), r));
+            }
+        }
+    }
+    let info = MatrixInfo {
+        matrix: src.name(),
+        family: meta.family.clone(),
+        source: meta.source.clone(),
+        rows: m.rows(),
+        cols: m.cols(),
+        nnz: m.nnz(),
+        precision: T::NAME.to_string(),
+        backend: match measurer {
+            Measurer::Cpu(_) => "cpu".into(),
+            Measurer::Cuda(_) => "cuda".into(),
+        },
+        device: meta.device.clone(),
+        driver: meta.driver.clone(),
+        augur_version: env!("CARGO_PKG_VERSION").into(),
+        schema_version: SPMV_SCHEMA_VERSION,
+        iterations: meta.iterations.clone(),
+        known_s,
+        gather_s,
+        features: features.values(),
+    };
+    Ok((info, runs))
+}
+
+fn wrong(rep: &check::CheckReport) -> String {
+    format!(
+        "wrong result: error {:.3} of the bound at row {:?}, {} NaN/inf rows",
+        rep.max_bound_ratio, rep.worst_row, rep.bad_rows
+    )
+}
+
+fn kernel_run(name: &str, r: Result<Timing, String>) -> KernelRun {
+    match r {
+        Ok(t) => KernelRun {
+            kernel: name.into(),
+            timing: Some(t),
+            error: String::new(),
+        },
+        Err(e) => KernelRun {
+            kernel: name.into(),
+            timing: None,
+            error: e,
+        },
+    }
+}

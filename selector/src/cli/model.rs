@@ -1,0 +1,243 @@
+//! `augur train`, `augur export`, `augur eval`: the models stage.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use augur_models::eval::{self, RowSelect};
+use augur_models::model::IterationMode;
+use augur_models::{export, Model, Runs, TrainParams};
+use clap::{Args, ValueEnum};
+
+#[derive(Args, Debug)]
+pub struct TrainArgs {
+    /// Runs CSVs from `augur collect` (one backend and precision).
+    #[arg(required = true)]
+    runs: Vec<PathBuf>,
+    /// Where to write the model (JSON; replaced atomically).
+    #[arg(long)]
+    out: PathBuf,
+    /// Iteration counts to train for (default: those the runs were collected for).
+    #[arg(long)]
+    iterations: Option<String>,
+    /// Deepest tree tried (1..=20); a shallower one is kept when it scores within --slack.
+    #[arg(long, default_value_t = 8)]
+    max_depth: usize,
+    /// Least leaf weights tried, comma-separated (sample weights average 1).
+    #[arg(long, default_value = "1,3,10")]
+    min_leaf_weight: String,
+    /// Cross-validation folds; a family never spans two folds.
+    #[arg(long, default_value_t = 5)]
+    folds: usize,
+    /// Share of families held out of training, for `augur eval`.
+    #[arg(long, default_value_t = 0.2)]
+    holdout: f64,
+    /// How iterations enter the trees (default: chosen by cross-validation).
+    #[arg(long, value_enum)]
+    mode: Option<Mode>,
+    /// Take the shallowest tree whose CV score is within this share of the best.
+    #[arg(long, default_value_t = 0.005)]
+    slack: f64,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Mode {
+    Joint,
+    PerK,
+}
+
+pub fn train(a: TrainArgs) -> anyhow::Result<ExitCode> {
+    let runs = Runs::read(&a.runs)?;
+    let min_weight_leaf = a
+        .min_leaf_weight
+        .split(',')
+        .map(|s| {
+            s.trim()
+                .parse::<f32>()
+                .with_context(|| format!("--min-leaf-weight: `{s}` is not a number"))
+        })
+        .collect::<anyhow::Result<Vec<f32>>>()?;
+    let iterations = match &a.iterations {
+        Some(s) => Some(augur_models::train::parse_iterations(s).with_context(|| {
+            format!("--iterations `{s}`: expected counts >= 1 separated by commas")
+        })?),
+        None => None,
+    };
+    let params = TrainParams {
+        iterations,
+        max_depth: a.max_depth,
+        min_weight_leaf,
+        folds: a.folds,
+        holdout: a.holdout,
+        mode: a.mode.map(|m| match m {
+            Mode::Joint => IterationMode::Joint,
+            Mode::PerK => IterationMode::PerK,
+        }),
+        slack: a.slack,
+        ..TrainParams::default()
+    }
+    .check()?;
+    let model = params.fit(&runs, env!("CARGO_PKG_VERSION"))?;
+    model.write(&a.out)?;
+    let t = &model.training;
+    println!(
+        "trained on {} matrices in {} families ({} families held out), iterations {:?}, {} kernels",
+        t.matrices,
+        t.families,
+        t.held_out_families.len(),
+        model.iterations,
+        model.kernels.len()
+    );
+    println!(
+        "\nfamily-grouped {}-fold CV, best over min leaf weights, per depth:",
+        t.folds
+    );
+    println!(
+        "{:<9} {:<6} {:>5} {:>11} {:>9}",
+        "features", "mode", "depth", "sel/oracle", "accuracy"
+    );
+    for set in ["known", "gathered"] {
+        for mode in [IterationMode::Joint, IterationMode::PerK] {
+            for d in 1..=a.max_depth {
+                if let Some(s) =
+                    t.cv.iter()
+                        .filter(|s| s.features == set && s.mode == mode && s.max_depth == d)
+                        .max_by(|x, y| x.oracle_ratio.total_cmp(&y.oracle_ratio))
+                {
+                    println!(
+                        "{:<9} {:<6} {:>5} {:>11.3} {:>8.0}%",
+                        set,
+                        match mode {
+                            IterationMode::Joint => "joint",
+                            IterationMode::PerK => "per-k",
+                        },
+                        d,
+                        s.oracle_ratio,
+                        s.accuracy * 100.0
+                    );
+                }
+            }
+        }
+    }
+    for c in &t.chosen {
+        println!(
+            "chosen for {} features: {:?} mode, max depth {}, min leaf weight {} (CV sel/oracle {:.3}, accuracy {:.0}%)",
+            c.features,
+            c.mode,
+            c.max_depth,
+            c.min_weight_leaf,
+            c.oracle_ratio,
+            c.accuracy * 100.0
+        );
+    }
+    println!(
+        "gathering paid on {:.0}% of training samples; policy tree depth {}",
+        t.gather_paid_share * 100.0,
+        model.policy.depth()
+    );
+    println!("wrote {}", a.out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Format {
+    Text,
+    Dot,
+    Rust,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// A model file, or `default-cpu` / `default-cuda` for the models built into augur.
+    model: String,
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// Write here instead of standard output.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// A model file, or one of the built-in defaults by name.
+pub fn load_model(arg: &str) -> anyhow::Result<Model> {
+    match arg {
+        "default-cpu" | "default-cuda" => Ok(augur::defaults::model(&arg[8..])?),
+        _ => Ok(Model::read(std::path::Path::new(arg))?),
+    }
+}
+
+pub fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
+    let m = load_model(&a.model)?;
+    let s = match a.format {
+        Format::Text => export::text(&m),
+        Format::Dot => export::dot(&m),
+        Format::Rust => export::rust(&m),
+        Format::Json => export::json(&m),
+    };
+    match a.out {
+        Some(p) => {
+            let tmp = p.with_extension("tmp");
+            std::fs::write(&tmp, s).with_context(|| format!("write {}", tmp.display()))?;
+            std::fs::rename(&tmp, &p)?;
+        }
+        None => print!("{s}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Rows {
+    /// Families the model was not trained on (its held-out families).
+    Unseen,
+    /// Every row, training rows included (optimistic).
+    All,
+}
+
+#[derive(Args, Debug)]
+pub struct EvalArgs {
+    /// Runs CSVs from `augur collect`.
+    #[arg(required = true)]
+    runs: Vec<PathBuf>,
+    /// A model file, or `default-cpu` / `default-cuda`.
+    #[arg(long)]
+    model: String,
+    #[arg(long, value_enum, default_value = "unseen")]
+    rows: Rows,
+    /// Iteration counts (default: the model's).
+    #[arg(long)]
+    iterations: Option<String>,
+    /// JSON on stdout instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Also write an SVG plot (oracle / selected per sample, sorted, by nnz bucket).
+    #[arg(long)]
+    svg: Option<PathBuf>,
+}
+
+pub fn eval(a: EvalArgs) -> anyhow::Result<ExitCode> {
+    let m = load_model(&a.model)?;
+    let runs = Runs::read(&a.runs)?;
+    let iterations = match &a.iterations {
+        Some(s) => Some(augur_models::train::parse_iterations(s).with_context(|| {
+            format!("--iterations `{s}`: expected counts >= 1 separated by commas")
+        })?),
+        None => None,
+    };
+    let rows = match a.rows {
+        Rows::Unseen => RowSelect::Unseen,
+        Rows::All => RowSelect::All,
+    };
+    let r = eval::evaluate(&m, &runs, rows, iterations)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        print!("{}", eval::table(&r));
+    }
+    if let Some(p) = &a.svg {
+        eval::plot_svg(&r, p)?;
+        if !a.json {
+            println!("plot: {}", p.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
