@@ -3,8 +3,11 @@
 #
 #   datasets -> features -> kernels (timings) -> models -> selector
 #
-# Today matrices come in, SpMV features are gathered, and the CPU kernels are checked and timed.
-# The training and dispatch stages join this script as their issues land.
+# Matrices come in, SpMV features are gathered, the CPU kernels are checked and timed, then the
+# training pipeline runs: collect (every kernel's setup and per-iteration time on the training set)
+# -> train (decision trees, family-grouped cross-validation) -> export (readable rules) -> eval
+# (held-out families vs the oracle, the best single kernel and a hand rule). The dispatch stage
+# joins this script when the Runtime issue lands.
 # Outputs go to $AUGUR_OUT (default out/main-job).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,5 +61,32 @@ echo "== kernels: every CPU kernel, checked against the f64 reference, then time
   > "$out/spmv-cpu.csv"
 
 echo
-echo "== models, selector: not built yet (issues 5 and 6)"
-echo "wrote $out/matrices.csv, $out/features.csv and $out/spmv-cpu.csv"
+echo "== kernels (timings): collect the training runs on the CPU backend"
+# The generated training set up to 1e6 nonzeros (every generator family, several sizes) plus the
+# shared matrices when present. A fresh collection each run (use --resume to continue one).
+mapfile -t train_specs < <(bash scripts/training-specs.sh 1e6 "$shared")
+train_files=()
+[ -d "$shared/suitesparse" ] && train_files=("$shared/suitesparse")
+[ -f "$shared/MANIFEST.tsv" ] || train_specs=("${train_specs[@]/expand:*/}")
+rm -f "$out/runs-cpu.csv"
+"$augur" collect --backend cpu --precision f32 --iterations 1,10,100 --reps 5 \
+  --out "$out/runs-cpu.csv" "${train_files[@]}" ${train_specs[@]}
+
+echo
+echo "== models: train a selector (linfa-trees, family-grouped cross-validation)"
+"$augur" train "$out/runs-cpu.csv" --out "$out/model-cpu.json"
+
+echo
+echo "== models: the tree, as rules a person can read"
+"$augur" export "$out/model-cpu.json" --format text | tee "$out/model-cpu.txt"
+"$augur" export "$out/model-cpu.json" --format dot --out "$out/model-cpu.dot"
+"$augur" export "$out/model-cpu.json" --format rust --out "$out/model-cpu.rs"
+
+echo
+echo "== models: evaluation on the families held out of training"
+"$augur" eval "$out/runs-cpu.csv" --model "$out/model-cpu.json" --svg "$out/eval-cpu.svg" \
+  | tee "$out/eval-cpu.txt"
+
+echo
+echo "== selector: the dispatcher is not built yet (issue 6)"
+echo "wrote $out/: matrices.csv features.csv spmv-cpu.csv runs-cpu.csv model-cpu.{json,txt,dot,rs} eval-cpu.{txt,svg}"

@@ -126,6 +126,10 @@ pub struct CvScore {
     pub min_weight_leaf: f32,
     /// Geomean over held-out-fold samples of oracle / selected cost (gathering not charged).
     pub oracle_ratio: f64,
+    /// Mean of selected / oracle cost (weighs a catastrophic pick in full).
+    pub mean_slowdown: f64,
+    /// Lowest oracle / selected.
+    pub worst: f64,
     /// Share of samples whose pick is the fastest kernel.
     pub accuracy: f64,
 }

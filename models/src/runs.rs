@@ -230,10 +230,11 @@ impl Runs {
                             per_iter_s: num(t + 4)?,
                             reps: int(t + 5)?,
                         };
-                        if !(timing.setup_s >= 0.0 && timing.per_iter_s > 0.0)
-                            || !timing.per_iter_s.is_finite()
-                            || !timing.setup_s.is_finite()
-                        {
+                        let valid = timing.setup_s >= 0.0
+                            && timing.per_iter_s > 0.0
+                            && timing.per_iter_s.is_finite()
+                            && timing.setup_s.is_finite();
+                        if !valid {
                             return Err(bad(
                                 path,
                                 line,

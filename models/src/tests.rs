@@ -115,7 +115,7 @@ fn write_runs(r: &Runs, name: &str) -> PathBuf {
 fn runs_round_trip_and_later_rows_win() {
     let r = synthetic(false);
     let p = write_runs(&r, "roundtrip");
-    let back = Runs::read(&[p.clone()]).unwrap();
+    let back = Runs::read(std::slice::from_ref(&p)).unwrap();
     assert_eq!(back.matrices.len(), r.matrices.len());
     assert_eq!(back.matrices[3].kernels, r.matrices[3].kernels);
     assert_eq!(back.matrices[3].info.family, r.matrices[3].info.family);
@@ -146,7 +146,9 @@ fn runs_errors_name_file_line_and_value() {
     c[n - 2] = "fast".into();
     lines[2] = c.join(",");
     std::fs::write(&p, lines.join("\n") + "\n").unwrap();
-    let e = Runs::read(&[p.clone()]).unwrap_err().to_string();
+    let e = Runs::read(std::slice::from_ref(&p))
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("runs.csv:3:") && e.contains("`fast`") && e.contains("per_iter_s"),
         "{e}"
@@ -157,7 +159,9 @@ fn runs_errors_name_file_line_and_value() {
     c2[n - 5] = "maybe".into();
     lines[2] = c2.join(",");
     std::fs::write(&p, lines.join("\n") + "\n").unwrap();
-    let e = Runs::read(&[p.clone()]).unwrap_err().to_string();
+    let e = Runs::read(std::slice::from_ref(&p))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains(":3:") && e.contains("maybe"), "{e}");
     // A header of another schema.
     lines[0] = lines[0].replace("f_row_len_max", "f_longest_row");

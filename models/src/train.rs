@@ -140,7 +140,9 @@ impl TrainParams {
         if !(1..=20).contains(&self.max_depth) {
             return p(format!("max depth {} outside 1..=20", self.max_depth));
         }
-        if self.min_weight_leaf.is_empty() || self.min_weight_leaf.iter().any(|w| !(*w > 0.0)) {
+        if self.min_weight_leaf.is_empty()
+            || self.min_weight_leaf.iter().any(|w| w.is_nan() || *w <= 0.0)
+        {
             return p("min leaf weights must be > 0 (at least one)".into());
         }
         if self.folds < 2 {
@@ -516,6 +518,17 @@ impl CheckedTrainParams {
                             oracle_ratio: geomean(
                                 all.iter().zip(&pred).map(|(s, &k)| s.oracle / s.costs[k]),
                             ),
+                            mean_slowdown: all
+                                .iter()
+                                .zip(&pred)
+                                .map(|(s, &k)| s.costs[k] / s.oracle)
+                                .sum::<f64>()
+                                / all.len() as f64,
+                            worst: all
+                                .iter()
+                                .zip(&pred)
+                                .map(|(s, &k)| s.oracle / s.costs[k])
+                                .fold(f64::INFINITY, f64::min),
                             accuracy: all.iter().zip(&pred).filter(|(s, &k)| s.best == k).count()
                                 as f64
                                 / all.len() as f64,

@@ -275,3 +275,209 @@ fn check_runs_the_suite_and_bench_writes_csv() {
     );
     assert_eq!(so.lines().count(), 5, "{so}");
 }
+
+fn csv_matrices(p: &std::path::Path) -> Vec<String> {
+    let mut r = csv::Reader::from_path(p).unwrap();
+    let mut m: Vec<String> = r
+        .records()
+        .map(|x| x.unwrap().get(0).unwrap().to_string())
+        .collect();
+    m.dedup();
+    m
+}
+
+#[test]
+fn collect_skips_bad_files_resumes_shards_and_merges() {
+    let dir = temp_dir("collect");
+    let bad = write_file(
+        "broken.mtx",
+        b"%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1\n9 1 2\n",
+    );
+    let specs = [
+        "stencil2d:nx=20",
+        "uniform:rows=500,row_len=6",
+        "powerlaw:rows=800,alpha=2.1,min=2",
+        "banded:n=600,bw=3",
+    ];
+    let out = dir.join("runs.csv");
+    let o = out.to_str().unwrap();
+    let mut args = vec!["collect", "--reps", "2", "--warmup", "0", "--out", o];
+    args.extend(specs);
+    args.push(bad.to_str().unwrap());
+    let r = augur(&args);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    let err = text(&r.stderr);
+    assert!(
+        err.contains("skipping broken") && err.contains("broken.mtx:4"),
+        "{err}"
+    );
+    assert!(
+        err.contains("4 matrices measured") && err.contains("1 skipped"),
+        "{err}"
+    );
+    assert_eq!(csv_matrices(&out).len(), 4);
+    let rows = std::fs::read_to_string(&out).unwrap().lines().count();
+    assert_eq!(rows, 1 + 4 * 4, "header + 4 kernels x 4 matrices");
+    // Not without --resume: the file is kept as it was.
+    let before = std::fs::read(&out).unwrap();
+    let r = augur(&args);
+    assert!(!r.status.success());
+    assert!(text(&r.stderr).contains("--resume"), "{}", text(&r.stderr));
+    assert_eq!(std::fs::read(&out).unwrap(), before);
+    // An interrupted run's partial line is dropped, complete matrices are skipped.
+    let mut cut = before.clone();
+    cut.extend_from_slice(b"\"uniform:rows=9");
+    std::fs::write(&out, &cut).unwrap();
+    let mut resume = args.clone();
+    resume.push("--resume");
+    let r = augur(&resume);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    let err = text(&r.stderr);
+    assert!(
+        err.contains("partial last line") && err.contains("4 already in"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), before);
+    // Two shards merged hold the same matrices.
+    let mut parts = Vec::new();
+    for s in ["1/2", "2/2"] {
+        let p = dir.join(format!("shard{}.csv", &s[..1]));
+        let mut a = vec!["collect", "--reps", "1", "--warmup", "0", "--shard", s];
+        let ps = p.to_str().unwrap().to_string();
+        a.extend(["--out", ps.as_str()]);
+        a.extend(specs);
+        let r = augur(&a);
+        assert!(r.status.success(), "{}", text(&r.stderr));
+        assert_eq!(csv_matrices(&p).len(), 2);
+        parts.push(ps);
+    }
+    let merged = dir.join("merged.csv");
+    let r = augur(&[
+        "collect",
+        "merge",
+        &parts[0],
+        &parts[1],
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    let mut a = csv_matrices(&merged);
+    let mut b = csv_matrices(&out);
+    a.sort();
+    b.sort();
+    assert_eq!(a, b);
+    let r = augur(&["collect", "--shard", "3/2", "--out", o, "stencil2d:nx=5"]);
+    assert!(!r.status.success() && text(&r.stderr).contains("1 <= I <= N"));
+}
+
+#[test]
+fn train_export_eval_on_a_small_collection() {
+    let dir = temp_dir("pipeline");
+    let runs = dir.join("runs.csv");
+    let specs = [
+        "stencil2d:nx=30",
+        "stencil2d:nx=60",
+        "stencil3d:nx=12,points=27",
+        "uniform:rows=2000,row_len=4",
+        "uniform:rows=4000,row_len=32",
+        "powerlaw:rows=3000,alpha=2.1,min=2",
+        "rmat:scale=11,ef=8",
+        "banded:n=3000,bw=8",
+        "blockdiag:n=2000,block=16",
+        "hubs:n=3000,hubs=2,short=3",
+        "arrowhead:n=3000",
+        "tall:rows=20000,cols=100,row_len=2",
+        "wide:rows=50,cols=20000,row_len=400",
+    ];
+    let mut args = vec![
+        "collect",
+        "--reps",
+        "3",
+        "--iterations",
+        "1,100",
+        "--out",
+        runs.to_str().unwrap(),
+    ];
+    args.extend(specs);
+    let r = augur(&args);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    let model = dir.join("model.json");
+    let (rs, ms) = (runs.to_str().unwrap(), model.to_str().unwrap());
+    let r = augur(&[
+        "train",
+        rs,
+        "--out",
+        ms,
+        "--folds",
+        "3",
+        "--max-depth",
+        "3",
+        "--holdout",
+        "0.3",
+    ]);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    let so = text(&r.stdout);
+    assert!(
+        so.contains("family-grouped 3-fold CV") && so.contains("chosen for gathered"),
+        "{so}"
+    );
+    let r = augur(&["export", ms]);
+    let t = text(&r.stdout);
+    assert!(
+        r.status.success() && t.contains("Gather features?") && t.contains("samples, mean regret"),
+        "{t}"
+    );
+    let r = augur(&["export", ms, "--format", "rust"]);
+    assert!(
+        text(&r.stdout).contains("pub fn select(f: &SpmvFeatures, iterations: u32) -> SpmvKernel")
+    );
+    let r = augur(&["export", ms, "--format", "dot"]);
+    assert!(text(&r.stdout).starts_with("digraph augur"));
+    let svg = dir.join("eval.svg");
+    let r = augur(&[
+        "eval",
+        rs,
+        "--model",
+        ms,
+        "--json",
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    let ratio = v["overall"]["oracle_ratio"].as_f64().unwrap();
+    assert!(ratio > 0.0 && ratio <= 1.0, "{ratio}");
+    assert_eq!(v["iterations"], serde_json::json!([1, 100]));
+    assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+    let r = augur(&["eval", rs, "--model", ms, "--rows", "all"]);
+    assert!(text(&r.stdout).contains("nnz < 1e4"), "{}", text(&r.stdout));
+    // Damaged inputs: a truncated model, a runs file of another schema.
+    let half = dir.join("half.json");
+    let m = std::fs::read_to_string(&model).unwrap();
+    std::fs::write(&half, &m[..m.len() / 3]).unwrap();
+    let r = augur(&["export", half.to_str().unwrap()]);
+    assert!(
+        !r.status.success() && text(&r.stderr).contains("half.json"),
+        "{}",
+        text(&r.stderr)
+    );
+    let other = dir.join("other.csv");
+    let csv_text = std::fs::read_to_string(&runs)
+        .unwrap()
+        .replacen("f_nnz", "f_entries", 1);
+    std::fs::write(&other, csv_text).unwrap();
+    let r = augur(&["train", other.to_str().unwrap(), "--out", ms]);
+    let e = text(&r.stderr);
+    assert!(
+        !r.status.success() && e.contains("other.csv:1:") && e.contains("f_entries"),
+        "{e}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&model).unwrap(),
+        m,
+        "a failed train keeps the old model"
+    );
+    // The built-in models export.
+    let r = augur(&["export", "default-cuda"]);
+    assert!(r.status.success() && text(&r.stdout).contains("cuda backend"));
+}
