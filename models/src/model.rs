@@ -143,6 +143,8 @@ pub struct Training {
     pub families: usize,
     /// Families kept out of training for `augur eval` (and never seen by the trees).
     pub held_out_families: Vec<String>,
+    /// Seed of the family split (holdout and folds).
+    pub split_seed: u64,
     pub folds: usize,
     /// Every configuration tried, cross-validated by family.
     pub cv: Vec<CvScore>,

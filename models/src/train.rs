@@ -113,6 +113,8 @@ pub struct TrainParams {
     pub slack: f64,
     /// Depth of the gathering policy tree.
     pub policy_depth: usize,
+    /// Seed of the family order behind the holdout and the folds (another seed, another split).
+    pub split_seed: u64,
 }
 
 impl Default for TrainParams {
@@ -124,8 +126,9 @@ impl Default for TrainParams {
             folds: 5,
             holdout: 0.2,
             mode: None,
-            slack: 0.005,
+            slack: 0.01,
             policy_depth: 3,
+            split_seed: 0,
         }
     }
 }
@@ -183,8 +186,8 @@ fn hex_hash(s: &str) -> String {
         .collect()
 }
 
-/// Families in a fixed pseudo-random order (by the SHA-256 of their name).
-pub fn family_order(runs: &Runs) -> Vec<String> {
+/// Families in a fixed pseudo-random order: by the SHA-256 of the split seed and their name.
+pub fn family_order(runs: &Runs, seed: u64) -> Vec<String> {
     let mut f: Vec<String> = runs
         .matrices
         .iter()
@@ -192,13 +195,13 @@ pub fn family_order(runs: &Runs) -> Vec<String> {
         .collect();
     f.sort();
     f.dedup();
-    f.sort_by_cached_key(|x| hex_hash(x));
+    f.sort_by_cached_key(|x| hex_hash(&format!("{seed}/{x}")));
     f
 }
 
 /// The held-out families of a run table for a holdout share.
-pub fn held_out_families(runs: &Runs, holdout: f64) -> Vec<String> {
-    let order = family_order(runs);
+pub fn held_out_families(runs: &Runs, holdout: f64, seed: u64) -> Vec<String> {
+    let order = family_order(runs, seed);
     let n = if holdout > 0.0 && order.len() >= 2 {
         ((holdout * order.len() as f64).round() as usize).clamp(1, order.len() - 1)
     } else {
@@ -267,6 +270,7 @@ fn fit_tree(
         return Ok(Tree::constant(first));
     }
     let mut tree = grow(rows, labels, weights, hyper)?;
+    canonicalize(&mut tree, rows);
     let classes = slowdown[0].len();
     let mut sums = vec![vec![0.0f64; classes]; tree.nodes.len()];
     for (x, r) in rows.iter().zip(slowdown) {
@@ -277,21 +281,64 @@ fn fit_tree(
     }
     for (n, s) in tree.nodes.iter_mut().zip(&sums) {
         if let Node::Leaf { class, .. } = n {
+            // Ties go to the lowest class index (linfa-trees breaks ties by HashMap order).
             if let Some((c, _)) = s
                 .iter()
                 .enumerate()
                 .filter(|(_, v)| v.is_finite())
                 .min_by(|a, b| a.1.total_cmp(b.1))
             {
-                if s[c] < s[*class] {
-                    *class = c;
-                }
+                *class = c;
             }
         }
     }
     tree.simplify();
     Ok(tree)
 }
+
+/// Make the splits independent of how linfa-trees broke ties: it sums class weights in HashMap
+/// order, so two features that cut the node's samples identically (rows and cols of a square
+/// matrix, say) win by rounding noise that changes from run to run. Each split is moved to the
+/// lowest-index input that separates the node's training samples the same way, with the threshold
+/// halfway between the two sides, so one training set always gives one tree.
+fn canonicalize(tree: &mut Tree, rows: &[Vec<f64>]) {
+    fn go(tree: &mut Tree, rows: &[Vec<f64>], node: usize, members: Vec<usize>) {
+        let Node::Split {
+            feature,
+            threshold,
+            left,
+            right,
+        } = tree.nodes[node].clone()
+        else {
+            return;
+        };
+        let x = |i: usize, f: usize| clean(rows[i][f]);
+        let (l, r): (Vec<usize>, Vec<usize>) =
+            members.iter().partition(|&&i| x(i, feature) < threshold);
+        if !l.is_empty() && !r.is_empty() {
+            let d = rows[0].len();
+            for g in 0..d {
+                let lmax = l.iter().map(|&i| x(i, g)).fold(f64::NEG_INFINITY, f64::max);
+                let rmin = r.iter().map(|&i| x(i, g)).fold(f64::INFINITY, f64::min);
+                if lmax < rmin {
+                    tree.nodes[node] = Node::Split {
+                        feature: g,
+                        threshold: lmax + (rmin - lmax) / 2.0,
+                        left,
+                        right,
+                    };
+                    break;
+                }
+            }
+        }
+        go(tree, rows, left, l);
+        go(tree, rows, right, r);
+    }
+    go(tree, rows, 0, (0..rows.len()).collect());
+}
+
+/// Sample weights are rounded to integers in units of the mean weight / WEIGHT_UNITS.
+const WEIGHT_UNITS: f64 = 16.0;
 
 fn grow(
     rows: &[Vec<f64>],
@@ -304,11 +351,18 @@ fn grow(
     let x = Array2::from_shape_fn((n, d), |(i, j)| clean(rows[i][j]));
     let y = Array1::from_vec(labels.to_vec());
     let mean = weights.iter().sum::<f64>() / n as f64;
-    let w = Array1::from_iter(weights.iter().map(|w| (w / mean.max(1e-300)) as f32));
+    // Integer weights (in units of 1/WEIGHT_UNITS of the mean): linfa-trees sums class weights in
+    // HashMap order, which differs from run to run; sums of integers are exact in any order, so
+    // equal cuts stay equal and the tree does not change between runs.
+    let w = Array1::from_iter(
+        weights
+            .iter()
+            .map(|w| (w / mean.max(1e-300) * WEIGHT_UNITS).round().max(1.0) as f32),
+    );
     let ds = Dataset::new(x, y).with_weights(w);
     let t = DecisionTree::params()
         .max_depth(Some(hyper.max_depth))
-        .min_weight_leaf(hyper.min_weight_leaf)
+        .min_weight_leaf(hyper.min_weight_leaf * WEIGHT_UNITS as f32)
         .min_weight_split(2.0 * hyper.min_weight_leaf)
         .fit(&ds)
         .map_err(|e| ModelError::Train(format!("linfa-trees: {e}")))?;
@@ -445,7 +499,7 @@ impl CheckedTrainParams {
         ks.sort_unstable();
         ks.dedup();
         let kernels = runs.kernel_names();
-        let held = held_out_families(runs, p.holdout);
+        let held = held_out_families(runs, p.holdout, p.split_seed);
         let all = samples(runs, &kernels, &ks, |m| !held.contains(&m.info.family));
         if all.is_empty() {
             return Err(ModelError::Train(
@@ -457,7 +511,7 @@ impl CheckedTrainParams {
             ks: ks.clone(),
         };
         // Families of the training samples, in hash order, dealt to folds.
-        let order = family_order(runs);
+        let order = family_order(runs, p.split_seed);
         let fam_of = |s: &Sample| &runs.matrices[s.matrix].info.family;
         let train_fams: Vec<&String> = order.iter().filter(|f| !held.contains(f)).collect();
         let folds = p.folds.min(train_fams.len()).max(1);
@@ -666,6 +720,7 @@ impl CheckedTrainParams {
                 matrices: n_matrices,
                 families: train_fams.len(),
                 held_out_families: held,
+                split_seed: p.split_seed,
                 folds,
                 cv,
                 chosen: vec![sk, sg],

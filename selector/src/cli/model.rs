@@ -36,8 +36,11 @@ pub struct TrainArgs {
     #[arg(long, value_enum)]
     mode: Option<Mode>,
     /// Take the shallowest tree whose CV score is within this share of the best.
-    #[arg(long, default_value_t = 0.005)]
+    #[arg(long, default_value_t = 0.01)]
     slack: f64,
+    /// Seed of the family split behind the holdout and the folds.
+    #[arg(long, default_value_t = 0)]
+    split_seed: u64,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -74,6 +77,7 @@ pub fn train(a: TrainArgs) -> anyhow::Result<ExitCode> {
             Mode::PerK => IterationMode::PerK,
         }),
         slack: a.slack,
+        split_seed: a.split_seed,
         ..TrainParams::default()
     }
     .check()?;
