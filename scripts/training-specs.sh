@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The generated matrices augur trains on: every generator family, several structures each, sizes
-# from ~1e4 nonzeros up to MAX_NNZ (first argument, default 1e8). One spec per line on stdout;
+# from ~1e4 nonzeros up to about MAX_NNZ (first argument, default 1e8; the size estimate of the
+# heavy-tailed power-law with alpha = 1.8 is low: at 1e8 it admits one of 1.9e9 nonzeros). One spec per line on stdout;
 # pass them to `augur collect`. The size keys (rows, n, nx, scale, ...) are left out of the family
 # key `augur collect` records, so all sizes of one structure share a cross-validation group.
 #   scripts/training-specs.sh [MAX_NNZ] [MATRICES_DIR]
