@@ -62,6 +62,18 @@ pub enum DatasetError {
     /// The manifest (`MANIFEST.tsv`) is malformed.
     #[error("{path}: {msg}")]
     Manifest { path: PathBuf, msg: String },
+
+    /// The collection index (`ssstats.csv`) is malformed at `line` (1-based).
+    #[error("{origin}:{line}: {msg}")]
+    Catalog {
+        origin: String,
+        line: u64,
+        msg: String,
+    },
+
+    /// A download or its verification failed.
+    #[error("{name}: {msg}")]
+    Fetch { name: String, msg: String },
 }
 
 impl DatasetError {

@@ -907,7 +907,7 @@ impl<'a> Params<'a> {
 }
 
 /// `1000`, `1e6`, `1_000_000`, `2^20`.
-fn parse_number(s: &str) -> Option<f64> {
+pub fn parse_number(s: &str) -> Option<f64> {
     let s = s.replace('_', "");
     if let Some((b, e)) = s.split_once('^') {
         return Some(b.parse::<f64>().ok()?.powf(e.parse::<f64>().ok()?));

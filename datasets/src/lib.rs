@@ -12,7 +12,9 @@
 //! - [`stats`]: row-length statistics for `augur matrix info`.
 
 mod build;
+pub mod catalog;
 pub mod error;
+pub mod fetch;
 pub mod generate;
 pub mod manifest;
 pub mod mtx;

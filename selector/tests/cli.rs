@@ -481,3 +481,147 @@ fn train_export_eval_on_a_small_collection() {
     let r = augur(&["export", "default-cuda"]);
     assert!(r.status.success() && text(&r.stdout).contains("cuda backend"));
 }
+
+#[test]
+fn datasets_list_fetch_then_collect_the_directory() {
+    use augur_tests::{mtx_archive, LoopbackServer, Serve};
+    // `list` on the shared index, offline.
+    if let Some(shared) = shared_dir("datasets_list") {
+        let idx = shared.join("ssstats.csv");
+        let r = augur(&[
+            "datasets",
+            "list",
+            "--index",
+            idx.to_str().unwrap(),
+            "--min-nnz",
+            "1e5",
+            "--kind",
+            "circuit simulation problem",
+            "--json",
+        ]);
+        assert!(r.status.success(), "{}", text(&r.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+        let a = v.as_array().unwrap();
+        assert!(!a.is_empty());
+        for m in a {
+            assert!(m["nnz"].as_u64().unwrap() >= 100_000);
+            assert!(m["kind"]
+                .as_str()
+                .unwrap()
+                .contains("circuit simulation problem"));
+            assert!(m["estimated_download_bytes"].as_u64().unwrap() > 0);
+        }
+        let r = augur(&[
+            "datasets",
+            "list",
+            "--index",
+            idx.to_str().unwrap(),
+            "HB/bcsstk16",
+        ]);
+        let t = text(&r.stdout);
+        assert!(
+            t.contains("HB/bcsstk16") && t.contains("1 of 2893 matrices"),
+            "{t}"
+        );
+    }
+    // `fetch` from a loopback server, then `collect` on the fetched directory.
+    let dir = temp_dir("datasets");
+    let mut lines = Vec::new();
+    let mut routes = Vec::new();
+    for (name, spec) in [
+        ("alpha1", "stencil2d:nx=12"),
+        ("alpha2", "stencil2d:nx=15"),
+        ("beta", "banded:n=200,bw=2"),
+    ] {
+        let p = dir.join(format!("{name}.mtx"));
+        let r = augur(&["matrix", "write", spec, p.to_str().unwrap()]);
+        assert!(r.status.success(), "{}", text(&r.stderr));
+        let info = augur(&["matrix", "info", "--json", p.to_str().unwrap()]);
+        let v: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+        let (rows, cols, nnz) = (
+            v[0]["rows"].as_u64().unwrap(),
+            v[0]["cols"].as_u64().unwrap(),
+            v[0]["nnz"].as_u64().unwrap(),
+        );
+        lines.push(format!(
+            "Grp,{name},{rows},{cols},{nnz},1,0,0,0,0,0,test problem,{nnz}"
+        ));
+        routes.push((
+            format!("/MM/Grp/{name}.tar.gz"),
+            Serve::Ok(mtx_archive(name, &std::fs::read(&p).unwrap())),
+        ));
+    }
+    let index = dir.join("index.csv");
+    std::fs::write(&index, format!("3\nrev\n{}\n", lines.join("\n"))).unwrap();
+    let server = LoopbackServer::start(routes);
+    let fetched = dir.join("fetched");
+    let (i, f) = (index.to_str().unwrap(), fetched.to_str().unwrap());
+    let r = augur(&[
+        "datasets",
+        "fetch",
+        "--index",
+        i,
+        "--group",
+        "Grp",
+        "--dir",
+        f,
+        "--base-url",
+        &server.base_url,
+        "--gzip",
+    ]);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    assert!(
+        text(&r.stderr).contains("3 fetched, 0 already there, 0 failed"),
+        "{}",
+        text(&r.stderr)
+    );
+    let r = augur(&[
+        "datasets",
+        "fetch",
+        "--index",
+        i,
+        "--group",
+        "Grp",
+        "--dir",
+        f,
+        "--base-url",
+        &server.base_url,
+        "--gzip",
+    ]);
+    assert!(
+        text(&r.stderr).contains("0 fetched, 3 already there"),
+        "{}",
+        text(&r.stderr)
+    );
+    let r = augur(&["datasets", "fetch", "--index", i, "nope", "--dir", f]);
+    assert!(!r.status.success() && text(&r.stderr).contains("`nope` is not in the index"));
+    let runs = dir.join("runs.csv");
+    let r = augur(&[
+        "collect",
+        "--reps",
+        "1",
+        "--warmup",
+        "0",
+        "--out",
+        runs.to_str().unwrap(),
+        f,
+    ]);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    let mut rd = csv::Reader::from_path(&runs).unwrap();
+    let mut fams: Vec<(String, String)> = rd
+        .records()
+        .map(|x| {
+            let x = x.unwrap();
+            (x.get(0).unwrap().to_string(), x.get(1).unwrap().to_string())
+        })
+        .collect();
+    fams.dedup();
+    assert_eq!(
+        fams,
+        [
+            ("alpha1".to_string(), "Grp/alpha".to_string()),
+            ("alpha2".to_string(), "Grp/alpha".to_string()),
+            ("beta".to_string(), "Grp/beta".to_string())
+        ]
+    );
+}

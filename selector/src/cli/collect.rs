@@ -118,11 +118,16 @@ fn merge(m: MergeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Files of a directory argument, sorted; other arguments as they are.
+/// Files of a directory argument, sorted (a directory made by `augur datasets fetch`, with its
+/// matrices in `suitesparse/`, counts as that folder); other arguments as they are.
 fn expand(args: &[String]) -> anyhow::Result<Vec<String>> {
     let mut out = Vec::new();
     for a in args {
-        let p = Path::new(a);
+        let mut p = Path::new(a).to_path_buf();
+        if p.join("MANIFEST.tsv").is_file() && p.join("suitesparse").is_dir() {
+            p = p.join("suitesparse");
+        }
+        let a = &p.display().to_string();
         if p.is_dir() {
             let mut files: Vec<String> = std::fs::read_dir(p)
                 .with_context(|| format!("read directory {a}"))?
@@ -225,8 +230,7 @@ impl Families {
         if let Some(f) = m.as_ref().and_then(lookup) {
             return f;
         }
-        let stem = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '_' || c == '-');
-        format!("file:{}", if stem.is_empty() { name } else { stem })
+        format!("file:{}", augur_datasets::catalog::name_stem(name))
     }
 }
 

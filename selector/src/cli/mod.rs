@@ -2,6 +2,7 @@
 
 mod check;
 mod collect;
+mod datasets;
 mod devices;
 mod features;
 mod kernels;
@@ -34,6 +35,9 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// The SuiteSparse Matrix Collection: list its index, fetch matrices into a directory.
+    #[command(subcommand)]
+    Datasets(datasets::DatasetsCommand),
     /// Inspect, convert and generate matrices.
     #[command(subcommand)]
     Matrix(matrix::MatrixCommand),
@@ -98,6 +102,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Check(a) => check::run(a),
         Command::Bench(BenchCommand::Spmv(a)) => spmv::run_bench(a),
         Command::Collect(c) => collect::run(c),
+        Command::Datasets(c) => datasets::run(c),
         Command::Train(a) => model::train(a),
         Command::Export(a) => model::export(a),
         Command::Eval(a) => model::eval(a),

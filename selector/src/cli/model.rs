@@ -11,7 +11,7 @@ use clap::{Args, ValueEnum};
 
 #[derive(Args, Debug)]
 pub struct TrainArgs {
-    /// Runs CSVs from `augur collect` (one backend and precision).
+    /// Runs CSVs from `augur collect` (one backend and precision), or directories of them.
     #[arg(required = true)]
     runs: Vec<PathBuf>,
     /// Where to write the model (JSON; replaced atomically).
@@ -49,8 +49,32 @@ enum Mode {
     PerK,
 }
 
+/// Runs files, with a directory standing for the `*.csv` files in it (sorted).
+fn runs_files(args: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in args {
+        if p.is_dir() {
+            let mut v: Vec<PathBuf> = std::fs::read_dir(p)
+                .with_context(|| format!("read directory {}", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.extension().is_some_and(|x| x == "csv"))
+                .collect();
+            v.sort();
+            anyhow::ensure!(
+                !v.is_empty(),
+                "{}: no runs (*.csv) in this directory",
+                p.display()
+            );
+            out.extend(v);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
 pub fn train(a: TrainArgs) -> anyhow::Result<ExitCode> {
-    let runs = Runs::read(&a.runs)?;
+    let runs = Runs::read(&runs_files(&a.runs)?)?;
     let min_weight_leaf = a
         .min_leaf_weight
         .split(',')
@@ -220,7 +244,7 @@ pub struct EvalArgs {
 
 pub fn eval(a: EvalArgs) -> anyhow::Result<ExitCode> {
     let m = load_model(&a.model)?;
-    let runs = Runs::read(&a.runs)?;
+    let runs = Runs::read(&runs_files(&a.runs)?)?;
     let iterations = match &a.iterations {
         Some(s) => Some(augur_models::train::parse_iterations(s).with_context(|| {
             format!("--iterations `{s}`: expected counts >= 1 separated by commas")

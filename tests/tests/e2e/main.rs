@@ -6,6 +6,7 @@
 
 mod cpu_kernels;
 mod features;
+mod fetch;
 mod generators;
 mod mtx_errors;
 mod mtx_load;

@@ -1,0 +1,535 @@
+//! Downloading matrices of the SuiteSparse collection into a local directory.
+//!
+//! Layout of a fetched directory `DIR`:
+//! - `DIR/suitesparse/<name>.mtx` (or `.mtx.gz` with `gzip`): the main Matrix Market file of each
+//!   matrix's archive, verified (it parses; rows, columns and nonzeros match the catalog);
+//! - `DIR/MANIFEST.tsv`: one row per verified matrix, in the format of the shared manifest
+//!   (family key included), so `augur collect DIR` knows each file's family;
+//! - `DIR/.partial/`: downloads in progress (`<name>.tar.gz.part`, resumed with an HTTP range
+//!   request) and extraction temporaries. A file reaches `suitesparse/` only by a rename after
+//!   verification, so an interrupted run never leaves a half-written matrix there.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use md5::{Digest, Md5};
+
+use crate::catalog::CatalogEntry;
+use crate::manifest::{read_manifest, ManifestEntry};
+use crate::mtx::{self, Symmetry};
+use crate::DatasetError;
+
+/// How to fetch.
+#[derive(Debug, Clone)]
+pub struct FetchOptions {
+    /// The collection's base URL (archives at `BASE/MM/<Group>/<Name>.tar.gz`).
+    pub base_url: String,
+    pub dir: PathBuf,
+    /// Keep the matrix gzip-compressed (`.mtx.gz`).
+    pub gzip: bool,
+    /// Downloads at once.
+    pub jobs: usize,
+    /// Attempts after the first for a failure that may pass (connection cut, timeout, HTTP 5xx).
+    pub retries: usize,
+    /// Wait before the first retry; doubled for each next one.
+    pub backoff: Duration,
+    /// Longest wait for a connection, a response, or the next bytes of a body.
+    pub timeout: Duration,
+}
+
+impl FetchOptions {
+    pub fn new(dir: impl Into<PathBuf>) -> FetchOptions {
+        FetchOptions {
+            base_url: crate::catalog::DEFAULT_BASE_URL.into(),
+            dir: dir.into(),
+            gzip: false,
+            jobs: 4,
+            retries: 3,
+            backoff: Duration::from_millis(500),
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// What happened to one matrix.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Downloaded (`resumed_from` bytes were already there), extracted and verified.
+    Fetched {
+        bytes: u64,
+        resumed_from: u64,
+        attempts: usize,
+        path: PathBuf,
+    },
+    /// Already in the directory, its checksum as recorded.
+    AlreadyThere {
+        path: PathBuf,
+    },
+    Failed {
+        error: String,
+        attempts: usize,
+    },
+}
+
+/// Callbacks for progress display (the CLI draws bars; tests ignore them).
+pub trait FetchProgress: Sync {
+    /// A download starts: `total` bytes if the server said, `done` already there.
+    fn start(&self, _name: &str, _total: Option<u64>, _done: u64) {}
+    fn advance(&self, _name: &str, _bytes: u64) {}
+    /// The matrix is finished (fetched, skipped or failed).
+    fn finish(&self, _name: &str, _outcome: &Outcome) {}
+}
+
+/// No progress display.
+pub struct Quiet;
+impl FetchProgress for Quiet {}
+
+/// Where a matrix lands in a fetched directory.
+pub fn matrix_path(dir: &Path, name: &str, gzip: bool) -> PathBuf {
+    dir.join("suitesparse")
+        .join(format!("{name}.mtx{}", if gzip { ".gz" } else { "" }))
+}
+
+enum Failure {
+    /// Worth another attempt.
+    Transient(String),
+    /// Will fail again (404, a matrix that does not match its catalog entry).
+    Permanent(String),
+}
+
+/// Fetch every entry (in parallel, `opts.jobs` at a time); one outcome per entry, in order. The
+/// manifest of `opts.dir` is updated after each verified matrix.
+pub fn fetch(
+    entries: &[&CatalogEntry],
+    opts: &FetchOptions,
+    progress: &dyn FetchProgress,
+) -> Result<Vec<Outcome>, DatasetError> {
+    let io = |p: &Path, e: std::io::Error| DatasetError::Write {
+        path: p.to_path_buf(),
+        source: e,
+    };
+    let partial = opts.dir.join(".partial");
+    std::fs::create_dir_all(opts.dir.join("suitesparse")).map_err(|e| io(&opts.dir, e))?;
+    std::fs::create_dir_all(&partial).map_err(|e| io(&partial, e))?;
+    // Extraction temporaries of an interrupted run are useless; partial downloads are kept.
+    if let Ok(rd) = std::fs::read_dir(&partial) {
+        for e in rd.flatten() {
+            if e.path().extension().is_some_and(|x| x == "tmp") {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    let manifest_path = opts.dir.join("MANIFEST.tsv");
+    let manifest = Mutex::new(if manifest_path.is_file() {
+        read_manifest(&manifest_path)?
+    } else {
+        Vec::new()
+    });
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_connect(Some(opts.timeout))
+        .timeout_recv_response(Some(opts.timeout))
+        .timeout_recv_body(Some(opts.timeout))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let next = AtomicUsize::new(0);
+    let outcomes: Vec<Mutex<Option<Outcome>>> = entries.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..opts.jobs.clamp(1, 64).min(entries.len().max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(e) = entries.get(i) else { break };
+                let o = one(e, opts, &agent, &manifest, &manifest_path, progress);
+                progress.finish(&e.name, &o);
+                *outcomes[i].lock().expect("no panics hold this lock") = Some(o);
+            });
+        }
+    });
+    Ok(outcomes
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .expect("no panics hold this lock")
+                .expect("every entry was taken by a worker")
+        })
+        .collect())
+}
+
+fn md5_file(path: &Path) -> std::io::Result<String> {
+    let f = std::fs::File::open(path)?;
+    let mut r: Box<dyn Read> = if path.extension().is_some_and(|x| x == "gz") {
+        Box::new(flate2::read::GzDecoder::new(f))
+    } else {
+        Box::new(f)
+    };
+    let mut h = Md5::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = r.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn one(
+    e: &CatalogEntry,
+    opts: &FetchOptions,
+    agent: &ureq::Agent,
+    manifest: &Mutex<Vec<ManifestEntry>>,
+    manifest_path: &Path,
+    progress: &dyn FetchProgress,
+) -> Outcome {
+    let dest = matrix_path(&opts.dir, &e.name, opts.gzip);
+    if !e.real {
+        return Outcome::Failed {
+            error: "complex values: augur's kernels are real-valued, so it does not fetch complex matrices"
+                .into(),
+            attempts: 0,
+        };
+    }
+    // Already there and verified: recorded in the manifest with this checksum.
+    let recorded = manifest
+        .lock()
+        .expect("no panics hold this lock")
+        .iter()
+        .find(|m| m.name == e.name && m.group == e.group)
+        .map(|m| m.md5.clone());
+    if let Some(md5) = recorded {
+        if dest.is_file() && md5_file(&dest).is_ok_and(|h| h == md5) {
+            return Outcome::AlreadyThere { path: dest };
+        }
+    }
+    let part = opts
+        .dir
+        .join(".partial")
+        .join(format!("{}.tar.gz.part", e.name));
+    let url = e.archive_url(&opts.base_url);
+    let mut attempts = 0;
+    let mut wait = opts.backoff;
+    let mut resumed_from = 0;
+    loop {
+        attempts += 1;
+        let have = part.metadata().map(|m| m.len()).unwrap_or(0);
+        if attempts == 1 {
+            resumed_from = have;
+        }
+        let r = download(agent, &url, &part, &e.name, progress)
+            .and_then(|bytes| finish(e, opts, &part, &dest).map(|(m, path)| (bytes, m, path)));
+        match r {
+            Ok((bytes, entry, path)) => {
+                let mut all = manifest.lock().expect("no panics hold this lock");
+                all.retain(|m| !(m.name == e.name && m.group == e.group));
+                all.push(entry);
+                all.sort_by(|a, b| a.name.cmp(&b.name));
+                if let Err(err) = write_manifest(manifest_path, &all) {
+                    return Outcome::Failed {
+                        error: format!("fetched, but the manifest could not be written: {err}"),
+                        attempts,
+                    };
+                }
+                let _ = std::fs::remove_file(&part);
+                return Outcome::Fetched {
+                    bytes,
+                    resumed_from,
+                    attempts,
+                    path,
+                };
+            }
+            Err(Failure::Permanent(error)) => return Outcome::Failed { error, attempts },
+            Err(Failure::Transient(error)) => {
+                if attempts > opts.retries {
+                    return Outcome::Failed {
+                        error: format!("{error} (gave up after {attempts} attempts)"),
+                        attempts,
+                    };
+                }
+                std::thread::sleep(wait);
+                wait *= 2;
+            }
+        }
+    }
+}
+
+/// One download attempt into `part`, resuming from its length with a range request. Returns the
+/// archive's size.
+fn download(
+    agent: &ureq::Agent,
+    url: &str,
+    part: &Path,
+    name: &str,
+    progress: &dyn FetchProgress,
+) -> Result<u64, Failure> {
+    let have = part.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut req = agent.get(url);
+    if have > 0 {
+        req = req.header("Range", format!("bytes={have}-"));
+    }
+    let resp = req
+        .call()
+        .map_err(|e| Failure::Transient(format!("GET {url}: {e}")))?;
+    let status = resp.status().as_u16();
+    let header = |h: &str| {
+        resp.headers()
+            .get(h)
+            .and_then(|v| v.to_str().ok())
+            .map(String::from)
+    };
+    let (append, total) = match status {
+        200 => (
+            false,
+            header("content-length").and_then(|v| v.parse::<u64>().ok()),
+        ),
+        206 => {
+            // Content-Range: bytes START-END/TOTAL
+            let cr = header("content-range").unwrap_or_default();
+            let start = cr
+                .strip_prefix("bytes ")
+                .and_then(|r| r.split('-').next())
+                .and_then(|s| s.parse::<u64>().ok());
+            if start != Some(have) {
+                let _ = std::fs::remove_file(part);
+                return Err(Failure::Transient(format!(
+                    "GET {url}: the server resumed at `{cr}`, not at byte {have}; starting over"
+                )));
+            }
+            (
+                true,
+                cr.rsplit('/').next().and_then(|t| t.parse::<u64>().ok()),
+            )
+        }
+        // The part file is already whole.
+        416 if have > 0 => return Ok(have),
+        404 | 410 => {
+            return Err(Failure::Permanent(format!(
+                "GET {url}: HTTP {status}: not in the collection at this base URL"
+            )))
+        }
+        s if (400..500).contains(&s) && s != 408 && s != 429 => {
+            return Err(Failure::Permanent(format!("GET {url}: HTTP {s}")))
+        }
+        s => return Err(Failure::Transient(format!("GET {url}: HTTP {s}"))),
+    };
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .append(append)
+        .truncate(!append)
+        .open(part)
+        .map_err(|e| Failure::Permanent(format!("{}: {e}", part.display())))?;
+    let start = if append { have } else { 0 };
+    progress.start(name, total, start);
+    let mut body = resp.into_body().into_reader();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut got = start;
+    loop {
+        let n = match body.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) => {
+                let _ = f.flush();
+                return Err(Failure::Transient(format!(
+                    "GET {url}: connection lost after {got} bytes: {e}"
+                )));
+            }
+        };
+        f.write_all(&buf[..n])
+            .map_err(|e| Failure::Permanent(format!("{}: {e}", part.display())))?;
+        got += n as u64;
+        progress.advance(name, n as u64);
+    }
+    f.sync_all()
+        .map_err(|e| Failure::Permanent(format!("{}: {e}", part.display())))?;
+    if let Some(t) = total {
+        if got < t {
+            return Err(Failure::Transient(format!(
+                "GET {url}: connection closed after {got} of {t} bytes"
+            )));
+        }
+    }
+    Ok(got)
+}
+
+/// Extract the main `.mtx` of the archive, verify it against the catalog, move it in place.
+fn finish(
+    e: &CatalogEntry,
+    opts: &FetchOptions,
+    part: &Path,
+    dest: &Path,
+) -> Result<(ManifestEntry, PathBuf), Failure> {
+    let tmp = opts.dir.join(".partial").join(format!(
+        "{}.mtx{}.tmp",
+        e.name,
+        if opts.gzip { ".gz" } else { "" }
+    ));
+    let corrupt = |msg: String| {
+        // A damaged archive is not resumed: the next attempt downloads it afresh.
+        let _ = std::fs::remove_file(part);
+        let _ = std::fs::remove_file(&tmp);
+        Failure::Transient(format!("corrupt archive: {msg}"))
+    };
+    let file = std::fs::File::open(part).map_err(|x| corrupt(x.to_string()))?;
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    let want = format!("{}.mtx", e.name);
+    let mut found = false;
+    let mut md5 = Md5::new();
+    for entry in archive.entries().map_err(|x| corrupt(x.to_string()))? {
+        let mut entry = entry.map_err(|x| corrupt(x.to_string()))?;
+        let path = entry
+            .path()
+            .map_err(|x| corrupt(x.to_string()))?
+            .into_owned();
+        if path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy() == want)
+        {
+            let out = std::fs::File::create(&tmp)
+                .map_err(|x| Failure::Permanent(format!("{}: {x}", tmp.display())))?;
+            let mut w: Box<dyn Write> = if opts.gzip {
+                Box::new(flate2::write::GzEncoder::new(
+                    out,
+                    flate2::Compression::default(),
+                ))
+            } else {
+                Box::new(std::io::BufWriter::new(out))
+            };
+            let mut buf = vec![0u8; 1 << 16];
+            loop {
+                let n = entry.read(&mut buf).map_err(|x| corrupt(x.to_string()))?;
+                if n == 0 {
+                    break;
+                }
+                md5.update(&buf[..n]);
+                w.write_all(&buf[..n])
+                    .map_err(|x| Failure::Permanent(format!("{}: {x}", tmp.display())))?;
+            }
+            w.flush()
+                .map_err(|x| Failure::Permanent(format!("{}: {x}", tmp.display())))?;
+            drop(w);
+            found = true;
+            break;
+        }
+    }
+    if !found {
+        let _ = std::fs::remove_file(part);
+        return Err(Failure::Permanent(format!(
+            "the archive holds no {}/{want}",
+            e.name
+        )));
+    }
+    let mismatch = |msg: String| {
+        let _ = std::fs::remove_file(&tmp);
+        let _ = std::fs::remove_file(part);
+        Failure::Permanent(msg)
+    };
+    let m = mtx::read::<f64>(&tmp).map_err(|x| mismatch(format!("does not parse: {x}")))?;
+    let nonzero = m.matrix.data().iter().filter(|v| **v != 0.0).count() as u64;
+    let (rows, cols) = (m.matrix.rows() as u64, m.matrix.cols() as u64);
+    if (rows, cols) != (e.rows, e.cols) || nonzero != e.nnz {
+        return Err(mismatch(format!(
+            "does not match the catalog: the file has {rows} x {cols} with {nonzero} nonzeros, the catalog says {} x {} with {}",
+            e.rows, e.cols, e.nnz
+        )));
+    }
+    std::fs::rename(&tmp, dest)
+        .map_err(|x| Failure::Permanent(format!("{}: {x}", dest.display())))?;
+    let h = &m.header;
+    let entry = ManifestEntry {
+        name: e.name.clone(),
+        group: e.group.clone(),
+        rows: rows as usize,
+        cols: cols as usize,
+        nnz: h.entries,
+        nnz_full: m.matrix.nnz(),
+        nnz_nonzero: nonzero as usize,
+        symmetry: match h.symmetry {
+            Symmetry::General => "general",
+            Symmetry::Symmetric => "symmetric",
+            Symmetry::SkewSymmetric => "skew-symmetric",
+            Symmetry::Hermitian => "hermitian",
+        }
+        .into(),
+        field: format!("{:?}", h.field).to_lowercase(),
+        kind: e.kind.clone(),
+        ss_id: e.id,
+        md5: md5.finalize().iter().map(|b| format!("{b:02x}")).collect(),
+        family: e.family(),
+    };
+    Ok((entry, dest.to_path_buf()))
+}
+
+/// Write a manifest (header + rows, tab-separated) through a temporary file and a rename.
+pub fn write_manifest(path: &Path, entries: &[ManifestEntry]) -> Result<(), DatasetError> {
+    let tmp = path.with_extension("tsv.tmp");
+    let err = |e: String| DatasetError::Manifest {
+        path: path.to_path_buf(),
+        msg: e,
+    };
+    {
+        let mut w = csv::WriterBuilder::new()
+            .delimiter(b'\t')
+            .quote_style(csv::QuoteStyle::Never)
+            .from_path(&tmp)
+            .map_err(|e| err(e.to_string()))?;
+        for e in entries {
+            w.serialize(e).map_err(|x| err(x.to_string()))?;
+        }
+        w.flush().map_err(|e| err(e.to_string()))?;
+    }
+    std::fs::rename(&tmp, path).map_err(|e| err(e.to_string()))
+}
+
+/// Download the collection's index to `path` (through a temporary file and a rename), checking
+/// that it parses. Returns the number of matrices.
+pub fn fetch_index(base_url: &str, path: &Path, timeout: Duration) -> Result<usize, DatasetError> {
+    let url = crate::catalog::index_url(base_url);
+    let err = |msg: String| DatasetError::Fetch {
+        name: "index".into(),
+        msg,
+    };
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(timeout * 4))
+        .timeout_recv_body(Some(timeout))
+        .build()
+        .into();
+    let text = agent
+        .get(&url)
+        .call()
+        .map_err(|e| err(format!("GET {url}: {e}")))?
+        .into_body()
+        .with_config()
+        .limit(256 << 20)
+        .read_to_string()
+        .map_err(|e| err(format!("GET {url}: {e}")))?;
+    let c = crate::catalog::Catalog::parse(&text, &url)?;
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d).map_err(|e| DatasetError::Write {
+            path: d.to_path_buf(),
+            source: e,
+        })?;
+    }
+    let tmp = path.with_extension("csv.tmp");
+    std::fs::write(&tmp, &text)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| DatasetError::Write {
+            path: path.to_path_buf(),
+            source: e,
+        })?;
+    Ok(c.entries.len())
+}
+
+/// Where `augur datasets index` keeps the index: `$AUGUR_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/augur`, else `~/.cache/augur`; file `ssstats.csv`.
+pub fn cached_index_path() -> PathBuf {
+    let base = std::env::var_os("AUGUR_CACHE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|x| PathBuf::from(x).join("augur")))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("augur")))
+        .unwrap_or_else(|| PathBuf::from(".augur-cache"));
+    base.join("ssstats.csv")
+}
