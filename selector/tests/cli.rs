@@ -553,7 +553,36 @@ fn datasets_list_fetch_then_collect_the_directory() {
     }
     let index = dir.join("index.csv");
     std::fs::write(&index, format!("3\nrev\n{}\n", lines.join("\n"))).unwrap();
+    let index_text = format!("3\nrev\n{}\n", lines.join("\n"));
+    routes.push((
+        "/files/ssstats.csv".into(),
+        Serve::Ok(index_text.into_bytes()),
+    ));
     let server = LoopbackServer::start(routes);
+    // `index` caches the index; `list` then works from the cache with no --index and no server.
+    let cache = dir.join("cache");
+    let with_cache = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_augur"))
+            .args(args)
+            .env("AUGUR_CACHE_DIR", &cache)
+            .output()
+            .unwrap()
+    };
+    let r = with_cache(&["datasets", "list"]);
+    assert!(!r.status.success() && text(&r.stderr).contains("augur datasets index"));
+    let r = with_cache(&["datasets", "index", "--base-url", &server.base_url]);
+    assert!(
+        r.status.success() && text(&r.stdout).contains("3 matrices"),
+        "{}",
+        text(&r.stderr)
+    );
+    drop(server.routes.lock().unwrap().remove("/files/ssstats.csv"));
+    let r = with_cache(&["datasets", "list", "--group", "grp"]);
+    assert!(
+        text(&r.stdout).contains("3 of 3 matrices"),
+        "{}",
+        text(&r.stdout)
+    );
     let fetched = dir.join("fetched");
     let (i, f) = (index.to_str().unwrap(), fetched.to_str().unwrap());
     let r = augur(&[
