@@ -49,6 +49,24 @@ for hubs, short in ((4, 6), (64, 3)):
         add(f"hubs:n={e(n)},hubs={hubs},short={short}", n * (short + hubs))
 for n in (1e4, 1e5, 1e6, 1e7):
     add(f"arrowhead:n={e(n)}", 3 * n)
+# More structures, so that a held-out family has relatives in training: one or a few dense rows
+# among short ones, rows of 8 and 50 in tall and wide shapes, light-tailed rows, symmetric graphs.
+for hubs, short in ((1, 3), (16, 10)):
+    for n in (1e4, 1e5, 1e6):
+        add(f"hubs:n={e(n)},hubs={hubs},short={short}", n * (short + hubs))
+for rows in (1e4, 1e5, 1e6, 1e7):
+    add(f"tall:rows={e(rows)},cols=100,row_len=8", rows * 8)
+for cols in (1e5, 1e6, 1e7):
+    add(f"wide:rows=20000,cols={e(cols)},row_len=50", 20000 * 50)
+for rows in (1e4, 1e5, 1e6, 1e7):
+    add(f"powerlaw:rows={e(rows)},alpha=3,min=1", rows * 1.5)
+for scale in (12, 15, 18, 21):
+    add(f"rmat:scale={scale},ef=8,sym=1", 2 ** scale * 16)
+for n in (1e4, 1e5, 1e6, 4e6):
+    add(f"blockdiag:n={e(n)},block=16", n * 16)
+for rl in (8,):
+    for rows in (1e4, 1e5, 1e6, 1e7):
+        add(f"uniform:rows={e(rows)},row_len={rl}", rows * rl)
 if d:
     for name, nnz, k in (("bcsstk16", 3e5, 8), ("rgg_n_2_15_s0", 3.2e5, 16), ("luxembourg_osm", 2.4e5, 32)):
         add(f"expand:k={k},file={d}/suitesparse/{name}.mtx.gz", nnz * k)

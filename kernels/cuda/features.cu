@@ -11,7 +11,29 @@ typedef unsigned long long u64;
 //  0 min_len  1 max_len  2 len2  3 len3 bits 0..31  4 len3 bits 32..63  5 len3 bits 64..
 //  6 empty  7..12 hist  13 bandwidth  14 dist  15 segments  16 top-1% entries
 //  17 radix prefix  18 radix mask  19 rows still wanted (k at the start)  20 count above  21 sum above
-#define ACC_N 22
+//  22 blocks finished (the last block of a grid-wide step finishes the step, then resets it)
+#define ACC_N 23
+#define DONE 22
+
+// Set acc and the radix histogram up for one gather (replaces a host-to-device copy).
+extern "C" __global__ void feat_init(u64* __restrict__ acc, u64* __restrict__ hist, u64 k) {
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) {
+        hist[i] = 0;
+        if (i < ACC_N) acc[i] = i == 0 ? ~0ull : (i == 19 ? k : 0ull);
+    }
+}
+
+// True in every thread of the last block of the grid to get here (after this block's global
+// writes and atomics are visible to it); that block then finishes the step.
+__device__ __forceinline__ bool last_block(u64* acc) {
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(acc + DONE, 1ull) == (u64)gridDim.x - 1;
+    __syncthreads();
+    if (last) __threadfence();
+    return last;
+}
 
 __device__ __forceinline__ u64 warp_sum(u64 v) {
 #pragma unroll
@@ -92,8 +114,8 @@ extern "C" __global__ void feat_rows(int rows, const int* __restrict__ ptr, u64*
 // binary search for their first row). For matrices with very long rows.
 #define COL_CHUNK 32
 
-extern "C" __global__ void feat_cols_chunked(int rows, int nnz, const int* __restrict__ ptr,
-                                     const int* __restrict__ idx, u64* __restrict__ acc) {
+__device__ __forceinline__ void feat_cols_chunked(int rows, int nnz, const int* __restrict__ ptr,
+                                                  const int* __restrict__ idx, u64* __restrict__ acc) {
     __shared__ u64 scratch[32];
     u64 bw = 0, dist = 0, segs = 0;
     long long chunks = ((long long)nnz + COL_CHUNK - 1) / COL_CHUNK;
@@ -152,10 +174,17 @@ __device__ __forceinline__ void feat_cols_lanes(int rows, const int* __restrict_
     block_reduce(segs, 0, acc, 15, scratch);
 }
 
+// Column statistics: balanced by entries when a few rows are very long (the longest over 1024
+// entries and 16x the mean), else L lanes per row. The longest row is read from acc, where
+// feat_rows left it, so no host round trip decides between the two.
 #define AUGUR_COLS(L) \
-    extern "C" __global__ void feat_cols##L(int rows, const int* __restrict__ ptr, \
+    extern "C" __global__ void feat_cols##L(int rows, int nnz, const int* __restrict__ ptr, \
                                            const int* __restrict__ idx, u64* __restrict__ acc) { \
-        feat_cols_lanes<L>(rows, ptr, idx, acc); \
+        u64 max_len = acc[1]; \
+        if (max_len > 1024 && (double)max_len * rows > 16.0 * (double)nnz) \
+            feat_cols_chunked(rows, nnz, ptr, idx, acc); \
+        else \
+            feat_cols_lanes<L>(rows, ptr, idx, acc); \
     }
 AUGUR_COLS(1)
 AUGUR_COLS(2)
@@ -164,52 +193,58 @@ AUGUR_COLS(8)
 AUGUR_COLS(16)
 AUGUR_COLS(32)
 
-// Radix select of the k-th longest row on the device, 8 bits a pass: len_radix_hist counts the
-// lengths that match the prefix found so far, by their next 8 bits; radix_pick (one block of 256)
-// picks the digit holding the k-th largest, narrows the prefix and clears the histogram.
-extern "C" __global__ void len_radix_hist(int rows, const int* __restrict__ ptr,
-                                          const u64* __restrict__ acc, int shift,
+// Radix select of the k-th longest row on the device, 8 bits a pass: each pass counts the lengths
+// that match the prefix found so far by their next 8 bits; the last block to finish picks the digit
+// holding the k-th largest, narrows the prefix and clears the histogram. A pass above the longest
+// row's highest bit has nothing to count (every digit is 0, which the pick then keeps).
+extern "C" __global__ void len_radix_step(int rows, const int* __restrict__ ptr,
+                                          u64* __restrict__ acc, int shift,
                                           u64* __restrict__ hist) {
     __shared__ unsigned local[256];
     unsigned prefix = (unsigned)acc[17], mask = (unsigned)acc[18];
-    for (int i = threadIdx.x; i < 256; i += blockDim.x) local[i] = 0;
-    __syncthreads();
-    for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < rows;
-         r += (long long)gridDim.x * blockDim.x) {
-        unsigned len = (unsigned)(ptr[r + 1] - ptr[r]);
-        // Lengths in a warp mostly share a digit: one shared atomic per distinct digit and warp.
-        bool match = (len & mask) == prefix;
-        unsigned active = __ballot_sync(__activemask(), match);
-        if (match) {
-            unsigned digit = (len >> shift) & 255u;
-            unsigned same = __match_any_sync(active, digit);
-            if ((threadIdx.x & 31) == __ffs(same) - 1) atomicAdd(&local[digit], __popc(same));
+    bool skip = shift > 0 && (acc[1] >> shift) == 0;
+    if (!skip) {
+        for (int i = threadIdx.x; i < 256; i += blockDim.x) local[i] = 0;
+        __syncthreads();
+        for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < rows;
+             r += (long long)gridDim.x * blockDim.x) {
+            unsigned len = (unsigned)(ptr[r + 1] - ptr[r]);
+            // Lengths in a warp mostly share a digit: one shared atomic per distinct digit and warp.
+            bool match = (len & mask) == prefix;
+            unsigned active = __ballot_sync(__activemask(), match);
+            if (match) {
+                unsigned digit = (len >> shift) & 255u;
+                unsigned same = __match_any_sync(active, digit);
+                if ((threadIdx.x & 31) == __ffs(same) - 1) atomicAdd(&local[digit], __popc(same));
+            }
         }
+        __syncthreads();
+        for (int i = threadIdx.x; i < 256; i += blockDim.x)
+            if (local[i]) atomicAdd(hist + i, (u64)local[i]);
     }
+    if (!last_block(acc)) return;
+    __shared__ u64 bins[256];
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) bins[i] = __ldcg(hist + i);
     __syncthreads();
-    for (int i = threadIdx.x; i < 256; i += blockDim.x)
-        if (local[i]) atomicAdd(hist + i, (u64)local[i]);
-}
-
-extern "C" __global__ void radix_pick(u64* __restrict__ hist, int shift, u64* __restrict__ acc) {
     if (threadIdx.x == 0) {
         u64 want = acc[19];
         unsigned digit = 0;
         for (int d = 255; d >= 0; --d) {
-            if (hist[d] >= want) { digit = (unsigned)d; break; }
-            want -= hist[d];
+            if (bins[d] >= want) { digit = (unsigned)d; break; }
+            want -= bins[d];
         }
         acc[17] |= (u64)digit << shift;
         acc[18] |= (u64)255u << shift;
         acc[19] = want;
+        acc[DONE] = 0;
     }
-    __syncthreads();
-    hist[threadIdx.x] = 0;
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) hist[i] = 0;
 }
 
-// Count and sum of the lengths above the k-th largest (acc[17] after the four passes).
+// Count and sum of the lengths above the k-th largest (acc[17] after the four passes); the last
+// block then sets the entries in the k longest rows: those above, plus ties of the k-th up to k.
 extern "C" __global__ void len_sum_above(int rows, const int* __restrict__ ptr,
-                                         u64* __restrict__ acc) {
+                                         u64* __restrict__ acc, u64 k) {
     __shared__ u64 scratch[32];
     unsigned t = (unsigned)acc[17];
     u64 count = 0, sum = 0;
@@ -220,9 +255,9 @@ extern "C" __global__ void len_sum_above(int rows, const int* __restrict__ ptr,
     }
     block_reduce(count, 0, acc, 20, scratch);
     block_reduce(sum, 0, acc, 21, scratch);
-}
-
-// Entries in the k longest rows: those above the k-th largest, plus its ties up to k.
-extern "C" __global__ void top_finish(u64 k, u64* __restrict__ acc) {
-    if (threadIdx.x == 0 && blockIdx.x == 0) acc[16] = acc[21] + (k - acc[20]) * acc[17];
+    if (!last_block(acc)) return;
+    if (threadIdx.x == 0) {
+        acc[16] = __ldcg(acc + 21) + (k - __ldcg(acc + 20)) * (u64)t;
+        acc[DONE] = 0;
+    }
 }

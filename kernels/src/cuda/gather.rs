@@ -7,12 +7,14 @@ use std::time::Instant;
 
 use augur_features::spmv::{finish_features, CsrPattern, RowSums, SpmvFeatures, SpmvGatherer};
 use augur_features::FeatureError;
-use cudarc::driver::{CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+};
 
 use super::module;
 use crate::KernelError;
 
-const ACC_N: usize = 22;
+const ACC_N: usize = 23;
 
 fn drv(what: &str) -> impl Fn(cudarc::driver::DriverError) -> KernelError + '_ {
     move |e| KernelError::Cuda(format!("{what}: {e}"))
@@ -21,9 +23,27 @@ fn drv(what: &str) -> impl Fn(cudarc::driver::DriverError) -> KernelError + '_ {
 /// The feature kernels, loaded on one GPU.
 pub struct GpuGatherer {
     stream: Arc<CudaStream>,
-    module: Arc<CudaModule>,
+    /// Kept alive for the functions below.
+    _module: Arc<CudaModule>,
     blocks: u32,
+    /// The counters and the radix histogram, allocated once and reused by every gather.
+    bufs: std::cell::RefCell<Option<(CudaSlice<u64>, CudaSlice<u64>)>>,
+    /// Entry points, looked up once.
+    functions: std::collections::HashMap<&'static str, CudaFunction>,
 }
+
+const ENTRY_POINTS: [&str; 10] = [
+    "feat_init",
+    "feat_rows",
+    "feat_cols1",
+    "feat_cols2",
+    "feat_cols4",
+    "feat_cols8",
+    "feat_cols16",
+    "feat_cols32",
+    "len_radix_step",
+    "len_sum_above",
+];
 
 impl GpuGatherer {
     pub fn new(gpu: &super::CudaSpmv) -> Result<GpuGatherer, KernelError> {
@@ -32,25 +52,42 @@ impl GpuGatherer {
             .context()
             .load_module(ptx)
             .map_err(drv("cuModuleLoadData"))?;
+        let functions = ENTRY_POINTS
+            .iter()
+            .map(|&n| {
+                module
+                    .load_function(n)
+                    .map(|f| (n, f))
+                    .map_err(drv("cuModuleGetFunction"))
+            })
+            .collect::<Result<_, _>>()?;
         Ok(GpuGatherer {
             stream: gpu.stream().clone(),
-            module,
+            _module: module,
             // A fixed grid of 16 blocks per SM: enough loads in flight for the grid-stride loops,
             // and few global atomics (one per block and counter).
             blocks: 16 * gpu.device.multiprocessors.max(1) as u32,
+            bufs: std::cell::RefCell::new(None),
+            functions,
         })
     }
 
-    fn cfg(&self) -> LaunchConfig {
+    /// A grid for `threads` threads of work, each taking at least 8 items: a small matrix gets
+    /// few blocks (each block ends with a handful of global atomics on the same counters, which
+    /// serialise), a large one at most 16 blocks per SM.
+    fn cfg(&self, threads: u64) -> LaunchConfig {
+        let blocks = threads.div_ceil(256 * 8).clamp(1, self.blocks as u64) as u32;
         LaunchConfig {
-            grid_dim: (self.blocks, 1, 1),
+            grid_dim: (blocks, 1, 1),
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         }
     }
 
-    /// The exact sums of a device-resident pattern (row pointers and column indices): every
-    /// kernel is enqueued on the stream and one copy brings the counters back.
+    /// The exact sums of a device-resident pattern (row pointers and column indices): seven
+    /// kernels enqueued back to back (set-up, row statistics, column statistics, four radix
+    /// passes with the pick folded into their last block, the top-1% sum), then one copy brings
+    /// the counters back. No allocation and no other host round trip.
     pub fn sums(
         &self,
         rows: usize,
@@ -59,50 +96,70 @@ impl GpuGatherer {
         idx: &CudaSlice<i32>,
     ) -> Result<RowSums, KernelError> {
         let s = &self.stream;
-        let f = |name: &str| {
-            self.module
-                .load_function(name)
-                .map_err(drv("cuModuleGetFunction"))
+        let f = |name: &str| -> Result<&CudaFunction, KernelError> {
+            self.functions
+                .get(name)
+                .ok_or_else(|| KernelError::Cuda(format!("no kernel `{name}` in features.cu")))
         };
+        let mut bufs = self.bufs.borrow_mut();
+        if bufs.is_none() {
+            *bufs = Some((
+                s.alloc_zeros::<u64>(ACC_N).map_err(drv("cuMemAlloc"))?,
+                s.alloc_zeros::<u64>(256).map_err(drv("cuMemAlloc"))?,
+            ));
+        }
+        let (acc, hist) = bufs.as_mut().expect("allocated above");
         let k = rows.div_ceil(100) as u64;
-        let mut init = [0u64; ACC_N];
-        init[0] = u64::MAX;
-        init[19] = k;
-        let mut acc = s.clone_htod(&init).map_err(drv("host to device copy"))?;
+        let one_block = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let init = f("feat_init")?;
+        let mut b = s.launch_builder(init);
+        b.arg(&mut *acc).arg(&mut *hist).arg(&k);
+        // SAFETY: (u64*, u64*, u64) as in feat_init; acc holds ACC_N and hist 256 counters.
+        unsafe { b.launch(one_block) }.map_err(drv("cuLaunchKernel"))?;
         let rows_i = rows as i32;
         if rows > 0 {
             let kr = f("feat_rows")?;
-            let mut b = s.launch_builder(&kr);
-            b.arg(&rows_i).arg(ptr).arg(&mut acc);
+            let mut b = s.launch_builder(kr);
+            b.arg(&rows_i).arg(ptr).arg(&mut *acc);
             // SAFETY: (int, int*, u64*) as in feat_rows; acc holds ACC_N counters.
-            unsafe { b.launch(self.cfg()) }.map_err(drv("cuLaunchKernel"))?;
-            // Rows of similar length: L lanes per row (about half the mean length), coalesced.
-            // A few very long rows would serialise on their lanes: then balance by entries.
-            let max_len = s
-                .clone_dtoh(&acc.slice(1..2))
-                .map_err(drv("device to host copy"))?[0];
+            unsafe { b.launch(self.cfg(rows as u64)) }.map_err(drv("cuLaunchKernel"))?;
+            // L lanes per row (about half the mean length); the kernel itself switches to
+            // balancing by entries when feat_rows found a few very long rows.
             let mean = nnz as f64 / rows as f64;
-            if max_len > 1024 && max_len as f64 > 16.0 * mean {
-                let kc = f("feat_cols_chunked")?;
-                let nnz_i = nnz as i32;
-                let mut b = s.launch_builder(&kc);
-                b.arg(&rows_i).arg(&nnz_i).arg(ptr).arg(idx).arg(&mut acc);
-                // SAFETY: (int, int, int*, int*, u64*) as in feat_cols_chunked.
-                unsafe { b.launch(self.cfg()) }.map_err(drv("cuLaunchKernel"))?;
-            } else {
-                let lanes = [32u32, 16, 8, 4, 2, 1]
-                    .into_iter()
-                    .find(|&l| l as f64 <= mean / 2.0)
-                    .unwrap_or(1);
-                let kc = f(&format!("feat_cols{lanes}"))?;
-                let mut b = s.launch_builder(&kc);
-                b.arg(&rows_i).arg(ptr).arg(idx).arg(&mut acc);
-                // SAFETY: (int, int*, int*, u64*) as in feat_cols<L>.
-                unsafe { b.launch(self.cfg()) }.map_err(drv("cuLaunchKernel"))?;
+            let lanes = [32u32, 16, 8, 4, 2, 1]
+                .into_iter()
+                .find(|&l| l as f64 <= mean / 2.0)
+                .unwrap_or(1);
+            let kc = f(&format!("feat_cols{lanes}"))?;
+            let nnz_i = nnz as i32;
+            let mut b = s.launch_builder(kc);
+            b.arg(&rows_i).arg(&nnz_i).arg(ptr).arg(idx).arg(&mut *acc);
+            // SAFETY: (int, int, int*, int*, u64*) as in feat_cols<L>.
+            let threads = (rows as u64 * lanes as u64).max(nnz as u64 / 32);
+            unsafe { b.launch(self.cfg(threads)) }.map_err(drv("cuLaunchKernel"))?;
+            let step = f("len_radix_step")?;
+            for shift in [24i32, 16, 8, 0] {
+                let mut b = s.launch_builder(step);
+                b.arg(&rows_i)
+                    .arg(ptr)
+                    .arg(&mut *acc)
+                    .arg(&shift)
+                    .arg(&mut *hist);
+                // SAFETY: (int, int*, u64*, int, u64*) as in len_radix_step; 256 bins, blocks of
+                // 256 threads (the pick clears one bin per thread).
+                unsafe { b.launch(self.cfg(rows as u64)) }.map_err(drv("cuLaunchKernel"))?;
             }
-            self.top_sum(rows_i, ptr, k, &mut acc)?;
+            let above = f("len_sum_above")?;
+            let mut b = s.launch_builder(above);
+            b.arg(&rows_i).arg(ptr).arg(&mut *acc).arg(&k);
+            // SAFETY: (int, int*, u64*, u64) as in len_sum_above.
+            unsafe { b.launch(self.cfg(rows as u64)) }.map_err(drv("cuLaunchKernel"))?;
         }
-        let a: Vec<u64> = s.clone_dtoh(&acc).map_err(drv("device to host copy"))?;
+        let a: Vec<u64> = s.clone_dtoh(&*acc).map_err(drv("device to host copy"))?;
         let len3 = ((a[5] as u128) << 64) + ((a[4] as u128) << 32) + a[3] as u128;
         Ok(RowSums {
             min_len: if rows == 0 { 0 } else { a[0] },
@@ -116,51 +173,6 @@ impl GpuGatherer {
             segments: a[15],
             top1pct: if rows == 0 { 0 } else { a[16] },
         })
-    }
-
-    /// Entries in the `k` longest rows, into acc[16]: radix select of the k-th largest length on
-    /// the device (8 bits a pass), then the sum of the lengths above it. No host round trip.
-    fn top_sum(
-        &self,
-        rows: i32,
-        ptr: &CudaSlice<i32>,
-        k: u64,
-        acc: &mut CudaSlice<u64>,
-    ) -> Result<(), KernelError> {
-        let s = &self.stream;
-        let f = |name: &str| {
-            self.module
-                .load_function(name)
-                .map_err(drv("cuModuleGetFunction"))
-        };
-        let (hist_k, pick_k) = (f("len_radix_hist")?, f("radix_pick")?);
-        let mut hist = s.alloc_zeros::<u64>(256).map_err(drv("cuMemAlloc"))?;
-        let one_block = LaunchConfig {
-            grid_dim: (1, 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        for shift in [24i32, 16, 8, 0] {
-            let mut b = s.launch_builder(&hist_k);
-            b.arg(&rows).arg(ptr).arg(&*acc).arg(&shift).arg(&mut hist);
-            // SAFETY: (int, int*, u64*, int, u64*) as in len_radix_hist; 256 bins.
-            unsafe { b.launch(self.cfg()) }.map_err(drv("cuLaunchKernel"))?;
-            let mut b = s.launch_builder(&pick_k);
-            b.arg(&mut hist).arg(&shift).arg(&mut *acc);
-            // SAFETY: (u64*, int, u64*) as in radix_pick; one block of 256 threads, 256 bins.
-            unsafe { b.launch(one_block) }.map_err(drv("cuLaunchKernel"))?;
-        }
-        let above = f("len_sum_above")?;
-        let mut b = s.launch_builder(&above);
-        b.arg(&rows).arg(ptr).arg(&mut *acc);
-        // SAFETY: (int, int*, u64*) as in len_sum_above.
-        unsafe { b.launch(self.cfg()) }.map_err(drv("cuLaunchKernel"))?;
-        let fin = f("top_finish")?;
-        let mut b = s.launch_builder(&fin);
-        b.arg(&k).arg(&mut *acc);
-        // SAFETY: (u64, u64*) as in top_finish; one thread.
-        unsafe { b.launch(LaunchConfig::for_num_elems(1)) }.map_err(drv("cuLaunchKernel"))?;
-        Ok(())
     }
 
     /// Seconds to gather the sums of a device-resident pattern, median of `reps` after one
