@@ -115,13 +115,7 @@ pub fn fetch(
     std::fs::create_dir_all(opts.dir.join("suitesparse")).map_err(|e| io(&opts.dir, e))?;
     std::fs::create_dir_all(&partial).map_err(|e| io(&partial, e))?;
     // Extraction temporaries of an interrupted run are useless; partial downloads are kept.
-    if let Ok(rd) = std::fs::read_dir(&partial) {
-        for e in rd.flatten() {
-            if e.path().extension().is_some_and(|x| x == "tmp") {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
-    }
+    remove_temporaries(&opts.dir);
     let manifest_path = opts.dir.join("MANIFEST.tsv");
     let manifest = Mutex::new(if manifest_path.is_file() {
         read_manifest(&manifest_path)?
@@ -461,6 +455,26 @@ fn finish(
         family: e.family(),
     };
     Ok((entry, dest.to_path_buf()))
+}
+
+/// Remove what an interrupted fetch leaves half-written in `dir`: extraction temporaries in
+/// `.partial/` and a manifest being replaced. Partial downloads (`*.part`) stay for the next run
+/// to resume. Returns how many files were removed.
+pub fn remove_temporaries(dir: &Path) -> usize {
+    let mut n = 0;
+    if let Ok(rd) = std::fs::read_dir(dir.join(".partial")) {
+        for e in rd.flatten() {
+            if e.path().extension().is_some_and(|x| x == "tmp")
+                && std::fs::remove_file(e.path()).is_ok()
+            {
+                n += 1;
+            }
+        }
+    }
+    if std::fs::remove_file(dir.join("MANIFEST.tsv.tmp")).is_ok() {
+        n += 1;
+    }
+    n
 }
 
 /// Write a manifest (header + rows, tab-separated) through a temporary file and a rename.

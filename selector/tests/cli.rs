@@ -654,3 +654,68 @@ fn datasets_list_fetch_then_collect_the_directory() {
         ]
     );
 }
+
+#[test]
+fn ctrl_c_during_fetch_removes_temporaries_and_keeps_partial_downloads() {
+    use augur_tests::{mtx_archive, LoopbackServer, Serve};
+    let dir = temp_dir("sigint");
+    let p = dir.join("m.mtx");
+    assert!(
+        augur(&["matrix", "write", "stencil2d:nx=10", p.to_str().unwrap()])
+            .status
+            .success()
+    );
+    let server = LoopbackServer::start(vec![(
+        "/MM/Grp/m.tar.gz".into(),
+        Serve::Slow(
+            mtx_archive("m", &std::fs::read(&p).unwrap()),
+            std::time::Duration::from_secs(20),
+        ),
+    )]);
+    let index = dir.join("index.csv");
+    std::fs::write(
+        &index,
+        "1\nrev\nGrp,m,100,100,460,1,0,0,0,0,0,test problem,460\n",
+    )
+    .unwrap();
+    let out = dir.join("fetched");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_augur"))
+        .args([
+            "datasets",
+            "fetch",
+            "m",
+            "--index",
+            index.to_str().unwrap(),
+            "--dir",
+        ])
+        .arg(&out)
+        .args(["--base-url", &server.base_url])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the request is in flight, plant an extraction temporary, interrupt.
+    let t = std::time::Instant::now();
+    while server.requests("/MM/Grp/m.tar.gz").0 == 0 && t.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let tmp = out.join(".partial/other.mtx.tmp");
+    std::fs::write(&tmp, b"half").unwrap();
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let r = child.wait_with_output().unwrap();
+    assert_eq!(r.status.code(), Some(130), "{}", text(&r.stderr));
+    assert!(
+        text(&r.stderr).contains("interrupted"),
+        "{}",
+        text(&r.stderr)
+    );
+    assert!(!tmp.exists());
+    assert!(out.join(".partial").is_dir());
+    assert_eq!(
+        std::fs::read_dir(out.join("suitesparse")).unwrap().count(),
+        0
+    );
+}

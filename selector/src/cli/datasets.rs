@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::bail;
+use anyhow::{bail, Context};
 use augur_datasets::catalog::{Catalog, CatalogEntry, Query, DEFAULT_BASE_URL};
 use augur_datasets::fetch::{self, FetchOptions, FetchProgress, Outcome};
 use clap::{Args, Subcommand};
@@ -367,6 +367,19 @@ fn fetch_cmd(a: FetchArgs) -> anyhow::Result<ExitCode> {
         timeout: Duration::from_secs_f64(a.timeout),
         ..FetchOptions::new(&a.dir)
     };
+    // Ctrl-C: matrices reach DIR/suitesparse only by a rename after verification, so what an
+    // interruption can leave half-written is an extraction temporary (or the manifest's
+    // replacement): remove those and exit; partial downloads stay for the next run to resume.
+    let dir = a.dir.clone();
+    ctrlc::set_handler(move || {
+        let n = fetch::remove_temporaries(&dir);
+        eprintln!(
+            "\naugur: interrupted; removed {n} temporary file(s); partial downloads in {} are resumed by the next run",
+            dir.join(".partial").display()
+        );
+        std::process::exit(130);
+    })
+    .context("install the Ctrl-C handler")?;
     let multi = MultiProgress::new();
     let total = multi.add(ProgressBar::new(sel.len() as u64));
     total.set_style(
