@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::model::{Model, MAX_INPUTS};
 use crate::runs::Runs;
-use crate::train::{samples, Sample};
+use crate::train::{geomean, samples, Sample};
 use crate::ModelError;
 
 /// Which rows of a runs table to evaluate on.
@@ -87,19 +87,6 @@ pub struct EvalReport {
     /// vs ALG1 over samples with nnz >= 1e5 (the target), when ALG1 was measured.
     pub vs_alg1_nnz_ge_1e5: Option<f64>,
     pub samples: Vec<EvalSample>,
-}
-
-fn geomean(v: impl Iterator<Item = f64>) -> f64 {
-    let (mut s, mut n) = (0.0, 0usize);
-    for x in v {
-        s += x.ln();
-        n += 1;
-    }
-    if n == 0 {
-        f64::NAN
-    } else {
-        (s / n as f64).exp()
-    }
 }
 
 /// The Ginkgo-style hand rule: a load-balancing kernel if nnz > 1e6 or the longest row > 1024,

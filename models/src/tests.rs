@@ -105,6 +105,18 @@ fn synthetic(hidden: bool) -> Runs {
     Runs { matrices }
 }
 
+/// Train with default parameters but `folds` folds.
+fn fit(runs: &Runs, folds: usize) -> Model {
+    TrainParams {
+        folds,
+        ..TrainParams::default()
+    }
+    .check()
+    .unwrap()
+    .fit(runs, "test")
+    .unwrap()
+}
+
 fn write_runs(r: &Runs, name: &str) -> PathBuf {
     let p = temp(name).join("runs.csv");
     r.write(std::fs::File::create(&p).unwrap()).unwrap();
@@ -230,14 +242,7 @@ fn tree_simplify_merges_equal_leaves_and_validate_catches_damage() {
 #[test]
 fn learns_a_known_feature_rule_and_the_iteration_count() {
     let runs = synthetic(false);
-    let model = TrainParams {
-        folds: 4,
-        ..TrainParams::default()
-    }
-    .check()
-    .unwrap()
-    .fit(&runs, "test")
-    .unwrap();
+    let model = fit(&runs, 4);
     assert_eq!(model.iterations, vec![1, 1000]);
     assert_eq!(model.kernels, vec!["rows", "balanced", "prep"]);
     let known = &model.training.chosen[0];
@@ -265,14 +270,7 @@ fn learns_a_known_feature_rule_and_the_iteration_count() {
 #[test]
 fn gathers_when_only_a_gathered_feature_tells_and_gathering_is_cheap() {
     let runs = synthetic(true);
-    let model = TrainParams {
-        folds: 4,
-        ..TrainParams::default()
-    }
-    .check()
-    .unwrap()
-    .fit(&runs, "test")
-    .unwrap();
+    let model = fit(&runs, 4);
     let (k, g) = (&model.training.chosen[0], &model.training.chosen[1]);
     assert!(
         g.oracle_ratio > 0.99 && k.oracle_ratio < 0.9,
@@ -344,14 +342,7 @@ fn model_files_refuse_damage_and_other_schemas() {
 #[test]
 fn exports_read_and_the_rust_function_compiles_and_agrees() {
     let runs = synthetic(true);
-    let model = TrainParams {
-        folds: 4,
-        ..TrainParams::default()
-    }
-    .check()
-    .unwrap()
-    .fit(&runs, "test")
-    .unwrap();
+    let model = fit(&runs, 4);
     let text = crate::export::text(&model);
     assert!(
         text.contains("Gather features?") && text.contains("samples, mean regret"),

@@ -456,7 +456,8 @@ impl Trainer<'_> {
     }
 }
 
-fn geomean(v: impl Iterator<Item = f64>) -> f64 {
+/// Geometric mean (NaN for none).
+pub(crate) fn geomean(v: impl Iterator<Item = f64>) -> f64 {
     let (mut sum, mut n) = (0.0, 0usize);
     for x in v {
         sum += x.ln();
