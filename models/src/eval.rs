@@ -189,10 +189,31 @@ pub fn evaluate(
     iterations: Option<Vec<u32>>,
 ) -> Result<EvalReport, ModelError> {
     let ks = iterations.unwrap_or_else(|| model.iterations.clone());
+    // Runs of another backend or kernel pool would score every pick as a failed kernel.
+    if let Some(m) = runs
+        .matrices
+        .iter()
+        .find(|m| m.info.backend != model.backend)
+    {
+        return Err(ModelError::Eval(format!(
+            "the model is for the {} backend but `{}` was collected on {}: evaluate it on runs of its own backend",
+            model.backend, m.info.matrix, m.info.backend
+        )));
+    }
+    let have = runs.kernel_names();
+    let missing: Vec<&String> = model.kernels.iter().filter(|k| !have.contains(k)).collect();
+    if !missing.is_empty() {
+        return Err(ModelError::Eval(format!(
+            "the runs have no timings of the model's kernel(s) {}: collect them first",
+            missing
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    // "Unseen" rows are those of the families the model held out of training.
     let held = &model.training.held_out_families;
-    // Families the model trained on: every family of the runs it was trained from except the
-    // held-out ones is unknown here, so "unseen" means held out, or not seen at training at all
-    // (recognised by the digest only when the same runs are used: we keep the held-out list).
     let keep = |m: &crate::runs::MatrixRuns| match rows {
         RowSelect::All => true,
         RowSelect::Unseen => held.contains(&m.info.family),

@@ -338,6 +338,17 @@ fn collect_skips_bad_files_resumes_shards_and_merges() {
         "{err}"
     );
     assert_eq!(std::fs::read(&out).unwrap(), before);
+    // Another precision may not join the file.
+    let mut other = resume.clone();
+    other.extend(["--precision", "f64"]);
+    let r = augur(&other);
+    assert!(!r.status.success(), "{}", text(&r.stderr));
+    assert!(
+        text(&r.stderr).contains("one runs file per backend and precision"),
+        "{}",
+        text(&r.stderr)
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), before);
     // Two shards merged hold the same matrices.
     let mut parts = Vec::new();
     for s in ["1/2", "2/2"] {
@@ -476,6 +487,13 @@ fn train_export_eval_on_a_small_collection() {
         std::fs::read_to_string(&model).unwrap(),
         m,
         "a failed train keeps the old model"
+    );
+    // A model of another backend is refused by eval.
+    let r = augur(&["eval", rs, "--model", "default-cuda"]);
+    assert!(
+        !r.status.success() && text(&r.stderr).contains("for the cuda backend"),
+        "{}",
+        text(&r.stderr)
     );
     // The built-in models export.
     let r = augur(&["export", "default-cuda"]);

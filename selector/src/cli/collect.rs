@@ -310,7 +310,21 @@ fn collect(a: CollectArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let kernel_names = measurer.kernel_names();
-    let done = prepare_out(&a.out, a.resume, &kernel_names)?;
+    let done = prepare_out(
+        &a.out,
+        a.resume,
+        &kernel_names,
+        (
+            match a.backend {
+                Backend::Cpu => "cpu",
+                Backend::Cuda => "cuda",
+            },
+            match a.precision {
+                Precision::F32 => "f32",
+                Precision::F64 => "f64",
+            },
+        ),
+    )?;
     let mut fams = Families {
         explicit: match &a.manifest {
             Some(p) => Some(read_manifest(p)?),
@@ -400,6 +414,7 @@ fn prepare_out(
     path: &Path,
     resume: bool,
     kernels: &[String],
+    (backend, precision): (&str, &str),
 ) -> anyhow::Result<std::collections::HashSet<String>> {
     let header = runs::header().join(",") + "\n";
     let exists = path.metadata().map(|m| m.len() > 0).unwrap_or(false);
@@ -439,6 +454,19 @@ fn prepare_out(
     }
     drop(f);
     let runs = Runs::read(&[path.to_path_buf()])?;
+    if let Some(m) = runs
+        .matrices
+        .iter()
+        .find(|m| m.info.backend != backend || m.info.precision != precision)
+    {
+        bail!(
+            "{}: `{}` was collected on {} in {}, this run is {backend} in {precision}: one runs file per backend and precision",
+            path.display(),
+            m.info.matrix,
+            m.info.backend,
+            m.info.precision
+        );
+    }
     Ok(runs
         .matrices
         .iter()
