@@ -632,6 +632,13 @@ fn datasets_list_fetch_then_collect_the_directory() {
     );
     let r = augur(&["datasets", "fetch", "--index", i, "nope", "--dir", f]);
     assert!(!r.status.success() && text(&r.stderr).contains("`nope` is not in the index"));
+    // A fetched directory holds matrices: train says to collect first.
+    let r = augur(&["train", f, "--out", dir.join("m.json").to_str().unwrap()]);
+    assert!(
+        !r.status.success() && text(&r.stderr).contains("holds matrices, not runs"),
+        "{}",
+        text(&r.stderr)
+    );
     let runs = dir.join("runs.csv");
     let r = augur(&[
         "collect",

@@ -237,7 +237,8 @@ impl Families {
 /// What the measuring side needs: a backend with its kernels.
 enum Measurer {
     Cpu(Vec<CpuKernel>),
-    Cuda(Box<(CudaSpmv, Vec<GpuKernel>)>),
+    /// The GPU, its kernels, and the feature gatherer (its module loaded once).
+    Cuda(Box<(CudaSpmv, Vec<GpuKernel>, GpuGatherer)>),
 }
 
 impl Measurer {
@@ -306,7 +307,8 @@ fn collect(a: CollectArgs) -> anyhow::Result<ExitCode> {
             }
             let dev = gpu.device.name.clone();
             let drv = augur_kernels::cuda::driver_version()?;
-            (Measurer::Cuda(Box::new((gpu, k))), dev, drv)
+            let gatherer = GpuGatherer::new(&gpu)?;
+            (Measurer::Cuda(Box::new((gpu, k, gatherer))), dev, drv)
         }
     };
     let kernel_names = measurer.kernel_names();
@@ -550,11 +552,11 @@ fn one_matrix<T: GpuScalar>(
             }
         }
         Measurer::Cuda(g) => {
-            let (gpu, kernels) = &mut **g;
+            let (gpu, kernels, gatherer) = &mut **g;
             let dm = gpu.upload(&m)?;
             let dx = gpu.htod(&x)?;
             let (ptr, idx) = dm.pattern();
-            gather_s = GpuGatherer::new(gpu)?.time(m.rows(), m.nnz(), ptr, idx, 5)?;
+            gather_s = gatherer.time(m.rows(), m.nnz(), ptr, idx, 5)?;
             let poison = vec![T::nan(); m.rows()];
             for &k in kernels.iter() {
                 let r = (|| -> Result<Timing, String> {

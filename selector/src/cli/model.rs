@@ -60,6 +60,13 @@ fn runs_files(args: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
                 .filter(|f| f.extension().is_some_and(|x| x == "csv"))
                 .collect();
             v.sort();
+            if v.is_empty() && p.join("MANIFEST.tsv").is_file() {
+                anyhow::bail!(
+                    "{} holds matrices, not runs: measure them first with `augur collect {} --out runs.csv`, then train on runs.csv",
+                    p.display(),
+                    p.display()
+                );
+            }
             anyhow::ensure!(
                 !v.is_empty(),
                 "{}: no runs (*.csv) in this directory",
