@@ -16,8 +16,8 @@ use crate::ModelError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RowSelect {
-    /// Matrices whose family the model never trained on (its held-out families, and families it
-    /// has not seen at all).
+    /// Matrices whose family the model never trained on (its held-out families, and families of
+    /// other runs it has not seen at all).
     Unseen,
     /// Every row (includes training rows: optimistic).
     All,
@@ -212,18 +212,19 @@ pub fn evaluate(
                 .join(", ")
         )));
     }
-    // "Unseen" rows are those of the families the model held out of training.
-    let held = &model.training.held_out_families;
+    // "Unseen" rows are those of families the model did not train on: its held-out families,
+    // and any family of runs it never saw (another collection, another machine's runs).
+    let trained = &model.training.trained_families;
     let keep = |m: &crate::runs::MatrixRuns| match rows {
         RowSelect::All => true,
-        RowSelect::Unseen => held.contains(&m.info.family),
+        RowSelect::Unseen => trained.binary_search(&m.info.family).is_err(),
     };
     let all: Vec<Sample> = samples(runs, &model.kernels, &ks, keep);
     if all.is_empty() {
         return Err(ModelError::Eval(match rows {
             RowSelect::Unseen => format!(
-                "no rows of the model's {} held-out families in these runs (use --rows all to evaluate on any rows)",
-                held.len()
+                "every family in these runs was used in training ({} families); use --rows all to evaluate on them anyway",
+                trained.len()
             ),
             RowSelect::All => "no rows with a kernel that ran".into(),
         }));
@@ -341,7 +342,7 @@ pub fn table(r: &EvalReport) -> String {
         r.matrices,
         r.families,
         match r.rows {
-            RowSelect::Unseen => "families held out of training",
+            RowSelect::Unseen => "families not seen in training",
             RowSelect::All => "all rows, training rows included",
         },
         r.iterations,

@@ -143,6 +143,8 @@ pub struct Training {
     pub families: usize,
     /// Families kept out of training for `augur eval` (and never seen by the trees).
     pub held_out_families: Vec<String>,
+    /// The families trained on, sorted: `augur eval --rows unseen` takes every other family.
+    pub trained_families: Vec<String>,
     /// Seed of the family split (holdout and folds).
     pub split_seed: u64,
     pub folds: usize,

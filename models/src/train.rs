@@ -721,6 +721,11 @@ impl CheckedTrainParams {
                 matrices: n_matrices,
                 families: train_fams.len(),
                 held_out_families: held,
+                trained_families: {
+                    let mut f: Vec<String> = train_fams.iter().map(|f| f.to_string()).collect();
+                    f.sort();
+                    f
+                },
                 split_seed: p.split_seed,
                 folds,
                 cv,
