@@ -150,16 +150,29 @@ __device__ __forceinline__ void merge_path(int rows, int nnz, const int* __restr
     carry_val[p] = sum;
 }
 
+// Adds the carries to y. Carries come in piece order, so their rows never decrease: a warp first
+// sums the carries of each run of equal rows (a segmented suffix scan by shuffles) and only the
+// first lane of a run adds it, one atomic per row and warp instead of one per piece. Without this,
+// the pieces inside a row of millions of entries all hit one address and serialise.
 template <typename T>
 __device__ __forceinline__ void merge_path_fixup(int rows, long long pieces,
                                                  const int* __restrict__ carry_row,
                                                  const T* __restrict__ carry_val,
                                                  T* __restrict__ y) {
     long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (p >= pieces) return;
-    int row = carry_row[p];
-    T v = carry_val[p];
-    if (row < rows && v != T(0)) atomicAdd(y + row, v);
+    bool valid = p < pieces;
+    int row = valid ? carry_row[p] : -1 - (int)(threadIdx.x & 31);
+    T v = valid ? carry_val[p] : T(0);
+    int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        T vo = __shfl_down_sync(0xffffffffu, v, o);
+        int ro = __shfl_down_sync(0xffffffffu, row, o);
+        if (lane + o < 32 && ro == row) v += vo;
+    }
+    int prev = __shfl_up_sync(0xffffffffu, row, 1);
+    bool head = lane == 0 || prev != row;
+    if (valid && head && row < rows && v != T(0)) atomicAdd(y + row, v);
 }
 
 // nnz-split: each warp takes NS_STEPS x 32 consecutive nonzeros, lane l the ones at l, l+32, ...
