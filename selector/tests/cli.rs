@@ -694,7 +694,7 @@ fn ctrl_c_during_fetch_removes_temporaries_and_keeps_partial_downloads() {
     )
     .unwrap();
     let out = dir.join("fetched");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_augur"))
+    let child = Command::new(env!("CARGO_BIN_EXE_augur"))
         .args([
             "datasets",
             "fetch",
