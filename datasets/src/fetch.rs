@@ -152,6 +152,11 @@ pub fn fetch(
         .collect())
 }
 
+/// Lower-case hex of a digest, as the manifest records md5s.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 fn md5_file(path: &Path) -> std::io::Result<String> {
     let f = std::fs::File::open(path)?;
     let mut r: Box<dyn Read> = if path.extension().is_some_and(|x| x == "gz") {
@@ -168,7 +173,7 @@ fn md5_file(path: &Path) -> std::io::Result<String> {
         }
         h.update(&buf[..n]);
     }
-    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Ok(hex(&h.finalize()))
 }
 
 fn one(
@@ -451,7 +456,7 @@ fn finish(
         field: format!("{:?}", h.field).to_lowercase(),
         kind: e.kind.clone(),
         ss_id: e.id,
-        md5: md5.finalize().iter().map(|b| format!("{b:02x}")).collect(),
+        md5: hex(&md5.finalize()),
         family: e.family(),
     };
     Ok((entry, dest.to_path_buf()))

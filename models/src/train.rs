@@ -179,11 +179,13 @@ pub fn parse_iterations(s: &str) -> Option<Vec<u32>> {
     v.filter(|v| !v.is_empty())
 }
 
+/// Lower-case hex of a digest.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 fn hex_hash(s: &str) -> String {
-    Sha256::digest(s.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex(&Sha256::digest(s.as_bytes()))
 }
 
 /// Families in a fixed pseudo-random order: by the SHA-256 of the split seed and their name.
@@ -646,12 +648,7 @@ impl CheckedTrainParams {
             },
         )?;
         // Leaf statistics on the training samples.
-        for sel in [&mut known, &mut gathered] {
-            let set = if sel.features.len() == FeatureSet::Known.indices().len() {
-                FeatureSet::Known
-            } else {
-                FeatureSet::Gathered
-            };
+        for (sel, set) in [(&mut known, ck.set), (&mut gathered, cg.set)] {
             let mode = sel.mode;
             for kt in &mut sel.trees {
                 let rows: Vec<(Vec<f64>, Vec<f64>)> = all
@@ -688,7 +685,7 @@ impl CheckedTrainParams {
             }
             h.update(m.info.gather_s.to_le_bytes());
         }
-        let digest: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        let digest = hex(&h.finalize());
         let schema = SpmvFeatures::schema();
         let mut policy_inputs: Vec<String> = known
             .features

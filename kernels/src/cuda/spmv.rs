@@ -586,28 +586,36 @@ impl CudaSpmv {
         k: &mut Prepared<T>,
         (a, x, y): (&DeviceCsr<T>, &CudaSlice<T>, &mut CudaSlice<T>),
         plan: TimingPlan,
-        mut flush: Option<&mut CudaSlice<u8>>,
+        flush: Option<&mut CudaSlice<u8>>,
     ) -> Result<Vec<f64>, KernelError> {
-        let TimingPlan {
-            warmup,
-            iterations: iters,
-        } = plan;
-        for _ in 0..warmup {
-            self.launch(k, a, x, y)?;
+        self.time_events(plan, flush, || self.launch(k, a, x, y))
+    }
+
+    /// The timing loop every measurement here shares: `plan.warmup` untimed calls of `enqueue`,
+    /// then `plan.iterations` calls each between two CU_EVENT_DEFAULT events (after overwriting
+    /// `flush`, if given), seconds each.
+    fn time_events(
+        &self,
+        plan: TimingPlan,
+        mut flush: Option<&mut CudaSlice<u8>>,
+        mut enqueue: impl FnMut() -> Result<(), KernelError>,
+    ) -> Result<Vec<f64>, KernelError> {
+        for _ in 0..plan.warmup {
+            enqueue()?;
         }
-        let ev = |s: &str| {
+        let ev = || {
             self.ctx
                 .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(drv(s))
+                .map_err(drv("cuEventCreate"))
         };
-        let (start, stop) = (ev("cuEventCreate")?, ev("cuEventCreate")?);
-        let mut times = Vec::with_capacity(iters);
-        for _ in 0..iters {
+        let (start, stop) = (ev()?, ev()?);
+        let mut times = Vec::with_capacity(plan.iterations);
+        for _ in 0..plan.iterations {
             if let Some(buf) = flush.as_deref_mut() {
                 self.stream.memset_zeros(buf).map_err(drv("L2 flush"))?;
             }
             start.record(&self.stream).map_err(drv("cuEventRecord"))?;
-            self.launch(k, a, x, y)?;
+            enqueue()?;
             stop.record(&self.stream).map_err(drv("cuEventRecord"))?;
             stop.synchronize().map_err(drv("cuEventSynchronize"))?;
             times.push(start.elapsed_ms(&stop).map_err(drv("cuEventElapsedTime"))? as f64 / 1e3);
@@ -632,14 +640,13 @@ impl CudaSpmv {
         a: &DeviceCsr<T>,
         x: &CudaSlice<T>,
         plan: TimingPlan,
-        mut flush: Option<&mut CudaSlice<u8>>,
+        flush: Option<&mut CudaSlice<u8>>,
     ) -> Result<f64, KernelError> {
         if a.nnz == 0 {
             return Ok(0.0);
         }
         const ITEMS: u64 = 8; // GF_ITEMS in the .cu file
-        let threads = (a.nnz as u64).div_ceil(ITEMS);
-        let cfg = threads_config(threads);
+        let cfg = threads_config((a.nnz as u64).div_ceil(ITEMS));
         let warps = cfg.grid_dim.0 as usize * (BLOCK as usize / 32);
         let mut out = self
             .stream
@@ -647,34 +654,18 @@ impl CudaSpmv {
             .map_err(drv("cuMemAlloc"))?;
         let f = self.function_named(&format!("gather_ceiling_{}", T::SUFFIX))?;
         let nnz = a.nnz as i32;
-        let launch = |out: &mut CudaSlice<T>| -> Result<(), KernelError> {
+        let plan = TimingPlan {
+            iterations: plan.iterations.max(1),
+            ..plan
+        };
+        let mut times = self.time_events(plan, flush, || {
             let mut b = self.stream.launch_builder(&f);
-            b.arg(&nnz).arg(&a.idx).arg(&a.val).arg(x).arg(out);
+            b.arg(&nnz).arg(&a.idx).arg(&a.val).arg(x).arg(&mut out);
             // SAFETY: (int, int*, T*, T*, T*) as in gather_ceiling; idx and val hold nnz
             // entries, every index is < cols = x.len(), out holds one entry per warp launched.
             unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
             Ok(())
-        };
-        for _ in 0..plan.warmup {
-            launch(&mut out)?;
-        }
-        let ev = || {
-            self.ctx
-                .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(drv("cuEventCreate"))
-        };
-        let (start, stop) = (ev()?, ev()?);
-        let mut times = Vec::with_capacity(plan.iterations.max(1));
-        for _ in 0..plan.iterations.max(1) {
-            if let Some(buf) = flush.as_deref_mut() {
-                self.stream.memset_zeros(buf).map_err(drv("L2 flush"))?;
-            }
-            start.record(&self.stream).map_err(drv("cuEventRecord"))?;
-            launch(&mut out)?;
-            stop.record(&self.stream).map_err(drv("cuEventRecord"))?;
-            stop.synchronize().map_err(drv("cuEventSynchronize"))?;
-            times.push(start.elapsed_ms(&stop).map_err(drv("cuEventElapsedTime"))? as f64 / 1e3);
-        }
+        })?;
         times.sort_by(f64::total_cmp);
         Ok(times[times.len() / 2])
     }
@@ -691,25 +682,15 @@ impl CudaSpmv {
             .stream
             .alloc_zeros::<u8>(n)
             .map_err(drv("cuMemAlloc"))?;
-        let ev = || {
-            self.ctx
-                .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(drv("cuEventCreate"))
+        let plan = TimingPlan {
+            warmup: 1,
+            iterations: 10,
         };
-        let (start, stop) = (ev()?, ev()?);
-        let mut times = Vec::new();
-        for i in 0..11 {
-            start.record(&self.stream).map_err(drv("cuEventRecord"))?;
+        let mut times = self.time_events(plan, None, || {
             self.stream
                 .memcpy_dtod(&src, &mut dst)
-                .map_err(drv("cuMemcpyDtoD"))?;
-            stop.record(&self.stream).map_err(drv("cuEventRecord"))?;
-            stop.synchronize().map_err(drv("cuEventSynchronize"))?;
-            if i > 0 {
-                times
-                    .push(start.elapsed_ms(&stop).map_err(drv("cuEventElapsedTime"))? as f64 / 1e3);
-            }
-        }
+                .map_err(drv("cuMemcpyDtoD"))
+        })?;
         times.sort_by(f64::total_cmp);
         Ok(2.0 * n as f64 / times[times.len() / 2] / 1e9)
     }

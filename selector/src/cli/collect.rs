@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
+use augur_datasets::generate::Generator;
 use augur_datasets::manifest::{read_manifest, ManifestEntry};
 use augur_datasets::{Csr, MatrixSource};
 use augur_features::spmv::{self, CpuGatherer, CsrPattern, SpmvGatherer, SPMV_SCHEMA_VERSION};
@@ -185,7 +186,7 @@ pub fn generated_family(spec: &str) -> String {
         .split(',')
         .filter(|kv| {
             let k = kv.split('=').next().unwrap_or("");
-            !kv.is_empty() && !SIZE_KEYS.contains(&k) && k != "file"
+            !kv.is_empty() && !SIZE_KEYS.contains(&k)
         })
         .collect();
     format!("gen:{kind}:{}", kept.join(","))
@@ -201,16 +202,12 @@ struct Families {
 impl Families {
     fn family(&mut self, src: &MatrixSource) -> String {
         match src {
-            MatrixSource::Generated(g) => {
-                let s = g.to_string();
-                if let Some(f) = s.split("file=").nth(1) {
-                    // expand:...,file=X: the family of X, expanded.
-                    let stem =
-                        MatrixSource::File(PathBuf::from(f.split(',').next().unwrap_or(f))).name();
-                    return format!("{}+expand", self.file_family(Path::new(f), &stem));
-                }
-                generated_family(&s)
+            // A real matrix grown k-fold: the family of the file, expanded.
+            MatrixSource::Generated(Generator::Expand { file, .. }) => {
+                let stem = MatrixSource::File(file.clone()).name();
+                format!("{}+expand", self.file_family(file, &stem))
             }
+            MatrixSource::Generated(g) => generated_family(&g.to_string()),
             MatrixSource::File(p) => self.file_family(p, &src.name()),
         }
     }
@@ -509,7 +506,11 @@ fn one_matrix<T: GpuScalar>(
     let t = Instant::now();
     let _ = spmv::known(pat);
     let known_s = t.elapsed().as_secs_f64();
+    // The features (every gatherer gives the same values); on the CPU backend this gather is
+    // also the first of the three whose median is its cost.
+    let t = Instant::now();
     let features = CpuGatherer.gather(pat)?;
+    let first_gather_s = t.elapsed().as_secs_f64();
     let x = check::test_vector::<T>(m.cols(), 42);
     let (reference, scale) = check::reference_product(&m, &x);
     let mut runs = Vec::new();
@@ -517,12 +518,12 @@ fn one_matrix<T: GpuScalar>(
     match measurer {
         Measurer::Cpu(kernels) => {
             gather_s = median(
-                (0..3)
-                    .map(|_| {
+                std::iter::once(first_gather_s)
+                    .chain((0..2).map(|_| {
                         let t = Instant::now();
                         let _ = CpuGatherer.gather(pat);
                         t.elapsed().as_secs_f64()
-                    })
+                    }))
                     .collect(),
             );
             let mut y = vec![T::zero(); m.rows()];
