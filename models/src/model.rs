@@ -72,16 +72,22 @@ impl Selector {
         n
     }
 
-    /// The tree serving `k` iterations.
+    /// The tree serving `k` iterations, with the count it was trained for.
     #[inline]
-    pub fn tree_for(&self, k: f64) -> &Tree {
+    pub fn ktree_for(&self, k: f64) -> &KTree {
         for t in &self.trees {
             match t.below {
                 Some(b) if k >= b => continue,
-                _ => return &t.tree,
+                _ => return t,
             }
         }
-        &self.trees.last().expect("a selector has a tree").tree
+        self.trees.last().expect("a selector has a tree")
+    }
+
+    /// The tree serving `k` iterations.
+    #[inline]
+    pub fn tree_for(&self, k: f64) -> &Tree {
+        &self.ktree_for(k).tree
     }
 
     /// Class for schema-order feature values and `k` iterations.

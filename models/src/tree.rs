@@ -88,6 +88,28 @@ impl Tree {
         Tree { nodes }
     }
 
+    /// The nodes `x` visits from the root to its leaf (the leaf last): what an explanation of a
+    /// prediction walks.
+    pub fn path(&self, x: &[f64]) -> Vec<usize> {
+        let mut i = 0;
+        let mut out = vec![0];
+        while let Node::Split {
+            feature,
+            threshold,
+            left,
+            right,
+        } = &self.nodes[i]
+        {
+            i = if clean(x[*feature]) < *threshold {
+                *left
+            } else {
+                *right
+            };
+            out.push(i);
+        }
+        out
+    }
+
     /// Index of the leaf `x` reaches.
     #[inline]
     pub fn leaf(&self, x: &[f64]) -> usize {

@@ -7,9 +7,19 @@
 //! datasets -> features -> kernels (timings) -> models -> selector
 //! ```
 //!
-//! This crate is the last stage: the library API (selector and dispatcher, to come with the
-//! Runtime issue) and the `augur` command-line tool. Today it re-exports the stages below so that
-//! a program needs one dependency.
+//! This crate is the last stage: the library API and the `augur` command-line tool.
+//!
+//! - [`Selector`]: a trained model (a file, or the one built in for the backend), checked
+//!   against the device it runs on; [`Selector::select`] gives a [`Decision`]: the kernel and
+//!   the path through the trees (feature = value vs threshold at each node).
+//! - [`SpmvPlan`]: select once, upload and set up once, [`SpmvPlan::run`] many times, on one
+//!   GPU or on the rayon CPU kernels ([`Backend`]); [`Dispatcher`] caches plans by matrix
+//!   identity.
+//! - [`MultiGpuSpmv`]: rows split across N GPUs by equal nonzeros, each shard with its own
+//!   features and kernel, y shards all-gathered with NCCL so the product can be iterated.
+//!
+//! It also re-exports the stages below so that a program needs one dependency. Examples:
+//! `cargo run --release -p augur --example cg`, `--example power_iteration`.
 
 pub use augur_datasets as datasets;
 pub use augur_features as features;
@@ -17,3 +27,12 @@ pub use augur_kernels as kernels;
 pub use augur_models as models;
 
 pub mod defaults;
+mod error;
+pub mod multi;
+pub mod plan;
+pub mod select;
+
+pub use error::AugurError;
+pub use multi::{GatherMode, MultiGpuSpmv, MultiOptions, ShardInfo};
+pub use plan::{Backend, Dispatcher, GatherPolicy, MatrixKey, PlanOptions, SetupCost, SpmvPlan};
+pub use select::{Decision, Selector, Step};

@@ -594,7 +594,7 @@ impl CudaSpmv {
     /// The timing loop every measurement here shares: `plan.warmup` untimed calls of `enqueue`,
     /// then `plan.iterations` calls each between two CU_EVENT_DEFAULT events (after overwriting
     /// `flush`, if given), seconds each.
-    fn time_events(
+    pub fn time_events(
         &self,
         plan: TimingPlan,
         mut flush: Option<&mut CudaSlice<u8>>,

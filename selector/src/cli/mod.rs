@@ -8,6 +8,7 @@ mod features;
 mod kernels;
 mod matrix;
 mod model;
+mod run;
 mod spmv;
 
 use std::process::ExitCode;
@@ -69,6 +70,10 @@ enum Command {
     /// Evaluate a model on runs it did not train on: vs the oracle, the best single kernel,
     /// cuSPARSE ALG1 and a hand rule, per nnz bucket.
     Eval(model::EvalArgs),
+    /// Plan SpMV for a MATRIX through the library API (features, the model's choice, setup),
+    /// run it `--iterations` times on the CPU, one GPU or `--gpus N`, and report the decision
+    /// (`--explain`: the path through the trees), setup, time per iteration and GB/s.
+    Run(run::RunArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -76,6 +81,8 @@ enum BenchCommand {
     /// Every SpMV kernel of a backend on each MATRIX: median time, GB/s, fraction of measured
     /// copy bandwidth, speedup over cuSPARSE ALG1 (GPU); checked first. CSV on stdout.
     Spmv(spmv::SpmvArgs),
+    /// Per-call cost of a cached plan (Dispatcher) over the bare kernel call, CSV on stdout.
+    Dispatch(run::DispatchArgs),
 }
 
 /// Value type of the matrix and vectors.
@@ -106,6 +113,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Train(a) => model::train(a),
         Command::Export(a) => model::export(a),
         Command::Eval(a) => model::eval(a),
+        Command::Run(a) => run::run(a),
+        Command::Bench(BenchCommand::Dispatch(a)) => run::dispatch(a),
     }
 }
 

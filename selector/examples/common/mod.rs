@@ -1,0 +1,111 @@
+//! What the examples share: argument parsing, the matrix, and one operator over a single-device
+//! plan or a multi-GPU one.
+
+use std::error::Error;
+
+use augur::datasets::{Csr, MatrixSource};
+use augur::{Backend, MultiGpuSpmv, PlanOptions, SpmvPlan};
+
+pub type Res<T> = Result<T, Box<dyn Error>>;
+
+/// `[MATRIX] [--gpus N] [--cpu] [--iterations K]`; MATRIX defaults to a generated 3D stencil.
+pub struct Args {
+    pub matrix: String,
+    pub gpus: Option<usize>,
+    pub cpu: bool,
+    pub iterations: u32,
+}
+
+pub fn args(default_iterations: u32) -> Res<Args> {
+    let mut a = Args {
+        matrix: "stencil3d:nx=48,points=27".into(),
+        gpus: None,
+        cpu: false,
+        iterations: default_iterations,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(s) = it.next() {
+        match s.as_str() {
+            "--gpus" => a.gpus = Some(it.next().ok_or("--gpus needs a count")?.parse()?),
+            "--cpu" => a.cpu = true,
+            "--iterations" => {
+                a.iterations = it.next().ok_or("--iterations needs a count")?.parse()?
+            }
+            s if s.starts_with("--") => return Err(format!("unknown option {s}").into()),
+            s => a.matrix = s.to_string(),
+        }
+    }
+    Ok(a)
+}
+
+/// The matrix as a symmetric positive definite one: a generated pattern (symmetric for the
+/// stencils) gets graph-Laplacian values plus the identity, `L + I` (diagonally dominant);
+/// a file is taken as it is (use an SPD one, e.g. bcsstk or *_bus).
+pub fn spd_matrix(spec: &str) -> Res<Csr<f64>> {
+    let src = MatrixSource::parse(spec)?;
+    let (a, _) = src.load::<f64>()?;
+    if std::path::Path::new(spec).exists() {
+        return Ok(a);
+    }
+    let ptr = a.indptr().raw_storage().to_vec();
+    let idx = a.indices().to_vec();
+    let mut val = vec![0.0; idx.len()];
+    for r in 0..a.rows() {
+        let (s, e) = (ptr[r] as usize, ptr[r + 1] as usize);
+        let off = idx[s..e].iter().filter(|&&c| c as usize != r).count() as f64;
+        for k in s..e {
+            val[k] = if idx[k] as usize == r {
+                off + 1.0
+            } else {
+                -1.0
+            };
+        }
+    }
+    Ok(Csr::new((a.rows(), a.cols()), ptr, idx, val))
+}
+
+/// `y = A x` through a single-device plan or across GPUs.
+pub enum Operator<'a> {
+    One(Box<SpmvPlan<'a, f64>>),
+    Multi(MultiGpuSpmv<f64>),
+}
+
+impl<'a> Operator<'a> {
+    /// A plan for `iterations` products: on `--gpus N` GPUs, else on the CPU with `--cpu`, else
+    /// on GPU 0 when present, else on the CPU. Prints each decision and why.
+    pub fn new(a: &'a Csr<f64>, args: &Args) -> Res<Operator<'a>> {
+        let opts = PlanOptions {
+            expected_iterations: args.iterations,
+            ..PlanOptions::default()
+        };
+        if let Some(n) = args.gpus {
+            let m = MultiGpuSpmv::new(a, n, opts)?;
+            for s in m.shards() {
+                println!("shard {} on GPU {} (rows {:?}):", s.rank, s.gpu, s.rows);
+                print!("{}", s.decision);
+            }
+            return Ok(Operator::Multi(m));
+        }
+        let backend = if args.cpu {
+            Backend::cpu()
+        } else {
+            Backend::auto()
+        };
+        let p = SpmvPlan::new(a, &backend, opts)?;
+        println!("{} on {}:", backend.kind(), backend.device());
+        print!("{}", p.decision());
+        Ok(Operator::One(Box::new(p)))
+    }
+
+    pub fn apply(&mut self, x: &[f64], y: &mut [f64]) -> Res<()> {
+        match self {
+            Operator::One(p) => p.run(x, y)?,
+            Operator::Multi(m) => m.run(x, y)?,
+        }
+        Ok(())
+    }
+}
+
+pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}

@@ -1,0 +1,629 @@
+//! `augur run`: plan SpMV for one matrix through the library API (select, set up), run it,
+//! and report the decision, its explanation, setup and per-iteration time.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use augur::multi::{GatherMode, MultiOptions, ShardProfile};
+use augur::{
+    Backend, Dispatcher, GatherPolicy, MultiGpuSpmv, PlanOptions, Selector, SetupCost, ShardInfo,
+    SpmvPlan,
+};
+use augur_datasets::{Csr, MatrixSource};
+use augur_kernels::check::{self, CheckReport};
+use augur_kernels::cuda::{self, GpuKernel, GpuScalar, TimingPlan};
+use augur_kernels::spmv_bytes;
+use clap::{Args, ValueEnum};
+use cudarc::nccl::NcclType;
+use serde::Serialize;
+
+use super::Precision;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RunBackend {
+    Cpu,
+    Cuda,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GatherModeArg {
+    AllGather,
+    Broadcasts,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GatherArg {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// A Matrix Market file or a generator spec.
+    #[arg(value_name = "MATRIX")]
+    matrix: String,
+    /// Products to run (and the count the selector weighs setup and gathering against).
+    #[arg(long, default_value_t = 100)]
+    iterations: u32,
+    /// Default: cuda when a GPU is present, else cpu.
+    #[arg(long, value_enum)]
+    backend: Option<RunBackend>,
+    /// Split the rows across this many GPUs (MultiGpuSpmv: NCCL all-gather of y each product).
+    #[arg(long)]
+    gpus: Option<usize>,
+    /// With --gpus: chunks per shard, each all-gathered while the next one is computed.
+    #[arg(long, default_value_t = 1)]
+    chunks: usize,
+    /// With --gpus: how y reaches every GPU: a padded ncclAllGather, or one grouped
+    /// ncclBroadcast per shard (all-gather-v).
+    #[arg(long, value_enum, default_value = "all-gather")]
+    gather_mode: GatherModeArg,
+    /// First GPU (with one GPU).
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    /// Print the path through the trees that chose each kernel.
+    #[arg(long)]
+    explain: bool,
+    /// Use this kernel instead of asking the model.
+    #[arg(long)]
+    kernel: Option<String>,
+    /// A model file from `augur train` (default: the one built in for the backend).
+    #[arg(long)]
+    model: Option<String>,
+    /// Accept a model file trained on another GPU or precision.
+    #[arg(long)]
+    any_device: bool,
+    /// Gather the features beyond shape and nnz: when the model's policy says it pays (auto),
+    /// always, or never.
+    #[arg(long, value_enum, default_value = "auto")]
+    gather: GatherArg,
+    #[arg(long, value_enum, default_value = "f32")]
+    precision: Precision,
+    /// Check one product (and, on several GPUs, two iterated ones) against the f64 reference.
+    #[arg(long)]
+    check: bool,
+    /// Per-shard device times (product alone, all-gather alone) on several GPUs.
+    #[arg(long)]
+    profile: bool,
+    /// One JSON object on stdout instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Report {
+    matrix: String,
+    rows: usize,
+    cols: usize,
+    nnz: usize,
+    precision: &'static str,
+    load_s: f64,
+    backend: &'static str,
+    device: String,
+    gpus: usize,
+    iterations: u32,
+    /// Chunks per shard and the all-gather (several GPUs).
+    chunks: usize,
+    gather_mode: Option<&'static str>,
+    /// One plan (single device), or one per shard.
+    shards: Vec<ShardInfo>,
+    setup: SetupCost,
+    /// Wall-clock per product after warm-up (on GPUs: device vectors, y -> x on several GPUs).
+    per_iteration_s: f64,
+    /// Bytes one SpMV moves at least, over the time per iteration.
+    gb_per_s: f64,
+    check: Option<Vec<CheckReport>>,
+    profile: Option<Vec<ShardProfile>>,
+}
+
+pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
+    let src = MatrixSource::parse(&a.matrix)?;
+    match a.precision {
+        Precision::F32 => run_typed::<f32>(&a, &src),
+        Precision::F64 => run_typed::<f64>(&a, &src),
+    }
+}
+
+fn options(a: &RunArgs, backend: &str) -> anyhow::Result<PlanOptions> {
+    let selector = match a.model.as_deref() {
+        None => None,
+        Some(m @ ("default-cpu" | "default-cuda")) => Some(Selector::builtin(&m[8..])?),
+        Some(path) => Some(Arc::new(Selector::from_file(std::path::Path::new(path))?)),
+    };
+    if let Some(s) = &selector {
+        if s.model().backend != backend {
+            anyhow::bail!(
+                "--model {}: trained for backend `{}`, this run uses `{backend}` (--backend)",
+                s.origin(),
+                s.model().backend
+            );
+        }
+    }
+    Ok(PlanOptions {
+        expected_iterations: a.iterations.max(1),
+        gather: match a.gather {
+            GatherArg::Auto => GatherPolicy::Auto,
+            GatherArg::Always => GatherPolicy::Always,
+            GatherArg::Never => GatherPolicy::Never,
+        },
+        kernel: a.kernel.clone(),
+        selector,
+        allow_other_device: a.any_device,
+    })
+}
+
+fn run_typed<T: GpuScalar + NcclType>(a: &RunArgs, src: &MatrixSource) -> anyhow::Result<ExitCode> {
+    let backend_kind = match (a.backend, a.gpus) {
+        (Some(RunBackend::Cpu), Some(n)) if n != 1 => {
+            anyhow::bail!("--gpus {n} needs --backend cuda")
+        }
+        (Some(b), _) => b,
+        (None, Some(_)) => RunBackend::Cuda,
+        (None, None) => {
+            if cuda::available().is_ok() {
+                RunBackend::Cuda
+            } else {
+                RunBackend::Cpu
+            }
+        }
+    };
+    let kind = match backend_kind {
+        RunBackend::Cpu => "cpu",
+        RunBackend::Cuda => "cuda",
+    };
+    let opts = options(a, kind)?;
+    if let (Some(n), RunBackend::Cuda) = (a.gpus, backend_kind) {
+        let present = cuda::available()?;
+        if n == 0 || n > present {
+            return Err(augur::AugurError::NotEnoughGpus { asked: n, present }.into());
+        }
+    }
+    let t = Instant::now();
+    let (m, _) = src.load::<T>()?;
+    let load_s = t.elapsed().as_secs_f64();
+    let iters = a.iterations.max(1) as usize;
+    let warmup = iters.clamp(1, 5);
+    let mut report = Report {
+        matrix: src.name(),
+        rows: m.rows(),
+        cols: m.cols(),
+        nnz: m.nnz(),
+        precision: T::NAME,
+        load_s,
+        backend: kind,
+        device: String::new(),
+        gpus: 0,
+        iterations: a.iterations,
+        chunks: 1,
+        gather_mode: None,
+        shards: Vec::new(),
+        setup: SetupCost::default(),
+        per_iteration_s: 0.0,
+        gb_per_s: 0.0,
+        check: None,
+        profile: None,
+    };
+    let x0 = check::test_vector::<T>(m.cols(), 1);
+    if let Some(n) = a.gpus.filter(|_| backend_kind == RunBackend::Cuda) {
+        let t = Instant::now();
+        let ordinals: Vec<usize> = (0..n).collect();
+        let mopts = MultiOptions {
+            plan: opts,
+            chunks: a.chunks,
+            gather: match a.gather_mode {
+                GatherModeArg::AllGather => GatherMode::AllGather,
+                GatherModeArg::Broadcasts => GatherMode::Broadcasts,
+            },
+        };
+        let mut mg = MultiGpuSpmv::<T>::on_devices(&m, &ordinals, mopts)?;
+        report.chunks = if n == 1 { 1 } else { a.chunks };
+        report.gather_mode = Some(mopts_name(a.gather_mode));
+        report.setup.total_s = t.elapsed().as_secs_f64();
+        report.gpus = n;
+        report.device = mg.shards()[0].device.clone();
+        report.shards = mg.shards().to_vec();
+        if a.check {
+            report.check = Some(check_multi(&m, &mut mg, &x0)?);
+        }
+        let square = m.rows() == m.cols();
+        if square {
+            // Timing iterates y -> x on the GPUs (values may grow; speed does not depend on them).
+            mg.set_x(&x0)?;
+            mg.iterate(warmup)?;
+            mg.set_x(&x0)?;
+            let t = Instant::now();
+            mg.iterate(iters)?;
+            report.per_iteration_s = t.elapsed().as_secs_f64() / iters as f64;
+        } else {
+            let mut y = vec![T::zero(); m.rows()];
+            for _ in 0..warmup {
+                mg.run(&x0, &mut y)?;
+            }
+            let t = Instant::now();
+            for _ in 0..iters {
+                mg.run(&x0, &mut y)?;
+            }
+            report.per_iteration_s = t.elapsed().as_secs_f64() / iters as f64;
+        }
+        if a.profile {
+            report.profile = Some(mg.profile(warmup, iters.min(50))?);
+        }
+    } else {
+        let backend = match backend_kind {
+            RunBackend::Cpu => Backend::cpu(),
+            RunBackend::Cuda => Backend::cuda(a.device)?,
+        };
+        report.device = backend.device();
+        report.gpus = usize::from(backend_kind == RunBackend::Cuda);
+        let mut plan = SpmvPlan::new(&m, &backend, opts)?;
+        report.setup = plan.setup().clone();
+        report.shards = vec![ShardInfo {
+            rank: 0,
+            chunk: 0,
+            gpu: a.device,
+            device: backend.device(),
+            rows: 0..m.rows(),
+            nnz: m.nnz(),
+            decision: plan.decision().clone(),
+            setup: plan.setup().clone(),
+        }];
+        let mut y = vec![T::nan(); m.rows()];
+        if a.check {
+            plan.run(&x0, &mut y)?;
+            report.check = Some(vec![check::check(&m, &x0, &y)]);
+        }
+        match plan.device_vectors() {
+            Some((dx, _)) => {
+                let gpu = backend.gpu().expect("cuda").clone();
+                if !x0.is_empty() {
+                    gpu.spmv
+                        .stream()
+                        .memcpy_htod(&x0, dx)
+                        .map_err(|e| anyhow::anyhow!("copy x: {e}"))?;
+                }
+                for _ in 0..warmup {
+                    plan.launch()?;
+                }
+                plan.synchronize()?;
+                let t = Instant::now();
+                for _ in 0..iters {
+                    plan.launch()?;
+                }
+                plan.synchronize()?;
+                report.per_iteration_s = t.elapsed().as_secs_f64() / iters as f64;
+            }
+            None => {
+                for _ in 0..warmup {
+                    plan.run(&x0, &mut y)?;
+                }
+                let t = Instant::now();
+                for _ in 0..iters {
+                    plan.run(&x0, &mut y)?;
+                }
+                report.per_iteration_s = t.elapsed().as_secs_f64() / iters as f64;
+            }
+        }
+    }
+    let bytes = spmv_bytes(m.rows(), m.cols(), m.nnz(), std::mem::size_of::<T>());
+    report.gb_per_s = bytes as f64 / report.per_iteration_s / 1e9;
+    let failed = report
+        .check
+        .as_ref()
+        .is_some_and(|c| c.iter().any(|r| !r.passed));
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_report(&report, a.explain);
+    }
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// One product through `run`, then two iterated ones (y -> x on the devices), each against the
+/// f64 reference of its own input.
+fn check_multi<T: GpuScalar + NcclType>(
+    m: &Csr<T>,
+    mg: &mut MultiGpuSpmv<T>,
+    x0: &[T],
+) -> anyhow::Result<Vec<CheckReport>> {
+    let mut y = vec![T::nan(); m.rows()];
+    mg.run(x0, &mut y)?;
+    let mut out = vec![check::check(m, x0, &y)];
+    if m.rows() == m.cols() {
+        mg.set_x(x0)?;
+        let mut prev = x0.to_vec();
+        for _ in 0..2 {
+            mg.iterate(1)?;
+            let next = mg.x()?;
+            out.push(check::check(m, &prev, &next));
+            prev = next;
+        }
+    }
+    Ok(out)
+}
+
+fn mopts_name(g: GatherModeArg) -> &'static str {
+    match g {
+        GatherModeArg::AllGather => "all-gather",
+        GatherModeArg::Broadcasts => "broadcasts",
+    }
+}
+
+fn ms(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.2} s")
+    } else if s >= 1e-3 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{:.1} us", s * 1e6)
+    }
+}
+
+fn print_report(r: &Report, explain: bool) {
+    println!(
+        "matrix    {}: {} x {}, {} nonzeros ({}), loaded in {}",
+        r.matrix,
+        r.rows,
+        r.cols,
+        r.nnz,
+        r.precision,
+        ms(r.load_s)
+    );
+    println!(
+        "backend   {}{}",
+        if r.backend == "cpu" {
+            r.device.clone()
+        } else {
+            format!("cuda ({})", r.device)
+        },
+        if r.gpus > 1 {
+            format!(
+                ", {} GPUs, {}, {} chunk(s) per shard",
+                r.gpus,
+                r.gather_mode.unwrap_or(""),
+                r.chunks
+            )
+        } else {
+            String::new()
+        }
+    );
+    for s in &r.shards {
+        let who = if r.shards.len() > 1 {
+            format!(
+                "shard {}{} (GPU {}, rows {}..{}, {} nnz): ",
+                s.rank,
+                if r.chunks > 1 {
+                    format!(" chunk {}", s.chunk)
+                } else {
+                    String::new()
+                },
+                s.gpu,
+                s.rows.start,
+                s.rows.end,
+                s.nnz
+            )
+        } else {
+            String::new()
+        };
+        println!(
+            "kernel    {who}{}{}",
+            s.decision.kernel,
+            if s.decision.forced {
+                " (forced)"
+            } else if s.decision.gathered {
+                " (gathered features)"
+            } else {
+                " (known features)"
+            }
+        );
+        if explain {
+            for line in s.decision.to_string().lines() {
+                println!("          {line}");
+            }
+        }
+        if r.shards.len() > 1 || explain {
+            let c = &s.setup;
+            println!(
+                "          setup {}: model {}, features {}, select {}, upload {}, kernel setup {}",
+                ms(c.total_s),
+                ms(c.model_s),
+                ms(c.features_s),
+                ms(c.select_s),
+                ms(c.upload_s),
+                ms(c.kernel_setup_s)
+            );
+        }
+    }
+    let c = &r.setup;
+    if r.shards.len() > 1 {
+        println!(
+            "setup     {} (threads, NCCL, shards planned in parallel)",
+            ms(c.total_s)
+        );
+    } else {
+        println!(
+            "setup     {} (model {}, features {}, select {}, upload {}, kernel setup {})",
+            ms(c.total_s),
+            ms(c.model_s),
+            ms(c.features_s),
+            ms(c.select_s),
+            ms(c.upload_s),
+            ms(c.kernel_setup_s)
+        );
+    }
+    println!(
+        "run       {} iterations: {} per iteration, {:.1} GB/s",
+        r.iterations,
+        ms(r.per_iteration_s),
+        r.gb_per_s
+    );
+    if let Some(p) = &r.profile {
+        for s in p {
+            println!(
+                "profile   shard {}: product {}, all-gather {}, both {}",
+                s.rank,
+                ms(s.kernel_s),
+                ms(s.gather_s),
+                ms(s.step_s)
+            );
+        }
+    }
+    if let Some(checks) = &r.check {
+        for (i, c) in checks.iter().enumerate() {
+            let what = match i {
+                0 => "y = A x".to_string(),
+                n => format!("iterated product {n} (y -> x on the GPUs)"),
+            };
+            println!(
+                "check     {what}: {} (max relative error {:.2e}, {:.3} of the bound)",
+                if c.passed { "passed" } else { "FAILED" },
+                c.max_rel_err,
+                c.max_bound_ratio
+            );
+        }
+    }
+}
+
+/// `augur bench dispatch`: the per-call cost of dispatching through a cached plan
+/// ([`Dispatcher`]) over the bare kernel call, on small matrices where the call dominates.
+#[derive(Args, Debug)]
+pub struct DispatchArgs {
+    /// Matrices (small ones show the overhead best).
+    #[arg(required = true, value_name = "MATRIX")]
+    matrices: Vec<String>,
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: RunBackend,
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    /// Calls per block; blocks alternate bare / dispatched.
+    #[arg(long, default_value_t = 2000)]
+    calls: usize,
+    #[arg(long, default_value_t = 15)]
+    blocks: usize,
+}
+
+#[derive(Serialize)]
+struct DispatchRow {
+    matrix: String,
+    backend: &'static str,
+    device: String,
+    kernel: String,
+    rows: usize,
+    nnz: usize,
+    /// Dispatcher::plan on a cached matrix (key + lookup), host time per call.
+    lookup_ns: f64,
+    /// Per call, median over blocks: the bare kernel call, and through the dispatcher.
+    bare_us: f64,
+    dispatched_us: f64,
+    overhead_us: f64,
+    /// Device time of one kernel alone (events, median), GPU only.
+    kernel_us: Option<f64>,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+pub fn dispatch(a: DispatchArgs) -> anyhow::Result<ExitCode> {
+    let srcs = super::parse_sources(&a.matrices)?;
+    let backend = match a.backend {
+        RunBackend::Cpu => Backend::cpu(),
+        RunBackend::Cuda => Backend::cuda(a.device)?,
+    };
+    let mut w = csv::Writer::from_writer(std::io::stdout());
+    for src in &srcs {
+        let (m, _) = src.load::<f32>()?;
+        let x = check::test_vector::<f32>(m.cols(), 1);
+        let mut y = vec![0.0f32; m.rows()];
+        let mut d = Dispatcher::<f32>::new(backend.clone(), PlanOptions::default());
+        let kernel = d.plan(&m)?.decision().kernel.clone();
+        // Host cost of finding the cached plan.
+        let n = 100_000;
+        let t = Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(d.plan(&m)?);
+        }
+        let lookup_ns = t.elapsed().as_secs_f64() / n as f64 * 1e9;
+        let (mut bare, mut disp) = (Vec::new(), Vec::new());
+        let mut kernel_us = None;
+        match backend.gpu() {
+            None => {
+                let k = augur_kernels::cpu::CpuKernel::from_name(&kernel)?;
+                let p = k.prepare(&m);
+                for _ in 0..a.blocks {
+                    let t = Instant::now();
+                    for _ in 0..a.calls {
+                        p.run(&x, &mut y)?;
+                    }
+                    bare.push(t.elapsed().as_secs_f64() / a.calls as f64);
+                    let t = Instant::now();
+                    for _ in 0..a.calls {
+                        d.spmv(&m, &x, &mut y)?;
+                    }
+                    disp.push(t.elapsed().as_secs_f64() / a.calls as f64);
+                }
+            }
+            Some(gpu) => {
+                // Bare: the kernel prepared by hand on device vectors; dispatched: the cached
+                // plan found by the dispatcher, launched on its device vectors.
+                let s = &gpu.spmv;
+                let k = GpuKernel::from_name(&kernel)?;
+                let da = s.upload(&m)?;
+                let dx = s.htod(&x)?;
+                let mut dy = s.htod(&y)?;
+                let mut p = s.prepare(k, &da, &dx, &mut dy)?;
+                let sync = || {
+                    s.stream()
+                        .synchronize()
+                        .map_err(|e| anyhow::anyhow!("sync: {e}"))
+                };
+                let times = s.time_events(
+                    TimingPlan {
+                        warmup: 10,
+                        iterations: 101,
+                    },
+                    None,
+                    || s.launch(&mut p, &da, &dx, &mut dy),
+                )?;
+                kernel_us = Some(median(times) * 1e6);
+                for _ in 0..a.blocks {
+                    sync()?;
+                    let t = Instant::now();
+                    for _ in 0..a.calls {
+                        s.launch(&mut p, &da, &dx, &mut dy)?;
+                    }
+                    sync()?;
+                    bare.push(t.elapsed().as_secs_f64() / a.calls as f64);
+                    let t = Instant::now();
+                    for _ in 0..a.calls {
+                        d.plan(&m)?.launch()?;
+                    }
+                    sync()?;
+                    disp.push(t.elapsed().as_secs_f64() / a.calls as f64);
+                }
+            }
+        }
+        let (b, dd) = (median(bare) * 1e6, median(disp) * 1e6);
+        w.serialize(DispatchRow {
+            matrix: src.name(),
+            backend: backend.kind(),
+            device: backend.device(),
+            kernel,
+            rows: m.rows(),
+            nnz: m.nnz(),
+            lookup_ns,
+            bare_us: b,
+            dispatched_us: dd,
+            overhead_us: dd - b,
+            kernel_us,
+        })?;
+        w.flush()?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,839 @@
+//! [`MultiGpuSpmv`]: `y = A x` on N GPUs of one host.
+//!
+//! Rows are cut into N shards of (nearly) equal nonzeros. Each shard is planned on its own GPU
+//! like any [`SpmvPlan`]: its own features, its own kernel choice and setup. x is replicated on
+//! every GPU; after each product the y shards are all-gathered on every GPU with NCCL, so y can
+//! be the next x (power iteration, CG) without leaving the devices.
+//!
+//! Equal-nnz shards have unequal row counts, and `ncclAllGather` takes equal counts. The
+//! default ([`GatherMode::AllGather`]) copies each shard's y into a send buffer padded to the
+//! longest shard, all-gathers those, and copies the rows out of the padding on each GPU (two
+//! device-local copies, cheap next to the link). [`GatherMode::Broadcasts`] is NCCL's
+//! all-gather-v idiom instead: one `ncclBroadcast` per shard, rooted at its GPU, into its rows
+//! of y, in one group; measured much slower on H200s (see docs/BENCHMARKS.md), kept to compare.
+//!
+//! With `chunks` > 1 each shard is cut further into chunks (each planned on its own): chunk c's
+//! all-gather runs on a second stream while chunk c + 1's product runs, hiding part of the
+//! communication behind the computation.
+//!
+//! One thread per GPU, as NCCL recommends: each owns its GPU, its plan and its communicator
+//! (`ncclCommInitRank` with a shared unique id) and waits for commands from the caller.
+
+use std::ffi::c_void;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Barrier};
+use std::thread::JoinHandle;
+
+use augur_datasets::Csr;
+use augur_kernels::cuda::{self, GpuScalar, TimingPlan};
+use augur_kernels::KernelError;
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::nccl::{result as nccl, sys as nccl_sys, NcclType};
+use serde::Serialize;
+
+use crate::plan::{check_size, cuda_err};
+use crate::{AugurError, Backend, Decision, PlanOptions, SetupCost, SpmvPlan};
+
+/// One shard as planned on its GPU.
+#[derive(Debug, Clone, Serialize)]
+pub struct ShardInfo {
+    pub rank: usize,
+    /// Chunk of the shard (0 without chunks).
+    pub chunk: usize,
+    pub gpu: usize,
+    pub device: String,
+    pub rows: Range<usize>,
+    pub nnz: usize,
+    pub decision: Decision,
+    pub setup: SetupCost,
+}
+
+/// Device times of one shard (medians of event-timed repetitions, seconds).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ShardProfile {
+    pub rank: usize,
+    /// The shard's product alone.
+    pub kernel_s: f64,
+    /// The all-gather alone (0 on one GPU).
+    pub gather_s: f64,
+    /// Product then all-gather, as one iteration runs them.
+    pub step_s: f64,
+}
+
+/// How the y shards reach every GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GatherMode {
+    /// Padded `ncclAllGather` plus local copies.
+    #[default]
+    AllGather,
+    /// One grouped `ncclBroadcast` per shard (all-gather-v).
+    Broadcasts,
+}
+
+/// How a [`MultiGpuSpmv`] is made.
+#[derive(Clone)]
+pub struct MultiOptions {
+    /// How each shard (chunk) is planned.
+    pub plan: PlanOptions,
+    /// Chunks per shard, each all-gathered while the next is computed (1: no overlap).
+    pub chunks: usize,
+    pub gather: GatherMode,
+}
+
+impl Default for MultiOptions {
+    fn default() -> Self {
+        MultiOptions {
+            plan: PlanOptions::default(),
+            chunks: 1,
+            gather: GatherMode::AllGather,
+        }
+    }
+}
+
+/// Which rows every (chunk, shard) piece holds: `pieces[c][s]`.
+struct Layout {
+    pieces: Vec<Vec<Range<usize>>>,
+    /// Longest piece of each chunk over shards (the padded all-gather count).
+    maxc: Vec<usize>,
+}
+
+enum Cmd<T> {
+    /// Copy x in, one product, all-gather; rank 0 sends y back when `want_y`.
+    Run {
+        x: Arc<Vec<T>>,
+        want_y: bool,
+    },
+    /// `steps` times: product, all-gather, y becomes x (square matrices).
+    Iterate {
+        steps: usize,
+    },
+    SetX(Arc<Vec<T>>),
+    GetX,
+    Profile {
+        warmup: usize,
+        reps: usize,
+    },
+}
+
+enum Reply<T> {
+    Done,
+    Vector(Vec<T>),
+    Profile(ShardProfile),
+}
+
+type Answer<T> = (usize, Result<Reply<T>, AugurError>);
+
+struct Worker<T> {
+    tx: Sender<Cmd<T>>,
+    handle: Option<JoinHandle<()>>,
+}
+
+/// SpMV on N GPUs with replicated x and all-gathered y.
+pub struct MultiGpuSpmv<T: GpuScalar + NcclType> {
+    rows: usize,
+    cols: usize,
+    shards: Vec<ShardInfo>,
+    workers: Vec<Worker<T>>,
+    answers: Receiver<Answer<T>>,
+    /// A worker failed mid-collective: the others may be blocked in NCCL.
+    poisoned: bool,
+}
+
+/// Row boundaries cutting `a` into `n` shards of nearly equal nonzeros.
+pub fn partition_rows<T>(a: &Csr<T>, n: usize) -> Vec<usize> {
+    split_rows(a.indptr().raw_storage(), 0..a.rows(), n)
+}
+
+/// Boundaries cutting rows `r` into `n` parts of nearly equal nonzeros (by the row pointers).
+fn split_rows(ptr: &[i32], r: Range<usize>, n: usize) -> Vec<usize> {
+    let (lo, hi) = (ptr[r.start] as u128, ptr[r.end] as u128);
+    let mut b: Vec<usize> = (0..=n)
+        .map(|s| {
+            let target = (lo + s as u128 * (hi - lo) / n as u128) as usize;
+            (r.start + ptr[r.start..r.end].partition_point(|&v| (v as usize) < target)).min(r.end)
+        })
+        .collect();
+    b[0] = r.start;
+    b[n] = r.end;
+    for i in 1..=n {
+        b[i] = b[i].max(b[i - 1]);
+    }
+    b
+}
+
+/// Rows `r` of `a` as a matrix of their own (all columns).
+fn shard<T: GpuScalar>(a: &Csr<T>, r: Range<usize>) -> Result<Csr<T>, AugurError> {
+    let ptr = a.indptr();
+    let ptr = ptr.raw_storage();
+    let (s, e) = (ptr[r.start] as usize, ptr[r.end] as usize);
+    let indptr: Vec<i32> = ptr[r.start..=r.end].iter().map(|&p| p - s as i32).collect();
+    Csr::try_new(
+        (r.len(), a.cols()),
+        indptr,
+        a.indices()[s..e].to_vec(),
+        a.data()[s..e].to_vec(),
+    )
+    .map_err(|(_, _, _, e)| AugurError::Invalid(format!("shard rows {r:?}: {e}")))
+}
+
+fn nccl_err(what: &'static str) -> impl Fn(nccl::NcclError) -> AugurError {
+    move |e| AugurError::Nccl(format!("{what}: {e:?}"))
+}
+
+/// Whether libnccl can be loaded (checked before cudarc would panic).
+pub fn nccl_available() -> bool {
+    // SAFETY: only tries to dlopen libnccl by its usual names.
+    unsafe { nccl_sys::is_culib_present() }
+}
+
+impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
+    /// Plan `a` on GPUs `0..gpus`, one chunk per shard, padded all-gather.
+    pub fn new(a: &Csr<T>, gpus: usize, plan: PlanOptions) -> Result<Self, AugurError> {
+        let ordinals: Vec<usize> = (0..gpus).collect();
+        Self::on_devices(
+            a,
+            &ordinals,
+            MultiOptions {
+                plan,
+                ..MultiOptions::default()
+            },
+        )
+    }
+
+    /// Plan `a` on the GPUs `ordinals` (shard i on `ordinals[i]`).
+    pub fn on_devices(
+        a: &Csr<T>,
+        ordinals: &[usize],
+        opts: MultiOptions,
+    ) -> Result<Self, AugurError> {
+        check_size(a)?;
+        if opts.chunks == 0 {
+            return Err(AugurError::Invalid("chunks must be at least 1".into()));
+        }
+        let n = ordinals.len();
+        if n == 0 {
+            return Err(AugurError::Invalid(
+                "MultiGpuSpmv needs at least one GPU".into(),
+            ));
+        }
+        let present = cuda::available()?;
+        if let Some(&o) = ordinals.iter().find(|&&o| o >= present) {
+            return Err(AugurError::NotEnoughGpus {
+                asked: o.max(n - 1) + 1,
+                present,
+            });
+        }
+        if n > present {
+            return Err(AugurError::NotEnoughGpus { asked: n, present });
+        }
+        let mut seen = ordinals.to_vec();
+        seen.sort_unstable();
+        seen.dedup();
+        if seen.len() != n {
+            return Err(AugurError::Invalid(format!(
+                "GPU ordinals {ordinals:?} name a GPU twice"
+            )));
+        }
+        if n > 1 && !nccl_available() {
+            return Err(AugurError::Nccl(
+                "libnccl is not installed (or not on LD_LIBRARY_PATH); use one GPU".into(),
+            ));
+        }
+        let id = if n > 1 {
+            Some(nccl::get_uniqueid().map_err(nccl_err("ncclGetUniqueId"))?)
+        } else {
+            None
+        };
+        let bounds = partition_rows(a, n);
+        // One GPU has nothing to overlap: one chunk.
+        let chunks = if n == 1 { 1 } else { opts.chunks };
+        let ptr = a.indptr();
+        let ptr = ptr.raw_storage();
+        let cuts: Vec<Vec<usize>> = (0..n)
+            .map(|s| split_rows(ptr, bounds[s]..bounds[s + 1], chunks))
+            .collect();
+        let pieces: Vec<Vec<Range<usize>>> = (0..chunks)
+            .map(|c| (0..n).map(|s| cuts[s][c]..cuts[s][c + 1]).collect())
+            .collect();
+        let maxc = pieces
+            .iter()
+            .map(|p| p.iter().map(|r| r.len()).max().unwrap_or(0))
+            .collect();
+        let layout = Arc::new(Layout { pieces, maxc });
+        let barrier = Arc::new(Barrier::new(n));
+        let failed = Arc::new(AtomicBool::new(false));
+        let (answer_tx, answers) = channel::<Answer<T>>();
+        let (setup_tx, setup_rx) = channel::<(usize, Result<Vec<ShardInfo>, AugurError>)>();
+        let mut workers = Vec::with_capacity(n);
+        for (rank, &ordinal) in ordinals.iter().enumerate() {
+            let parts = (0..chunks)
+                .map(|c| shard(a, layout.pieces[c][rank].clone()))
+                .collect::<Result<Vec<_>, _>>()?;
+            let (tx, rx) = channel::<Cmd<T>>();
+            let ctx = WorkerCtx {
+                rank,
+                world: n,
+                ordinal,
+                id,
+                layout: layout.clone(),
+                total_rows: a.rows(),
+                cols: a.cols(),
+                opts: opts.plan.clone(),
+                gather: opts.gather,
+                barrier: barrier.clone(),
+                failed: failed.clone(),
+            };
+            let (answer_tx, setup_tx) = (answer_tx.clone(), setup_tx.clone());
+            let handle = std::thread::Builder::new()
+                .name(format!("augur-gpu{ordinal}"))
+                .spawn(move || worker(ctx, parts, rx, setup_tx, answer_tx))
+                .map_err(|e| AugurError::Invalid(format!("spawning a GPU thread: {e}")))?;
+            workers.push(Worker {
+                tx,
+                handle: Some(handle),
+            });
+        }
+        drop(setup_tx);
+        let mut shards: Vec<Option<Vec<ShardInfo>>> = vec![None; n];
+        let mut first_err = None;
+        for _ in 0..n {
+            match setup_rx.recv() {
+                Ok((r, Ok(info))) => shards[r] = Some(info),
+                Ok((_, Err(e))) => {
+                    first_err.get_or_insert(e);
+                }
+                Err(_) => {
+                    first_err.get_or_insert(AugurError::Invalid(
+                        "a GPU thread stopped during setup".into(),
+                    ));
+                    break;
+                }
+            }
+        }
+        let mut me = MultiGpuSpmv {
+            rows: a.rows(),
+            cols: a.cols(),
+            shards: Vec::new(),
+            workers,
+            answers,
+            poisoned: false,
+        };
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        me.shards = shards
+            .into_iter()
+            .flat_map(|s| s.expect("every shard answered"))
+            .collect();
+        Ok(me)
+    }
+
+    /// Every planned piece: shard by shard, chunk by chunk.
+    pub fn shards(&self) -> &[ShardInfo] {
+        &self.shards
+    }
+
+    pub fn gpus(&self) -> usize {
+        self.workers.len()
+    }
+
+    /// Send `cmd(rank)` to every worker and collect the answers in rank order.
+    fn all(&mut self, cmd: impl Fn(usize) -> Cmd<T>) -> Result<Vec<Reply<T>>, AugurError> {
+        if self.poisoned {
+            return Err(AugurError::Invalid(
+                "an earlier failure on one GPU left the others waiting in NCCL; make a new \
+                 MultiGpuSpmv"
+                    .into(),
+            ));
+        }
+        let n = self.workers.len();
+        for (r, w) in self.workers.iter().enumerate() {
+            if w.tx.send(cmd(r)).is_err() {
+                self.poisoned = true;
+                return Err(AugurError::Invalid(format!(
+                    "the thread of GPU shard {r} stopped"
+                )));
+            }
+        }
+        let mut out: Vec<Option<Reply<T>>> = (0..n).map(|_| None).collect();
+        for _ in 0..n {
+            match self.answers.recv() {
+                Ok((r, Ok(reply))) => out[r] = Some(reply),
+                Ok((r, Err(e))) => {
+                    self.poisoned = n > 1;
+                    return Err(AugurError::Invalid(format!("GPU shard {r}: {e}")));
+                }
+                Err(_) => {
+                    self.poisoned = true;
+                    return Err(AugurError::Invalid("a GPU thread stopped".into()));
+                }
+            }
+        }
+        Ok(out.into_iter().map(|r| r.expect("answered")).collect())
+    }
+
+    fn square(&self, what: &str) -> Result<(), AugurError> {
+        if self.rows != self.cols {
+            return Err(AugurError::Invalid(format!(
+                "{what} makes y the next x, which needs a square matrix; this one is {} x {}",
+                self.rows, self.cols
+            )));
+        }
+        Ok(())
+    }
+
+    /// `y = A x` with host vectors (x copied to every GPU; y read from the first).
+    pub fn run(&mut self, x: &[T], y: &mut [T]) -> Result<(), AugurError> {
+        augur_kernels::error::check_dims(self.rows, self.cols, x.len(), y.len())?;
+        let x = Arc::new(x.to_vec());
+        let replies = self.all(|r| Cmd::Run {
+            x: x.clone(),
+            want_y: r == 0,
+        })?;
+        match replies.into_iter().next() {
+            Some(Reply::Vector(v)) => {
+                y.copy_from_slice(&v);
+                Ok(())
+            }
+            _ => Err(AugurError::Invalid("GPU shard 0 sent no y".into())),
+        }
+    }
+
+    /// Set the iterate x on every GPU (square matrices).
+    pub fn set_x(&mut self, x: &[T]) -> Result<(), AugurError> {
+        self.square("set_x")?;
+        augur_kernels::error::check_dims(self.rows, self.cols, x.len(), self.rows)?;
+        let x = Arc::new(x.to_vec());
+        self.all(|_| Cmd::SetX(x.clone())).map(|_| ())
+    }
+
+    /// `steps` times `x = A x`, all on the GPUs (square matrices); returns when done.
+    pub fn iterate(&mut self, steps: usize) -> Result<(), AugurError> {
+        self.square("iterate")?;
+        self.all(|_| Cmd::Iterate { steps }).map(|_| ())
+    }
+
+    /// The current iterate x (from the first GPU).
+    pub fn x(&mut self) -> Result<Vec<T>, AugurError> {
+        let replies = self.all(|_| Cmd::GetX)?;
+        match replies.into_iter().next() {
+            Some(Reply::Vector(v)) => Ok(v),
+            _ => Err(AugurError::Invalid("GPU shard 0 sent no x".into())),
+        }
+    }
+
+    /// Event-timed medians per shard: the product alone, the all-gather alone, both.
+    pub fn profile(&mut self, warmup: usize, reps: usize) -> Result<Vec<ShardProfile>, AugurError> {
+        self.all(|_| Cmd::Profile { warmup, reps })?
+            .into_iter()
+            .map(|r| match r {
+                Reply::Profile(p) => Ok(p),
+                _ => Err(AugurError::Invalid("a GPU shard sent no profile".into())),
+            })
+            .collect()
+    }
+}
+
+impl<T: GpuScalar + NcclType> Drop for MultiGpuSpmv<T> {
+    fn drop(&mut self) {
+        let handles: Vec<_> = self
+            .workers
+            .iter_mut()
+            .filter_map(|w| w.handle.take())
+            .collect();
+        // Closing the channels ends the workers' loops.
+        self.workers.clear();
+        if !self.poisoned {
+            for h in handles {
+                let _ = h.join();
+            }
+        }
+        // Poisoned: a worker may be blocked in NCCL forever; leave it to the process's exit.
+    }
+}
+
+struct WorkerCtx {
+    rank: usize,
+    world: usize,
+    ordinal: usize,
+    id: Option<nccl_sys::ncclUniqueId>,
+    layout: Arc<Layout>,
+    total_rows: usize,
+    cols: usize,
+    opts: PlanOptions,
+    gather: GatherMode,
+    barrier: Arc<Barrier>,
+    failed: Arc<AtomicBool>,
+}
+
+/// An NCCL communicator, destroyed on drop.
+struct Comm(nccl_sys::ncclComm_t);
+
+impl Drop for Comm {
+    fn drop(&mut self) {
+        // SAFETY: created by ncclCommInitRank, destroyed once.
+        unsafe {
+            let _ = nccl::comm_destroy(self.0);
+        }
+    }
+}
+
+fn worker<T: GpuScalar + NcclType>(
+    ctx: WorkerCtx,
+    parts: Vec<Csr<T>>,
+    rx: Receiver<Cmd<T>>,
+    setup_tx: Sender<(usize, Result<Vec<ShardInfo>, AugurError>)>,
+    answer_tx: Sender<Answer<T>>,
+) {
+    let rank = ctx.rank;
+    // Open the GPU; if any GPU fails, every worker stops before NCCL's init, which would wait
+    // for all ranks forever.
+    let backend = Backend::cuda(ctx.ordinal);
+    if backend.is_err() {
+        ctx.failed.store(true, Ordering::SeqCst);
+    }
+    ctx.barrier.wait();
+    let backend = match backend {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = setup_tx.send((rank, Err(e)));
+            return;
+        }
+    };
+    if ctx.failed.load(Ordering::SeqCst) {
+        let _ = setup_tx.send((
+            rank,
+            Err(AugurError::Invalid("another GPU failed to open".into())),
+        ));
+        return;
+    }
+    let comm = match ctx.id {
+        None => None,
+        Some(id) => {
+            let mut c = std::ptr::null_mut();
+            // SAFETY: out-pointer to a communicator; every rank calls with the same id and
+            // world size (on its own thread, its GPU's context current from Backend::cuda).
+            let r = unsafe {
+                if let Backend::Cuda(g) = &backend {
+                    let _ = g.spmv.context().bind_to_thread();
+                }
+                nccl::comm_init_rank(&mut c, ctx.world as i32, id, rank as i32)
+            };
+            match r {
+                Ok(_) => Some(Comm(c)),
+                Err(e) => {
+                    let _ = setup_tx.send((rank, Err(nccl_err("ncclCommInitRank")(e))));
+                    return;
+                }
+            }
+        }
+    };
+    let mut shard = match Shard::new(&ctx, &parts, &backend, comm) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = setup_tx.send((rank, Err(e)));
+            return;
+        }
+    };
+    let info = shard
+        .plans
+        .iter()
+        .enumerate()
+        .map(|(c, p)| ShardInfo {
+            rank,
+            chunk: c,
+            gpu: ctx.ordinal,
+            device: backend.device(),
+            rows: ctx.layout.pieces[c][rank].clone(),
+            nnz: p.matrix().nnz(),
+            decision: p.decision().clone(),
+            setup: p.setup().clone(),
+        })
+        .collect();
+    let _ = setup_tx.send((rank, Ok(info)));
+    drop(setup_tx);
+    while let Ok(cmd) = rx.recv() {
+        let r = shard.handle(cmd);
+        if answer_tx.send((rank, r)).is_err() {
+            break;
+        }
+    }
+}
+
+/// One worker's state: a plan per chunk of its shard, x, and with more than one GPU the whole
+/// y, the buffers of the all-gather, a stream for it and the communicator.
+struct Shard<'a, T: GpuScalar + NcclType> {
+    plans: Vec<SpmvPlan<'a, T>>,
+    x: CudaSlice<T>,
+    /// The whole y (more than one GPU), gathered from every shard.
+    full: Option<CudaSlice<T>>,
+    /// Padded send and receive buffers per chunk (GatherMode::AllGather).
+    send: Vec<CudaSlice<T>>,
+    recv: Vec<CudaSlice<T>>,
+    comm: Option<Comm>,
+    compute: Arc<CudaStream>,
+    comm_stream: Arc<CudaStream>,
+    rank: usize,
+    layout: Arc<Layout>,
+    gather: GatherMode,
+}
+
+impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
+    fn new(
+        ctx: &WorkerCtx,
+        parts: &'a [Csr<T>],
+        backend: &Backend,
+        comm: Option<Comm>,
+    ) -> Result<Self, AugurError> {
+        let plans = parts
+            .iter()
+            .map(|p| SpmvPlan::new(p, backend, ctx.opts.clone()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let g = backend
+            .gpu()
+            .ok_or_else(|| AugurError::Invalid("MultiGpuSpmv runs on GPUs".into()))?;
+        let s = &g.spmv;
+        let compute = s.stream().clone();
+        let comm_stream = compute.fork().map_err(cuda_err)?;
+        let x = s.htod(&vec![T::zero(); ctx.cols])?;
+        let (mut full, mut send, mut recv) = (None, Vec::new(), Vec::new());
+        if comm.is_some() {
+            full = Some(s.htod(&vec![T::zero(); ctx.total_rows])?);
+            if ctx.gather == GatherMode::AllGather {
+                for &m in &ctx.layout.maxc {
+                    send.push(s.htod(&vec![T::zero(); m.max(1)])?);
+                    recv.push(s.htod(&vec![T::zero(); (m * ctx.world).max(1)])?);
+                }
+            }
+        }
+        compute.synchronize().map_err(cuda_err)?;
+        Ok(Shard {
+            plans,
+            x,
+            full,
+            send,
+            recv,
+            comm,
+            compute,
+            comm_stream,
+            rank: ctx.rank,
+            layout: ctx.layout.clone(),
+            gather: ctx.gather,
+        })
+    }
+
+    /// Enqueue, on the communication stream, the all-gather of chunk `c` of every shard into
+    /// the whole y.
+    fn gather_chunk(&mut self, c: usize) -> Result<(), AugurError> {
+        let (Some(comm), Some(full)) = (&self.comm, self.full.as_mut()) else {
+            return Ok(());
+        };
+        let cs = &self.comm_stream;
+        let pieces = &self.layout.pieces[c];
+        let maxc = self.layout.maxc[c];
+        if maxc == 0 {
+            return Ok(());
+        }
+        let (_, y) = self.plans[c].device_vectors().expect("a CUDA plan");
+        let ty = T::as_nccl_type();
+        let raw = cs.cu_stream() as nccl_sys::cudaStream_t;
+        let size = std::mem::size_of::<T>() as u64;
+        match self.gather {
+            GatherMode::AllGather => {
+                let (send, recv) = (&mut self.send[c], &mut self.recv[c]);
+                let mine = pieces[self.rank].len();
+                if mine > 0 {
+                    cs.memcpy_dtod(&*y, &mut send.slice_mut(0..mine))
+                        .map_err(cuda_err)?;
+                }
+                {
+                    let (src, _g1) = send.device_ptr(cs);
+                    let (dst, _g2) = recv.device_ptr_mut(cs);
+                    // SAFETY: send holds maxc values, recv world x maxc; every rank enqueues the
+                    // same collectives in the same order.
+                    unsafe {
+                        nccl::all_gather(
+                            src as *const c_void,
+                            dst as *mut c_void,
+                            maxc,
+                            ty,
+                            comm.0,
+                            raw,
+                        )
+                    }
+                    .map_err(nccl_err("ncclAllGather"))?;
+                }
+                for (s, r) in pieces.iter().enumerate() {
+                    if r.is_empty() {
+                        continue;
+                    }
+                    let src = recv.slice(s * maxc..s * maxc + r.len());
+                    cs.memcpy_dtod(&src, &mut full.slice_mut(r.clone()))
+                        .map_err(cuda_err)?;
+                }
+            }
+            GatherMode::Broadcasts => {
+                let (dst, _g1) = full.device_ptr_mut(cs);
+                let (src, _g2) = y.device_ptr(cs);
+                // SAFETY: `src` holds this piece's rows; `dst` all rows; piece s of chunk c
+                // starts at its first row. Every rank enqueues the same collectives in order.
+                unsafe {
+                    nccl::group_start().map_err(nccl_err("ncclGroupStart"))?;
+                    for (root, r) in pieces.iter().enumerate() {
+                        let send = if root == self.rank {
+                            src as *const c_void
+                        } else {
+                            std::ptr::null()
+                        };
+                        let res = nccl::broadcast(
+                            send,
+                            (dst + r.start as u64 * size) as *mut c_void,
+                            r.len(),
+                            ty,
+                            root as i32,
+                            comm.0,
+                            raw,
+                        );
+                        if let Err(e) = res {
+                            let _ = nccl::group_end();
+                            return Err(nccl_err("ncclBroadcast")(e));
+                        }
+                    }
+                    nccl::group_end().map_err(nccl_err("ncclGroupEnd"))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every chunk's product; with more than one GPU, chunk c's all-gather on the
+    /// communication stream after its product, overlapping chunk c + 1's product.
+    fn products(&mut self, gather: bool) -> Result<(), AugurError> {
+        for c in 0..self.plans.len() {
+            self.plans[c].launch_from(&self.x)?;
+            if gather && self.comm.is_some() {
+                self.comm_stream.join(&self.compute).map_err(cuda_err)?;
+                self.gather_chunk(c)?;
+            }
+        }
+        if gather && self.comm.is_some() {
+            self.compute.join(&self.comm_stream).map_err(cuda_err)?;
+        }
+        Ok(())
+    }
+
+    /// The all-gathers alone (for profiles).
+    fn gathers(&mut self) -> Result<(), AugurError> {
+        if self.comm.is_none() {
+            return Ok(());
+        }
+        self.comm_stream.join(&self.compute).map_err(cuda_err)?;
+        for c in 0..self.plans.len() {
+            self.gather_chunk(c)?;
+        }
+        self.compute.join(&self.comm_stream).map_err(cuda_err)
+    }
+
+    /// One product and its all-gather; with `swap`, y becomes the next x.
+    fn step(&mut self, swap: bool) -> Result<(), AugurError> {
+        self.products(true)?;
+        if swap {
+            match self.full.as_mut() {
+                Some(full) => std::mem::swap(&mut self.x, full),
+                None => {
+                    let (_, y) = self.plans[0].device_vectors().expect("a CUDA plan");
+                    std::mem::swap(&mut self.x, y)
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The whole y after a step without swap.
+    fn y(&mut self) -> &CudaSlice<T> {
+        match self.full.as_ref() {
+            Some(f) => f,
+            None => self.plans[0].device_vectors().expect("a CUDA plan").1,
+        }
+    }
+
+    fn handle(&mut self, cmd: Cmd<T>) -> Result<Reply<T>, AugurError> {
+        let stream = self.compute.clone();
+        match cmd {
+            Cmd::Run { x, want_y } => {
+                if !x.is_empty() {
+                    stream
+                        .memcpy_htod(x.as_slice(), &mut self.x)
+                        .map_err(cuda_err)?;
+                }
+                self.step(false)?;
+                let out = if want_y {
+                    let v = stream.clone_dtoh(self.y()).map_err(cuda_err)?;
+                    Reply::Vector(v)
+                } else {
+                    Reply::Done
+                };
+                stream.synchronize().map_err(cuda_err)?;
+                Ok(out)
+            }
+            Cmd::Iterate { steps } => {
+                for _ in 0..steps {
+                    self.step(true)?;
+                }
+                stream.synchronize().map_err(cuda_err)?;
+                Ok(Reply::Done)
+            }
+            Cmd::SetX(x) => {
+                if !x.is_empty() {
+                    stream
+                        .memcpy_htod(x.as_slice(), &mut self.x)
+                        .map_err(cuda_err)?;
+                }
+                stream.synchronize().map_err(cuda_err)?;
+                Ok(Reply::Done)
+            }
+            Cmd::GetX => {
+                let v = stream.clone_dtoh(&self.x).map_err(cuda_err)?;
+                stream.synchronize().map_err(cuda_err)?;
+                Ok(Reply::Vector(v))
+            }
+            Cmd::Profile { warmup, reps } => {
+                let gpu = self.plans[0].gpu().expect("a CUDA plan").clone();
+                let tp = TimingPlan {
+                    warmup,
+                    iterations: reps.max(1),
+                };
+                let k = |e: AugurError| KernelError::Cuda(e.to_string());
+                let median = |mut t: Vec<f64>| {
+                    t.sort_by(f64::total_cmp);
+                    t[t.len() / 2]
+                };
+                let kernel_s = median(
+                    gpu.spmv
+                        .time_events(tp, None, || self.products(false).map_err(k))?,
+                );
+                let gather_s = if self.comm.is_some() {
+                    median(
+                        gpu.spmv
+                            .time_events(tp, None, || self.gathers().map_err(k))?,
+                    )
+                } else {
+                    0.0
+                };
+                let step_s = median(
+                    gpu.spmv
+                        .time_events(tp, None, || self.step(false).map_err(k))?,
+                );
+                Ok(Reply::Profile(ShardProfile {
+                    rank: self.rank,
+                    kernel_s,
+                    gather_s,
+                    step_s,
+                }))
+            }
+        }
+    }
+}

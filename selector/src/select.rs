@@ -1,0 +1,365 @@
+//! [`Selector`]: a trained model loaded and checked, and [`Decision`]: the kernel it picks for
+//! one input with the path through the trees that led there.
+
+use std::fmt;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use augur_features::spmv::SpmvFeatures;
+use augur_features::FeatureKind;
+use augur_models::model::{IterationMode, MAX_INPUTS};
+use augur_models::tree::{Node, Tree};
+use augur_models::Model;
+use serde::Serialize;
+
+use crate::AugurError;
+
+/// A trained SpMV selector: a model file or one built into augur.
+#[derive(Debug, Clone)]
+pub struct Selector {
+    model: Model,
+    origin: String,
+    builtin: bool,
+}
+
+/// One split on the way to a leaf: `input = value < threshold` (went left) or `>=` (right).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Step {
+    pub input: String,
+    pub value: f64,
+    pub threshold: f64,
+    /// The value was below the threshold.
+    pub below: bool,
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} = {} {} {}",
+            self.input,
+            num(self.value),
+            if self.below { "<" } else { ">=" },
+            num(self.threshold)
+        )
+    }
+}
+
+/// A number as a person reads it: integers plain, others with 4 significant digits.
+fn num(v: f64) -> String {
+    if v.is_nan() {
+        "undefined (NaN, read as -1)".into()
+    } else if v == v.trunc() && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else if v.abs() >= 1e-3 && v.abs() < 1e6 {
+        format!("{v:.4}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+    } else {
+        format!("{v:.3e}")
+    }
+}
+
+/// The kernel chosen for an input, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Decision {
+    /// The kernel's name (as the backend knows it).
+    pub kernel: String,
+    /// Chosen by the caller (PlanOptions::kernel), not by the model.
+    pub forced: bool,
+    /// The iteration count the choice was made for.
+    pub iterations: u32,
+    /// The gathered features were used (their cost paid).
+    pub gathered: bool,
+    /// The path through the gathering policy (empty when the caller decided).
+    pub policy: Vec<Step>,
+    /// The policy said gathering pays.
+    pub gather_pays: bool,
+    /// Which tree chose: `known` or `gathered` selector, and for which iteration count.
+    pub tree: String,
+    /// The path through that tree.
+    pub path: Vec<Step>,
+    /// Training samples at the leaf reached, and the mean regret of its kernel on them
+    /// (cost(choice) / cost(best) - 1).
+    pub leaf_samples: usize,
+    pub leaf_mean_regret: f64,
+    /// The model that chose.
+    pub model: String,
+    /// Anything else a reader should know (another device, a fallback).
+    pub notes: Vec<String>,
+}
+
+impl Decision {
+    /// A decision made by the caller.
+    pub fn forced(kernel: &str, iterations: u32) -> Decision {
+        Decision {
+            kernel: kernel.to_string(),
+            forced: true,
+            iterations,
+            gathered: false,
+            policy: Vec::new(),
+            gather_pays: false,
+            tree: String::new(),
+            path: Vec::new(),
+            leaf_samples: 0,
+            leaf_mean_regret: 0.0,
+            model: String::new(),
+            notes: vec!["kernel forced by the caller; no model consulted".into()],
+        }
+    }
+}
+
+impl fmt::Display for Decision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.forced {
+            writeln!(f, "kernel {} (forced)", self.kernel)?;
+        } else {
+            writeln!(
+                f,
+                "kernel {} for {} iterations, chosen by model {}",
+                self.kernel, self.iterations, self.model
+            )?;
+            let pays = if self.gather_pays {
+                "pays"
+            } else {
+                "does not pay"
+            };
+            if self.policy.is_empty() {
+                writeln!(
+                    f,
+                    "  gathering the features {pays} (the policy is one leaf)"
+                )?;
+            } else {
+                writeln!(f, "  gathering the features {pays}:")?;
+                for s in &self.policy {
+                    writeln!(f, "    {s}")?;
+                }
+            }
+            writeln!(f, "  {}:", self.tree)?;
+            for s in &self.path {
+                writeln!(f, "    {s}")?;
+            }
+            writeln!(
+                f,
+                "    -> {}: {} training samples reached this leaf, mean regret {:.1}%",
+                self.kernel,
+                self.leaf_samples,
+                100.0 * self.leaf_mean_regret
+            )?;
+        }
+        for n in &self.notes {
+            writeln!(f, "  note: {n}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The steps `x` takes through `tree` whose inputs are `names`, and the leaf reached.
+fn walk(tree: &Tree, names: &[String], x: &[f64]) -> (Vec<Step>, usize, usize, f64) {
+    let path = tree.path(x);
+    let mut steps = Vec::with_capacity(path.len());
+    for w in path.windows(2) {
+        if let Node::Split {
+            feature,
+            threshold,
+            left,
+            ..
+        } = &tree.nodes[w[0]]
+        {
+            steps.push(Step {
+                input: names.get(*feature).cloned().unwrap_or_default(),
+                value: x[*feature],
+                threshold: *threshold,
+                below: w[1] == *left,
+            });
+        }
+    }
+    match &tree.nodes[*path.last().expect("a path has a leaf")] {
+        Node::Leaf {
+            class,
+            samples,
+            mean_regret,
+        } => (steps, *class, *samples, *mean_regret),
+        Node::Split { .. } => unreachable!("Tree::path ends at a leaf"),
+    }
+}
+
+impl Selector {
+    /// A validated model; `origin` names it in errors and explanations.
+    pub fn from_model(model: Model, origin: impl Into<String>) -> Selector {
+        Selector {
+            model,
+            origin: origin.into(),
+            builtin: false,
+        }
+    }
+
+    /// Read and validate a model file (`augur train` writes them).
+    pub fn from_file(path: &Path) -> Result<Selector, AugurError> {
+        Ok(Selector::from_model(
+            Model::read(path)?,
+            path.display().to_string(),
+        ))
+    }
+
+    /// The model built into augur for `backend` (`cpu` or `cuda`), parsed once per process.
+    pub fn builtin(backend: &str) -> Result<Arc<Selector>, AugurError> {
+        static CPU: OnceLock<Arc<Selector>> = OnceLock::new();
+        static CUDA: OnceLock<Arc<Selector>> = OnceLock::new();
+        let cell = match backend {
+            "cpu" => &CPU,
+            "cuda" => &CUDA,
+            _ => return Err(crate::defaults::model(backend).unwrap_err().into()),
+        };
+        if let Some(s) = cell.get() {
+            return Ok(s.clone());
+        }
+        let model = crate::defaults::model(backend)?;
+        let s = Arc::new(Selector {
+            model,
+            origin: format!("default-{backend}"),
+            builtin: true,
+        });
+        Ok(cell.get_or_init(|| s).clone())
+    }
+
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// How explanations and errors name the model.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    pub fn is_builtin(&self) -> bool {
+        self.builtin
+    }
+
+    /// Check the model fits a plan on `backend` (`cpu`/`cuda`), `device` (the GPU's name) and
+    /// `precision` (`f32`/`f64`). Another backend is an error; another GPU or precision is an
+    /// error for a model file unless `allow_other` is set; the built-in models are used on any
+    /// device of their backend (there is no other), with a note. Returns the notes.
+    pub fn check_for(
+        &self,
+        backend: &str,
+        device: &str,
+        precision: &str,
+        allow_other: bool,
+    ) -> Result<Vec<String>, AugurError> {
+        let m = &self.model;
+        if m.backend != backend {
+            return Err(AugurError::WrongBackend {
+                origin: self.origin.clone(),
+                model: m.backend.clone(),
+                backend: backend.into(),
+            });
+        }
+        let mut notes = Vec::new();
+        // The CPU model's device names the thread count it was trained with; only GPUs differ
+        // in kind.
+        let other_device = backend == "cuda" && m.device != device;
+        let other_precision = m.precision != precision;
+        if other_device || other_precision {
+            let what = format!("{} {}", m.device, m.precision);
+            let here = format!("{device} {precision}");
+            if !(allow_other || self.builtin) {
+                return Err(AugurError::WrongDevice {
+                    origin: self.origin.clone(),
+                    model: what,
+                    here,
+                });
+            }
+            notes.push(format!(
+                "model trained for {what}, used on {here}: its choices may be less good here"
+            ));
+        }
+        Ok(notes)
+    }
+
+    /// Whether the policy says gathering the features pays for this input (known features are
+    /// read; gathered ones may be NaN) over `iterations` products.
+    pub fn gather_pays(&self, f: &SpmvFeatures, iterations: u32) -> bool {
+        let mut v = [0.0; MAX_INPUTS];
+        f.write_values(&mut v);
+        self.model.gather_pays(&v, iterations as f64)
+    }
+
+    /// Schema-order feature values, checked: one per feature of the model's schema.
+    pub fn select_values(&self, values: &[f64], iterations: u32) -> Result<Decision, AugurError> {
+        let n = self.model.schema.features.len();
+        let f = SpmvFeatures::from_values(values).ok_or_else(|| {
+            AugurError::Invalid(format!(
+                "{} feature values given, schema `{}` v{} has {n}",
+                values.len(),
+                self.model.schema.name,
+                self.model.schema.version
+            ))
+        })?;
+        Ok(self.select(&f, iterations))
+    }
+
+    /// The kernel for an input with features `f` over `iterations` products, and the path that
+    /// led there. The gathered-feature selector decides when the gathered features are given
+    /// (not NaN), else the known-feature one; the policy's verdict (does gathering pay here?) is
+    /// reported, and a note says when it says yes but the gathered features are missing.
+    pub fn select(&self, f: &SpmvFeatures, iterations: u32) -> Decision {
+        let m = &self.model;
+        let k = iterations as f64;
+        let mut values = [0.0; MAX_INPUTS];
+        f.write_values(&mut values);
+        // The policy reads the known selector's features and k.
+        let mut pin = [0.0; MAX_INPUTS];
+        let n = m.known.features.len();
+        for (b, &i) in pin.iter_mut().zip(&m.known.features) {
+            *b = values[i];
+        }
+        pin[n] = k;
+        let (policy, pays, _, _) = walk(&m.policy, &m.policy_inputs, &pin[..n + 1]);
+        let pays = pays == 1;
+        let have_gathered = m
+            .schema
+            .features
+            .iter()
+            .zip(values.iter())
+            .any(|(s, v)| s.kind == FeatureKind::Gathered && !v.is_nan());
+        let mut notes = Vec::new();
+        // Gathered features already paid for are used even where the policy would not have
+        // gathered them (GatherPolicy::Always).
+        let gathered = have_gathered;
+        if pays && !have_gathered {
+            notes.push(
+                "the policy says gathering pays, but only known features were given: the \
+                 known selector decided"
+                    .into(),
+            );
+        }
+        let sel = if gathered { &m.gathered } else { &m.known };
+        let mut buf = [0.0; MAX_INPUTS];
+        let len = sel.inputs_into(&values, k, &mut buf);
+        let (path, class, samples, regret) = walk(sel.tree_for(k), &sel.inputs, &buf[..len]);
+        let which = if gathered { "gathered" } else { "known" };
+        let tree = match (sel.mode, sel.ktree_for(k).iterations) {
+            (IterationMode::PerK, Some(i)) => {
+                format!("{which}-feature selector, tree trained for k = {i}")
+            }
+            (IterationMode::PerK, None) => format!("{which}-feature selector"),
+            (IterationMode::Joint, _) => format!("{which}-feature selector (one tree over k)"),
+        };
+        Decision {
+            kernel: m.kernels[class].clone(),
+            forced: false,
+            iterations,
+            gathered,
+            policy,
+            gather_pays: pays,
+            tree,
+            path,
+            leaf_samples: samples,
+            leaf_mean_regret: regret,
+            model: self.origin.clone(),
+            notes,
+        }
+    }
+}
