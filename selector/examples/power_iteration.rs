@@ -84,6 +84,11 @@ fn main() -> Res<()> {
         .map(|(yi, xi)| (yi - lambda * xi).powi(2))
         .sum::<f64>()
         .sqrt();
+    if !lambda.is_finite() || res > 0.05 * lambda.abs() {
+        return Err(
+            format!("power iteration did not settle: lambda {lambda}, residual {res:.2e}").into(),
+        );
+    }
     println!(
         "power iteration: {done} products, largest eigenvalue {lambda:.10}, residual \
          ||Ax - lambda x|| = {res:.2e}, {:.2} s",

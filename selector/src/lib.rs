@@ -36,3 +36,6 @@ pub use error::AugurError;
 pub use multi::{GatherMode, MultiGpuSpmv, MultiOptions, ShardInfo};
 pub use plan::{Backend, Dispatcher, GatherPolicy, MatrixKey, PlanOptions, SetupCost, SpmvPlan};
 pub use select::{Decision, Selector, Step};
+
+#[cfg(test)]
+mod tests;

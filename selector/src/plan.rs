@@ -224,23 +224,29 @@ pub struct SpmvPlan<'a, T: GpuScalar> {
     exec: Exec<'a, T>,
 }
 
-/// Refuse what 32-bit kernels cannot index.
+/// Refuse what 32-bit kernels cannot index. (A [`Csr`] cannot be built that large through sprs'
+/// checked constructors, nor read by augur's reader; this guards the rest.)
 pub fn check_size<T>(a: &Csr<T>) -> Result<(), AugurError> {
+    check_shape(a.rows(), a.cols(), a.nnz())
+}
+
+/// [`check_size`] on a shape.
+pub fn check_shape(rows: usize, cols: usize, nnz: usize) -> Result<(), AugurError> {
     let max = i32::MAX as usize;
-    let what = if a.rows() > max {
+    let what = if rows > max {
         "rows"
-    } else if a.cols() > max {
+    } else if cols > max {
         "columns"
-    } else if a.nnz() > max {
+    } else if nnz > max {
         "entries"
     } else {
         return Ok(());
     };
     Err(AugurError::TooLarge {
         what,
-        rows: a.rows(),
-        cols: a.cols(),
-        nnz: a.nnz(),
+        rows,
+        cols,
+        nnz,
     })
 }
 

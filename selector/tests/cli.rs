@@ -734,3 +734,165 @@ fn ctrl_c_during_fetch_removes_temporaries_and_keeps_partial_downloads() {
         0
     );
 }
+
+#[test]
+fn run_plans_explains_checks_and_reports() {
+    let out = augur(&[
+        "run",
+        "stencil2d:nx=60",
+        "--backend",
+        "cpu",
+        "--iterations",
+        "20",
+        "--explain",
+        "--check",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let s = text(&out.stdout);
+    for want in [
+        "matrix    stencil2d:nx=60,ny=60,points=5: 3600 x 3600, 17760 nonzeros (f32)",
+        "backend   cpu (",
+        "chosen by model default-cpu",
+        "gathering the features",
+        "training samples reached this leaf",
+        "setup     ",
+        "run       20 iterations: ",
+        "check     y = A x: passed",
+    ] {
+        assert!(s.contains(want), "missing {want:?} in:\n{s}");
+    }
+    // JSON, a forced kernel, f64, gathering always.
+    let out = augur(&[
+        "run",
+        "powerlaw:rows=2000,alpha=1.8",
+        "--backend",
+        "cpu",
+        "--iterations",
+        "5",
+        "--kernel",
+        "nnz-balanced",
+        "--precision",
+        "f64",
+        "--check",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["shards"][0]["decision"]["kernel"], "nnz-balanced");
+    assert_eq!(v["shards"][0]["decision"]["forced"], true);
+    assert_eq!(v["precision"], "f64");
+    assert_eq!(v["check"][0]["passed"], true);
+    assert!(v["per_iteration_s"].as_f64().unwrap() > 0.0);
+    assert!(v["gb_per_s"].as_f64().unwrap() > 0.0);
+    let out = augur(&[
+        "run",
+        "hubs:n=3000",
+        "--backend",
+        "cpu",
+        "--gather",
+        "always",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["shards"][0]["decision"]["gathered"], true);
+}
+
+#[test]
+fn run_refuses_bad_requests_clearly() {
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["run", "stencil2d:nx=10", "--backend", "cpu", "--gpus", "2"],
+            "--gpus 2 needs --backend cuda",
+        ),
+        (
+            vec![
+                "run",
+                "stencil2d:nx=10",
+                "--backend",
+                "cpu",
+                "--kernel",
+                "warp9",
+            ],
+            "unknown kernel `warp9`",
+        ),
+        (
+            vec![
+                "run",
+                "stencil2d:nx=10",
+                "--backend",
+                "cpu",
+                "--model",
+                "default-cuda",
+            ],
+            "trained for backend `cuda`",
+        ),
+        (
+            vec![
+                "run",
+                "stencil2d:nx=10",
+                "--backend",
+                "cpu",
+                "--model",
+                "/no/such/model.json",
+            ],
+            "/no/such/model.json",
+        ),
+        (vec!["run", "nosuchgen:n=3"], "nosuchgen"),
+    ];
+    for (args, want) in cases {
+        let out = augur(&args);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        let e = text(&out.stderr);
+        assert!(e.contains(want), "{args:?}: {e}");
+        assert!(!e.contains("panicked"), "{args:?}: {e}");
+    }
+    // More rows than i32 allows: refused by the reader, naming the file and line.
+    let f = write_file(
+        "huge-rows.mtx",
+        b"%%MatrixMarket matrix coordinate real general\n3000000000 2 1\n1 1 1.0\n",
+    );
+    let out = augur(&["run", f.to_str().unwrap(), "--backend", "cpu"]);
+    assert!(!out.status.success());
+    let e = text(&out.stderr);
+    assert!(e.contains("huge-rows.mtx:2"), "{e}");
+    // Without a GPU, GPU runs say so.
+    if !text(&augur(&["devices"]).stdout).contains("GPU 0") {
+        for args in [
+            vec!["run", "stencil2d:nx=10", "--gpus", "2"],
+            vec!["run", "stencil2d:nx=10", "--backend", "cuda"],
+        ] {
+            let out = augur(&args);
+            assert!(!out.status.success());
+            let e = text(&out.stderr);
+            assert!(e.contains("not available"), "{args:?}: {e}");
+        }
+    }
+}
+
+#[test]
+fn bench_dispatch_reports_the_cached_plan_overhead() {
+    let out = augur(&[
+        "bench",
+        "dispatch",
+        "--backend",
+        "cpu",
+        "--calls",
+        "50",
+        "--blocks",
+        "3",
+        "stencil2d:nx=20",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let s = text(&out.stdout);
+    let mut lines = s.lines();
+    assert!(lines
+        .next()
+        .unwrap()
+        .starts_with("matrix,backend,device,kernel"));
+    let row = lines.next().unwrap();
+    assert!(
+        row.starts_with("\"stencil2d:nx=20,ny=20,points=5\",cpu,"),
+        "{row}"
+    );
+}
