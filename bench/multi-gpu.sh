@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 6 on a multi-GPU machine (nvidia-h200-x2 or -x4), through the device tool with carry
 # [".carry"] after `bash bench/prepare-carry.sh`:
+# CHECK_MODES / SCALE_MODES: gather-mode:chunks lists (default: every mode); SMALL, BIG: matrices.
 #   1. correctness: `augur run --check` through SpmvPlan (1 GPU) and MultiGpuSpmv (--gpus 1, 2, 4
 #      where present; padded all-gather with 1 and 3 chunks per shard, grouped broadcasts) on
 #      edge cases and shared matrices, f32 and f64; each --check compares one product and two
@@ -29,7 +30,7 @@ check() { # args: matrix precision flags...
   fi
 }
 if [ "${SKIP_CHECKS:-0}" != 1 ]; then
-  small="stencil2d:nx=50 tall:rows=3000,cols=500,nnz=20000 wide:rows=400,cols=5000,nnz=20000 hubs:n=20000 arrowhead:n=30000 powerlaw:rows=30000,alpha=1.8 uniform:rows=1,cols=1,nnz=1 uniform:rows=7,cols=7,nnz=0"
+  small=${SMALL:-"stencil2d:nx=50 tall:rows=3000,cols=500,nnz=20000 wide:rows=400,cols=5000,nnz=20000 hubs:n=20000 arrowhead:n=30000 powerlaw:rows=30000,alpha=1.8 uniform:rows=1,cols=1,nnz=1 uniform:rows=7,cols=7,nnz=0"}
   shared=""
   [ -d "$M" ] && shared=$(ls "$M"/*.mtx.gz | head -${SHARED_LIMIT:-40})
   for m in $small $shared; do
@@ -37,9 +38,9 @@ if [ "${SKIP_CHECKS:-0}" != 1 ]; then
       check "$m" $p --backend cuda
       check "$m" $p --gpus 1
       for n in $multi; do
-        check "$m" $p --gpus "$n"
-        check "$m" $p --gpus "$n" --chunks 3
-        check "$m" $p --gpus "$n" --gather-mode broadcasts
+        for mc in ${CHECK_MODES:-all-gather:1 all-gather:3 broadcasts:1 peer-copy:1}; do
+          check "$m" $p --gpus "$n" --gather-mode "${mc%:*}" --chunks "${mc#*:}"
+        done
       done
     done
   done
@@ -53,12 +54,16 @@ cat "$OUT/dispatch.csv"
 if [ "${QUICK:-0}" = 1 ]; then
   big="stencil3d:nx=60,points=27 rmat:scale=16,ef=16,seed=1"
 else
-  big="stencil3d:nx=160,points=27 rmat:scale=23,ef=16,seed=1 banded:n=6e6,bw=16"
+  big=${BIG:-"stencil3d:nx=160,points=27 rmat:scale=23,ef=16,seed=1 banded:n=6e6,bw=16"}
 fi
 echo "matrix,nnz,gpus,gather_mode,chunks,per_iteration_ms,gb_per_s,kernels,max_product_ms,max_gather_ms,max_step_ms" > "$OUT/scaling.csv"
 for m in $big; do
   configs="1:all-gather:1"
-  for n in $multi; do configs="$configs $n:all-gather:1 $n:all-gather:2 $n:all-gather:4 $n:broadcasts:1"; done
+  for n in $multi; do
+    for mc in ${SCALE_MODES:-all-gather:1 all-gather:2 all-gather:4 broadcasts:1 peer-copy:1}; do
+      configs="$configs $n:$mc"
+    done
+  done
   for c in $configs; do
     IFS=: read -r n mode ch <<< "$c"
     "$A" run "$m" --gpus "$n" --gather-mode "$mode" --chunks "$ch" --iterations 300 --profile --json \

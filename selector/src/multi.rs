@@ -23,13 +23,13 @@ use std::ffi::c_void;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, Mutex};
 use std::thread::JoinHandle;
 
 use augur_datasets::Csr;
 use augur_kernels::cuda::{self, GpuScalar, TimingPlan};
 use augur_kernels::KernelError;
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::driver::{sys as cu, CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use cudarc::nccl::{result as nccl, sys as nccl_sys, NcclType};
 use serde::Serialize;
 
@@ -71,6 +71,41 @@ pub enum GatherMode {
     AllGather,
     /// One grouped `ncclBroadcast` per shard (all-gather-v).
     Broadcasts,
+    /// No NCCL: each GPU copies its y shard into every other GPU's y with peer copies over
+    /// NVLink (`cuMemcpyPeerAsync`, copy engines), ordered by events across the GPUs and a host
+    /// barrier between the threads. One chunk per shard. Measured 3-5x slower than the
+    /// all-gather on H200s before the memory pools were opened to peers (copies staged through
+    /// the host); not yet measured since (docs/BENCHMARKS.md).
+    PeerCopy,
+}
+
+/// What the peer-copy exchange of one GPU shows the others.
+#[derive(Clone)]
+struct PeerSlot {
+    ordinal: usize,
+    /// The context (a `CUcontext`, as an address so that it can cross threads).
+    ctx: usize,
+    /// Device addresses of the whole-y buffer and of x, as first allocated; they trade places
+    /// at every iterated step.
+    full: u64,
+    x: u64,
+    /// Recorded after this GPU's product, and after its copies to every GPU.
+    prod: Arc<CudaEvent>,
+    copy: Arc<CudaEvent>,
+}
+
+/// The peer-copy exchange's meeting point.
+struct PeerShared {
+    barrier: Barrier,
+    slots: Mutex<Vec<Option<PeerSlot>>>,
+}
+
+/// One GPU's view of the exchange.
+struct PeerState {
+    shared: Arc<PeerShared>,
+    slots: Vec<PeerSlot>,
+    /// x and the whole y have traded places an odd number of times.
+    swapped: bool,
 }
 
 /// How a [`MultiGpuSpmv`] is made.
@@ -213,6 +248,11 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
         if opts.chunks == 0 {
             return Err(AugurError::Invalid("chunks must be at least 1".into()));
         }
+        if opts.chunks > 1 && opts.gather == GatherMode::PeerCopy {
+            return Err(AugurError::Invalid(
+                "the peer-copy exchange takes one chunk per shard".into(),
+            ));
+        }
         let n = ordinals.len();
         if n == 0 {
             return Err(AugurError::Invalid(
@@ -237,12 +277,13 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
                 "GPU ordinals {ordinals:?} name a GPU twice"
             )));
         }
-        if n > 1 && !nccl_available() {
+        let use_nccl = n > 1 && opts.gather != GatherMode::PeerCopy;
+        if use_nccl && !nccl_available() {
             return Err(AugurError::Nccl(
                 "libnccl is not installed (or not on LD_LIBRARY_PATH); use one GPU".into(),
             ));
         }
-        let id = if n > 1 {
+        let id = if use_nccl {
             Some(nccl::get_uniqueid().map_err(nccl_err("ncclGetUniqueId"))?)
         } else {
             None
@@ -265,6 +306,12 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
         let layout = Arc::new(Layout { pieces, maxc });
         let barrier = Arc::new(Barrier::new(n));
         let failed = Arc::new(AtomicBool::new(false));
+        let peer = (n > 1 && opts.gather == GatherMode::PeerCopy).then(|| {
+            Arc::new(PeerShared {
+                barrier: Barrier::new(n),
+                slots: Mutex::new(vec![None; n]),
+            })
+        });
         let (answer_tx, answers) = channel::<Answer<T>>();
         let (setup_tx, setup_rx) = channel::<(usize, Result<Vec<ShardInfo>, AugurError>)>();
         let mut workers = Vec::with_capacity(n);
@@ -285,6 +332,7 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
                 gather: opts.gather,
                 barrier: barrier.clone(),
                 failed: failed.clone(),
+                peer: peer.clone(),
             };
             let (answer_tx, setup_tx) = (answer_tx.clone(), setup_tx.clone());
             let handle = std::thread::Builder::new()
@@ -465,6 +513,7 @@ struct WorkerCtx {
     cols: usize,
     opts: PlanOptions,
     gather: GatherMode,
+    peer: Option<Arc<PeerShared>>,
     barrier: Arc<Barrier>,
     failed: Arc<AtomicBool>,
 }
@@ -531,7 +580,20 @@ fn worker<T: GpuScalar + NcclType>(
             }
         }
     };
-    let mut shard = match Shard::new(&ctx, &parts, &backend, comm) {
+    let mut shard = Shard::new(&ctx, &parts, &backend, comm);
+    // The peer-copy exchange: every worker shows its slot (None if it failed) and meets the
+    // others once, whatever happened, so that nobody waits forever.
+    if let Some(peer) = &ctx.peer {
+        let slot = shard.as_mut().ok().and_then(|s| s.peer_slot().ok());
+        peer.slots.lock().expect("no worker panics holding it")[rank] = slot;
+        peer.barrier.wait();
+        if let Ok(s) = shard.as_mut() {
+            if let Err(e) = s.connect_peers(peer.clone(), &backend) {
+                shard = Err(e);
+            }
+        }
+    }
+    let mut shard = match shard {
         Ok(s) => s,
         Err(e) => {
             let _ = setup_tx.send((rank, Err(e)));
@@ -574,6 +636,7 @@ struct Shard<'a, T: GpuScalar + NcclType> {
     send: Vec<CudaSlice<T>>,
     recv: Vec<CudaSlice<T>>,
     comm: Option<Comm>,
+    peer: Option<PeerState>,
     compute: Arc<CudaStream>,
     comm_stream: Arc<CudaStream>,
     rank: usize,
@@ -600,7 +663,7 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
         let comm_stream = compute.fork().map_err(cuda_err)?;
         let x = s.htod(&vec![T::zero(); ctx.cols])?;
         let (mut full, mut send, mut recv) = (None, Vec::new(), Vec::new());
-        if comm.is_some() {
+        if comm.is_some() || ctx.peer.is_some() {
             full = Some(s.htod(&vec![T::zero(); ctx.total_rows])?);
             if ctx.gather == GatherMode::AllGather {
                 for &m in &ctx.layout.maxc {
@@ -617,6 +680,7 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
             send,
             recv,
             comm,
+            peer: None,
             compute,
             comm_stream,
             rank: ctx.rank,
@@ -675,6 +739,8 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
                         .map_err(cuda_err)?;
                 }
             }
+            // No communicator in this mode: returned above.
+            GatherMode::PeerCopy => {}
             GatherMode::Broadcasts => {
                 let (dst, _g1) = full.device_ptr_mut(cs);
                 let (src, _g2) = y.device_ptr(cs);
@@ -709,6 +775,155 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
         Ok(())
     }
 
+    /// This GPU's slot for the peer-copy exchange.
+    fn peer_slot(&mut self) -> Result<PeerSlot, AugurError> {
+        let ctx = self.compute.context().clone();
+        let ev = || ctx.new_event(None).map(Arc::new).map_err(cuda_err);
+        let (prod, copy) = (ev()?, ev()?);
+        let cs = self.compute.clone();
+        let full = self.full.as_mut().expect("a whole y with several GPUs");
+        let (f, _g1) = full.device_ptr(&cs);
+        let (x, _g2) = self.x.device_ptr(&cs);
+        Ok(PeerSlot {
+            ordinal: ctx.ordinal(),
+            ctx: ctx.cu_ctx() as usize,
+            full: f,
+            x,
+            prod,
+            copy,
+        })
+    }
+
+    /// Read every GPU's slot and enable peer access to each.
+    fn connect_peers(
+        &mut self,
+        shared: Arc<PeerShared>,
+        backend: &Backend,
+    ) -> Result<(), AugurError> {
+        let slots: Vec<PeerSlot> = shared
+            .slots
+            .lock()
+            .expect("no worker panics holding it")
+            .iter()
+            .enumerate()
+            .map(|(r, s)| {
+                s.clone()
+                    .ok_or_else(|| AugurError::Invalid(format!("GPU shard {r} failed to set up")))
+            })
+            .collect::<Result<_, _>>()?;
+        let g = backend.gpu().expect("a CUDA backend");
+        g.spmv.context().bind_to_thread().map_err(cuda_err)?;
+        for (r, s) in slots.iter().enumerate() {
+            if r == self.rank {
+                continue;
+            }
+            // SAFETY: a live context of this process (its worker keeps it until the
+            // MultiGpuSpmv is dropped); enabling twice is reported and ignored.
+            let res = unsafe { cu::cuCtxEnablePeerAccess(s.ctx as cu::CUcontext, 0) };
+            if res != cu::CUresult::CUDA_SUCCESS
+                && res != cu::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
+            {
+                return Err(AugurError::Invalid(format!(
+                    "peer access from GPU shard {} to {r}: {res:?}",
+                    self.rank
+                )));
+            }
+        }
+        // cudarc allocates from the device's stream-ordered memory pool (cuMemAllocAsync), which
+        // context peer access does not open: grant every peer read-write access to this GPU's
+        // default pool, or the copies are staged through the host.
+        let mine = slots[self.rank].ordinal;
+        let descs: Vec<cu::CUmemAccessDesc> = slots
+            .iter()
+            .filter(|s| s.ordinal != mine)
+            .map(|s| cu::CUmemAccessDesc {
+                location: cu::CUmemLocation {
+                    type_: cu::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+                    id: s.ordinal as i32,
+                },
+                flags: cu::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+            })
+            .collect();
+        let mut pool: cu::CUmemoryPool = std::ptr::null_mut();
+        // SAFETY: an out-pointer for the pool of a valid device, then an array of `descs.len()`
+        // access descriptors naming devices of this machine.
+        let res = unsafe {
+            let dev = cudarc::driver::result::device::get(mine as i32).map_err(cuda_err)?;
+            match cu::cuDeviceGetDefaultMemPool(&mut pool, dev) {
+                cu::CUresult::CUDA_SUCCESS => {
+                    cu::cuMemPoolSetAccess(pool, descs.as_ptr(), descs.len())
+                }
+                e => e,
+            }
+        };
+        if res != cu::CUresult::CUDA_SUCCESS {
+            self.plans[0].add_note(format!(
+                "peer access to GPU {mine}'s memory pool not granted ({res:?}): peer copies go \
+                 through the host"
+            ));
+        }
+        self.peer = Some(PeerState {
+            shared,
+            slots,
+            swapped: false,
+        });
+        Ok(())
+    }
+
+    /// The peer-copy exchange after this step's product: when every GPU's product is done,
+    /// copy this shard's y into every GPU's whole y; when every copy is done, go on.
+    fn exchange(&mut self) -> Result<(), AugurError> {
+        let Some(p) = self.peer.as_ref() else {
+            return Ok(());
+        };
+        let me = &p.slots[self.rank];
+        me.prod.record(&self.compute).map_err(cuda_err)?;
+        p.shared.barrier.wait();
+        for s in &p.slots {
+            self.comm_stream.wait(&s.prod).map_err(cuda_err)?;
+        }
+        let rows = self.layout.pieces[0][self.rank].clone();
+        if !rows.is_empty() {
+            let size = std::mem::size_of::<T>();
+            let cs = self.comm_stream.clone();
+            let (_, y) = self.plans[0].device_vectors().expect("a CUDA plan");
+            let (src, _g) = y.device_ptr(&cs);
+            for s in &p.slots {
+                let base = if p.swapped { s.x } else { s.full };
+                let dst = base + (rows.start * size) as u64;
+                // SAFETY: `src` holds this shard's rows; every GPU's whole y (the buffer that
+                // is `full` after as many swaps as here) holds all rows; the contexts are live
+                // and peer access is enabled; the events above order the copy after every
+                // GPU's product, and the barrier below keeps the buffers from being reused
+                // before the copies end.
+                let res = unsafe {
+                    cu::cuMemcpyPeerAsync(
+                        dst,
+                        s.ctx as cu::CUcontext,
+                        src,
+                        me.ctx as cu::CUcontext,
+                        rows.len() * size,
+                        cs.cu_stream(),
+                    )
+                };
+                if res != cu::CUresult::CUDA_SUCCESS {
+                    return Err(AugurError::Invalid(format!("cuMemcpyPeerAsync: {res:?}")));
+                }
+            }
+        }
+        me.copy.record(&self.comm_stream).map_err(cuda_err)?;
+        p.shared.barrier.wait();
+        for s in &p.slots {
+            self.compute.wait(&s.copy).map_err(cuda_err)?;
+        }
+        Ok(())
+    }
+
+    /// Whether products are followed by an exchange between GPUs.
+    fn exchanges(&self) -> bool {
+        self.comm.is_some() || self.peer.is_some()
+    }
+
     /// Every chunk's product; with more than one GPU, chunk c's all-gather on the
     /// communication stream after its product, overlapping chunk c + 1's product.
     fn products(&mut self, gather: bool) -> Result<(), AugurError> {
@@ -722,11 +937,17 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
         if gather && self.comm.is_some() {
             self.compute.join(&self.comm_stream).map_err(cuda_err)?;
         }
+        if gather {
+            self.exchange()?;
+        }
         Ok(())
     }
 
     /// The all-gathers alone (for profiles).
     fn gathers(&mut self) -> Result<(), AugurError> {
+        if self.peer.is_some() {
+            return self.exchange();
+        }
         if self.comm.is_none() {
             return Ok(());
         }
@@ -741,6 +962,9 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
     fn step(&mut self, swap: bool) -> Result<(), AugurError> {
         self.products(true)?;
         if swap {
+            if let Some(p) = self.peer.as_mut() {
+                p.swapped = !p.swapped;
+            }
             match self.full.as_mut() {
                 Some(full) => std::mem::swap(&mut self.x, full),
                 None => {
@@ -815,7 +1039,7 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
                     gpu.spmv
                         .time_events(tp, None, || self.products(false).map_err(k))?,
                 );
-                let gather_s = if self.comm.is_some() {
+                let gather_s = if self.exchanges() {
                     median(
                         gpu.spmv
                             .time_events(tp, None, || self.gathers().map_err(k))?,

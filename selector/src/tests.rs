@@ -37,7 +37,7 @@ fn matrices() -> Vec<(String, Csr<f64>)> {
     .map(|s| (s.to_string(), gen::<f64>(s)))
     .collect();
     if let Some(dir) = find_shared_matrices() {
-        if let Ok(entries) = read_manifest(&dir.join("MANIFEST.tsv")) {
+        if let Ok(entries) = read_manifest(dir.join("MANIFEST.tsv")) {
             // Every 10th real matrix: a spread of sizes and kinds (complex ones are skipped).
             for e in entries.iter().step_by(10) {
                 let p = dir.join("suitesparse").join(format!("{}.mtx.gz", e.name));

@@ -30,6 +30,7 @@ pub enum RunBackend {
 pub enum GatherModeArg {
     AllGather,
     Broadcasts,
+    PeerCopy,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -56,8 +57,8 @@ pub struct RunArgs {
     /// With --gpus: chunks per shard, each all-gathered while the next one is computed.
     #[arg(long, default_value_t = 1)]
     chunks: usize,
-    /// With --gpus: how y reaches every GPU: a padded ncclAllGather, or one grouped
-    /// ncclBroadcast per shard (all-gather-v).
+    /// With --gpus: how y reaches every GPU: a padded ncclAllGather, one grouped
+    /// ncclBroadcast per shard (all-gather-v), or peer copies over NVLink without NCCL.
     #[arg(long, value_enum, default_value = "all-gather")]
     gather_mode: GatherModeArg,
     /// First GPU (with one GPU).
@@ -215,6 +216,7 @@ fn run_typed<T: GpuScalar + NcclType>(a: &RunArgs, src: &MatrixSource) -> anyhow
             gather: match a.gather_mode {
                 GatherModeArg::AllGather => GatherMode::AllGather,
                 GatherModeArg::Broadcasts => GatherMode::Broadcasts,
+                GatherModeArg::PeerCopy => GatherMode::PeerCopy,
             },
         };
         let mut mg = MultiGpuSpmv::<T>::on_devices(&m, &ordinals, mopts)?;
@@ -351,6 +353,7 @@ fn mopts_name(g: GatherModeArg) -> &'static str {
     match g {
         GatherModeArg::AllGather => "all-gather",
         GatherModeArg::Broadcasts => "broadcasts",
+        GatherModeArg::PeerCopy => "peer-copy",
     }
 }
 
