@@ -130,6 +130,15 @@ fn models_for_another_backend_or_device_are_refused() {
     };
     let e = SpmvPlan::new(&a, &Backend::cpu(), opts).err().unwrap();
     assert!(matches!(e, AugurError::WrongBackend { .. }), "{e}");
+    // A model for another feature schema (version) is refused, naming the file.
+    let mut other = cuda.model().clone();
+    other.schema.version += 1;
+    let p = augur_tests::write_file("other-schema.json", other.to_json().as_bytes());
+    let e = Selector::from_file(&p).unwrap_err().to_string();
+    assert!(
+        e.contains("other-schema.json") && e.contains("retrain"),
+        "{e}"
+    );
     // A damaged model file is refused with its path.
     let p = augur_tests::write_file("damaged-model.json", b"{\"format\": \"augur-model\"}");
     let e = Selector::from_file(&p).unwrap_err().to_string();
