@@ -240,14 +240,8 @@ fn run_typed<T: GpuScalar + NcclType>(a: &RunArgs, src: &MatrixSource) -> anyhow
             report.per_iteration_s = t.elapsed().as_secs_f64() / iters as f64;
         } else {
             let mut y = vec![T::zero(); m.rows()];
-            for _ in 0..warmup {
-                mg.run(&x0, &mut y)?;
-            }
-            let t = Instant::now();
-            for _ in 0..iters {
-                mg.run(&x0, &mut y)?;
-            }
-            report.per_iteration_s = t.elapsed().as_secs_f64() / iters as f64;
+            report.per_iteration_s =
+                per_call(warmup, iters, || Ok(mg.run(&x0, &mut y)?), || Ok(()))?;
         }
         if a.profile {
             report.profile = Some(mg.profile(warmup, iters.min(50))?);
@@ -285,26 +279,17 @@ fn run_typed<T: GpuScalar + NcclType>(a: &RunArgs, src: &MatrixSource) -> anyhow
                         .memcpy_htod(&x0, dx)
                         .map_err(|e| anyhow::anyhow!("copy x: {e}"))?;
                 }
-                for _ in 0..warmup {
-                    plan.launch()?;
-                }
-                plan.synchronize()?;
-                let t = Instant::now();
-                for _ in 0..iters {
-                    plan.launch()?;
-                }
-                plan.synchronize()?;
-                report.per_iteration_s = t.elapsed().as_secs_f64() / iters as f64;
+                let sync = || -> anyhow::Result<()> {
+                    gpu.spmv
+                        .stream()
+                        .synchronize()
+                        .map_err(|e| anyhow::anyhow!("synchronize: {e}"))
+                };
+                report.per_iteration_s = per_call(warmup, iters, || Ok(plan.launch()?), sync)?;
             }
             None => {
-                for _ in 0..warmup {
-                    plan.run(&x0, &mut y)?;
-                }
-                let t = Instant::now();
-                for _ in 0..iters {
-                    plan.run(&x0, &mut y)?;
-                }
-                report.per_iteration_s = t.elapsed().as_secs_f64() / iters as f64;
+                report.per_iteration_s =
+                    per_call(warmup, iters, || Ok(plan.run(&x0, &mut y)?), || Ok(()))?;
             }
         }
     }
@@ -324,6 +309,26 @@ fn run_typed<T: GpuScalar + NcclType>(a: &RunArgs, src: &MatrixSource) -> anyhow
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Wall-clock seconds per call of `f` over `iters` calls after `warmup` untimed ones; `sync`
+/// waits for the device before the clock starts and before it stops.
+fn per_call(
+    warmup: usize,
+    iters: usize,
+    mut f: impl FnMut() -> anyhow::Result<()>,
+    sync: impl Fn() -> anyhow::Result<()>,
+) -> anyhow::Result<f64> {
+    for _ in 0..warmup {
+        f()?;
+    }
+    sync()?;
+    let t = Instant::now();
+    for _ in 0..iters {
+        f()?;
+    }
+    sync()?;
+    Ok(t.elapsed().as_secs_f64() / iters.max(1) as f64)
 }
 
 /// One product through `run`, then two iterated ones (y -> x on the devices), each against the
