@@ -199,6 +199,64 @@ fn split_rows(ptr: &[i32], r: Range<usize>, n: usize) -> Vec<usize> {
     b
 }
 
+/// What one shard of a square matrix needs from the others each product: the distinct x
+/// entries its rows read that other shards own (what a halo exchange would move to it), against
+/// the rows of the other shards (what the all-gather moves to it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShardTraffic {
+    pub rank: usize,
+    pub rows: Range<usize>,
+    pub nnz: usize,
+    pub halo_entries: usize,
+    pub allgather_entries: usize,
+}
+
+/// [`ShardTraffic`] of each of `n` equal-nonzero shards of the square matrix `a`.
+pub fn shard_traffic<T: Sync>(a: &Csr<T>, n: usize) -> Result<Vec<ShardTraffic>, AugurError> {
+    use rayon::prelude::*;
+    if a.rows() != a.cols() {
+        return Err(AugurError::Invalid(format!(
+            "shard traffic needs a square matrix (x indexed like y); this one is {} x {}",
+            a.rows(),
+            a.cols()
+        )));
+    }
+    if n == 0 {
+        return Err(AugurError::Invalid("at least one shard".into()));
+    }
+    let bounds = partition_rows(a, n);
+    let ptr = a.indptr();
+    let ptr = ptr.raw_storage();
+    let idx = a.indices();
+    Ok((0..n)
+        .into_par_iter()
+        .map(|s| {
+            let own = bounds[s]..bounds[s + 1];
+            let (lo, hi) = (ptr[own.start] as usize, ptr[own.end] as usize);
+            let mut seen = vec![0u64; a.cols().div_ceil(64)];
+            let mut halo = 0;
+            for &j in &idx[lo..hi] {
+                let j = j as usize;
+                if own.contains(&j) {
+                    continue;
+                }
+                let (w, b) = (j / 64, 1u64 << (j % 64));
+                if seen[w] & b == 0 {
+                    seen[w] |= b;
+                    halo += 1;
+                }
+            }
+            ShardTraffic {
+                rank: s,
+                nnz: hi - lo,
+                halo_entries: halo,
+                allgather_entries: a.rows() - own.len(),
+                rows: own,
+            }
+        })
+        .collect())
+}
+
 /// Rows `r` of `a` as a matrix of their own (all columns).
 fn shard<T: GpuScalar>(a: &Csr<T>, r: Range<usize>) -> Result<Csr<T>, AugurError> {
     let ptr = a.indptr();

@@ -320,3 +320,27 @@ fn shards_split_rows_by_equal_nonzeros() {
         }
     }
 }
+
+#[test]
+fn shard_traffic_counts_the_halo_against_the_all_gather() {
+    use crate::multi::shard_traffic;
+    // A 10 x 10 grid cut in two halves: each half reads one grid row (10 entries) of the other.
+    let a = gen::<f32>("stencil2d:nx=10");
+    let t = shard_traffic(&a, 2).unwrap();
+    assert_eq!(
+        t.iter()
+            .map(|s| (s.rows.clone(), s.nnz, s.halo_entries, s.allgather_entries))
+            .collect::<Vec<_>>(),
+        vec![(0..50, 230, 10, 50), (50..100, 230, 10, 50)]
+    );
+    // Block diagonal: no shard reads another's entries when the cut falls between blocks.
+    let b = gen::<f32>("blockdiag:n=256,block=64");
+    assert!(shard_traffic(&b, 4)
+        .unwrap()
+        .iter()
+        .all(|s| s.halo_entries == 0));
+    // One shard needs nothing from others.
+    assert_eq!(shard_traffic(&a, 1).unwrap()[0].halo_entries, 0);
+    let e = shard_traffic(&gen::<f32>("tall:rows=50,cols=20,nnz=100"), 2).unwrap_err();
+    assert!(e.to_string().contains("square"), "{e}");
+}

@@ -896,3 +896,29 @@ fn bench_dispatch_reports_the_cached_plan_overhead() {
         "{row}"
     );
 }
+
+#[test]
+fn matrix_shards_reports_halo_and_all_gather_volumes() {
+    let out = augur(&[
+        "matrix",
+        "shards",
+        "--csv",
+        "--parts",
+        "2",
+        "stencil2d:nx=10",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "matrix,parts,rank,first_row,rows,nnz,halo_entries,allgather_entries\n\
+         \"stencil2d:nx=10,ny=10,points=5\",2,0,0,50,230,10,50\n\
+         \"stencil2d:nx=10,ny=10,points=5\",2,1,50,50,230,10,50\n"
+    );
+    let out = augur(&["matrix", "shards", "tall:rows=50,cols=20,nnz=100"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("square"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -15,6 +15,22 @@ pub enum MatrixCommand {
     Info(InfoArgs),
     /// Write a MATRIX (typically a generated one) as a Matrix Market file (`.gz`: compressed).
     Write(WriteArgs),
+    /// How MultiGpuSpmv would cut a square MATRIX into N equal-nonzero shards, and what each
+    /// needs from the others per product: the x entries it reads from other shards (a halo
+    /// exchange) against the rows the all-gather brings it.
+    Shards(ShardsArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ShardsArgs {
+    #[arg(required = true, value_name = "MATRIX")]
+    matrices: Vec<String>,
+    /// Shard counts (repeatable).
+    #[arg(long = "parts", default_values_t = [2usize, 4])]
+    parts: Vec<usize>,
+    /// CSV on stdout (one row per matrix, shard count and shard).
+    #[arg(long)]
+    csv: bool,
 }
 
 #[derive(Args, Debug)]
@@ -59,6 +75,7 @@ struct Info {
 pub fn run(cmd: MatrixCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         MatrixCommand::Info(a) => info(a),
+        MatrixCommand::Shards(a) => shards(a),
         MatrixCommand::Write(a) => {
             let src = MatrixSource::parse(&a.matrix)?;
             let (m, _) = src.load::<f64>()?;
@@ -192,4 +209,56 @@ fn print_info(i: &Info) {
         ),
         _ => println!("  generated in {:.3} s", i.load.seconds),
     }
+}
+
+#[derive(serde::Serialize)]
+struct ShardRow<'a> {
+    matrix: &'a str,
+    parts: usize,
+    rank: usize,
+    first_row: usize,
+    rows: usize,
+    nnz: usize,
+    halo_entries: usize,
+    allgather_entries: usize,
+}
+
+fn shards(a: ShardsArgs) -> anyhow::Result<ExitCode> {
+    let srcs = super::parse_sources(&a.matrices)?;
+    let mut w = a.csv.then(|| csv::Writer::from_writer(std::io::stdout()));
+    for src in &srcs {
+        let (m, _) = src.load::<f32>()?;
+        let name = src.name();
+        for &n in &a.parts {
+            let t = augur::multi::shard_traffic(&m, n)?;
+            if let Some(w) = w.as_mut() {
+                for s in &t {
+                    w.serialize(ShardRow {
+                        matrix: &name,
+                        parts: n,
+                        rank: s.rank,
+                        first_row: s.rows.start,
+                        rows: s.rows.len(),
+                        nnz: s.nnz,
+                        halo_entries: s.halo_entries,
+                        allgather_entries: s.allgather_entries,
+                    })?;
+                }
+                continue;
+            }
+            let halo = t.iter().map(|s| s.halo_entries).max().unwrap_or(0);
+            let all = t.iter().map(|s| s.allgather_entries).max().unwrap_or(0);
+            let nnz: Vec<usize> = t.iter().map(|s| s.nnz).collect();
+            println!(
+                "{name}: {n} shards, nnz {:?}; per product the busiest shard receives {halo} x \
+                 entries with a halo exchange, {all} with the all-gather ({:.2}%)",
+                nnz,
+                100.0 * halo as f64 / all.max(1) as f64
+            );
+        }
+    }
+    if let Some(mut w) = w {
+        w.flush()?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
