@@ -372,6 +372,18 @@ fn ms(s: f64) -> String {
     }
 }
 
+/// The parts of a setup's cost, in the order they are paid.
+fn setup_parts(c: &SetupCost) -> String {
+    format!(
+        "model {}, features {}, select {}, upload {}, kernel setup {}",
+        ms(c.model_s),
+        ms(c.features_s),
+        ms(c.select_s),
+        ms(c.upload_s),
+        ms(c.kernel_setup_s)
+    )
+}
+
 fn print_report(r: &Report, explain: bool) {
     println!(
         "matrix    {}: {} x {}, {} nonzeros ({}), loaded in {}",
@@ -435,15 +447,10 @@ fn print_report(r: &Report, explain: bool) {
             }
         }
         if r.shards.len() > 1 || explain {
-            let c = &s.setup;
             println!(
-                "          setup {}: model {}, features {}, select {}, upload {}, kernel setup {}",
-                ms(c.total_s),
-                ms(c.model_s),
-                ms(c.features_s),
-                ms(c.select_s),
-                ms(c.upload_s),
-                ms(c.kernel_setup_s)
+                "          setup {}: {}",
+                ms(s.setup.total_s),
+                setup_parts(&s.setup)
             );
         }
     }
@@ -454,15 +461,7 @@ fn print_report(r: &Report, explain: bool) {
             ms(c.total_s)
         );
     } else {
-        println!(
-            "setup     {} (model {}, features {}, select {}, upload {}, kernel setup {})",
-            ms(c.total_s),
-            ms(c.model_s),
-            ms(c.features_s),
-            ms(c.select_s),
-            ms(c.upload_s),
-            ms(c.kernel_setup_s)
-        );
+        println!("setup     {} ({})", ms(c.total_s), setup_parts(c));
     }
     println!(
         "run       {} iterations: {} per iteration, {:.1} GB/s",
