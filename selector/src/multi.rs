@@ -13,8 +13,9 @@
 //! of y, in one group; measured much slower on H200s (see docs/BENCHMARKS.md), kept to compare.
 //!
 //! With `chunks` > 1 each shard is cut further into chunks (each planned on its own): chunk c's
-//! all-gather runs on a second stream while chunk c + 1's product runs, hiding part of the
-//! communication behind the computation.
+//! all-gather runs on a second stream while chunk c + 1's product runs. On H200s this measured
+//! slower than one chunk (every collective pays NCCL's ~50 us floor again); kept to compare.
+//! [`GatherMode::PeerCopy`] exchanges y without NCCL, by peer copies (see its documentation).
 //!
 //! One thread per GPU, as NCCL recommends: each owns its GPU, its plan and its communicator
 //! (`ncclCommInitRank` with a shared unique id) and waits for commands from the caller.
