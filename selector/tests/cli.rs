@@ -839,6 +839,7 @@ fn run_refuses_bad_requests_clearly() {
             "/no/such/model.json",
         ),
         (vec!["run", "nosuchgen:n=3"], "nosuchgen"),
+        (vec!["run", "stencil2d:nx=10", "--gpus", "0"], "--gpus"),
     ];
     for (args, want) in cases {
         let out = augur(&args);

@@ -52,8 +52,8 @@ pub struct RunArgs {
     #[arg(long, value_enum)]
     backend: Option<RunBackend>,
     /// Split the rows across this many GPUs (MultiGpuSpmv: NCCL all-gather of y each product).
-    #[arg(long)]
-    gpus: Option<usize>,
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    gpus: Option<u16>,
     /// With --gpus: chunks per shard, each all-gathered while the next one is computed.
     #[arg(long, default_value_t = 1)]
     chunks: usize,
@@ -156,7 +156,8 @@ fn options(a: &RunArgs, backend: &str) -> anyhow::Result<PlanOptions> {
 }
 
 fn run_typed<T: GpuScalar + NcclType>(a: &RunArgs, src: &MatrixSource) -> anyhow::Result<ExitCode> {
-    let backend_kind = match (a.backend, a.gpus) {
+    let gpus = a.gpus.map(usize::from);
+    let backend_kind = match (a.backend, gpus) {
         (Some(RunBackend::Cpu), Some(n)) if n != 1 => {
             anyhow::bail!("--gpus {n} needs --backend cuda")
         }
@@ -175,7 +176,7 @@ fn run_typed<T: GpuScalar + NcclType>(a: &RunArgs, src: &MatrixSource) -> anyhow
         RunBackend::Cuda => "cuda",
     };
     let opts = options(a, kind)?;
-    if let (Some(n), RunBackend::Cuda) = (a.gpus, backend_kind) {
+    if let (Some(n), RunBackend::Cuda) = (gpus, backend_kind) {
         let present = cuda::available()?;
         if n == 0 || n > present {
             return Err(augur::AugurError::NotEnoughGpus { asked: n, present }.into());
@@ -207,7 +208,7 @@ fn run_typed<T: GpuScalar + NcclType>(a: &RunArgs, src: &MatrixSource) -> anyhow
         profile: None,
     };
     let x0 = check::test_vector::<T>(m.cols(), 1);
-    if let Some(n) = a.gpus.filter(|_| backend_kind == RunBackend::Cuda) {
+    if let Some(n) = gpus.filter(|_| backend_kind == RunBackend::Cuda) {
         let t = Instant::now();
         let ordinals: Vec<usize> = (0..n).collect();
         let mopts = MultiOptions {
