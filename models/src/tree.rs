@@ -88,24 +88,30 @@ impl Tree {
         Tree { nodes }
     }
 
-    /// The nodes `x` visits from the root to its leaf (the leaf last): what an explanation of a
-    /// prediction walks.
-    pub fn path(&self, x: &[f64]) -> Vec<usize> {
-        let mut i = 0;
-        let mut out = vec![0];
-        while let Node::Split {
-            feature,
-            threshold,
-            left,
-            right,
-        } = &self.nodes[i]
-        {
-            i = if clean(x[*feature]) < *threshold {
+    /// The child `x` goes to from node `i`, or None when `i` is a leaf.
+    #[inline]
+    fn step(&self, i: usize, x: &[f64]) -> Option<usize> {
+        match &self.nodes[i] {
+            Node::Split {
+                feature,
+                threshold,
+                left,
+                right,
+            } => Some(if clean(x[*feature]) < *threshold {
                 *left
             } else {
                 *right
-            };
-            out.push(i);
+            }),
+            Node::Leaf { .. } => None,
+        }
+    }
+
+    /// The nodes `x` visits from the root to its leaf (the leaf last): what an explanation of a
+    /// prediction walks.
+    pub fn path(&self, x: &[f64]) -> Vec<usize> {
+        let mut out = vec![0];
+        while let Some(next) = self.step(out[out.len() - 1], x) {
+            out.push(next);
         }
         out
     }
@@ -114,23 +120,10 @@ impl Tree {
     #[inline]
     pub fn leaf(&self, x: &[f64]) -> usize {
         let mut i = 0;
-        loop {
-            match &self.nodes[i] {
-                Node::Split {
-                    feature,
-                    threshold,
-                    left,
-                    right,
-                } => {
-                    i = if clean(x[*feature]) < *threshold {
-                        *left
-                    } else {
-                        *right
-                    }
-                }
-                Node::Leaf { .. } => return i,
-            }
+        while let Some(next) = self.step(i, x) {
+            i = next;
         }
+        i
     }
 
     /// The class `x` is given.
