@@ -198,16 +198,24 @@ pub struct Choice {
 }
 
 impl Model {
-    /// Whether gathering pays for this input, from known features (schema order) and `k`.
+    /// Fill `buf` with the policy's inputs (the known selector's features, then `k`) from
+    /// schema-order feature values; returns how many.
     #[inline]
-    pub fn gather_pays(&self, values: &[f64], k: f64) -> bool {
-        let mut buf = [0.0; MAX_INPUTS];
+    pub fn policy_inputs_into(&self, values: &[f64], k: f64, buf: &mut [f64; MAX_INPUTS]) -> usize {
         for (b, &i) in buf.iter_mut().zip(&self.known.features) {
             *b = clean(values[i]);
         }
         let n = self.known.features.len();
         buf[n] = k;
-        self.policy.predict(&buf[..n + 1]) == 1
+        n + 1
+    }
+
+    /// Whether gathering pays for this input, from known features (schema order) and `k`.
+    #[inline]
+    pub fn gather_pays(&self, values: &[f64], k: f64) -> bool {
+        let mut buf = [0.0; MAX_INPUTS];
+        let n = self.policy_inputs_into(values, k, &mut buf);
+        self.policy.predict(&buf[..n]) == 1
     }
 
     /// The choice for schema-order feature values (gathered ones may be NaN if the policy says no)

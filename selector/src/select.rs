@@ -309,14 +309,9 @@ impl Selector {
         let k = iterations as f64;
         let mut values = [0.0; MAX_INPUTS];
         f.write_values(&mut values);
-        // The policy reads the known selector's features and k.
         let mut pin = [0.0; MAX_INPUTS];
-        let n = m.known.features.len();
-        for (b, &i) in pin.iter_mut().zip(&m.known.features) {
-            *b = values[i];
-        }
-        pin[n] = k;
-        let (policy, pays, _, _) = walk(&m.policy, &m.policy_inputs, &pin[..n + 1]);
+        let n = m.policy_inputs_into(&values, k, &mut pin);
+        let (policy, pays, _, _) = walk(&m.policy, &m.policy_inputs, &pin[..n]);
         let pays = pays == 1;
         let have_gathered = m
             .schema
