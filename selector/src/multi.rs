@@ -28,6 +28,7 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::thread::JoinHandle;
 
 use augur_datasets::Csr;
+use augur_kernels::cpu::split_rows_by_nnz;
 use augur_kernels::cuda::{self, GpuScalar, TimingPlan};
 use augur_kernels::KernelError;
 use cudarc::driver::{sys as cu, CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
@@ -180,24 +181,7 @@ pub struct MultiGpuSpmv<T: GpuScalar + NcclType> {
 
 /// Row boundaries cutting `a` into `n` shards of nearly equal nonzeros.
 pub fn partition_rows<T>(a: &Csr<T>, n: usize) -> Vec<usize> {
-    split_rows(a.indptr().raw_storage(), 0..a.rows(), n)
-}
-
-/// Boundaries cutting rows `r` into `n` parts of nearly equal nonzeros (by the row pointers).
-fn split_rows(ptr: &[i32], r: Range<usize>, n: usize) -> Vec<usize> {
-    let (lo, hi) = (ptr[r.start] as u128, ptr[r.end] as u128);
-    let mut b: Vec<usize> = (0..=n)
-        .map(|s| {
-            let target = (lo + s as u128 * (hi - lo) / n as u128) as usize;
-            (r.start + ptr[r.start..r.end].partition_point(|&v| (v as usize) < target)).min(r.end)
-        })
-        .collect();
-    b[0] = r.start;
-    b[n] = r.end;
-    for i in 1..=n {
-        b[i] = b[i].max(b[i - 1]);
-    }
-    b
+    split_rows_by_nnz(a.indptr().raw_storage(), 0..a.rows(), n)
 }
 
 /// What one shard of a square matrix needs from the others each product: the distinct x
@@ -353,7 +337,7 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
         let ptr = a.indptr();
         let ptr = ptr.raw_storage();
         let cuts: Vec<Vec<usize>> = (0..n)
-            .map(|s| split_rows(ptr, bounds[s]..bounds[s + 1], chunks))
+            .map(|s| split_rows_by_nnz(ptr, bounds[s]..bounds[s + 1], chunks))
             .collect();
         let pieces: Vec<Vec<Range<usize>>> = (0..chunks)
             .map(|c| (0..n).map(|s| cuts[s][c]..cuts[s][c + 1]).collect())

@@ -13,6 +13,8 @@
 
 mod merge_path;
 
+use std::ops::Range;
+
 use augur_datasets::{Csr, Scalar};
 use rayon::prelude::*;
 
@@ -64,17 +66,7 @@ impl CpuKernel {
         let plan = match self {
             CpuKernel::Sequential => Plan::Rows(vec![0, rows]),
             CpuKernel::RowSplit => Plan::Rows((0..=parts).map(|p| p * rows / parts).collect()),
-            CpuKernel::NnzBalanced => {
-                let nnz = a.nnz();
-                let mut b: Vec<usize> = (0..=parts)
-                    .map(|p| {
-                        let target = p * nnz / parts;
-                        ptr.partition_point(|&v| (v as usize) < target).min(rows)
-                    })
-                    .collect();
-                b[parts] = rows;
-                Plan::Rows(b)
-            }
+            CpuKernel::NnzBalanced => Plan::Rows(split_rows_by_nnz(ptr, 0..rows, parts)),
             CpuKernel::MergePath => Plan::Merge(merge_path::partition(ptr, parts)),
         };
         PreparedSpmv {
@@ -83,6 +75,22 @@ impl CpuKernel {
             plan,
         }
     }
+}
+
+/// Boundaries `b[0] = rows.start <= b[1] <= ... <= b[parts] = rows.end` cutting `rows` of a
+/// CSR matrix with row pointers `ptr` into `parts` pieces of nearly equal nonzeros: piece p
+/// starts at the first row whose entries begin at or after p/parts of the way through.
+pub fn split_rows_by_nnz(ptr: &[i32], rows: Range<usize>, parts: usize) -> Vec<usize> {
+    let (lo, hi) = (ptr[rows.start] as usize, ptr[rows.end] as usize);
+    let mut b: Vec<usize> = (0..=parts)
+        .map(|p| {
+            let target = lo + p * (hi - lo) / parts;
+            (rows.start + ptr[rows.start..rows.end].partition_point(|&v| (v as usize) < target))
+                .min(rows.end)
+        })
+        .collect();
+    b[parts] = rows.end;
+    b
 }
 
 enum Plan {
