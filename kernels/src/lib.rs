@@ -20,6 +20,13 @@ pub mod suite;
 
 pub use error::KernelError;
 
+/// The median of timings (the upper one of an even count), as every timing here reports.
+/// Panics on no timings: callers time at least once.
+pub fn median(mut t: Vec<f64>) -> f64 {
+    t.sort_by(f64::total_cmp);
+    t[t.len() / 2]
+}
+
 /// Bytes one SpMV `y = A x` must move at least once: values, column indices and row pointers of
 /// A, then x and y. Effective bandwidth is this over the time.
 pub fn spmv_bytes(rows: usize, cols: usize, nnz: usize, value_bytes: usize) -> u64 {

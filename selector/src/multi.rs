@@ -30,7 +30,7 @@ use std::thread::JoinHandle;
 use augur_datasets::Csr;
 use augur_kernels::cpu::split_rows_by_nnz;
 use augur_kernels::cuda::{self, GpuScalar, TimingPlan};
-use augur_kernels::KernelError;
+use augur_kernels::{median, KernelError};
 use cudarc::driver::{sys as cu, CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use cudarc::nccl::{result as nccl, sys as nccl_sys, NcclType};
 use serde::Serialize;
@@ -1074,10 +1074,6 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
                     iterations: reps.max(1),
                 };
                 let k = |e: AugurError| KernelError::Cuda(e.to_string());
-                let median = |mut t: Vec<f64>| {
-                    t.sort_by(f64::total_cmp);
-                    t[t.len() / 2]
-                };
                 let kernel_s = median(
                     gpu.spmv
                         .time_events(tp, None, || self.products(false).map_err(k))?,

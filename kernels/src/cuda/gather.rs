@@ -186,15 +186,14 @@ impl GpuGatherer {
         reps: usize,
     ) -> Result<f64, KernelError> {
         self.sums(rows, nnz, ptr, idx)?;
-        let mut t: Vec<f64> = (0..reps.max(1))
+        let t: Vec<f64> = (0..reps.max(1))
             .map(|_| {
                 let s = Instant::now();
                 self.sums(rows, nnz, ptr, idx)
                     .map(|_| s.elapsed().as_secs_f64())
             })
             .collect::<Result<_, _>>()?;
-        t.sort_by(f64::total_cmp);
-        Ok(t[t.len() / 2])
+        Ok(crate::median(t))
     }
 }
 

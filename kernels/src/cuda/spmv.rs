@@ -658,7 +658,7 @@ impl CudaSpmv {
             iterations: plan.iterations.max(1),
             ..plan
         };
-        let mut times = self.time_events(plan, flush, || {
+        let times = self.time_events(plan, flush, || {
             let mut b = self.stream.launch_builder(&f);
             b.arg(&nnz).arg(&a.idx).arg(&a.val).arg(x).arg(&mut out);
             // SAFETY: (int, int*, T*, T*, T*) as in gather_ceiling; idx and val hold nnz
@@ -666,8 +666,7 @@ impl CudaSpmv {
             unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
             Ok(())
         })?;
-        times.sort_by(f64::total_cmp);
-        Ok(times[times.len() / 2])
+        Ok(crate::median(times))
     }
 
     /// Device-to-device copy bandwidth, bytes read + written per second (GB/s): median of 10
@@ -686,13 +685,12 @@ impl CudaSpmv {
             warmup: 1,
             iterations: 10,
         };
-        let mut times = self.time_events(plan, None, || {
+        let times = self.time_events(plan, None, || {
             self.stream
                 .memcpy_dtod(&src, &mut dst)
                 .map_err(drv("cuMemcpyDtoD"))
         })?;
-        times.sort_by(f64::total_cmp);
-        Ok(2.0 * n as f64 / times[times.len() / 2] / 1e9)
+        Ok(2.0 * n as f64 / crate::median(times) / 1e9)
     }
 }
 

@@ -13,10 +13,10 @@ use augur_datasets::generate::Generator;
 use augur_datasets::manifest::{read_manifest, ManifestEntry};
 use augur_datasets::{Csr, MatrixSource};
 use augur_features::spmv::{self, CpuGatherer, CsrPattern, SpmvGatherer, SPMV_SCHEMA_VERSION};
-use augur_kernels::check;
 use augur_kernels::cpu::CpuKernel;
 use augur_kernels::cuda::gather::GpuGatherer;
 use augur_kernels::cuda::{CudaSpmv, GpuKernel, GpuScalar, TimingPlan};
+use augur_kernels::{check, median};
 use augur_models::runs::{self, KernelRun, MatrixInfo, Runs, Timing};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -488,11 +488,6 @@ struct Meta {
     device: String,
     driver: String,
     iterations: String,
-}
-
-fn median(mut t: Vec<f64>) -> f64 {
-    t.sort_by(f64::total_cmp);
-    t[t.len() / 2]
 }
 
 fn one_matrix<T: GpuScalar>(

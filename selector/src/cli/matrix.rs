@@ -175,8 +175,7 @@ fn load_info<T: Scalar>(arg: &str, src: &MatrixSource, repeat: u32) -> anyhow::R
         for _ in 1..repeat {
             times.push(src.load::<T>()?.1.seconds);
         }
-        times.sort_by(f64::total_cmp);
-        load.seconds = times[times.len() / 2];
+        load.seconds = augur_kernels::median(times);
     }
     let text_mb_per_s = load
         .text_bytes

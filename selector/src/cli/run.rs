@@ -13,7 +13,7 @@ use augur::{
 use augur_datasets::{Csr, MatrixSource};
 use augur_kernels::check::{self, CheckReport};
 use augur_kernels::cuda::{self, GpuKernel, GpuScalar, TimingPlan};
-use augur_kernels::spmv_bytes;
+use augur_kernels::{median, spmv_bytes};
 use clap::{Args, ValueEnum};
 use cudarc::nccl::NcclType;
 use serde::Serialize;
@@ -531,11 +531,6 @@ struct DispatchRow {
     overhead_us: f64,
     /// Device time of one kernel alone (events, median), GPU only.
     kernel_us: Option<f64>,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 pub fn dispatch(a: DispatchArgs) -> anyhow::Result<ExitCode> {

@@ -121,12 +121,11 @@ impl Row {
         m: &Csr<T>,
         kernel: &'static str,
         setup_s: f64,
-        mut times: Vec<f64>,
+        times: Vec<f64>,
         copy_gb_per_s: Option<f64>,
         check: CheckReport,
     ) -> Row {
-        times.sort_by(f64::total_cmp);
-        let median_s = times[times.len() / 2];
+        let median_s = augur_kernels::median(times);
         let bytes = spmv_bytes(m.rows(), m.cols(), m.nnz(), std::mem::size_of::<T>()) as f64;
         Row {
             matrix: src.name(),
@@ -423,7 +422,7 @@ fn copy_bandwidth() -> f64 {
     let src: Vec<f64> = (0..n).into_par_iter().map(|i| i as f64).collect();
     let mut dst = vec![0.0f64; n];
     let chunk = n / (4 * rayon::current_num_threads()).max(1);
-    let mut times: Vec<f64> = (0..8)
+    let times: Vec<f64> = (0..8)
         .map(|_| {
             let t = Instant::now();
             dst.par_chunks_mut(chunk)
@@ -434,8 +433,7 @@ fn copy_bandwidth() -> f64 {
         .skip(1)
         .collect();
     std::hint::black_box(&dst);
-    times.sort_by(f64::total_cmp);
-    2.0 * (n * 8) as f64 / times[times.len() / 2] / 1e9
+    2.0 * (n * 8) as f64 / augur_kernels::median(times) / 1e9
 }
 
 fn print_rows(rows: &[Row]) {
