@@ -421,38 +421,26 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
         }
     }
 
+    /// The CUDA side of a GPU plan; on the CPU, an error saying that `what` needs a GPU plan.
+    fn cuda(&mut self, what: &str) -> Result<&mut CudaExec<T>, AugurError> {
+        match &mut self.exec {
+            Exec::Cpu(_) => Err(AugurError::Invalid(format!(
+                "SpmvPlan::{what} runs on device vectors; a CPU plan has none: use run"
+            ))),
+            Exec::Cuda(c) => Ok(c),
+        }
+    }
+
     /// GPU plans: enqueue `y = A x` on the plan's device vectors, without synchronising.
     pub fn launch(&mut self) -> Result<(), AugurError> {
-        match &mut self.exec {
-            Exec::Cpu(_) => Err(AugurError::Invalid(
-                "SpmvPlan::launch runs on device vectors; a CPU plan has none: use run".into(),
-            )),
-            Exec::Cuda(c) => Ok(c.gpu.spmv.launch(&mut c.prepared, &c.a, &c.x, &mut c.y)?),
-        }
+        let c = self.cuda("launch")?;
+        Ok(c.gpu.spmv.launch(&mut c.prepared, &c.a, &c.x, &mut c.y)?)
     }
 
     /// GPU plans: enqueue `y = A x` from another device x (length checked) into the plan's y.
     pub fn launch_from(&mut self, x: &CudaSlice<T>) -> Result<(), AugurError> {
-        match &mut self.exec {
-            Exec::Cpu(_) => Err(AugurError::Invalid(
-                "SpmvPlan::launch_from takes a device x; a CPU plan has none: use run".into(),
-            )),
-            Exec::Cuda(c) => Ok(c.gpu.spmv.launch(&mut c.prepared, &c.a, x, &mut c.y)?),
-        }
-    }
-
-    /// GPU plans: enqueue `y = A x` with other device vectors of the right lengths (checked).
-    pub fn launch_with(
-        &mut self,
-        x: &CudaSlice<T>,
-        y: &mut CudaSlice<T>,
-    ) -> Result<(), AugurError> {
-        match &mut self.exec {
-            Exec::Cpu(_) => Err(AugurError::Invalid(
-                "SpmvPlan::launch_with takes device vectors; a CPU plan has none: use run".into(),
-            )),
-            Exec::Cuda(c) => Ok(c.gpu.spmv.launch(&mut c.prepared, &c.a, x, y)?),
-        }
+        let c = self.cuda("launch_from")?;
+        Ok(c.gpu.spmv.launch(&mut c.prepared, &c.a, x, &mut c.y)?)
     }
 
     /// The GPU a plan runs on.
