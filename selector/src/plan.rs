@@ -179,7 +179,7 @@ impl MatrixKey {
             h = h.wrapping_mul(0x0100_0000_01b3);
         };
         for i in 0..SAMPLES.min(ptr.len()) {
-            mix(ptr[i * (ptr.len() - 1) / SAMPLES.max(1)] as u64);
+            mix(ptr[i * (ptr.len() - 1) / SAMPLES] as u64);
         }
         if !idx.is_empty() {
             for i in 0..SAMPLES {
