@@ -15,6 +15,7 @@ pub mod attention;
 pub mod message;
 pub mod schema;
 mod spec;
+pub use spec::parse_count;
 pub mod spmv;
 
 pub use schema::{FeatureDef, FeatureError, FeatureKind, FeatureSchema};

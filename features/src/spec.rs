@@ -79,7 +79,7 @@ impl<'a> SpecParams<'a> {
 
 /// A whole number written `4096`, `4e3`, `2^12`, `4_096`, or with a binary size suffix
 /// `64KiB`, `1MiB`, `2GiB`.
-pub(crate) fn parse_count(s: &str) -> Option<usize> {
+pub fn parse_count(s: &str) -> Option<usize> {
     let s = s.trim().replace('_', "");
     let (num, mult) = [("KiB", 1u64 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30)]
         .iter()

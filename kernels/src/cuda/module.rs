@@ -28,8 +28,13 @@ pub const FEATURES: Source = Source {
     text: include_str!("../../cuda/features.cu"),
 };
 
+pub const COMM: Source = Source {
+    name: "comm",
+    text: include_str!("../../cuda/comm.cu"),
+};
+
 /// Every kernel source, for `augur kernels build` and the compile check.
-pub const SOURCES: &[Source] = &[SPMV_CSR, FEATURES];
+pub const SOURCES: &[Source] = &[SPMV_CSR, FEATURES, COMM];
 
 fn options(arch: (i32, i32)) -> Vec<String> {
     vec![

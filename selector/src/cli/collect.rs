@@ -38,6 +38,10 @@ enum CollectSub {
     /// Merge runs CSVs (e.g. the shards of one collection) into one; a (matrix, kernel) row in a
     /// later file replaces the same row of an earlier one.
     Merge(MergeArgs),
+    /// Check and time every communication pattern (NCCL, one-shot and two-shot all-reduce;
+    /// NCCL, pull, push and copy-engine all-gather) over a sweep of message sizes on N GPUs,
+    /// into a comm runs CSV for `augur train`.
+    Comm(super::comm::CommArgs),
 }
 
 #[derive(Args, Debug)]
@@ -100,6 +104,7 @@ pub struct CollectArgs {
 pub fn run(c: CollectCmd) -> anyhow::Result<ExitCode> {
     match c.sub {
         Some(CollectSub::Merge(m)) => merge(m),
+        Some(CollectSub::Comm(a)) => super::comm::run(a),
         None => collect(c.args.context("collect: give MATRIX arguments and --out")?),
     }
 }

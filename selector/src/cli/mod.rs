@@ -2,6 +2,7 @@
 
 mod check;
 mod collect;
+mod comm;
 mod datasets;
 mod devices;
 mod features;

@@ -1,0 +1,402 @@
+// Collectives over peer access between the GPUs of one process (all-reduce sum and all-gather),
+// for augur's communication-pattern selector. Every rank launches the same kernel with the same
+// grid; block b of one rank meets block b of every other rank at each barrier through flags in
+// peer memory (stored with release, polled with acquire, system scope), so no host round trip is
+// needed between ranks.
+//
+// Buffers are "registered": each rank allocated them with cuMemAlloc, enabled peer access to
+// every other rank's context, and every rank knows every rank's addresses (struct Peers).
+//
+// Barrier values: each block keeps a counter in its rank's own memory, read at the start of a
+// call and advanced at its end. Every rank makes the same calls with the same grids, so block b's
+// counters agree on every rank; flags only grow, and a wait is for "flag >= value" (wrap-aware),
+// so a late reader never misses a signal that a fast peer already overwrote with a later one.
+// Nothing changes between calls on the host side: the calls can be captured in a CUDA graph.
+//
+// Element types: f32 and bf16 (as raw 16-bit; sums are taken in f32, bf16 rounded to nearest
+// even). Data moves as 16-byte vectors; the elements past the last whole vector are handled one
+// by one.
+
+#define MAX_RANKS 8
+#define MAX_BLOCKS 256
+// Layout of a rank's u32 signal words: flags [MAX_BLOCKS][MAX_RANKS], the copy-engine pattern's
+// flags [2][MAX_RANKS] (host side), then the block counters [MAX_BLOCKS].
+#define COUNTERS (MAX_BLOCKS * MAX_RANKS + 2 * MAX_RANKS)
+
+typedef unsigned long long u64;
+
+struct Peers {
+    // Per rank: the data buffer every peer reads or writes (all-reduce: the input; all-gather:
+    // the whole output, each rank's piece in place), the all-reduce scratch (two-shot), and the
+    // flags (MAX_BLOCKS x MAX_RANKS u32, flag [b][q] written by rank q's block b).
+    u64 buf[MAX_RANKS];
+    u64 tmp[MAX_RANKS];
+    u64 sig[MAX_RANKS];
+    // The LL patterns' staging buffers (see below).
+    u64 ll[MAX_RANKS];
+    // All-gather: byte offsets of the pieces, piece q = [off[q], off[q+1]).
+    u64 off[MAX_RANKS + 1];
+};
+
+__device__ __forceinline__ void st_release_sys(unsigned* p, unsigned v) {
+    asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ unsigned ld_acquire_sys(const unsigned* p) {
+    unsigned v;
+    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// Loads that bypass L1 (peer data written since the last call must not come from a stale line).
+__device__ __forceinline__ uint4 ld_cg(const uint4* p) {
+    uint4 v;
+    asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+// Block b of this rank meets block b of every rank: every write of this block before the
+// barrier is visible to every rank's block b after it.
+__device__ void barrier(const Peers& p, int rank, int world, unsigned value) {
+    __syncthreads();
+    if (threadIdx.x < world) {
+        int q = threadIdx.x;
+        // Release at system scope is cumulative: the block's writes ordered before it by
+        // __syncthreads are visible to whoever acquires the flag.
+        st_release_sys((unsigned*)p.sig[q] + blockIdx.x * MAX_RANKS + rank, value);
+        const unsigned* mine = (const unsigned*)p.sig[rank] + blockIdx.x * MAX_RANKS + q;
+        while ((int)(ld_acquire_sys(mine) - value) < 0) {
+        }
+    }
+    __syncthreads();
+}
+
+// This block's counter: the value its barriers start from in this call.
+__device__ __forceinline__ unsigned call_base(const Peers& p, int rank) {
+    return ((const volatile unsigned*)p.sig[rank])[COUNTERS + blockIdx.x];
+}
+
+// Advance this block's counter by the `used` barrier values of this call (after its last
+// barrier, whose closing __syncthreads every thread of the block has passed).
+__device__ __forceinline__ void call_end(const Peers& p, int rank, unsigned base, unsigned used) {
+    if (threadIdx.x == 0) ((unsigned*)p.sig[rank])[COUNTERS + blockIdx.x] = base + used;
+}
+
+// Spin for `ns` nanoseconds (one thread): keeps a stream busy while the host enqueues the calls
+// to be timed, so their time is the device's and not the launches'.
+extern "C" __global__ void spin_ns(u64 ns) {
+    u64 t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    } while (t - t0 < ns);
+}
+
+// ---- element types -----------------------------------------------------------------------
+
+struct F32 {
+    static const int PER = 4;  // elements per 16-byte vector
+    typedef float scalar;
+    __device__ static void add(float* acc, uint4 v) {
+        acc[0] += __uint_as_float(v.x);
+        acc[1] += __uint_as_float(v.y);
+        acc[2] += __uint_as_float(v.z);
+        acc[3] += __uint_as_float(v.w);
+    }
+    __device__ static uint4 pack(const float* acc) {
+        return make_uint4(__float_as_uint(acc[0]), __float_as_uint(acc[1]),
+                          __float_as_uint(acc[2]), __float_as_uint(acc[3]));
+    }
+    __device__ static float load1(const void* base, u64 i) {
+        return ((const volatile float*)base)[i];
+    }
+    __device__ static void store1(void* base, u64 i, float v) { ((float*)base)[i] = v; }
+};
+
+__device__ __forceinline__ float bf16_to_f32(unsigned short h) {
+    return __uint_as_float(((unsigned)h) << 16);
+}
+
+__device__ __forceinline__ unsigned short f32_to_bf16(float f) {
+    unsigned u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40);  // NaN
+    u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
+    return (unsigned short)(u >> 16);
+}
+
+struct BF16 {
+    static const int PER = 8;
+    typedef unsigned short scalar;
+    __device__ static void add2(float* acc, unsigned w) {
+        acc[0] += bf16_to_f32((unsigned short)(w & 0xffff));
+        acc[1] += bf16_to_f32((unsigned short)(w >> 16));
+    }
+    __device__ static void add(float* acc, uint4 v) {
+        add2(acc, v.x);
+        add2(acc + 2, v.y);
+        add2(acc + 4, v.z);
+        add2(acc + 6, v.w);
+    }
+    __device__ static unsigned pack2(const float* a) {
+        return (unsigned)f32_to_bf16(a[0]) | ((unsigned)f32_to_bf16(a[1]) << 16);
+    }
+    __device__ static uint4 pack(const float* acc) {
+        return make_uint4(pack2(acc), pack2(acc + 2), pack2(acc + 4), pack2(acc + 6));
+    }
+    __device__ static float load1(const void* base, u64 i) {
+        return bf16_to_f32(((const volatile unsigned short*)base)[i]);
+    }
+    __device__ static void store1(void* base, u64 i, float v) {
+        ((unsigned short*)base)[i] = f32_to_bf16(v);
+    }
+};
+
+// Sum of vector i over every rank's buffer, in rank order (every rank gets the same bits).
+template <class E>
+__device__ __forceinline__ uint4 sum_vec(const u64* bufs, int rank, int world, u64 i) {
+    uint4 v[MAX_RANKS];
+#pragma unroll
+    for (int q = 0; q < MAX_RANKS; q++) {
+        if (q < world) {
+            const uint4* src = (const uint4*)bufs[q] + i;
+            v[q] = q == rank ? *src : ld_cg(src);
+        }
+    }
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+#pragma unroll
+    for (int q = 0; q < MAX_RANKS; q++) {
+        if (q < world) E::add(acc, v[q]);
+    }
+    return E::pack(acc);
+}
+
+// The elements past the last whole vector, one by one (block 0 only).
+template <class E>
+__device__ void sum_tail(const Peers& p, int world, u64 n, void* out) {
+    if (blockIdx.x != 0) return;
+    u64 start = n / E::PER * E::PER;
+    for (u64 i = start + threadIdx.x; i < n; i += blockDim.x) {
+        float acc = 0.0f;
+        for (int q = 0; q < world; q++) acc += E::load1((const void*)p.buf[q], i);
+        E::store1(out, i, acc);
+    }
+}
+
+// One-shot all-reduce: after everyone's input is ready, each rank reads every rank's whole
+// buffer and writes the sum to its own `out`; a closing barrier keeps a rank from overwriting
+// its input while others still read it.
+template <class E>
+__device__ void all_reduce_one_shot(Peers p, int rank, int world, u64 n, void* out) {
+    unsigned value = call_base(p, rank) + 1;
+    barrier(p, rank, world, value);
+    u64 nv = n / E::PER;
+    u64 stride = (u64)gridDim.x * blockDim.x;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < nv; i += stride)
+        ((uint4*)out)[i] = sum_vec<E>(p.buf, rank, world, i);
+    sum_tail<E>(p, world, n, out);
+    barrier(p, rank, world, value + 1);
+    call_end(p, rank, value - 1, 2);
+}
+
+// Two-shot all-reduce: reduce-scatter (rank r sums slice r of every input into its scratch),
+// a barrier, then all-gather (each rank reads slice q from rank q's scratch). Block b handles the
+// same positions of every slice on every rank, so the middle barrier of block b is enough.
+template <class E>
+__device__ void all_reduce_two_shot(Peers p, int rank, int world, u64 n, void* out) {
+    unsigned value = call_base(p, rank) + 1;
+    barrier(p, rank, world, value);
+    u64 nv = n / E::PER;
+    u64 slice = (nv + world - 1) / world;
+    u64 stride = (u64)gridDim.x * blockDim.x;
+    u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    for (u64 j = first; j < slice; j += stride) {
+        u64 i = (u64)rank * slice + j;
+        if (i < nv) ((uint4*)p.tmp[rank])[i] = sum_vec<E>(p.buf, rank, world, i);
+    }
+    sum_tail<E>(p, world, n, out);
+    barrier(p, rank, world, value + 1);
+    for (int k = 0; k < world; k++) {
+        int q = (rank + k) % world;
+        const uint4* src = (const uint4*)p.tmp[q];
+        for (u64 j = first; j < slice; j += stride) {
+            u64 i = (u64)q * slice + j;
+            if (i < nv) ((uint4*)out)[i] = q == rank ? src[i] : ld_cg(src + i);
+        }
+    }
+    call_end(p, rank, value - 1, 2);
+    // No closing barrier: a rank passes the middle barrier only when every rank has read its
+    // input, and writes its scratch again only after the next call's opening barrier, which no
+    // rank reaches before it has read every scratch.
+}
+
+// Bytes [lo, hi) from `src` to `dst` (the same offsets in both), 16 bytes at a time where both
+// are aligned, by the whole grid.
+__device__ void copy_range(char* dst, const char* src, u64 lo, u64 hi, bool remote_src) {
+    if (hi <= lo) return;
+    u64 a = (lo + 15) & ~(u64)15;  // first aligned byte
+    u64 b = hi & ~(u64)15;         // end of the aligned body
+    u64 tid = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    u64 stride = (u64)gridDim.x * blockDim.x;
+    if (a >= b) {
+        for (u64 i = lo + tid; i < hi; i += stride) dst[i] = ((const volatile char*)src)[i];
+        return;
+    }
+    for (u64 i = lo + tid; i < a; i += stride) dst[i] = ((const volatile char*)src)[i];
+    for (u64 i = b + tid; i < hi; i += stride) dst[i] = ((const volatile char*)src)[i];
+    const uint4* s = (const uint4*)(src + a);
+    uint4* d = (uint4*)(dst + a);
+    u64 nv = (b - a) / 16;
+    for (u64 i = tid; i < nv; i += stride) d[i] = remote_src ? ld_cg(s + i) : s[i];
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+    all_reduce_one_shot_f32(Peers p, int rank, int world, u64 n, void* out) {
+    all_reduce_one_shot<F32>(p, rank, world, n, out);
+}
+extern "C" __global__ void __launch_bounds__(512)
+    all_reduce_one_shot_bf16(Peers p, int rank, int world, u64 n, void* out) {
+    all_reduce_one_shot<BF16>(p, rank, world, n, out);
+}
+extern "C" __global__ void __launch_bounds__(512)
+    all_reduce_two_shot_f32(Peers p, int rank, int world, u64 n, void* out) {
+    all_reduce_two_shot<F32>(p, rank, world, n, out);
+}
+extern "C" __global__ void __launch_bounds__(512)
+    all_reduce_two_shot_bf16(Peers p, int rank, int world, u64 n, void* out) {
+    all_reduce_two_shot<BF16>(p, rank, world, n, out);
+}
+
+// All-gather in place, pull: each rank reads every other rank's piece from that rank's buffer
+// into its own. Opening barrier: the pieces are ready; closing barrier: nobody still reads this
+// rank's piece when it returns.
+extern "C" __global__ void __launch_bounds__(512)
+    all_gather_pull(Peers p, int rank, int world) {
+    unsigned value = call_base(p, rank) + 1;
+    barrier(p, rank, world, value);
+    for (int k = 1; k < world; k++) {
+        int q = (rank + k) % world;
+        copy_range((char*)p.buf[rank], (const char*)p.buf[q], p.off[q], p.off[q + 1], true);
+    }
+    barrier(p, rank, world, value + 1);
+    call_end(p, rank, value - 1, 2);
+}
+
+// All-gather in place, push: each rank writes its piece into every other rank's buffer. Opening
+// barrier: every rank is done with its buffer's previous contents; closing barrier: every piece
+// has arrived.
+extern "C" __global__ void __launch_bounds__(512)
+    all_gather_push(Peers p, int rank, int world) {
+    unsigned value = call_base(p, rank) + 1;
+    barrier(p, rank, world, value);
+    for (int k = 1; k < world; k++) {
+        int q = (rank + k) % world;
+        copy_range((char*)p.buf[q], (const char*)p.buf[rank], p.off[rank], p.off[rank + 1],
+                   false);
+    }
+    barrier(p, rank, world, value + 1);
+    call_end(p, rank, value - 1, 2);
+}
+
+// ---- low-latency (LL) patterns -----------------------------------------------------------
+// NCCL's LL protocol: every 4-byte word travels with the call's epoch in one 8-byte store into
+// the receiver's staging buffer, and the receiver polls its own memory until the flag equals the
+// epoch. No barrier at all: one one-way trip over the link. The staging buffer has two slots
+// (epoch parity): a peer can be at most one call ahead (it cannot finish call e + 1 before this
+// rank has sent its words of call e + 1, which it does only after finishing call e), so it never
+// writes the slot this rank is reading. Epochs start at 1 (staging is zeroed), one per LL call.
+//
+// Staging layout per rank: [2 slots][world sources][ll_words] pairs (u32 data, u32 flag); an
+// all-gather uses a slot as one run of world x ll_words pairs.
+
+__device__ __forceinline__ void st_pair(u64 addr, unsigned d, unsigned f) {
+    asm volatile("st.volatile.global.v2.u32 [%0], {%1, %2};" ::"l"(addr), "r"(d), "r"(f)
+                 : "memory");
+}
+
+__device__ __forceinline__ unsigned ld_pair_wait(u64 addr, unsigned epoch) {
+    unsigned d, f;
+    do {
+        asm volatile("ld.volatile.global.v2.u32 {%0, %1}, [%2];"
+                     : "=r"(d), "=r"(f)
+                     : "l"(addr)
+                     : "memory");
+    } while (f != epoch);
+    return d;
+}
+
+// All-reduce: every rank sends its n-element input (as words; bf16 pairs share a word) to every
+// rank's staging [slot][rank], then sums the words of every source in rank order.
+template <class E>
+__device__ void all_reduce_ll(Peers p, int rank, int world, u64 n, void* out, const void* in,
+                              unsigned epoch, u64 ll_words) {
+    u64 words = (n * sizeof(typename E::scalar) + 3) / 4;
+    u64 slot = epoch & 1;
+    u64 stride = (u64)gridDim.x * blockDim.x;
+    u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    for (u64 i = first; i < words; i += stride) {
+        unsigned w = ((const unsigned*)in)[i];
+        for (int k = 0; k < world; k++) {
+            int q = (rank + k) % world;
+            st_pair(p.ll[q] + (((slot * world + rank) * ll_words) + i) * 8, w, epoch);
+        }
+    }
+    for (u64 i = first; i < words; i += stride) {
+        unsigned w[MAX_RANKS];
+        for (int q = 0; q < world; q++)
+            w[q] = ld_pair_wait(p.ll[rank] + (((slot * world + q) * ll_words) + i) * 8, epoch);
+        if (sizeof(typename E::scalar) == 4) {
+            float acc = 0.0f;
+            for (int q = 0; q < world; q++) acc += __uint_as_float(w[q]);
+            ((float*)out)[i] = acc;
+        } else {
+            float lo = 0.0f, hi = 0.0f;
+            for (int q = 0; q < world; q++) {
+                lo += bf16_to_f32((unsigned short)(w[q] & 0xffff));
+                hi += bf16_to_f32((unsigned short)(w[q] >> 16));
+            }
+            unsigned short* o = (unsigned short*)out;
+            o[2 * i] = f32_to_bf16(lo);
+            if (2 * i + 1 < n) o[2 * i + 1] = f32_to_bf16(hi);
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+    all_reduce_ll_f32(Peers p, int rank, int world, u64 n, void* out, unsigned epoch,
+                      u64 ll_words) {
+    all_reduce_ll<F32>(p, rank, world, n, out, (const void*)p.buf[rank], epoch, ll_words);
+}
+extern "C" __global__ void __launch_bounds__(512)
+    all_reduce_ll_bf16(Peers p, int rank, int world, u64 n, void* out, unsigned epoch,
+                       u64 ll_words) {
+    all_reduce_ll<BF16>(p, rank, world, n, out, (const void*)p.buf[rank], epoch, ll_words);
+}
+
+// All-gather in place: pieces at 4-byte aligned offsets (checked by the host). Each rank sends
+// the words of its piece to every other rank's staging [slot][0][word], then copies every other
+// piece's words from its staging into its buffer as they arrive.
+extern "C" __global__ void __launch_bounds__(512)
+    all_gather_ll(Peers p, int rank, int world, unsigned epoch, u64 ll_words) {
+    u64 slot = epoch & 1;
+    u64 stride = (u64)gridDim.x * blockDim.x;
+    u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    u64 base = slot * world * ll_words;
+    const unsigned* mine = (const unsigned*)p.buf[rank];
+    u64 lo = p.off[rank] / 4, hi = p.off[rank + 1] / 4;
+    for (u64 i = lo + first; i < hi; i += stride) {
+        unsigned w = mine[i];
+        for (int k = 1; k < world; k++) {
+            int q = (rank + k) % world;
+            st_pair(p.ll[q] + (base + i) * 8, w, epoch);
+        }
+    }
+    unsigned* dst = (unsigned*)p.buf[rank];
+    for (int k = 1; k < world; k++) {
+        int q = (rank + k) % world;
+        u64 a = p.off[q] / 4, b = p.off[q + 1] / 4;
+        for (u64 i = a + first; i < b; i += stride)
+            dst[i] = ld_pair_wait(p.ll[rank] + (base + i) * 8, epoch);
+    }
+}
