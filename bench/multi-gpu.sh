@@ -38,7 +38,7 @@ if [ "${SKIP_CHECKS:-0}" != 1 ]; then
       check "$m" $p --backend cuda
       check "$m" $p --gpus 1
       for n in $multi; do
-        for mc in ${CHECK_MODES:-all-gather:1 all-gather:3 broadcasts:1 peer-copy:1}; do
+        for mc in ${CHECK_MODES:-auto:1 all-gather:1 all-gather:3 broadcasts:1 ll:1 pull:1 push:1 copy-engine:1}; do
           check "$m" $p --gpus "$n" --gather-mode "${mc%:*}" --chunks "${mc#*:}"
         done
       done
@@ -60,7 +60,7 @@ echo "matrix,nnz,gpus,gather_mode,chunks,per_iteration_ms,gb_per_s,kernels,max_p
 for m in $big; do
   configs="1:all-gather:1"
   for n in $multi; do
-    for mc in ${SCALE_MODES:-all-gather:1 all-gather:2 all-gather:4 broadcasts:1 peer-copy:1}; do
+    for mc in ${SCALE_MODES:-auto:1 all-gather:1 ll:1 pull:1 push:1 copy-engine:1}; do
       configs="$configs $n:$mc"
     done
   done

@@ -104,7 +104,10 @@ impl CommRun {
     pub fn bandwidths(&self) -> Option<(f64, f64)> {
         let t = self.median_s?;
         let alg = self.shape.bytes as f64 / t / 1e9;
-        Some((alg, alg * self.shape.collective.bus_factor(self.shape.world_size)))
+        Some((
+            alg,
+            alg * self.shape.collective.bus_factor(self.shape.world_size),
+        ))
     }
 
     /// The CSV fields.
@@ -227,14 +230,19 @@ impl CommRuns {
                     get(3),
                     get(4)
                 );
-                let shape = MessageShape::parse(&spec).map_err(|e| bad(path, line, e.to_string()))?;
+                let shape =
+                    MessageShape::parse(&spec).map_err(|e| bad(path, line, e.to_string()))?;
                 let t = HEAD.len() + nf;
                 let status = get(t + 1);
                 let median_s = match status {
                     "ok" => {
                         let s = get(t + 3);
                         let v: f64 = s.parse().map_err(|_| {
-                            bad(path, line, format!("column `median_s`: `{s}` is not a number"))
+                            bad(
+                                path,
+                                line,
+                                format!("column `median_s`: `{s}` is not a number"),
+                            )
                         })?;
                         if !(v > 0.0 && v.is_finite()) {
                             return Err(bad(
@@ -381,4 +389,1016 @@ impl Message {
             .map(|f| f.values().iter().map(|&v| clean(v)).collect())
             .unwrap_or_default()
     }
+}
+
+// ---- the model ---------------------------------------------------------------------------
+
+/// Format name and version of comm model files.
+pub const COMM_FORMAT: &str = "augur-comm-model";
+pub const COMM_FORMAT_VERSION: u32 = 1;
+
+/// The tree of one collective.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CollectiveTree {
+    /// `all-reduce` or `all-gather`.
+    pub collective: String,
+    /// Pattern names; classes are indices into this list.
+    pub patterns: Vec<String>,
+    /// Input names (message features, schema order).
+    pub inputs: Vec<String>,
+    /// Schema index of each input.
+    pub features: Vec<usize>,
+    pub tree: Tree,
+    /// Depth chosen by cross-validation over message sizes.
+    pub max_depth: usize,
+    /// Geomean of oracle / selected over the cross-validation folds.
+    pub cv_oracle_ratio: f64,
+}
+
+/// What a comm model was trained on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommTraining {
+    /// SHA-256 over the training messages (shape, pattern, seconds).
+    pub digest: String,
+    pub messages: usize,
+    /// Which sizes were kept out of training (`between`: sizes that are not a power of two).
+    pub holdout: String,
+    pub world_sizes: Vec<usize>,
+    pub dtypes: Vec<String>,
+    pub folds: usize,
+}
+
+/// A trained communication-pattern selector: one tree per collective over the message features.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommModel {
+    pub format: String,
+    pub format_version: u32,
+    pub task: String,
+    pub schema: FeatureSchema,
+    pub device: String,
+    pub augur_version: String,
+    pub trees: Vec<CollectiveTree>,
+    pub training: CommTraining,
+}
+
+impl CommModel {
+    /// The tree for a collective.
+    pub fn tree_for(&self, c: Collective) -> Option<&CollectiveTree> {
+        self.trees
+            .iter()
+            .find(|t| t.collective == collective_name(c))
+    }
+
+    /// The pattern for a message (None: the model has no tree for its collective).
+    pub fn choose(&self, shape: &MessageShape) -> Option<&str> {
+        let t = self.tree_for(shape.collective)?;
+        let f = shape.features().ok()?;
+        let v = f.values();
+        let x: Vec<f64> = t.features.iter().map(|&i| clean(v[i])).collect();
+        Some(&t.patterns[t.tree.predict(&x)])
+    }
+
+    /// The leaf path of a message: (input name, value, threshold, went left) per split.
+    pub fn path(&self, shape: &MessageShape) -> Vec<(String, f64, f64, bool)> {
+        let (Some(t), Ok(f)) = (self.tree_for(shape.collective), shape.features()) else {
+            return Vec::new();
+        };
+        let v = f.values();
+        let x: Vec<f64> = t.features.iter().map(|&i| clean(v[i])).collect();
+        let path = t.tree.path(&x);
+        let mut out = Vec::new();
+        for w in path.windows(2) {
+            if let crate::tree::Node::Split {
+                feature,
+                threshold,
+                left,
+                ..
+            } = &t.tree.nodes[w[0]]
+            {
+                out.push((
+                    t.inputs[*feature].clone(),
+                    x[*feature],
+                    *threshold,
+                    w[1] == *left,
+                ));
+            }
+        }
+        out
+    }
+
+    pub fn from_json(text: &str, origin: &str) -> Result<CommModel, ModelError> {
+        let m: CommModel = serde_json::from_str(text).map_err(|e| ModelError::Model {
+            origin: origin.to_string(),
+            msg: format!("not a valid comm model file: {e}"),
+        })?;
+        m.validate().map_err(|msg| ModelError::Model {
+            origin: origin.to_string(),
+            msg,
+        })?;
+        Ok(m)
+    }
+
+    pub fn read(path: &Path) -> Result<CommModel, ModelError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ModelError::Io {
+            path: path.to_path_buf(),
+            msg: e.to_string(),
+        })?;
+        CommModel::from_json(&text, &path.display().to_string())
+    }
+
+    /// Write as pretty JSON through a temporary file and a rename.
+    pub fn write(&self, path: &Path) -> Result<(), ModelError> {
+        let io = |e: std::io::Error| ModelError::Io {
+            path: path.to_path_buf(),
+            msg: e.to_string(),
+        };
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, self.to_json()).map_err(io)?;
+        std::fs::rename(&tmp, path).map_err(io)
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a model always serializes")
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.format != COMM_FORMAT || self.format_version != COMM_FORMAT_VERSION {
+            return Err(format!(
+                "format `{}` v{}, this augur reads `{COMM_FORMAT}` v{COMM_FORMAT_VERSION}",
+                self.format, self.format_version
+            ));
+        }
+        MessageFeatures::schema()
+            .check_same(&self.schema)
+            .map_err(|e| format!("{e}; retrain the model with this augur"))?;
+        if self.trees.is_empty() {
+            return Err("no trees".into());
+        }
+        let n = self.schema.features.len();
+        for t in &self.trees {
+            if Collective::parse(&t.collective).is_none() {
+                return Err(format!("unknown collective `{}`", t.collective));
+            }
+            if t.patterns.is_empty() || t.inputs.len() != t.features.len() {
+                return Err(format!(
+                    "{}: no patterns, or inputs unlike features",
+                    t.collective
+                ));
+            }
+            if let Some(f) = t.features.iter().find(|&&f| f >= n) {
+                return Err(format!(
+                    "{}: feature index {f} beyond the schema",
+                    t.collective
+                ));
+            }
+            t.tree
+                .validate(t.features.len(), t.patterns.len())
+                .map_err(|e| format!("{}: {e}", t.collective))?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether a JSON text is a comm model (by its `format`).
+pub fn is_comm_model(text: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|v| {
+            v.get("format")
+                .and_then(|f| f.as_str())
+                .map(|f| f == COMM_FORMAT)
+        })
+        .unwrap_or(false)
+}
+
+// ---- training ----------------------------------------------------------------------------
+
+/// Hyper-parameters of comm training (linfa style: params -> check -> fit).
+#[derive(Debug, Clone)]
+pub struct CommTrainParams {
+    /// Depths tried by cross-validation (1..=this).
+    pub max_depth: usize,
+    pub min_weight_leaf: f32,
+    pub folds: usize,
+    /// Keep sizes that are not a power of two out of training (for `augur eval`).
+    pub holdout_between: bool,
+}
+
+impl Default for CommTrainParams {
+    fn default() -> Self {
+        CommTrainParams {
+            max_depth: 6,
+            min_weight_leaf: 1.0,
+            folds: 4,
+            holdout_between: true,
+        }
+    }
+}
+
+/// Checked parameters.
+#[derive(Debug, Clone)]
+pub struct CheckedCommTrainParams(CommTrainParams);
+
+impl CommTrainParams {
+    pub fn check(self) -> Result<CheckedCommTrainParams, ModelError> {
+        if !(1..=12).contains(&self.max_depth) {
+            return Err(ModelError::Params(format!(
+                "max depth {} outside 1..=12",
+                self.max_depth
+            )));
+        }
+        if self.folds < 2 {
+            return Err(ModelError::Params(format!(
+                "{} folds: need >= 2",
+                self.folds
+            )));
+        }
+        if self.min_weight_leaf.is_nan() || self.min_weight_leaf <= 0.0 {
+            return Err(ModelError::Params("min leaf weight must be > 0".into()));
+        }
+        Ok(CheckedCommTrainParams(self))
+    }
+}
+
+/// Whether a message size is held out of training (not a power of two).
+pub fn held_out(bytes: usize, holdout_between: bool) -> bool {
+    holdout_between && !bytes.is_power_of_two()
+}
+
+/// One training sample: a message with every pattern's cost.
+struct CommSample {
+    x: Vec<f64>,
+    costs: Vec<f64>,
+    best: usize,
+    bytes: usize,
+}
+
+fn samples_of(msgs: &[&Message], patterns: &[String], features: &[usize]) -> Vec<CommSample> {
+    let mut out = Vec::new();
+    for m in msgs {
+        let times: Vec<Option<f64>> = patterns.iter().map(|p| m.time(p)).collect();
+        let worst = times.iter().flatten().copied().fold(f64::NAN, f64::max);
+        if worst.is_nan() {
+            continue;
+        }
+        // A pattern that failed or was not run here costs twice the slowest that ran.
+        let costs: Vec<f64> = times.iter().map(|t| t.unwrap_or(2.0 * worst)).collect();
+        let best = (0..costs.len())
+            .min_by(|&a, &b| costs[a].total_cmp(&costs[b]))
+            .expect("patterns");
+        let f = m.features();
+        out.push(CommSample {
+            x: features.iter().map(|&i| f[i]).collect(),
+            costs,
+            best,
+            bytes: m.shape.bytes,
+        });
+    }
+    out
+}
+
+fn fit(samples: &[&CommSample], depth: usize, leaf: f32) -> Result<Tree, ModelError> {
+    let rows: Vec<Vec<f64>> = samples.iter().map(|s| s.x.clone()).collect();
+    let labels: Vec<usize> = samples.iter().map(|s| s.best).collect();
+    let slow: Vec<Vec<f64>> = samples
+        .iter()
+        .map(|s| s.costs.iter().map(|c| c / s.costs[s.best]).collect())
+        .collect();
+    // Weight: mean log-slowdown of the other patterns (what a wrong pick costs).
+    let weights: Vec<f64> = slow
+        .iter()
+        .map(|r| {
+            let n = (r.len().max(2) - 1) as f64;
+            (r.iter().map(|v| v.ln()).sum::<f64>() / n).max(0.01)
+        })
+        .collect();
+    let mut t = crate::train::fit_tree(
+        &rows,
+        &labels,
+        &weights,
+        &slow,
+        crate::model::Hyper {
+            max_depth: depth,
+            min_weight_leaf: leaf,
+        },
+    )?;
+    t.annotate(
+        rows.iter()
+            .zip(&slow)
+            .map(|(x, r)| (x.as_slice(), r.iter().map(|v| v - 1.0).collect())),
+    );
+    Ok(t)
+}
+
+impl CheckedCommTrainParams {
+    /// One tree per collective in `runs` (for its patterns), depth chosen by cross-validation
+    /// over message sizes (a size never spans two folds).
+    pub fn fit(&self, runs: &CommRuns, augur_version: &str) -> Result<CommModel, ModelError> {
+        let p = &self.0;
+        let msgs = runs.messages();
+        if msgs.is_empty() {
+            return Err(ModelError::Train("no comm runs".into()));
+        }
+        let devices: std::collections::BTreeSet<&str> =
+            msgs.iter().map(|m| m.device.as_str()).collect();
+        if devices.len() > 1 {
+            return Err(ModelError::Train(format!(
+                "runs from several devices ({}): train one model per machine",
+                devices.into_iter().collect::<Vec<_>>().join(", ")
+            )));
+        }
+        let schema = MessageFeatures::schema();
+        // Every message feature but the collective flags (one tree per collective) and the
+        // fused-GEMM ones (no fused messages are measured).
+        let skip = [
+            "all_reduce",
+            "all_gather",
+            "reduce_scatter",
+            "gemm_m",
+            "gemm_n",
+            "gemm_k",
+            "gemm_flops",
+        ];
+        let features: Vec<usize> = schema
+            .features
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| !skip.contains(&f.name.as_str()))
+            .map(|(i, _)| i)
+            .collect();
+        let inputs: Vec<String> = features
+            .iter()
+            .map(|&i| schema.features[i].name.clone())
+            .collect();
+        let mut trees = Vec::new();
+        let mut digest = sha2::Sha256::new();
+        let mut trained = 0usize;
+        for c in [
+            Collective::AllReduce,
+            Collective::AllGather,
+            Collective::ReduceScatter,
+        ] {
+            let mine: Vec<&Message> = msgs.iter().filter(|m| m.shape.collective == c).collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let mut patterns: Vec<String> = Vec::new();
+            for m in &mine {
+                for (pname, _) in &m.runs {
+                    if !patterns.contains(pname) {
+                        patterns.push(pname.clone());
+                    }
+                }
+            }
+            let all = samples_of(&mine, &patterns, &features);
+            let train: Vec<&CommSample> = all
+                .iter()
+                .filter(|s| !held_out(s.bytes, p.holdout_between))
+                .collect();
+            if train.is_empty() {
+                return Err(ModelError::Train(format!(
+                    "{}: no training sizes (every size is held out)",
+                    collective_name(c)
+                )));
+            }
+            for m in &mine {
+                if !held_out(m.shape.bytes, p.holdout_between) {
+                    use sha2::Digest;
+                    digest.update(format!("{:?}|{:?}\n", m.shape, m.runs).as_bytes());
+                    trained += 1;
+                }
+            }
+            // Folds by size: sizes sorted, dealt round-robin.
+            let mut sizes: Vec<usize> = train.iter().map(|s| s.bytes).collect();
+            sizes.sort_unstable();
+            sizes.dedup();
+            let fold_of = |b: usize| sizes.binary_search(&b).unwrap_or(0) % p.folds;
+            let mut best = (0usize, f64::NEG_INFINITY);
+            for depth in 1..=p.max_depth {
+                let mut ratios = Vec::new();
+                for f in 0..p.folds {
+                    let tr: Vec<&CommSample> = train
+                        .iter()
+                        .copied()
+                        .filter(|s| fold_of(s.bytes) != f)
+                        .collect();
+                    let te: Vec<&CommSample> = train
+                        .iter()
+                        .copied()
+                        .filter(|s| fold_of(s.bytes) == f)
+                        .collect();
+                    if tr.is_empty() || te.is_empty() {
+                        continue;
+                    }
+                    let t = fit(&tr, depth, p.min_weight_leaf)?;
+                    ratios.extend(
+                        te.iter()
+                            .map(|s| s.costs[s.best] / s.costs[t.predict(&s.x)]),
+                    );
+                }
+                let score = crate::train::geomean(ratios.into_iter());
+                // A deeper tree must beat the shallower by 0.1% to be kept.
+                if score > best.1 + 1e-3 {
+                    best = (depth, score);
+                }
+            }
+            let tree = fit(&train, best.0, p.min_weight_leaf)?;
+            trees.push(CollectiveTree {
+                collective: collective_name(c).into(),
+                patterns,
+                inputs: inputs.clone(),
+                features: features.clone(),
+                tree,
+                max_depth: best.0,
+                cv_oracle_ratio: best.1,
+            });
+        }
+        let mut worlds: Vec<usize> = msgs.iter().map(|m| m.shape.world_size).collect();
+        worlds.sort_unstable();
+        worlds.dedup();
+        let mut dtypes: Vec<String> = msgs
+            .iter()
+            .map(|m| dtype_name(m.shape.dtype).to_string())
+            .collect();
+        dtypes.sort();
+        dtypes.dedup();
+        use sha2::Digest;
+        let model = CommModel {
+            format: COMM_FORMAT.into(),
+            format_version: COMM_FORMAT_VERSION,
+            task: "comm".into(),
+            schema,
+            device: msgs[0].device.clone(),
+            augur_version: augur_version.into(),
+            trees,
+            training: CommTraining {
+                digest: digest
+                    .finalize()
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect(),
+                messages: trained,
+                holdout: if p.holdout_between {
+                    "between".into()
+                } else {
+                    "none".into()
+                },
+                world_sizes: worlds,
+                dtypes,
+                folds: p.folds,
+            },
+        };
+        model.validate().map_err(ModelError::Train)?;
+        Ok(model)
+    }
+}
+
+// ---- export --------------------------------------------------------------------------------
+
+fn unit(model: &CommModel, input: &str) -> String {
+    model
+        .schema
+        .features
+        .iter()
+        .find(|f| f.name == input)
+        .map_or(String::new(), |f| f.unit.clone())
+}
+
+/// Readable rules, one tree per collective.
+pub fn export_text(model: &CommModel) -> String {
+    use crate::export::{readable, sig};
+    let mut out = format!(
+        "augur communication-pattern model for {} (GPUs per group: {:?}; dtypes: {}; trained on {} messages, holdout: {})\n",
+        model.device,
+        model.training.world_sizes,
+        model.training.dtypes.join(", "),
+        model.training.messages,
+        model.training.holdout
+    );
+    for t in &model.trees {
+        let _ = writeln!(
+            out,
+            "\n{} (patterns: {}; depth {} by cross-validation, oracle ratio {:.3}):",
+            t.collective,
+            t.patterns.join(", "),
+            t.max_depth,
+            t.cv_oracle_ratio
+        );
+        fn go(m: &CommModel, t: &CollectiveTree, i: usize, ind: usize, out: &mut String) {
+            let pad = "    ".repeat(ind);
+            match &t.tree.nodes[i] {
+                crate::tree::Node::Leaf {
+                    class,
+                    samples,
+                    mean_regret,
+                } => {
+                    let _ = writeln!(
+                        out,
+                        "{pad}-> {}   [{samples} messages, mean regret {}%]",
+                        t.patterns[*class],
+                        sig(mean_regret * 100.0)
+                    );
+                }
+                crate::tree::Node::Split {
+                    feature,
+                    threshold,
+                    left,
+                    right,
+                } => {
+                    let name = &t.inputs[*feature];
+                    let _ = writeln!(
+                        out,
+                        "{pad}if {name} < {}:",
+                        readable(*threshold, &unit(m, name))
+                    );
+                    go(m, t, *left, ind + 1, out);
+                    let _ = writeln!(out, "{pad}else:");
+                    go(m, t, *right, ind + 1, out);
+                }
+            }
+        }
+        go(model, t, 0, 1, &mut out);
+    }
+    out
+}
+
+/// Graphviz DOT: one cluster per collective.
+pub fn export_dot(model: &CommModel) -> String {
+    use crate::export::{dot_escape, readable, sig};
+    let mut out = String::from(
+        "digraph augur_comm {\n  node [shape=box, fontname=\"Helvetica\"];\n  edge [fontname=\"Helvetica\"];\n",
+    );
+    for (c, t) in model.trees.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "  subgraph cluster_{c} {{\n    label=\"{}\";",
+            dot_escape(&t.collective)
+        );
+        for (i, n) in t.tree.nodes.iter().enumerate() {
+            match n {
+                crate::tree::Node::Split {
+                    feature,
+                    threshold,
+                    left,
+                    right,
+                } => {
+                    let name = &t.inputs[*feature];
+                    let _ = writeln!(
+                        out,
+                        "    c{c}_{i} [label=\"{} < {}?\"];\n    c{c}_{i} -> c{c}_{left} [label=\"yes\"];\n    c{c}_{i} -> c{c}_{right} [label=\"no\"];",
+                        dot_escape(name),
+                        dot_escape(&readable(*threshold, &unit(model, name)))
+                    );
+                }
+                crate::tree::Node::Leaf {
+                    class,
+                    samples,
+                    mean_regret,
+                } => {
+                    let _ = writeln!(
+                        out,
+                        "    c{c}_{i} [shape=ellipse, style=filled, fillcolor=\"#e8f0fe\", label=\"{}\\n{samples} messages, regret {}%\"];",
+                        dot_escape(&t.patterns[*class]),
+                        sig(mean_regret * 100.0)
+                    );
+                }
+            }
+        }
+        out.push_str("  }\n");
+    }
+    out.push_str("}\n");
+    out
+}
+
+/// A Rust module: `enum CommPattern` and `fn select(f: &MessageFeatures) -> Option<CommPattern>`.
+pub fn export_rust(model: &CommModel) -> String {
+    use crate::export::variant;
+    let mut names: Vec<&str> = Vec::new();
+    for t in &model.trees {
+        for p in &t.patterns {
+            if !names.contains(&p.as_str()) {
+                names.push(p);
+            }
+        }
+    }
+    let mut out = format!(
+        "// Generated by `augur export --format rust` from a comm model for {}.\n// Message schema v{}.\n\nuse augur_features::message::MessageFeatures;\n\n/// The patterns the model chooses from.\n#[derive(Debug, Clone, Copy, PartialEq, Eq)]\npub enum CommPattern {{\n",
+        model.device, model.schema.version
+    );
+    for n in &names {
+        let _ = writeln!(out, "    {},", variant(n));
+    }
+    out.push_str("}\n\nimpl CommPattern {\n    /// The pattern's name in augur.\n    pub fn name(self) -> &'static str {\n        match self {\n");
+    for n in &names {
+        let _ = writeln!(out, "            CommPattern::{} => \"{n}\",", variant(n));
+    }
+    out.push_str("        }\n    }\n}\n\n/// The pattern for a message (None for a collective the model was not trained on).\n#[allow(clippy::all, unused_variables)]\npub fn select(f: &MessageFeatures) -> Option<CommPattern> {\n");
+    for t in &model.trees {
+        let flag = t.collective.replace('-', "_");
+        let _ = writeln!(out, "    if f.{flag} == 1.0 {{");
+        fn go(t: &CollectiveTree, i: usize, ind: usize, out: &mut String) {
+            let pad = "    ".repeat(ind);
+            match &t.tree.nodes[i] {
+                crate::tree::Node::Leaf { class, .. } => {
+                    let _ = writeln!(
+                        out,
+                        "{pad}return Some(CommPattern::{});",
+                        crate::export::variant(&t.patterns[*class])
+                    );
+                }
+                crate::tree::Node::Split {
+                    feature,
+                    threshold,
+                    left,
+                    right,
+                } => {
+                    let _ = writeln!(out, "{pad}if f.{} < {threshold:?} {{", t.inputs[*feature]);
+                    go(t, *left, ind + 1, out);
+                    let _ = writeln!(out, "{pad}}} else {{");
+                    go(t, *right, ind + 1, out);
+                    let _ = writeln!(out, "{pad}}}");
+                }
+            }
+        }
+        go(t, 0, 2, &mut out);
+        out.push_str("    }\n");
+    }
+    out.push_str("    None\n}\n");
+    out
+}
+
+// ---- evaluation ----------------------------------------------------------------------------
+
+/// One message evaluated.
+#[derive(Debug, Clone, Serialize)]
+pub struct CommEvalRow {
+    pub collective: String,
+    pub dtype: String,
+    pub world: usize,
+    pub bytes: usize,
+    /// Whether the size was kept out of training.
+    pub unseen: bool,
+    pub selected: String,
+    pub selected_s: f64,
+    pub oracle: String,
+    pub oracle_s: f64,
+    pub nccl_s: Option<f64>,
+    /// The fixed-cutoff rule's pattern and time.
+    pub rule: String,
+    pub rule_s: Option<f64>,
+    /// Bus bandwidth (GB/s, nccl-tests) of every pattern measured, in the runs' order.
+    pub busbw: Vec<(String, Option<f64>)>,
+}
+
+/// Summary of a group of rows.
+#[derive(Debug, Clone, Serialize)]
+pub struct CommSummary {
+    pub group: String,
+    pub messages: usize,
+    /// Geomean and least of oracle / selected.
+    pub oracle_ratio: f64,
+    pub worst: f64,
+    /// Share of messages whose pick is the fastest.
+    pub accuracy: f64,
+    /// Geomean of NCCL / selected and rule / selected (speedups over each).
+    pub vs_nccl: Option<f64>,
+    pub vs_rule: Option<f64>,
+    /// Messages <= 64 KiB: geomean and worst of selected / NCCL latency.
+    pub small_latency_vs_nccl: Option<(f64, f64)>,
+    /// Messages >= 64 MiB: least selected busbw / NCCL busbw.
+    pub large_busbw_vs_nccl: Option<f64>,
+}
+
+/// The fixed cutoffs vLLM and TensorRT-LLM use for all-reduce: one-shot up to 256 KiB, two-shot
+/// up to 4 MiB, NCCL above. For all-gather (they have none) the same sizes with pull as the
+/// one-shot and push as the two-shot analogue.
+pub fn cutoff_rule(c: Collective, bytes: usize) -> &'static str {
+    match (c, bytes) {
+        (Collective::AllReduce, b) if b <= 256 << 10 => "one-shot",
+        (Collective::AllReduce, b) if b <= 4 << 20 => "two-shot",
+        (Collective::AllGather, b) if b <= 256 << 10 => "pull",
+        (Collective::AllGather, b) if b <= 4 << 20 => "push",
+        _ => "nccl",
+    }
+}
+
+/// Evaluate a comm model on runs (every message; `unseen` marks sizes kept out of training).
+pub fn evaluate(model: &CommModel, runs: &CommRuns) -> Result<Vec<CommEvalRow>, ModelError> {
+    let holdout = model.training.holdout == "between";
+    let mut rows = Vec::new();
+    for m in runs.messages() {
+        let Some((oracle, oracle_s)) = m.oracle() else {
+            continue;
+        };
+        let Some(selected) = model.choose(&m.shape) else {
+            continue;
+        };
+        let worst = m.runs.iter().filter_map(|r| r.1).fold(f64::NAN, f64::max);
+        // A pick that failed or was not measured costs twice the slowest, as in training.
+        let cost = |p: &str| m.time(p).unwrap_or(2.0 * worst);
+        let rule = cutoff_rule(m.shape.collective, m.shape.bytes);
+        let bus = |t: f64| {
+            m.shape.bytes as f64 / t / 1e9 * m.shape.collective.bus_factor(m.shape.world_size)
+        };
+        rows.push(CommEvalRow {
+            collective: collective_name(m.shape.collective).into(),
+            dtype: dtype_name(m.shape.dtype).into(),
+            world: m.shape.world_size,
+            bytes: m.shape.bytes,
+            unseen: held_out(m.shape.bytes, holdout),
+            selected: selected.to_string(),
+            selected_s: cost(selected),
+            oracle: oracle.to_string(),
+            oracle_s,
+            nccl_s: m.time("nccl"),
+            rule: rule.into(),
+            rule_s: m.time(rule),
+            busbw: m
+                .runs
+                .iter()
+                .map(|(p, t)| (p.clone(), t.map(bus)))
+                .collect(),
+        });
+    }
+    if rows.is_empty() {
+        return Err(ModelError::Eval(
+            "no message of the runs has a tree in the model and a measured pattern".into(),
+        ));
+    }
+    Ok(rows)
+}
+
+/// Summaries: per (collective, world), and over everything, for all / unseen sizes.
+pub fn summarize(rows: &[CommEvalRow]) -> Vec<CommSummary> {
+    let mut groups: Vec<(String, Vec<&CommEvalRow>)> = Vec::new();
+    let mut keys: Vec<(String, usize)> = rows
+        .iter()
+        .map(|r| (r.collective.clone(), r.world))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    for (c, w) in &keys {
+        groups.push((
+            format!("{c}, {w} GPUs"),
+            rows.iter()
+                .filter(|r| &r.collective == c && r.world == *w)
+                .collect(),
+        ));
+    }
+    groups.push(("all".into(), rows.iter().collect()));
+    groups.push((
+        "all, unseen sizes".into(),
+        rows.iter().filter(|r| r.unseen).collect(),
+    ));
+    groups
+        .into_iter()
+        .filter(|(_, g)| !g.is_empty())
+        .map(|(group, g)| {
+            let gm = |v: Vec<f64>| (!v.is_empty()).then(|| crate::train::geomean(v.into_iter()));
+            let small: Vec<f64> = g
+                .iter()
+                .filter(|r| r.bytes <= 64 << 10)
+                .filter_map(|r| r.nccl_s.map(|n| r.selected_s / n))
+                .collect();
+            let large: Vec<f64> = g
+                .iter()
+                .filter(|r| r.bytes >= 64 << 20)
+                .filter_map(|r| r.nccl_s.map(|n| n / r.selected_s))
+                .collect();
+            CommSummary {
+                messages: g.len(),
+                oracle_ratio: crate::train::geomean(g.iter().map(|r| r.oracle_s / r.selected_s)),
+                worst: g
+                    .iter()
+                    .map(|r| r.oracle_s / r.selected_s)
+                    .fold(f64::INFINITY, f64::min),
+                accuracy: g.iter().filter(|r| r.selected_s <= r.oracle_s).count() as f64
+                    / g.len() as f64,
+                vs_nccl: gm(g
+                    .iter()
+                    .filter_map(|r| r.nccl_s.map(|n| n / r.selected_s))
+                    .collect()),
+                vs_rule: gm(g
+                    .iter()
+                    .filter_map(|r| r.rule_s.map(|n| n / r.selected_s))
+                    .collect()),
+                small_latency_vs_nccl: gm(small.clone())
+                    .map(|m| (m, small.iter().copied().fold(f64::NEG_INFINITY, f64::max))),
+                large_busbw_vs_nccl: (!large.is_empty())
+                    .then(|| large.iter().copied().fold(f64::INFINITY, f64::min)),
+                group,
+            }
+        })
+        .collect()
+}
+
+/// The summary table as text.
+pub fn summary_table(model: &CommModel, s: &[CommSummary]) -> String {
+    let mut out = format!(
+        "comm model for {}: selected vs per-size oracle, NCCL alone, fixed cutoffs (one-shot <= 256 KiB, two-shot <= 4 MiB, else NCCL)\n",
+        model.device
+    );
+    let _ = writeln!(
+        out,
+        "{:<26} {:>5} {:>8} {:>7} {:>6} {:>9} {:>9} {:>16} {:>13}",
+        "group",
+        "msgs",
+        "oracle",
+        "worst",
+        "acc",
+        "x NCCL",
+        "x rule",
+        "<=64K lat/NCCL",
+        ">=64M bus/NCCL"
+    );
+    let o = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
+    for g in s {
+        let _ = writeln!(
+            out,
+            "{:<26} {:>5} {:>8.4} {:>7.3} {:>5.0}% {:>9} {:>9} {:>16} {:>13}",
+            g.group,
+            g.messages,
+            g.oracle_ratio,
+            g.worst,
+            g.accuracy * 100.0,
+            o(g.vs_nccl),
+            o(g.vs_rule),
+            g.small_latency_vs_nccl
+                .map_or("-".into(), |(m, w)| format!("{m:.2} (max {w:.2})")),
+            o(g.large_busbw_vs_nccl)
+        );
+    }
+    out
+}
+
+/// Every evaluated message as CSV: bus bandwidth per pattern, the pick, the oracle, the rule.
+pub fn rows_csv(rows: &[CommEvalRow]) -> String {
+    let mut patterns: Vec<String> = Vec::new();
+    for r in rows {
+        for (p, _) in &r.busbw {
+            if !patterns.contains(p) {
+                patterns.push(p.clone());
+            }
+        }
+    }
+    let mut out = String::from("collective,dtype,world,bytes,unseen,selected,oracle,rule,selected_us,oracle_us,nccl_us,rule_us");
+    for p in &patterns {
+        let _ = write!(out, ",busbw_{p}");
+    }
+    out.push('\n');
+    let us = |v: Option<f64>| v.map_or(String::new(), |v| format!("{:.3}", v * 1e6));
+    for r in rows {
+        let _ = write!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{}",
+            r.collective,
+            r.dtype,
+            r.world,
+            r.bytes,
+            r.unseen,
+            r.selected,
+            r.oracle,
+            r.rule,
+            us(Some(r.selected_s)),
+            us(Some(r.oracle_s)),
+            us(r.nccl_s),
+            us(r.rule_s)
+        );
+        for p in &patterns {
+            let v = r.busbw.iter().find(|(q, _)| q == p).and_then(|(_, b)| *b);
+            let _ = write!(out, ",{}", v.map_or(String::new(), |v| format!("{v:.2}")));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Bus bandwidth against message size, one panel per (collective, GPUs) for `dtype`, a line per
+/// pattern, the selected pattern's points ringed.
+pub fn plot_busbw(
+    rows: &[CommEvalRow],
+    dtype: &str,
+    title: &str,
+    path: &Path,
+) -> Result<(), ModelError> {
+    use plotters::prelude::*;
+    let err = |e: String| ModelError::Io {
+        path: path.to_path_buf(),
+        msg: e,
+    };
+    let rows: Vec<&CommEvalRow> = rows.iter().filter(|r| r.dtype == dtype).collect();
+    let mut panels: Vec<(String, usize)> = rows
+        .iter()
+        .map(|r| (r.collective.clone(), r.world))
+        .collect();
+    panels.sort();
+    panels.dedup();
+    if panels.is_empty() {
+        return Err(ModelError::Eval(format!("no {dtype} messages to plot")));
+    }
+    let tmp = path.with_extension("svg.tmp");
+    {
+        let cols = 2usize;
+        let nrows = panels.len().div_ceil(cols);
+        let root = SVGBackend::new(&tmp, (1100, 420 * nrows as u32 + 40)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+        let root = root
+            .titled(title, ("sans-serif", 20))
+            .map_err(|e| err(e.to_string()))?;
+        let areas = root.split_evenly((nrows, cols));
+        let colours = [
+            BLACK,
+            RED,
+            BLUE,
+            GREEN,
+            MAGENTA,
+            CYAN,
+            RGBColor(255, 140, 0),
+        ];
+        for ((c, w), area) in panels.iter().zip(areas) {
+            let mine: Vec<&&CommEvalRow> = rows
+                .iter()
+                .filter(|r| &r.collective == c && r.world == *w)
+                .collect();
+            let mut patterns: Vec<String> = Vec::new();
+            for r in &mine {
+                for (p, _) in &r.busbw {
+                    if !patterns.contains(p) {
+                        patterns.push(p.clone());
+                    }
+                }
+            }
+            let xmin = mine.iter().map(|r| r.bytes).min().unwrap_or(1).max(1) as f64;
+            let xmax = mine.iter().map(|r| r.bytes).max().unwrap_or(2) as f64;
+            let ymax = mine
+                .iter()
+                .flat_map(|r| r.busbw.iter().filter_map(|b| b.1))
+                .fold(1.0f64, f64::max)
+                * 1.1;
+            let mut chart = ChartBuilder::on(&area)
+                .caption(
+                    format!("{c}, {w} GPUs, {dtype}: bus bandwidth"),
+                    ("sans-serif", 16),
+                )
+                .margin(10)
+                .x_label_area_size(35)
+                .y_label_area_size(50)
+                .build_cartesian_2d((xmin..xmax * 1.2).log_scale(), 0f64..ymax)
+                .map_err(|e| err(e.to_string()))?;
+            chart
+                .configure_mesh()
+                .x_desc("bytes")
+                .y_desc("busbw GB/s")
+                .x_label_formatter(&|v| crate::export::readable(*v, "bytes"))
+                .draw()
+                .map_err(|e| err(e.to_string()))?;
+            for (i, p) in patterns.iter().enumerate() {
+                let col = colours[i % colours.len()];
+                let pts: Vec<(f64, f64)> = mine
+                    .iter()
+                    .filter_map(|r| {
+                        r.busbw
+                            .iter()
+                            .find(|(q, _)| q == p)
+                            .and_then(|(_, b)| *b)
+                            .map(|b| (r.bytes as f64, b))
+                    })
+                    .collect();
+                chart
+                    .draw_series(LineSeries::new(pts, col.stroke_width(2)))
+                    .map_err(|e| err(e.to_string()))?
+                    .label(p.clone())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 15, y)], col.stroke_width(2))
+                    });
+            }
+            let sel: Vec<(f64, f64)> = mine
+                .iter()
+                .filter_map(|r| {
+                    r.busbw
+                        .iter()
+                        .find(|(q, _)| *q == r.selected)
+                        .and_then(|(_, b)| *b)
+                        .map(|b| (r.bytes as f64, b))
+                })
+                .collect();
+            chart
+                .draw_series(
+                    sel.into_iter()
+                        .map(|(x, y)| Circle::new((x, y), 5, BLACK.stroke_width(1))),
+                )
+                .map_err(|e| err(e.to_string()))?
+                .label("selected")
+                .legend(|(x, y)| Circle::new((x + 7, y), 5, BLACK.stroke_width(1)));
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperLeft)
+                .border_style(BLACK)
+                .background_style(WHITE.mix(0.8))
+                .draw()
+                .map_err(|e| err(e.to_string()))?;
+        }
+        root.present().map_err(|e| err(e.to_string()))?;
+    }
+    std::fs::rename(&tmp, path).map_err(|e| err(e.to_string()))
 }

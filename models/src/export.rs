@@ -24,12 +24,25 @@ pub fn readable(value: f64, unit: &str) -> String {
             let u = if unit == "iterations" { "" } else { unit };
             format!("{}{s}{}{u}", sig(v), if u.is_empty() { "" } else { " " })
         }
+        "bytes" => {
+            let a = value.abs();
+            let (v, s) = if a >= (1u64 << 30) as f64 {
+                (value / (1u64 << 30) as f64, " GiB")
+            } else if a >= (1 << 20) as f64 {
+                (value / (1 << 20) as f64, " MiB")
+            } else if a >= (1 << 10) as f64 {
+                (value / (1 << 10) as f64, " KiB")
+            } else {
+                (value, " bytes")
+            };
+            format!("{}{s}", sig(v))
+        }
         _ => sig(value),
     }
 }
 
 /// Three significant digits, trailing zeros dropped.
-fn sig(v: f64) -> String {
+pub(crate) fn sig(v: f64) -> String {
     if v == 0.0 || !v.is_finite() {
         return format!("{v}");
     }
@@ -207,7 +220,7 @@ pub fn text(model: &Model) -> String {
     out
 }
 
-fn dot_escape(s: &str) -> String {
+pub(crate) fn dot_escape(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"")
 }
 

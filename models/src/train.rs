@@ -257,7 +257,7 @@ struct Trainer<'a> {
 /// cost of the best, for sample i): the mean slowdown weighs a 100x loss on one matrix above 5%
 /// losses on twenty, so a leaf whose majority kernel is a little faster on most samples but
 /// catastrophic on a few picks a safe one.
-fn fit_tree(
+pub(crate) fn fit_tree(
     rows: &[Vec<f64>],
     labels: &[usize],
     weights: &[f64],

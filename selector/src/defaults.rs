@@ -3,7 +3,31 @@
 //! to 1e8 nonzeros), the CPU one on the 2-core development VM. Their runs CSVs are under
 //! `datasets/runs/`; their evaluation is in `docs/BENCHMARKS.md`.
 
+use std::sync::{Arc, OnceLock};
+
+use augur_models::comm::CommModel;
 use augur_models::{Model, ModelError};
+
+/// The communication-pattern model's JSON (H200 groups of 2 and 4 GPUs, NVLink).
+pub const COMM_MODEL: &str = include_str!("../../models/trained/comm-h200.json");
+
+/// The built-in communication-pattern model, parsed once.
+pub fn comm_model() -> Result<Arc<CommModel>, ModelError> {
+    static M: OnceLock<Result<Arc<CommModel>, String>> = OnceLock::new();
+    M.get_or_init(|| {
+        CommModel::from_json(
+            COMM_MODEL,
+            "built-in comm model (models/trained/comm-h200.json)",
+        )
+        .map(Arc::new)
+        .map_err(|e| e.to_string())
+    })
+    .clone()
+    .map_err(|msg| ModelError::Model {
+        origin: "built-in comm model".into(),
+        msg,
+    })
+}
 
 /// The CUDA model's JSON.
 pub const CUDA_MODEL: &str = include_str!("../../models/trained/spmv-cuda-f32-h100.json");
@@ -41,5 +65,21 @@ mod tests {
             assert!(c.kernel < m.kernels.len());
         }
         assert!(super::model("tpu").is_err());
+    }
+
+    #[test]
+    fn built_in_comm_model_parses_and_picks_an_all_gather_pattern() {
+        use augur_features::message::MessageShape;
+        let m = super::comm_model().unwrap();
+        for bytes in ["4KiB", "1MiB", "256MiB"] {
+            for world in [2, 4] {
+                let s = MessageShape::parse(&format!(
+                    "message:collective=all-gather,bytes={bytes},world={world}"
+                ))
+                .unwrap();
+                let p = m.choose(&s).unwrap();
+                assert!(crate::multi::GatherMode::from_pattern(p).is_some(), "{p}");
+            }
+        }
     }
 }

@@ -15,7 +15,12 @@
 //! With `chunks` > 1 each shard is cut further into chunks (each planned on its own): chunk c's
 //! all-gather runs on a second stream while chunk c + 1's product runs. On H200s this measured
 //! slower than one chunk (every collective pays NCCL's ~50 us floor again); kept to compare.
-//! [`GatherMode::PeerCopy`] exchanges y without NCCL, by peer copies (see its documentation).
+//! The other modes exchange y without NCCL, through augur's collectives
+//! (`augur_kernels::cuda::comm`): x and the whole y live in two registered buffers on every
+//! GPU that take turns; after its product each shard copies its y rows into the whole y at
+//! their place and the pattern (LL, pull, push or copy engines) brings every other shard's rows.
+//! [`GatherMode::Auto`] (the default) asks the communication-pattern model which of these (or
+//! NCCL) is fastest for this all-gather: its bytes and the number of GPUs.
 //!
 //! One thread per GPU, as NCCL recommends: each owns its GPU, its plan and its communicator
 //! (`ncclCommInitRank` with a shared unique id) and waits for commands from the caller.
@@ -24,14 +29,18 @@ use std::ffi::c_void;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Barrier};
 use std::thread::JoinHandle;
 
 use augur_datasets::Csr;
+use augur_features::attention::Dtype;
+use augur_features::message::{Collective, LinkProbe, MessageShape};
 use augur_kernels::cpu::split_rows_by_nnz;
-use augur_kernels::cuda::{self, GpuScalar, TimingPlan};
+use augur_kernels::cuda::comm::{CommGroup, GroupOptions, Pattern, RankComm};
+use augur_kernels::cuda::{self, DriverLinkProbe, GpuScalar, TimingPlan};
 use augur_kernels::{median, KernelError};
-use cudarc::driver::{sys as cu, CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use augur_models::comm::CommModel;
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use cudarc::nccl::{result as nccl, sys as nccl_sys, NcclType};
 use serde::Serialize;
 
@@ -68,46 +77,71 @@ pub struct ShardProfile {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum GatherMode {
-    /// Padded `ncclAllGather` plus local copies.
+    /// The communication-pattern model's pick for this all-gather (bytes of y, GPUs, link):
+    /// one of the modes below; NCCL (all-gather) with chunks > 1.
     #[default]
+    Auto,
+    /// Padded `ncclAllGather` plus local copies.
     AllGather,
     /// One grouped `ncclBroadcast` per shard (all-gather-v).
     Broadcasts,
-    /// No NCCL: each GPU copies its y shard into every other GPU's y with peer copies over
-    /// NVLink (`cuMemcpyPeerAsync`, copy engines), ordered by events across the GPUs and a host
-    /// barrier between the threads. One chunk per shard. Measured 3-5x slower than the
-    /// all-gather on H200s before the memory pools were opened to peers (copies staged through
-    /// the host); not yet measured since (docs/BENCHMARKS.md).
-    PeerCopy,
+    /// augur's LL all-gather (data and flag in one 8-byte store; no barrier).
+    Ll,
+    /// augur's pull all-gather (each GPU reads the other shards' rows over peer access).
+    Pull,
+    /// augur's push all-gather (each GPU writes its rows into every other GPU's y).
+    Push,
+    /// Copy engines (`cuMemcpyAsync` between peers), ordered by stream flag writes and waits.
+    CopyEngine,
 }
 
-/// What the peer-copy exchange of one GPU shows the others.
-#[derive(Clone)]
-struct PeerSlot {
-    ordinal: usize,
-    /// The context (a `CUcontext`, as an address so that it can cross threads).
-    ctx: usize,
-    /// Device addresses of the whole-y buffer and of x, as first allocated; they trade places
-    /// at every iterated step.
-    full: u64,
-    x: u64,
-    /// Recorded after this GPU's product, and after its copies to every GPU.
-    prod: Arc<CudaEvent>,
-    copy: Arc<CudaEvent>,
+impl GatherMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            GatherMode::Auto => "auto",
+            GatherMode::AllGather => "all-gather",
+            GatherMode::Broadcasts => "broadcasts",
+            GatherMode::Ll => "ll",
+            GatherMode::Pull => "pull",
+            GatherMode::Push => "push",
+            GatherMode::CopyEngine => "copy-engine",
+        }
+    }
+
+    /// The comm pattern of an augur mode (None for the NCCL modes and Auto).
+    pub fn pattern(self) -> Option<Pattern> {
+        match self {
+            GatherMode::Ll => Some(Pattern::Ll),
+            GatherMode::Pull => Some(Pattern::Pull),
+            GatherMode::Push => Some(Pattern::Push),
+            GatherMode::CopyEngine => Some(Pattern::CopyEngine),
+            _ => None,
+        }
+    }
+
+    /// The mode of a comm model's all-gather pattern.
+    pub fn from_pattern(name: &str) -> Option<GatherMode> {
+        match Pattern::parse(name)? {
+            Pattern::Nccl => Some(GatherMode::AllGather),
+            Pattern::Ll => Some(GatherMode::Ll),
+            Pattern::Pull => Some(GatherMode::Pull),
+            Pattern::Push => Some(GatherMode::Push),
+            Pattern::CopyEngine => Some(GatherMode::CopyEngine),
+            Pattern::OneShot | Pattern::TwoShot => None,
+        }
+    }
 }
 
-/// The peer-copy exchange's meeting point.
-struct PeerShared {
-    barrier: Barrier,
-    slots: Mutex<Vec<Option<PeerSlot>>>,
-}
-
-/// One GPU's view of the exchange.
-struct PeerState {
-    shared: Arc<PeerShared>,
-    slots: Vec<PeerSlot>,
-    /// x and the whole y have traded places an odd number of times.
-    swapped: bool,
+/// How the gather mode was chosen.
+#[derive(Debug, Clone, Serialize)]
+pub struct GatherChoice {
+    pub mode: GatherMode,
+    /// The all-gather as the comm model saw it.
+    pub bytes: usize,
+    pub gpus: usize,
+    /// The model's path: `feature = value </>= threshold` per split (empty when not asked).
+    pub path: Vec<String>,
+    pub notes: Vec<String>,
 }
 
 /// How a [`MultiGpuSpmv`] is made.
@@ -118,6 +152,8 @@ pub struct MultiOptions {
     /// Chunks per shard, each all-gathered while the next is computed (1: no overlap).
     pub chunks: usize,
     pub gather: GatherMode,
+    /// The communication-pattern model for [`GatherMode::Auto`] (default: the built-in one).
+    pub comm_model: Option<Arc<CommModel>>,
 }
 
 impl Default for MultiOptions {
@@ -125,7 +161,8 @@ impl Default for MultiOptions {
         MultiOptions {
             plan: PlanOptions::default(),
             chunks: 1,
-            gather: GatherMode::AllGather,
+            gather: GatherMode::Auto,
+            comm_model: None,
         }
     }
 }
@@ -177,6 +214,78 @@ pub struct MultiGpuSpmv<T: GpuScalar + NcclType> {
     answers: Receiver<Answer<T>>,
     /// A worker failed mid-collective: the others may be blocked in NCCL.
     poisoned: bool,
+    gather: GatherChoice,
+}
+
+/// Resolve [`GatherMode::Auto`] with the comm model: the all-gather of y (rows x value bytes)
+/// on these GPUs. NCCL's padded all-gather on one GPU (nothing to exchange) or with chunks.
+fn choose_gather<T>(
+    a: &Csr<T>,
+    ordinals: &[usize],
+    opts: &MultiOptions,
+) -> Result<GatherChoice, AugurError> {
+    let bytes = a.rows() * std::mem::size_of::<T>();
+    let n = ordinals.len();
+    let mut c = GatherChoice {
+        mode: opts.gather,
+        bytes,
+        gpus: n,
+        path: Vec::new(),
+        notes: Vec::new(),
+    };
+    if opts.gather != GatherMode::Auto {
+        return Ok(c);
+    }
+    c.mode = GatherMode::AllGather;
+    if n < 2 {
+        return Ok(c);
+    }
+    if opts.chunks > 1 {
+        c.notes
+            .push("chunks > 1: NCCL's padded all-gather (augur's patterns take one chunk)".into());
+        return Ok(c);
+    }
+    let model = match &opts.comm_model {
+        Some(m) => m.clone(),
+        None => crate::defaults::comm_model()?,
+    };
+    let link = DriverLinkProbe
+        .group_link(ordinals)
+        .map_err(|e| AugurError::Invalid(format!("GPU links: {e}")))?;
+    // The all-gather moves bytes; the model was trained on f32 and bf16 elements: ask for f32
+    // elements of the same bytes.
+    let shape = MessageShape {
+        collective: Collective::AllGather,
+        dtype: Dtype::F32,
+        bytes: bytes.next_multiple_of(4),
+        world_size: n,
+        link,
+        gemm: None,
+    };
+    let device = cuda::devices()?
+        .get(ordinals[0])
+        .map(|d| d.name.clone())
+        .unwrap_or_default();
+    if device != model.device {
+        c.notes.push(format!(
+            "the comm model was trained on {}, this is {device}",
+            model.device
+        ));
+    }
+    match model.choose(&shape).and_then(GatherMode::from_pattern) {
+        Some(m) => {
+            c.mode = m;
+            c.path = model
+                .path(&shape)
+                .into_iter()
+                .map(|(f, v, t, left)| format!("{f} = {v} {} {t}", if left { "<" } else { ">=" }))
+                .collect();
+        }
+        None => c
+            .notes
+            .push("the comm model has no all-gather tree: NCCL's padded all-gather".into()),
+    }
+    Ok(c)
 }
 
 /// Row boundaries cutting `a` into `n` shards of nearly equal nonzeros.
@@ -291,11 +400,6 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
         if opts.chunks == 0 {
             return Err(AugurError::Invalid("chunks must be at least 1".into()));
         }
-        if opts.chunks > 1 && opts.gather == GatherMode::PeerCopy {
-            return Err(AugurError::Invalid(
-                "the peer-copy exchange takes one chunk per shard".into(),
-            ));
-        }
         let n = ordinals.len();
         if n == 0 {
             return Err(AugurError::Invalid(
@@ -320,7 +424,15 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
                 "GPU ordinals {ordinals:?} name a GPU twice"
             )));
         }
-        let use_nccl = n > 1 && opts.gather != GatherMode::PeerCopy;
+        let gather = choose_gather(a, ordinals, &opts)?;
+        let mode = gather.mode;
+        if opts.chunks > 1 && n > 1 && mode.pattern().is_some() {
+            return Err(AugurError::Invalid(format!(
+                "the {} exchange takes one chunk per shard",
+                mode.name()
+            )));
+        }
+        let use_nccl = n > 1 && matches!(mode, GatherMode::AllGather | GatherMode::Broadcasts);
         if use_nccl && !nccl_available() {
             return Err(AugurError::Nccl(
                 "libnccl is not installed (or not on LD_LIBRARY_PATH); use one GPU".into(),
@@ -349,16 +461,34 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
         let layout = Arc::new(Layout { pieces, maxc });
         let barrier = Arc::new(Barrier::new(n));
         let failed = Arc::new(AtomicBool::new(false));
-        let peer = (n > 1 && opts.gather == GatherMode::PeerCopy).then(|| {
-            Arc::new(PeerShared {
-                barrier: Barrier::new(n),
-                slots: Mutex::new(vec![None; n]),
-            })
-        });
+        // augur's patterns: x and the whole y in two registered buffers per GPU.
+        let mut ranks: Vec<Option<RankComm>> = (0..n).map(|_| None).collect();
+        if let (true, Some(p)) = (n > 1, mode.pattern()) {
+            let size = std::mem::size_of::<T>();
+            let total = a.rows() * size;
+            let group = CommGroup::new(
+                ordinals,
+                &GroupOptions {
+                    capacity: a.rows().max(a.cols()) * size,
+                    scratch: false,
+                    nccl: false,
+                    slots: 2,
+                    ll_bytes: if p == Pattern::Ll {
+                        total.div_ceil(n).next_multiple_of(4) + 16
+                    } else {
+                        0
+                    },
+                },
+            )
+            .map_err(AugurError::Kernel)?;
+            for (slot, rc) in ranks.iter_mut().zip(group) {
+                *slot = Some(rc);
+            }
+        }
         let (answer_tx, answers) = channel::<Answer<T>>();
         let (setup_tx, setup_rx) = channel::<(usize, Result<Vec<ShardInfo>, AugurError>)>();
         let mut workers = Vec::with_capacity(n);
-        for (rank, &ordinal) in ordinals.iter().enumerate() {
+        for ((rank, &ordinal), rc) in ordinals.iter().enumerate().zip(ranks) {
             let parts = (0..chunks)
                 .map(|c| shard(a, layout.pieces[c][rank].clone()))
                 .collect::<Result<Vec<_>, _>>()?;
@@ -372,10 +502,10 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
                 total_rows: a.rows(),
                 cols: a.cols(),
                 opts: opts.plan.clone(),
-                gather: opts.gather,
+                gather: mode,
                 barrier: barrier.clone(),
                 failed: failed.clone(),
-                peer: peer.clone(),
+                rc,
             };
             let (answer_tx, setup_tx) = (answer_tx.clone(), setup_tx.clone());
             let handle = std::thread::Builder::new()
@@ -411,6 +541,7 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
             workers,
             answers,
             poisoned: false,
+            gather,
         };
         if let Some(e) = first_err {
             return Err(e);
@@ -420,6 +551,11 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
             .flat_map(|s| s.expect("every shard answered"))
             .collect();
         Ok(me)
+    }
+
+    /// How y is exchanged, and why.
+    pub fn gather(&self) -> &GatherChoice {
+        &self.gather
     }
 
     /// Every planned piece: shard by shard, chunk by chunk.
@@ -556,7 +692,8 @@ struct WorkerCtx {
     cols: usize,
     opts: PlanOptions,
     gather: GatherMode,
-    peer: Option<Arc<PeerShared>>,
+    /// This GPU's rank of augur's collectives (their modes, more than one GPU).
+    rc: Option<RankComm>,
     barrier: Arc<Barrier>,
     failed: Arc<AtomicBool>,
 }
@@ -574,7 +711,7 @@ impl Drop for Comm {
 }
 
 fn worker<T: GpuScalar + NcclType>(
-    ctx: WorkerCtx,
+    mut ctx: WorkerCtx,
     parts: Vec<Csr<T>>,
     rx: Receiver<Cmd<T>>,
     setup_tx: Sender<(usize, Result<Vec<ShardInfo>, AugurError>)>,
@@ -623,19 +760,7 @@ fn worker<T: GpuScalar + NcclType>(
             }
         }
     };
-    let mut shard = Shard::new(&ctx, &parts, &backend, comm);
-    // The peer-copy exchange: every worker shows its slot (None if it failed) and meets the
-    // others once, whatever happened, so that nobody waits forever.
-    if let Some(peer) = &ctx.peer {
-        let slot = shard.as_mut().ok().and_then(|s| s.peer_slot().ok());
-        peer.slots.lock().expect("no worker panics holding it")[rank] = slot;
-        peer.barrier.wait();
-        if let Ok(s) = shard.as_mut() {
-            if let Err(e) = s.connect_peers(peer.clone(), &backend) {
-                shard = Err(e);
-            }
-        }
-    }
+    let shard = Shard::new(&mut ctx, &parts, &backend, comm);
     let mut shard = match shard {
         Ok(s) => s,
         Err(e) => {
@@ -668,18 +793,56 @@ fn worker<T: GpuScalar + NcclType>(
     }
 }
 
+/// A device vector of a shard: its own allocation, or a view of a registered buffer of augur's
+/// collectives (owned by the RankComm, so the view never frees it).
+enum Buf<T> {
+    Own(CudaSlice<T>),
+    Registered(std::mem::ManuallyDrop<CudaSlice<T>>),
+}
+
+impl<T> std::ops::Deref for Buf<T> {
+    type Target = CudaSlice<T>;
+    fn deref(&self) -> &CudaSlice<T> {
+        match self {
+            Buf::Own(s) => s,
+            Buf::Registered(s) => s,
+        }
+    }
+}
+
+impl<T> std::ops::DerefMut for Buf<T> {
+    fn deref_mut(&mut self) -> &mut CudaSlice<T> {
+        match self {
+            Buf::Own(s) => s,
+            Buf::Registered(s) => s,
+        }
+    }
+}
+
+impl<T> Drop for Buf<T> {
+    fn drop(&mut self) {
+        if let Buf::Registered(s) = self {
+            // SAFETY: taken once, here; the memory belongs to the RankComm's buffer.
+            let s = unsafe { std::mem::ManuallyDrop::take(s) };
+            let _ = s.leak();
+        }
+    }
+}
+
 /// One worker's state: a plan per chunk of its shard, x, and with more than one GPU the whole
 /// y, the buffers of the all-gather, a stream for it and the communicator.
 struct Shard<'a, T: GpuScalar + NcclType> {
     plans: Vec<SpmvPlan<'a, T>>,
-    x: CudaSlice<T>,
+    x: Buf<T>,
     /// The whole y (more than one GPU), gathered from every shard.
-    full: Option<CudaSlice<T>>,
+    full: Option<Buf<T>>,
     /// Padded send and receive buffers per chunk (GatherMode::AllGather).
     send: Vec<CudaSlice<T>>,
     recv: Vec<CudaSlice<T>>,
     comm: Option<Comm>,
-    peer: Option<PeerState>,
+    /// augur's collectives, and which registered buffer holds the whole y now.
+    rc: Option<RankComm>,
+    full_slot: usize,
     compute: Arc<CudaStream>,
     comm_stream: Arc<CudaStream>,
     rank: usize,
@@ -689,7 +852,7 @@ struct Shard<'a, T: GpuScalar + NcclType> {
 
 impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
     fn new(
-        ctx: &WorkerCtx,
+        ctx: &mut WorkerCtx,
         parts: &'a [Csr<T>],
         backend: &Backend,
         comm: Option<Comm>,
@@ -704,10 +867,35 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
         let s = &g.spmv;
         let compute = s.stream().clone();
         let comm_stream = compute.fork().map_err(cuda_err)?;
-        let x = s.htod(&vec![T::zero(); ctx.cols])?;
-        let (mut full, mut send, mut recv) = (None, Vec::new(), Vec::new());
-        if comm.is_some() || ctx.peer.is_some() {
-            full = Some(s.htod(&vec![T::zero(); ctx.total_rows])?);
+        let mut rc = ctx.rc.take();
+        let (x, mut full, mut send, mut recv) = match rc.as_mut() {
+            Some(rc) => {
+                rc.use_stream(compute.clone());
+                // SAFETY: the group's registered buffers of this GPU, each with room for
+                // max(rows, cols) values; they outlive the views (the RankComm is kept beside
+                // them) and the views never free them (Buf::Registered leaks on drop).
+                let view = |slot: usize, len: usize| -> Result<Buf<T>, AugurError> {
+                    let p = rc.slot(slot).expect("two slots");
+                    let mut v = unsafe { compute.upgrade_device_ptr::<T>(p, len) };
+                    compute.memset_zeros(&mut v).map_err(cuda_err)?;
+                    Ok(Buf::Registered(std::mem::ManuallyDrop::new(v)))
+                };
+                (
+                    view(0, ctx.cols)?,
+                    Some(view(1, ctx.total_rows)?),
+                    Vec::new(),
+                    Vec::new(),
+                )
+            }
+            None => (
+                Buf::Own(s.htod(&vec![T::zero(); ctx.cols])?),
+                None,
+                Vec::new(),
+                Vec::new(),
+            ),
+        };
+        if comm.is_some() {
+            full = Some(Buf::Own(s.htod(&vec![T::zero(); ctx.total_rows])?));
             if ctx.gather == GatherMode::AllGather {
                 for &m in &ctx.layout.maxc {
                     send.push(s.htod(&vec![T::zero(); m.max(1)])?);
@@ -723,7 +911,8 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
             send,
             recv,
             comm,
-            peer: None,
+            rc,
+            full_slot: 1,
             compute,
             comm_stream,
             rank: ctx.rank,
@@ -782,8 +971,12 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
                         .map_err(cuda_err)?;
                 }
             }
-            // No communicator in this mode: returned above.
-            GatherMode::PeerCopy => {}
+            // No communicator in these modes: returned above.
+            GatherMode::Auto
+            | GatherMode::Ll
+            | GatherMode::Pull
+            | GatherMode::Push
+            | GatherMode::CopyEngine => {}
             GatherMode::Broadcasts => {
                 let (dst, _g1) = full.device_ptr_mut(cs);
                 let (src, _g2) = y.device_ptr(cs);
@@ -818,153 +1011,42 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
         Ok(())
     }
 
-    /// This GPU's slot for the peer-copy exchange.
-    fn peer_slot(&mut self) -> Result<PeerSlot, AugurError> {
-        let ctx = self.compute.context().clone();
-        let ev = || ctx.new_event(None).map(Arc::new).map_err(cuda_err);
-        let (prod, copy) = (ev()?, ev()?);
-        let cs = self.compute.clone();
-        let full = self.full.as_mut().expect("a whole y with several GPUs");
-        let (f, _g1) = full.device_ptr(&cs);
-        let (x, _g2) = self.x.device_ptr(&cs);
-        Ok(PeerSlot {
-            ordinal: ctx.ordinal(),
-            ctx: ctx.cu_ctx() as usize,
-            full: f,
-            x,
-            prod,
-            copy,
-        })
-    }
-
-    /// Read every GPU's slot and enable peer access to each.
-    fn connect_peers(
-        &mut self,
-        shared: Arc<PeerShared>,
-        backend: &Backend,
-    ) -> Result<(), AugurError> {
-        let slots: Vec<PeerSlot> = shared
-            .slots
-            .lock()
-            .expect("no worker panics holding it")
-            .iter()
-            .enumerate()
-            .map(|(r, s)| {
-                s.clone()
-                    .ok_or_else(|| AugurError::Invalid(format!("GPU shard {r} failed to set up")))
-            })
-            .collect::<Result<_, _>>()?;
-        let g = backend.gpu().expect("a CUDA backend");
-        g.spmv.context().bind_to_thread().map_err(cuda_err)?;
-        for (r, s) in slots.iter().enumerate() {
-            if r == self.rank {
-                continue;
-            }
-            // SAFETY: a live context of this process (its worker keeps it until the
-            // MultiGpuSpmv is dropped); enabling twice is reported and ignored.
-            let res = unsafe { cu::cuCtxEnablePeerAccess(s.ctx as cu::CUcontext, 0) };
-            if res != cu::CUresult::CUDA_SUCCESS
-                && res != cu::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
-            {
-                return Err(AugurError::Invalid(format!(
-                    "peer access from GPU shard {} to {r}: {res:?}",
-                    self.rank
-                )));
-            }
-        }
-        // cudarc allocates from the device's stream-ordered memory pool (cuMemAllocAsync), which
-        // context peer access does not open: grant every peer read-write access to this GPU's
-        // default pool, or the copies are staged through the host.
-        let mine = slots[self.rank].ordinal;
-        let descs: Vec<cu::CUmemAccessDesc> = slots
-            .iter()
-            .filter(|s| s.ordinal != mine)
-            .map(|s| cu::CUmemAccessDesc {
-                location: cu::CUmemLocation {
-                    type_: cu::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-                    id: s.ordinal as i32,
-                },
-                flags: cu::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-            })
-            .collect();
-        let mut pool: cu::CUmemoryPool = std::ptr::null_mut();
-        // SAFETY: an out-pointer for the pool of a valid device, then an array of `descs.len()`
-        // access descriptors naming devices of this machine.
-        let res = unsafe {
-            let dev = cudarc::driver::result::device::get(mine as i32).map_err(cuda_err)?;
-            match cu::cuDeviceGetDefaultMemPool(&mut pool, dev) {
-                cu::CUresult::CUDA_SUCCESS => {
-                    cu::cuMemPoolSetAccess(pool, descs.as_ptr(), descs.len())
-                }
-                e => e,
-            }
-        };
-        if res != cu::CUresult::CUDA_SUCCESS {
-            self.plans[0].add_note(format!(
-                "peer access to GPU {mine}'s memory pool not granted ({res:?}): peer copies go \
-                 through the host"
-            ));
-        }
-        self.peer = Some(PeerState {
-            shared,
-            slots,
-            swapped: false,
-        });
-        Ok(())
-    }
-
-    /// The peer-copy exchange after this step's product: when every GPU's product is done,
-    /// copy this shard's y into every GPU's whole y; when every copy is done, go on.
+    /// augur's all-gather after this step's product: this shard's rows of y into the whole y
+    /// at their place, then the pattern brings every other shard's rows (all on the compute
+    /// stream, after the product).
     fn exchange(&mut self) -> Result<(), AugurError> {
-        let Some(p) = self.peer.as_ref() else {
+        let (Some(rc), Some(full)) = (self.rc.as_mut(), self.full.as_mut()) else {
             return Ok(());
         };
-        let me = &p.slots[self.rank];
-        me.prod.record(&self.compute).map_err(cuda_err)?;
-        p.shared.barrier.wait();
-        for s in &p.slots {
-            self.comm_stream.wait(&s.prod).map_err(cuda_err)?;
-        }
+        let pattern = self
+            .gather
+            .pattern()
+            .expect("an augur mode with a RankComm");
         let rows = self.layout.pieces[0][self.rank].clone();
         if !rows.is_empty() {
-            let size = std::mem::size_of::<T>();
-            let cs = self.comm_stream.clone();
             let (_, y) = self.plans[0].device_vectors().expect("a CUDA plan");
-            let (src, _g) = y.device_ptr(&cs);
-            for s in &p.slots {
-                let base = if p.swapped { s.x } else { s.full };
-                let dst = base + (rows.start * size) as u64;
-                // SAFETY: `src` holds this shard's rows; every GPU's whole y (the buffer that
-                // is `full` after as many swaps as here) holds all rows; the contexts are live
-                // and peer access is enabled; the events above order the copy after every
-                // GPU's product, and the barrier below keeps the buffers from being reused
-                // before the copies end.
-                let res = unsafe {
-                    cu::cuMemcpyPeerAsync(
-                        dst,
-                        s.ctx as cu::CUcontext,
-                        src,
-                        me.ctx as cu::CUcontext,
-                        rows.len() * size,
-                        cs.cu_stream(),
-                    )
-                };
-                if res != cu::CUresult::CUDA_SUCCESS {
-                    return Err(AugurError::Invalid(format!("cuMemcpyPeerAsync: {res:?}")));
-                }
-            }
+            self.compute
+                .memcpy_dtod(&*y, &mut full.slice_mut(rows))
+                .map_err(cuda_err)?;
         }
-        me.copy.record(&self.comm_stream).map_err(cuda_err)?;
-        p.shared.barrier.wait();
-        for s in &p.slots {
-            self.compute.wait(&s.copy).map_err(cuda_err)?;
-        }
-        Ok(())
+        let size = std::mem::size_of::<T>() as u64;
+        let mut offsets: Vec<u64> = self.layout.pieces[0]
+            .iter()
+            .map(|r| r.start as u64 * size)
+            .collect();
+        offsets.push(
+            self.layout.pieces[0]
+                .last()
+                .map_or(0, |r| r.end as u64 * size),
+        );
+        // The patterns move bytes; F32 only names a 4-byte granularity (f64 rows are 8).
+        rc.all_gather_in(pattern, Dtype::F32, &offsets, self.full_slot)
+            .map_err(AugurError::Kernel)
     }
 
     /// Whether products are followed by an exchange between GPUs.
     fn exchanges(&self) -> bool {
-        self.comm.is_some() || self.peer.is_some()
+        self.comm.is_some() || self.rc.is_some()
     }
 
     /// Every chunk's product; with more than one GPU, chunk c's all-gather on the
@@ -988,7 +1070,7 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
 
     /// The all-gathers alone (for profiles).
     fn gathers(&mut self) -> Result<(), AugurError> {
-        if self.peer.is_some() {
+        if self.rc.is_some() {
             return self.exchange();
         }
         if self.comm.is_none() {
@@ -1005,14 +1087,12 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
     fn step(&mut self, swap: bool) -> Result<(), AugurError> {
         self.products(true)?;
         if swap {
-            if let Some(p) = self.peer.as_mut() {
-                p.swapped = !p.swapped;
-            }
+            self.full_slot = 1 - self.full_slot;
             match self.full.as_mut() {
                 Some(full) => std::mem::swap(&mut self.x, full),
                 None => {
                     let (_, y) = self.plans[0].device_vectors().expect("a CUDA plan");
-                    std::mem::swap(&mut self.x, y)
+                    std::mem::swap(&mut *self.x, y)
                 }
             }
         }
@@ -1033,7 +1113,7 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
             Cmd::Run { x, want_y } => {
                 if !x.is_empty() {
                     stream
-                        .memcpy_htod(x.as_slice(), &mut self.x)
+                        .memcpy_htod(x.as_slice(), &mut *self.x)
                         .map_err(cuda_err)?;
                 }
                 self.step(false)?;
@@ -1056,14 +1136,14 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
             Cmd::SetX(x) => {
                 if !x.is_empty() {
                     stream
-                        .memcpy_htod(x.as_slice(), &mut self.x)
+                        .memcpy_htod(x.as_slice(), &mut *self.x)
                         .map_err(cuda_err)?;
                 }
                 stream.synchronize().map_err(cuda_err)?;
                 Ok(Reply::Done)
             }
             Cmd::GetX => {
-                let v = stream.clone_dtoh(&self.x).map_err(cuda_err)?;
+                let v = stream.clone_dtoh(&*self.x).map_err(cuda_err)?;
                 stream.synchronize().map_err(cuda_err)?;
                 Ok(Reply::Vector(v))
             }

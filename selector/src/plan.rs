@@ -374,11 +374,6 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
         &self.decision
     }
 
-    /// Add a note to the decision (something its reader should know about how it runs).
-    pub(crate) fn add_note(&mut self, note: String) {
-        self.decision.notes.push(note);
-    }
-
     /// The features the choice read (gathered ones NaN when not gathered).
     pub fn features(&self) -> &SpmvFeatures {
         &self.features

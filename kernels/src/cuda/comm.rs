@@ -222,7 +222,10 @@ pub struct RankComm {
     pub ordinal: usize,
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    buf: DeviceBuffer,
+    /// The registered data buffers ("slots"; slot 0 serves the all-reduce).
+    bufs: Vec<DeviceBuffer>,
+    /// Every rank's address of each slot.
+    slot_ptrs: Vec<[u64; MAX_RANKS]>,
     tmp: Option<DeviceBuffer>,
     _sig: DeviceBuffer,
     _ll: Option<DeviceBuffer>,
@@ -260,6 +263,9 @@ pub struct GroupOptions {
     pub scratch: bool,
     /// NCCL communicators too (needs libnccl).
     pub nccl: bool,
+    /// Registered data buffers per rank (at least 1): an all-gather names the one it runs in,
+    /// so that two can take turns (e.g. x and y of an iterated product).
+    pub slots: usize,
     /// Largest all-reduce (and all-gather piece) of the LL pattern, bytes (0: no LL; its
     /// staging buffer takes 4 x world x this per rank).
     pub ll_bytes: usize,
@@ -270,6 +276,7 @@ pub struct CommGroup;
 
 impl CommGroup {
     /// One [`RankComm`] per GPU in `ordinals` (rank = position), or the first error.
+    #[allow(clippy::new_ret_no_self)]
     pub fn new(ordinals: &[usize], opts: &GroupOptions) -> Result<Vec<RankComm>, KernelError> {
         let world = ordinals.len();
         if world == 0 || world > MAX_RANKS {
@@ -286,7 +293,9 @@ impl CommGroup {
                 });
             }
             if ordinals[..i].contains(&o) {
-                return Err(KernelError::Cuda(format!("GPU {o} named twice in the group")));
+                return Err(KernelError::Cuda(format!(
+                    "GPU {o} named twice in the group"
+                )));
             }
         }
         let devices = super::devices()?;
@@ -336,7 +345,9 @@ impl CommGroup {
                 ll_bf16: f("all_reduce_ll_bf16")?,
                 ll_gather: f("all_gather_ll")?,
             };
-            let buf = DeviceBuffer::new(ctx, opts.capacity)?;
+            let bufs = (0..opts.slots.max(1))
+                .map(|_| DeviceBuffer::new(ctx, opts.capacity))
+                .collect::<Result<Vec<_>, _>>()?;
             let tmp = if opts.scratch {
                 Some(DeviceBuffer::new(ctx, opts.capacity)?)
             } else {
@@ -346,7 +357,9 @@ impl CommGroup {
             let ll = if ll_words > 0 {
                 let b = DeviceBuffer::new(ctx, 2 * world * ll_words as usize * 8)?;
                 // SAFETY: a live allocation of this (current) context, that many bytes.
-                check("cuMemsetD8", unsafe { sys::cuMemsetD8_v2(b.ptr(), 0, b.bytes()) })?;
+                check("cuMemsetD8", unsafe {
+                    sys::cuMemsetD8_v2(b.ptr(), 0, b.bytes())
+                })?;
                 Some(b)
             } else {
                 None
@@ -356,13 +369,23 @@ impl CommGroup {
             check("cuMemsetD32", unsafe {
                 sys::cuMemsetD32_v2(sig.ptr(), 0, SIG_WORDS)
             })?;
-            peers.buf[r] = buf.ptr();
+            peers.buf[r] = bufs[0].ptr();
             peers.tmp[r] = tmp.as_ref().map_or(0, |t| t.ptr());
             peers.sig[r] = sig.ptr();
             peers.ll[r] = ll.as_ref().map_or(0, |b| b.ptr());
             let stream = ctx.new_stream().map_err(drv("cuStreamCreate"))?;
             let max_blocks = (dev.multiprocessors.max(1) as usize).min(MAX_BLOCKS);
-            parts.push((ctx.clone(), stream, buf, tmp, sig, ll, ll_words, funcs, max_blocks));
+            parts.push((
+                ctx.clone(),
+                stream,
+                bufs,
+                tmp,
+                sig,
+                ll,
+                ll_words,
+                funcs,
+                max_blocks,
+            ));
         }
         let mut comms: Vec<Option<NcclComm>> = (0..world).map(|_| None).collect();
         if opts.nccl {
@@ -382,8 +405,14 @@ impl CommGroup {
                 *c = Some(NcclComm(r));
             }
         }
+        let mut slot_ptrs = vec![[0u64; MAX_RANKS]; opts.slots.max(1)];
+        for (r, part) in parts.iter().enumerate() {
+            for (s, b) in part.2.iter().enumerate() {
+                slot_ptrs[s][r] = b.ptr();
+            }
+        }
         let mut out = Vec::with_capacity(world);
-        for (rank, ((ctx, stream, buf, tmp, sig, ll, ll_words, funcs, max_blocks), nccl)) in
+        for (rank, ((ctx, stream, bufs, tmp, sig, ll, ll_words, funcs, max_blocks), nccl)) in
             parts.into_iter().zip(comms).enumerate()
         {
             out.push(RankComm {
@@ -392,7 +421,8 @@ impl CommGroup {
                 ordinal: ordinals[rank],
                 ctx,
                 stream,
-                buf,
+                bufs,
+                slot_ptrs: slot_ptrs.clone(),
                 tmp,
                 _sig: sig,
                 _ll: ll,
@@ -426,13 +456,24 @@ impl RankComm {
         &self.stream
     }
 
-    /// The registered buffer of this rank (all-reduce input; all-gather buffer).
+    /// The registered buffer of this rank (all-reduce input; all-gather buffer): slot 0.
     pub fn buf(&self) -> u64 {
-        self.buf.ptr()
+        self.bufs[0].ptr()
+    }
+
+    /// This rank's registered buffer `slot` (None beyond the group's slots).
+    pub fn slot(&self, slot: usize) -> Option<u64> {
+        self.bufs.get(slot).map(|b| b.ptr())
     }
 
     pub fn capacity(&self) -> usize {
-        self.buf.bytes()
+        self.bufs[0].bytes()
+    }
+
+    /// Enqueue this rank's collectives on `stream` (a stream of the same GPU, e.g. the one its
+    /// products run on, so that they follow each other without events) from now on.
+    pub fn use_stream(&mut self, stream: Arc<CudaStream>) {
+        self.stream = stream;
     }
 
     pub fn has_nccl(&self) -> bool {
@@ -469,7 +510,7 @@ impl RankComm {
                 // enqueues the same collectives in the same order.
                 unsafe {
                     nccl::all_reduce(
-                        self.buf.ptr() as *const c_void,
+                        self.buf() as *const c_void,
                         out as *mut c_void,
                         n,
                         nccl_type(dtype),
@@ -555,7 +596,26 @@ impl RankComm {
         dtype: Dtype,
         offsets: &[u64],
     ) -> Result<(), KernelError> {
+        self.all_gather_in(pattern, dtype, offsets, 0)
+    }
+
+    /// [`RankComm::all_gather`] in registered buffer `slot`.
+    pub fn all_gather_in(
+        &mut self,
+        pattern: Pattern,
+        dtype: Dtype,
+        offsets: &[u64],
+        slot: usize,
+    ) -> Result<(), KernelError> {
         check_dtype(dtype)?;
+        if slot >= self.bufs.len() {
+            return Err(KernelError::Cuda(format!(
+                "registered buffer {slot} asked for; the group has {}",
+                self.bufs.len()
+            )));
+        }
+        let mut peers = self.peers;
+        peers.buf = self.slot_ptrs[slot];
         if offsets.len() != self.world + 1
             || offsets.windows(2).any(|w| w[0] > w[1])
             || offsets[self.world] as usize > self.capacity()
@@ -573,7 +633,7 @@ impl RankComm {
                 let piece = offsets[1] - offsets[0];
                 let eb = dtype.bytes() as u64;
                 let equal = offsets[0] == 0
-                    && piece % eb == 0
+                    && piece.is_multiple_of(eb)
                     && offsets.windows(2).all(|w| w[1] - w[0] == piece);
                 if !equal {
                     return Err(KernelError::Cuda(
@@ -581,7 +641,7 @@ impl RankComm {
                     ));
                 }
                 let comm = self.nccl_comm()?;
-                let base = self.buf.ptr();
+                let base = peers.buf[me];
                 // SAFETY: in place: rank r's piece sits at base + r x piece, the buffer holds
                 // world x piece bytes; the same collectives on every rank in the same order.
                 unsafe {
@@ -603,7 +663,6 @@ impl RankComm {
                 } else {
                     &self.funcs.push
                 };
-                let mut peers = self.peers;
                 peers.off[..offsets.len()].copy_from_slice(offsets);
                 let biggest = offsets.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
                 let blocks = grid(biggest as usize, self.max_blocks);
@@ -629,7 +688,6 @@ impl RankComm {
                 // The staging slot holds world x ll_words words, indexed by the buffer's words.
                 self.ll_fits(total.div_ceil(self.world))?;
                 let biggest = offsets.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
-                let mut peers = self.peers;
                 peers.off[..offsets.len()].copy_from_slice(offsets);
                 self.ll_epoch = self.ll_epoch.wrapping_add(1).max(1);
                 let cfg = LaunchConfig {
@@ -648,7 +706,7 @@ impl RankComm {
                 unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
                 Ok(())
             }
-            Pattern::CopyEngine => self.copy_engine_gather(offsets),
+            Pattern::CopyEngine => self.copy_engine_gather(offsets, &peers.buf),
             other => Err(KernelError::Cuda(format!(
                 "{} is not an all-gather pattern",
                 other.name()
@@ -659,7 +717,11 @@ impl RankComm {
     /// The copy-engine all-gather: tell every peer "ready" (a flag in its memory), wait until
     /// every peer is ready, copy this rank's piece into every peer's buffer, tell every peer
     /// "done", wait for every peer's "done".
-    fn copy_engine_gather(&mut self, offsets: &[u64]) -> Result<(), KernelError> {
+    fn copy_engine_gather(
+        &mut self,
+        offsets: &[u64],
+        bufs: &[u64; MAX_RANKS],
+    ) -> Result<(), KernelError> {
         let value = self.next_value();
         let me = self.rank;
         let s = self.stream.cu_stream();
@@ -703,12 +765,7 @@ impl RankComm {
                     // SAFETY: the same byte range of two live registered buffers, peer access
                     // on (unified addressing: the driver picks the peer path).
                     check("cuMemcpyAsync", unsafe {
-                        sys::cuMemcpyAsync(
-                            self.peers.buf[q] + lo,
-                            self.peers.buf[me] + lo,
-                            (hi - lo) as usize,
-                            s,
-                        )
+                        sys::cuMemcpyAsync(bufs[q] + lo, bufs[me] + lo, (hi - lo) as usize, s)
                     })?;
                 }
             }
@@ -755,11 +812,13 @@ impl RankComm {
     pub fn write(&self, offset: usize, bytes: &[u8]) -> Result<(), KernelError> {
         self.range_ok(offset, bytes.len())?;
         self.ctx.bind_to_thread().map_err(drv("cuCtxSetCurrent"))?;
-        self.stream.synchronize().map_err(drv("cuStreamSynchronize"))?;
+        self.stream
+            .synchronize()
+            .map_err(drv("cuStreamSynchronize"))?;
         // SAFETY: the range lies in the buffer (checked); synchronous copy from host memory.
         check("cuMemcpyHtoD", unsafe {
             sys::cuMemcpyHtoD_v2(
-                self.buf.ptr() + offset as u64,
+                self.buf() + offset as u64,
                 bytes.as_ptr() as *const c_void,
                 bytes.len(),
             )
@@ -770,7 +829,9 @@ impl RankComm {
     /// rank's stream is done).
     pub fn read(&self, src: u64, out: &mut [u8]) -> Result<(), KernelError> {
         self.ctx.bind_to_thread().map_err(drv("cuCtxSetCurrent"))?;
-        self.stream.synchronize().map_err(drv("cuStreamSynchronize"))?;
+        self.stream
+            .synchronize()
+            .map_err(drv("cuStreamSynchronize"))?;
         // SAFETY: the caller names a live range of this rank; synchronous copy to host memory.
         check("cuMemcpyDtoH", unsafe {
             sys::cuMemcpyDtoH_v2(out.as_mut_ptr() as *mut c_void, src, out.len())
@@ -784,7 +845,9 @@ impl RankComm {
         check("cuMemsetD8Async", unsafe {
             sys::cuMemsetD8Async(dst, byte, bytes, self.stream.cu_stream())
         })?;
-        self.stream.synchronize().map_err(drv("cuStreamSynchronize"))
+        self.stream
+            .synchronize()
+            .map_err(drv("cuStreamSynchronize"))
     }
 
     fn range_ok(&self, offset: usize, len: usize) -> Result<(), KernelError> {
@@ -1045,7 +1108,11 @@ fn run_case(
             }
             _ => {
                 rc.fill(rc.buf(), total, 0xff)?;
-                encode(case.dtype, (0..n).map(|i| value(rank * n + i, rank)), &mut bytes);
+                encode(
+                    case.dtype,
+                    (0..n).map(|i| value(rank * n + i, rank)),
+                    &mut bytes,
+                );
                 rc.write(rank * n * eb, &bytes)?;
             }
         }

@@ -102,9 +102,11 @@ fn list<T>(s: &str, what: &str, parse: impl Fn(&str) -> Option<T>) -> anyhow::Re
 
 pub fn run(a: CommArgs) -> anyhow::Result<ExitCode> {
     let sizes = parse_sizes(&a.sizes)?;
-    let collectives = list(&a.collectives, "collectives", |t| match Collective::parse(t) {
-        Some(Collective::ReduceScatter) | None => None,
-        c => c,
+    let collectives = list(&a.collectives, "collectives", |t| {
+        match Collective::parse(t) {
+            Some(Collective::ReduceScatter) | None => None,
+            c => c,
+        }
     })?;
     let dtypes = list(&a.dtypes, "dtypes", |t| match Dtype::parse(t) {
         Some(d @ (Dtype::F32 | Dtype::Bf16)) => Some(d),
@@ -183,6 +185,7 @@ pub fn run(a: CommArgs) -> anyhow::Result<ExitCode> {
             capacity,
             scratch: needs_scratch,
             nccl: needs_nccl,
+            slots: 1,
             ll_bytes: cases
                 .iter()
                 .filter(|c| c.pattern == Pattern::Ll)
@@ -196,7 +199,8 @@ pub fn run(a: CommArgs) -> anyhow::Result<ExitCode> {
         .map(|o| o.to_string())
         .collect::<Vec<_>>()
         .join(";");
-    let file = std::fs::File::create(&a.out).with_context(|| format!("create {}", a.out.display()))?;
+    let file =
+        std::fs::File::create(&a.out).with_context(|| format!("create {}", a.out.display()))?;
     let out = std::sync::Mutex::new(std::io::BufWriter::new(file));
     {
         let mut w = csv::Writer::from_writer(Vec::new());
@@ -254,12 +258,14 @@ pub fn run(a: CommArgs) -> anyhow::Result<ExitCode> {
                 )
             }
         }
-        let res = runs::row_csv(&run).map_err(|e| e.to_string()).and_then(|b| {
-            let mut o = out.lock().expect("no panic");
-            o.write_all(&b)
-                .and_then(|_| o.flush())
-                .map_err(|e| e.to_string())
-        });
+        let res = runs::row_csv(&run)
+            .map_err(|e| e.to_string())
+            .and_then(|b| {
+                let mut o = out.lock().expect("no panic");
+                o.write_all(&b)
+                    .and_then(|_| o.flush())
+                    .map_err(|e| e.to_string())
+            });
         if let Err(e) = res {
             write_err.lock().expect("no panic").get_or_insert(e);
         }

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use augur_models::comm;
 use augur_models::eval::{self, RowSelect};
 use augur_models::model::IterationMode;
 use augur_models::{export, Model, Runs, TrainParams};
@@ -80,8 +81,63 @@ fn runs_files(args: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// Whether the first runs file is a comm runs table (by its first column).
+fn comm_runs(files: &[PathBuf]) -> bool {
+    files.first().is_some_and(|f| {
+        csv::Reader::from_path(f)
+            .ok()
+            .and_then(|mut r| {
+                r.headers()
+                    .ok()
+                    .and_then(|h| h.get(0).map(comm::is_comm_header))
+            })
+            .unwrap_or(false)
+    })
+}
+
+/// `augur train` on comm runs: one tree per collective, depth by cross-validation over sizes;
+/// `--holdout 0` trains on every size, else sizes that are not a power of two are held out.
+fn train_comm(a: &TrainArgs, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
+    let runs = comm::CommRuns::read(files)?;
+    let params = comm::CommTrainParams {
+        max_depth: a.max_depth.min(12),
+        folds: a.folds,
+        holdout_between: a.holdout > 0.0,
+        ..comm::CommTrainParams::default()
+    }
+    .check()?;
+    let model = params.fit(&runs, env!("CARGO_PKG_VERSION"))?;
+    model.write(&a.out)?;
+    let t = &model.training;
+    println!(
+        "comm model for {}: trained on {} messages (GPUs {:?}, {}), holdout: {}",
+        model.device,
+        t.messages,
+        t.world_sizes,
+        t.dtypes.join(", "),
+        t.holdout
+    );
+    for tr in &model.trees {
+        println!(
+            "  {}: patterns {}; depth {} (size-grouped {}-fold CV oracle ratio {:.4}), {} leaves",
+            tr.collective,
+            tr.patterns.join(", "),
+            tr.max_depth,
+            t.folds,
+            tr.cv_oracle_ratio,
+            tr.tree.leaves()
+        );
+    }
+    println!("wrote {}", a.out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn train(a: TrainArgs) -> anyhow::Result<ExitCode> {
-    let runs = Runs::read(&runs_files(&a.runs)?)?;
+    let files = runs_files(&a.runs)?;
+    if comm_runs(&files) {
+        return train_comm(&a, &files);
+    }
+    let runs = Runs::read(&files)?;
     let min_weight_leaf = a
         .min_leaf_weight
         .split(',')
@@ -201,13 +257,28 @@ pub fn load_model(arg: &str) -> anyhow::Result<Model> {
     }
 }
 
+/// A comm model file, if `arg` names one.
+fn comm_model(arg: &str) -> anyhow::Result<Option<comm::CommModel>> {
+    let p = std::path::Path::new(arg);
+    if !p.is_file() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(p).with_context(|| format!("read {arg}"))?;
+    if !comm::is_comm_model(&text) {
+        return Ok(None);
+    }
+    Ok(Some(comm::CommModel::from_json(&text, arg)?))
+}
+
 pub fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
-    let m = load_model(&a.model)?;
-    let s = match a.format {
-        Format::Text => export::text(&m),
-        Format::Dot => export::dot(&m),
-        Format::Rust => export::rust(&m),
-        Format::Json => export::json(&m),
+    let s = match comm_model(&a.model)? {
+        Some(m) => match a.format {
+            Format::Text => comm::export_text(&m),
+            Format::Dot => comm::export_dot(&m),
+            Format::Rust => comm::export_rust(&m),
+            Format::Json => m.to_json(),
+        },
+        None => export_spmv(&a)?,
     };
     match a.out {
         Some(p) => {
@@ -218,6 +289,16 @@ pub fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
         None => print!("{s}"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn export_spmv(a: &ExportArgs) -> anyhow::Result<String> {
+    let m = load_model(&a.model)?;
+    Ok(match a.format {
+        Format::Text => export::text(&m),
+        Format::Dot => export::dot(&m),
+        Format::Rust => export::rust(&m),
+        Format::Json => export::json(&m),
+    })
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -244,12 +325,68 @@ pub struct EvalArgs {
     /// JSON on stdout instead of the table.
     #[arg(long)]
     json: bool,
-    /// Also write an SVG plot (oracle / selected per sample, sorted, by nnz bucket).
+    /// Also write an SVG plot (SpMV: oracle / selected per sample, sorted, by nnz bucket; comm:
+    /// bus bandwidth per pattern against size, f32, and a `-bf16` twin).
     #[arg(long)]
     svg: Option<PathBuf>,
+    /// Comm runs: also write every message (bus bandwidth per pattern, pick, oracle, rule) as
+    /// CSV here.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+}
+
+/// `augur eval` of a comm model: every message (sizes held out of training marked unseen).
+fn eval_comm(m: &comm::CommModel, a: &EvalArgs) -> anyhow::Result<ExitCode> {
+    let runs = comm::CommRuns::read(&runs_files(&a.runs)?)?;
+    let rows = comm::evaluate(m, &runs)?;
+    let sums = comm::summarize(&rows);
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &serde_json::json!({ "summary": sums, "messages": rows })
+            )?
+        );
+    } else {
+        print!("{}", comm::summary_table(m, &sums));
+    }
+    if let Some(p) = &a.csv {
+        std::fs::write(p, comm::rows_csv(&rows))
+            .with_context(|| format!("write {}", p.display()))?;
+    }
+    if let Some(p) = &a.svg {
+        for dtype in ["f32", "bf16"] {
+            let path = if dtype == "f32" {
+                p.clone()
+            } else {
+                p.with_file_name(format!(
+                    "{}-bf16.svg",
+                    p.file_stem().and_then(|s| s.to_str()).unwrap_or("busbw")
+                ))
+            };
+            if rows.iter().any(|r| r.dtype == dtype) {
+                comm::plot_busbw(
+                    &rows,
+                    dtype,
+                    &format!(
+                        "augur collectives on {} ({dtype}); circles: the model's pick",
+                        m.device
+                    ),
+                    &path,
+                )?;
+                if !a.json {
+                    println!("plot: {}", path.display());
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 pub fn eval(a: EvalArgs) -> anyhow::Result<ExitCode> {
+    if let Some(m) = comm_model(&a.model)? {
+        return eval_comm(&m, &a);
+    }
     let m = load_model(&a.model)?;
     let runs = Runs::read(&runs_files(&a.runs)?)?;
     let iterations = match &a.iterations {

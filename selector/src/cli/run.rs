@@ -28,9 +28,13 @@ pub enum RunBackend {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum GatherModeArg {
+    Auto,
     AllGather,
     Broadcasts,
-    PeerCopy,
+    Ll,
+    Pull,
+    Push,
+    CopyEngine,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -57,10 +61,15 @@ pub struct RunArgs {
     /// With --gpus: chunks per shard, each all-gathered while the next one is computed.
     #[arg(long, default_value_t = 1)]
     chunks: usize,
-    /// With --gpus: how y reaches every GPU: a padded ncclAllGather, one grouped
-    /// ncclBroadcast per shard (all-gather-v), or peer copies over NVLink without NCCL.
-    #[arg(long, value_enum, default_value = "all-gather")]
+    /// With --gpus: how y reaches every GPU: `auto` asks the communication-pattern model
+    /// (the built-in H200 one unless --comm-model); or a padded ncclAllGather, one grouped
+    /// ncclBroadcast per shard (all-gather-v), or augur's ll, pull, push or copy-engine
+    /// all-gather over peer access.
+    #[arg(long, value_enum, default_value = "auto")]
     gather_mode: GatherModeArg,
+    /// With --gpus and --gather-mode auto: a comm model file from `augur train` on comm runs.
+    #[arg(long)]
+    comm_model: Option<std::path::PathBuf>,
     /// First GPU (with one GPU).
     #[arg(long, default_value_t = 0)]
     device: usize,
@@ -108,6 +117,8 @@ struct Report {
     /// Chunks per shard and the all-gather (several GPUs).
     chunks: usize,
     gather_mode: Option<&'static str>,
+    /// How the gather mode was chosen (several GPUs).
+    gather: Option<augur::multi::GatherChoice>,
     /// One plan (single device), or one per shard.
     shards: Vec<ShardInfo>,
     setup: SetupCost,
@@ -200,6 +211,7 @@ fn run_typed<T: GpuScalar + NcclType>(a: &RunArgs, src: &MatrixSource) -> anyhow
         iterations: a.iterations,
         chunks: 1,
         gather_mode: None,
+        gather: None,
         shards: Vec::new(),
         setup: SetupCost::default(),
         per_iteration_s: 0.0,
@@ -211,18 +223,28 @@ fn run_typed<T: GpuScalar + NcclType>(a: &RunArgs, src: &MatrixSource) -> anyhow
     if let Some(n) = gpus.filter(|_| backend_kind == RunBackend::Cuda) {
         let t = Instant::now();
         let ordinals: Vec<usize> = (0..n).collect();
+        let comm_model = match &a.comm_model {
+            Some(p) => Some(std::sync::Arc::new(augur_models::comm::CommModel::read(p)?)),
+            None => None,
+        };
         let mopts = MultiOptions {
             plan: opts,
             chunks: a.chunks,
             gather: match a.gather_mode {
+                GatherModeArg::Auto => GatherMode::Auto,
                 GatherModeArg::AllGather => GatherMode::AllGather,
                 GatherModeArg::Broadcasts => GatherMode::Broadcasts,
-                GatherModeArg::PeerCopy => GatherMode::PeerCopy,
+                GatherModeArg::Ll => GatherMode::Ll,
+                GatherModeArg::Pull => GatherMode::Pull,
+                GatherModeArg::Push => GatherMode::Push,
+                GatherModeArg::CopyEngine => GatherMode::CopyEngine,
             },
+            comm_model,
         };
         let mut mg = MultiGpuSpmv::<T>::on_devices(&m, &ordinals, mopts)?;
         report.chunks = if n == 1 { 1 } else { a.chunks };
-        report.gather_mode = Some(mopts_name(a.gather_mode));
+        report.gather_mode = Some(mg.gather().mode.name());
+        report.gather = Some(mg.gather().clone());
         report.setup.total_s = t.elapsed().as_secs_f64();
         report.gpus = n;
         report.device = mg.shards()[0].device.clone();
@@ -355,14 +377,6 @@ fn check_multi<T: GpuScalar + NcclType>(
     Ok(out)
 }
 
-fn mopts_name(g: GatherModeArg) -> &'static str {
-    match g {
-        GatherModeArg::AllGather => "all-gather",
-        GatherModeArg::Broadcasts => "broadcasts",
-        GatherModeArg::PeerCopy => "peer-copy",
-    }
-}
-
 fn ms(s: f64) -> String {
     if s >= 1.0 {
         format!("{s:.2} s")
@@ -413,6 +427,23 @@ fn print_report(r: &Report, explain: bool) {
             String::new()
         }
     );
+    if let Some(g) = r.gather.as_ref().filter(|_| r.gpus > 1) {
+        println!(
+            "gather    {} for {} bytes on {} GPUs{}{}",
+            g.mode.name(),
+            g.bytes,
+            g.gpus,
+            if g.path.is_empty() {
+                String::new()
+            } else {
+                format!(" (comm model: {})", g.path.join(", "))
+            },
+            g.notes
+                .iter()
+                .map(|n| format!("; note: {n}"))
+                .collect::<String>()
+        );
+    }
     for s in &r.shards {
         let who = if r.shards.len() > 1 {
             format!(
