@@ -57,6 +57,27 @@ __device__ __forceinline__ uint4 ld_cg(const uint4* p) {
     return v;
 }
 
+// Every wait on a peer gives up after WAIT_LIMIT_NS (a peer that never arrives: a rank skipped a
+// call, or died): the kernel traps, so the caller gets a launch failure instead of a hang.
+#define WAIT_LIMIT_NS 20000000000ull
+
+__device__ __forceinline__ u64 now_ns() {
+    u64 t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ __forceinline__ void check_wait(unsigned& spins, u64& since) {
+    if ((++spins & 1023u) == 0) {
+        u64 t = now_ns();
+        if (since == 0) {
+            since = t;
+        } else if (t - since > WAIT_LIMIT_NS) {
+            __trap();
+        }
+    }
+}
+
 // Block b of this rank meets block b of every rank: every write of this block before the
 // barrier is visible to every rank's block b after it.
 __device__ void barrier(const Peers& p, int rank, int world, unsigned value) {
@@ -67,7 +88,10 @@ __device__ void barrier(const Peers& p, int rank, int world, unsigned value) {
         // __syncthreads are visible to whoever acquires the flag.
         st_release_sys((unsigned*)p.sig[q] + blockIdx.x * MAX_RANKS + rank, value);
         const unsigned* mine = (const unsigned*)p.sig[rank] + blockIdx.x * MAX_RANKS + q;
+        unsigned spins = 0;
+        u64 since = 0;
         while ((int)(ld_acquire_sys(mine) - value) < 0) {
+            check_wait(spins, since);
         }
     }
     __syncthreads();
@@ -316,14 +340,16 @@ __device__ __forceinline__ void st_pair(u64 addr, unsigned d, unsigned f) {
 }
 
 __device__ __forceinline__ unsigned ld_pair_wait(u64 addr, unsigned epoch) {
-    unsigned d, f;
-    do {
+    unsigned d, f, spins = 0;
+    u64 since = 0;
+    for (;;) {
         asm volatile("ld.volatile.global.v2.u32 {%0, %1}, [%2];"
                      : "=r"(d), "=r"(f)
                      : "l"(addr)
                      : "memory");
-    } while (f != epoch);
-    return d;
+        if (f == epoch) return d;
+        check_wait(spins, since);
+    }
 }
 
 // All-reduce: every rank sends its n-element input (as words; bf16 pairs share a word) to every

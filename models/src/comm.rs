@@ -332,6 +332,41 @@ impl CommRuns {
     }
 }
 
+/// The messages that were measured with every pattern any message of the same collective, GPU
+/// count and size has (in either dtype), and how many were not. Runs collected at different
+/// times can cover different patterns (a pattern added later); comparing a message over fewer
+/// patterns than its size peers would teach a tree that the missing pattern loses there.
+pub fn complete_messages(msgs: Vec<Message>) -> (Vec<Message>, usize) {
+    let key = |m: &Message| {
+        format!(
+            "{}|{}|{}",
+            collective_name(m.shape.collective),
+            m.shape.world_size,
+            m.shape.bytes
+        )
+    };
+    let mut seen: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for m in &msgs {
+        let e = seen.entry(key(m)).or_default();
+        for (p, _) in &m.runs {
+            if !e.contains(p) {
+                e.push(p.clone());
+            }
+        }
+    }
+    let before = msgs.len();
+    let kept: Vec<Message> = msgs
+        .into_iter()
+        .filter(|m| {
+            seen[&key(m)]
+                .iter()
+                .all(|p| m.runs.iter().any(|(q, _)| q == p))
+        })
+        .collect();
+    let dropped = before - kept.len();
+    (kept, dropped)
+}
+
 fn message_key(r: &CommRun) -> String {
     format!(
         "{}|{}|{}|{}|{}",
@@ -426,6 +461,10 @@ pub struct CommTraining {
     pub world_sizes: Vec<usize>,
     pub dtypes: Vec<String>,
     pub folds: usize,
+    /// Messages left out because they lack a pattern their size peers have
+    /// ([`complete_messages`]).
+    #[serde(default)]
+    pub incomplete: usize,
 }
 
 /// A trained communication-pattern selector: one tree per collective over the message features.
@@ -695,7 +734,7 @@ impl CheckedCommTrainParams {
     /// over message sizes (a size never spans two folds).
     pub fn fit(&self, runs: &CommRuns, augur_version: &str) -> Result<CommModel, ModelError> {
         let p = &self.0;
-        let msgs = runs.messages();
+        let (msgs, incomplete) = complete_messages(runs.messages());
         if msgs.is_empty() {
             return Err(ModelError::Train("no comm runs".into()));
         }
@@ -846,6 +885,7 @@ impl CheckedCommTrainParams {
                 world_sizes: worlds,
                 dtypes,
                 folds: p.folds,
+                incomplete,
             },
         };
         model.validate().map_err(ModelError::Train)?;
@@ -868,12 +908,13 @@ fn unit(model: &CommModel, input: &str) -> String {
 pub fn export_text(model: &CommModel) -> String {
     use crate::export::{readable, sig};
     let mut out = format!(
-        "augur communication-pattern model for {} (GPUs per group: {:?}; dtypes: {}; trained on {} messages, holdout: {})\n",
+        "augur communication-pattern model for {} (GPUs per group: {:?}; dtypes: {}; trained on {} messages, holdout: {}; {} incomplete messages left out)\n",
         model.device,
         model.training.world_sizes,
         model.training.dtypes.join(", "),
         model.training.messages,
-        model.training.holdout
+        model.training.holdout,
+        model.training.incomplete
     );
     for t in &model.trees {
         let _ = writeln!(
@@ -1082,11 +1123,13 @@ pub fn cutoff_rule(c: Collective, bytes: usize) -> &'static str {
     }
 }
 
-/// Evaluate a comm model on runs (every message; `unseen` marks sizes kept out of training).
+/// Evaluate a comm model on runs (every complete message, see [`complete_messages`]; `unseen`
+/// marks sizes kept out of training).
 pub fn evaluate(model: &CommModel, runs: &CommRuns) -> Result<Vec<CommEvalRow>, ModelError> {
     let holdout = model.training.holdout == "between";
     let mut rows = Vec::new();
-    for m in runs.messages() {
+    let (msgs, _) = complete_messages(runs.messages());
+    for m in msgs {
         let Some((oracle, oracle_s)) = m.oracle() else {
             continue;
         };

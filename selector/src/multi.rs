@@ -92,6 +92,10 @@ pub enum GatherMode {
     /// augur's push all-gather (each GPU writes its rows into every other GPU's y).
     Push,
     /// Copy engines (`cuMemcpyAsync` between peers), ordered by stream flag writes and waits.
+    /// Experimental here: correct in 3 of 4 checks on H200 x2, but one check (a 400 x 5000
+    /// f32 matrix) hung; the products run on the legacy default stream, and the hang is not
+    /// understood yet. `Auto` never picks it (push instead). Robust in `augur collect comm`
+    /// (thousands of calls on non-blocking streams).
     CopyEngine,
 }
 
@@ -275,6 +279,13 @@ fn choose_gather<T>(
     match model.choose(&shape).and_then(GatherMode::from_pattern) {
         Some(m) => {
             c.mode = m;
+            if m == GatherMode::CopyEngine {
+                c.mode = GatherMode::Push;
+                c.notes.push(
+                    "the model picked copy-engine; push instead (copy engines hung once in                      MultiGpuSpmv, see GatherMode::CopyEngine)"
+                        .into(),
+                );
+            }
             c.path = model
                 .path(&shape)
                 .into_iter()
@@ -870,7 +881,13 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
         let mut rc = ctx.rc.take();
         let (x, mut full, mut send, mut recv) = match rc.as_mut() {
             Some(rc) => {
-                rc.use_stream(compute.clone());
+                // The kernel patterns run on the compute stream, right after the product; the
+                // copy engines keep the group's own (non-blocking) stream, joined by events: on
+                // the legacy default stream a peer copy waits for the peer's default stream,
+                // which is waiting for this copy's flag (measured: a hang).
+                if ctx.gather != GatherMode::CopyEngine {
+                    rc.use_stream(compute.clone());
+                }
                 // SAFETY: the group's registered buffers of this GPU, each with room for
                 // max(rows, cols) values; they outlive the views (the RankComm is kept beside
                 // them) and the views never free them (Buf::Registered leaks on drop).
@@ -1040,8 +1057,16 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
                 .map_or(0, |r| r.end as u64 * size),
         );
         // The patterns move bytes; F32 only names a 4-byte granularity (f64 rows are 8).
+        let own = pattern == Pattern::CopyEngine;
+        if own {
+            rc.stream().join(&self.compute).map_err(cuda_err)?;
+        }
         rc.all_gather_in(pattern, Dtype::F32, &offsets, self.full_slot)
-            .map_err(AugurError::Kernel)
+            .map_err(AugurError::Kernel)?;
+        if own {
+            self.compute.join(rc.stream()).map_err(cuda_err)?;
+        }
+        Ok(())
     }
 
     /// Whether products are followed by an exchange between GPUs.

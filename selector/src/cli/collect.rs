@@ -36,7 +36,8 @@ pub struct CollectCmd {
 #[derive(Subcommand, Debug)]
 enum CollectSub {
     /// Merge runs CSVs (e.g. the shards of one collection) into one; a (matrix, kernel) row in a
-    /// later file replaces the same row of an earlier one.
+    /// later file replaces the same row of an earlier one. Comm runs likewise, by (collective,
+    /// dtype, GPUs, bytes, device, pattern).
     Merge(MergeArgs),
     /// Check and time every communication pattern (NCCL, one-shot and two-shot all-reduce;
     /// NCCL, pull, push and copy-engine all-gather) over a sweep of message sizes on N GPUs,
@@ -112,6 +113,31 @@ pub fn run(c: CollectCmd) -> anyhow::Result<ExitCode> {
 fn merge(m: MergeArgs) -> anyhow::Result<ExitCode> {
     if m.out.exists() && !m.force {
         bail!("{} exists; pass --force to replace it", m.out.display());
+    }
+    let comm = m.inputs.first().is_some_and(|f| {
+        csv::Reader::from_path(f)
+            .ok()
+            .and_then(|mut r| {
+                r.headers()
+                    .ok()
+                    .and_then(|h| h.get(0).map(augur_models::comm::is_comm_header))
+            })
+            .unwrap_or(false)
+    });
+    if comm {
+        let runs = augur_models::comm::CommRuns::read(&m.inputs)?;
+        let tmp = m.out.with_extension("csv.tmp");
+        let f = std::fs::File::create(&tmp).with_context(|| format!("create {}", tmp.display()))?;
+        runs.write(std::io::BufWriter::new(f))?;
+        std::fs::rename(&tmp, &m.out)?;
+        eprintln!(
+            "merged {} comm runs files: {} messages, {} rows -> {}",
+            m.inputs.len(),
+            runs.messages().len(),
+            runs.runs.len(),
+            m.out.display()
+        );
+        return Ok(ExitCode::SUCCESS);
     }
     let runs = Runs::read(&m.inputs)?;
     let tmp = m.out.with_extension("csv.tmp");

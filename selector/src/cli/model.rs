@@ -110,12 +110,13 @@ fn train_comm(a: &TrainArgs, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     model.write(&a.out)?;
     let t = &model.training;
     println!(
-        "comm model for {}: trained on {} messages (GPUs {:?}, {}), holdout: {}",
+        "comm model for {}: trained on {} messages (GPUs {:?}, {}), holdout: {}; {} messages left out as incomplete (a pattern their size peers have is missing)",
         model.device,
         t.messages,
         t.world_sizes,
         t.dtypes.join(", "),
-        t.holdout
+        t.holdout,
+        t.incomplete
     );
     for tr in &model.trees {
         println!(
