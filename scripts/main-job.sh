@@ -6,8 +6,9 @@
 # Matrices come in, SpMV features are gathered, the CPU kernels are checked and timed, then the
 # training pipeline runs: collect (every kernel's setup and per-iteration time on the training set)
 # -> train (decision trees, family-grouped cross-validation) -> export (readable rules) -> eval
-# (held-out families vs the oracle, the best single kernel and a hand rule). The dispatch stage
-# joins this script when the Runtime issue lands.
+# (held-out families vs the oracle, the best single kernel and a hand rule) -> run (a plan through
+# the library API, with the tree's reasons). Last, the communication-pattern selector is trained,
+# exported and evaluated on the comm runs measured on H200s (committed; no GPU needed here).
 # Outputs go to $AUGUR_OUT (default out/main-job).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -88,5 +89,18 @@ echo "== models: evaluation on the families held out of training"
   | tee "$out/eval-cpu.txt"
 
 echo
-echo "== selector: the dispatcher is not built yet (issue 6)"
-echo "wrote $out/: matrices.csv features.csv spmv-cpu.csv runs-cpu.csv model-cpu.{json,txt,dot,rs} eval-cpu.{txt,svg}"
+echo "== selector: plan and run through the library API (CPU backend), with the tree's reasons"
+"$augur" run 'stencil3d:nx=40,points=27' --backend cpu --iterations 200 --explain --check \
+  --model "$out/model-cpu.json" | tee "$out/run-cpu.txt"
+
+echo
+echo "== communication patterns: train, export and evaluate the comm selector offline on the"
+echo "   H200 comm runs committed under bench/results (collected with \`augur collect comm\` on GPUs)"
+comm_runs=bench/results/comm-model-h200-2026-11-22/train-runs.csv
+"$augur" train "$comm_runs" --out "$out/model-comm.json"
+"$augur" export "$out/model-comm.json" --format text | tee "$out/model-comm.txt"
+"$augur" eval "$comm_runs" --model "$out/model-comm.json" --svg "$out/eval-comm.svg" \
+  --csv "$out/eval-comm.csv" | tee "$out/eval-comm.txt"
+
+echo
+echo "wrote $out/: matrices.csv features.csv spmv-cpu.csv runs-cpu.csv model-cpu.{json,txt,dot,rs} eval-cpu.{txt,svg} run-cpu.txt model-comm.{json,txt} eval-comm.{txt,csv,svg} eval-comm-bf16.svg"

@@ -1,7 +1,8 @@
 //! The trained models built into augur (`models/trained/`), used when no model file is given:
 //! the CUDA one trained on an H100 (shared SuiteSparse matrices plus the generated training set up
 //! to 1e8 nonzeros), the CPU one on the 2-core development VM. Their runs CSVs are under
-//! `datasets/runs/`; their evaluation is in `docs/BENCHMARKS.md`.
+//! `datasets/runs/`; their evaluation is in `docs/BENCHMARKS.md`. The communication-pattern model
+//! was trained on H200 groups of 2 and 4 GPUs (runs under `bench/results/comm-*`).
 
 use std::sync::{Arc, OnceLock};
 

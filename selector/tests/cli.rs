@@ -923,3 +923,142 @@ fn matrix_shards_reports_halo_and_all_gather_volumes() {
         text(&out.stderr)
     );
 }
+
+/// Comm runs measured on H200s (committed under bench/results): train, export, eval and merge
+/// work on them like on SpMV runs.
+#[test]
+fn comm_runs_train_export_eval_and_merge() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let runs = format!("{root}/bench/results/comm-model-h200-2026-11-22/train-runs.csv");
+    let dir = temp_dir("comm-cli");
+    let model = dir.join("comm.json");
+    let m = model.to_str().unwrap();
+    let o = augur(&["train", &runs, "--out", m]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let t = text(&o.stdout);
+    assert!(
+        t.contains("all-reduce: patterns") && t.contains("all-gather: patterns"),
+        "{t}"
+    );
+    let o = augur(&["export", m]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let t = text(&o.stdout);
+    assert!(
+        t.contains("if world_size < 3:") && t.contains("if bytes < "),
+        "{t}"
+    );
+    let o = augur(&["export", m, "--format", "rust"]);
+    assert!(text(&o.stdout).contains("pub fn select(f: &MessageFeatures)"));
+    let o = augur(&["export", m, "--format", "dot"]);
+    assert!(text(&o.stdout).starts_with("digraph"));
+    let svg = dir.join("busbw.svg");
+    let csv = dir.join("messages.csv");
+    let o = augur(&[
+        "eval",
+        &runs,
+        "--model",
+        m,
+        "--svg",
+        svg.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let t = text(&o.stdout);
+    assert!(
+        t.contains("all, unseen sizes") && t.contains("x NCCL"),
+        "{t}"
+    );
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+    assert!(dir.join("busbw-bf16.svg").is_file());
+    assert!(std::fs::read_to_string(&csv)
+        .unwrap()
+        .starts_with("collective,dtype,world,bytes,unseen,selected,oracle,rule"));
+    let o = augur(&["eval", &runs, "--model", m, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["summary"].as_array().unwrap().len() >= 4);
+    // Merge: the same file twice is the same rows.
+    let merged = dir.join("merged.csv");
+    let o = augur(&[
+        "collect",
+        "merge",
+        &runs,
+        &runs,
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        std::fs::read_to_string(&merged).unwrap().lines().count(),
+        std::fs::read_to_string(&runs).unwrap().lines().count()
+    );
+    // A damaged row is an error naming the file and line.
+    let bad = dir.join("bad.csv");
+    let mut lines: Vec<String> = std::fs::read_to_string(&runs)
+        .unwrap()
+        .lines()
+        .take(5)
+        .map(String::from)
+        .collect();
+    lines[4] = lines[4].replacen("all-reduce,", "all-shuffle,", 1);
+    std::fs::write(&bad, lines.join("\n") + "\n").unwrap();
+    let o = augur(&["train", bad.to_str().unwrap(), "--out", m]);
+    assert!(!o.status.success());
+    let e = text(&o.stderr);
+    assert!(e.contains("bad.csv:5") && e.contains("all-shuffle"), "{e}");
+}
+
+#[test]
+fn collect_comm_says_clearly_what_is_wrong() {
+    let dir = temp_dir("comm-collect");
+    let out = dir.join("c.csv");
+    let o = augur(&[
+        "collect",
+        "comm",
+        "--gpus",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("at least 2 GPUs"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = augur(&[
+        "collect",
+        "comm",
+        "--sizes",
+        "1KiB..zz",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        text(&o.stderr).contains("`zz` is not a byte count"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = augur(&[
+        "collect",
+        "comm",
+        "--patterns",
+        "ring",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        text(&o.stderr).contains("`ring` is not known"),
+        "{}",
+        text(&o.stderr)
+    );
+    if augur_kernels::cuda::available().is_err() {
+        let o = augur(&["collect", "comm", "--out", out.to_str().unwrap()]);
+        assert!(!o.status.success());
+        let e = text(&o.stderr);
+        assert!(
+            e.contains("not available") && !e.contains("panicked"),
+            "{e}"
+        );
+    }
+}

@@ -1207,3 +1207,77 @@ fn run_case(
     }
     Ok((crate::median(times), plan.reps.max(1), batch, check))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pattern_names_round_trip_and_belong_to_collectives() {
+        for p in Pattern::ALL {
+            assert_eq!(Pattern::parse(p.name()), Some(p));
+        }
+        assert_eq!(Pattern::parse("ring"), None);
+        assert!(Pattern::of(Collective::AllReduce).contains(&Pattern::TwoShot));
+        assert!(!Pattern::of(Collective::AllReduce).contains(&Pattern::Push));
+        assert!(Pattern::of(Collective::AllGather).contains(&Pattern::CopyEngine));
+        assert!(Pattern::of(Collective::AllGather).contains(&Pattern::Ll));
+    }
+
+    #[test]
+    fn cases_round_down_to_whole_elements_per_rank() {
+        let c = Case {
+            collective: Collective::AllGather,
+            dtype: Dtype::Bf16,
+            bytes: 1028,
+            pattern: Pattern::Push,
+        };
+        // 1028 bytes over 4 ranks: 257 bytes each, 128 bf16 values.
+        assert_eq!(c.elements(4), 128);
+        assert_eq!(c.real_bytes(4), 1024);
+        let r = Case {
+            collective: Collective::AllReduce,
+            dtype: Dtype::F32,
+            bytes: 18,
+            pattern: Pattern::OneShot,
+        };
+        assert_eq!((r.elements(2), r.real_bytes(2)), (4, 16));
+    }
+
+    /// The check compares bits: every input and every sum of up to 8 inputs must be exact in
+    /// bf16 (and f32), so that any correct order of summation gives the host's bits.
+    #[test]
+    fn check_values_and_their_sums_are_exact_in_bf16() {
+        let mut bytes = Vec::new();
+        for i in 0..2000 {
+            for world in 1..=MAX_RANKS {
+                let s: f32 = (0..world).map(|r| value(i, r)).sum();
+                encode(Dtype::Bf16, std::iter::once(s), &mut bytes);
+                let back = f32::from_bits((u16::from_le_bytes([bytes[0], bytes[1]]) as u32) << 16);
+                assert_eq!(back, s, "i {i} world {world}");
+            }
+        }
+        // Not all zero, and not all equal.
+        assert!((0..64).any(|i| value(i, 0) != 0.0));
+        assert!((0..64).any(|i| value(i, 0) != value(i, 1)));
+    }
+
+    #[test]
+    fn groups_refuse_bad_sizes_and_missing_gpus_clearly() {
+        let opts = GroupOptions {
+            capacity: 1 << 20,
+            scratch: true,
+            nccl: false,
+            slots: 1,
+            ll_bytes: 0,
+        };
+        let e = CommGroup::new(&[], &opts).err().unwrap().to_string();
+        assert!(e.contains("1 to 8 GPUs"), "{e}");
+        let e = CommGroup::new(&[0; 9], &opts).err().unwrap().to_string();
+        assert!(e.contains("1 to 8 GPUs"), "{e}");
+        if super::super::available().is_err() {
+            let e = CommGroup::new(&[0, 1], &opts).err().unwrap();
+            assert!(matches!(e, KernelError::NotAvailable { .. }), "{e}");
+        }
+    }
+}

@@ -300,3 +300,24 @@ pub fn run(a: CommArgs) -> anyhow::Result<ExitCode> {
         ExitCode::FAILURE
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_sizes;
+
+    #[test]
+    fn sizes_ranges_and_lists() {
+        assert_eq!(
+            parse_sizes("1KiB..8KiB").unwrap(),
+            vec![1024, 1536, 2048, 3072, 4096, 6144, 8192]
+        );
+        assert_eq!(
+            parse_sizes("1000..4096").unwrap(),
+            vec![1000, 1024, 1536, 2048, 3072, 4096]
+        );
+        assert_eq!(parse_sizes("4,1MiB,3000").unwrap(), vec![4, 1 << 20, 3000]);
+        assert!(parse_sizes("8KiB..1KiB").is_err());
+        assert!(parse_sizes("0..1KiB").is_err());
+        assert!(parse_sizes("1KiB,x").is_err());
+    }
+}
