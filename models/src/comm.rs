@@ -57,6 +57,14 @@ pub fn is_comm_header(first_column: &str) -> bool {
     first_column == HEAD[0]
 }
 
+/// Whether a file is a comm runs CSV (by its header's first column; false when unreadable).
+pub fn is_comm_runs_file(path: &Path) -> bool {
+    csv::Reader::from_path(path)
+        .ok()
+        .and_then(|mut r| r.headers().ok().and_then(|h| h.get(0).map(is_comm_header)))
+        .unwrap_or(false)
+}
+
 pub fn collective_name(c: Collective) -> &'static str {
     match c {
         Collective::AllReduce => "all-reduce",

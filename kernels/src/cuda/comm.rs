@@ -1137,14 +1137,20 @@ fn run_case(
                 );
             }
         }
-        if let Some(i) = got.iter().zip(&bytes).position(|(a, b)| a != b) {
-            let e = i / eb;
-            return Err(KernelError::Cuda(format!(
-                "wrong result at element {e} of {} (byte {i}: {:#04x}, expected {:#04x})",
-                got.len() / eb,
-                got[i],
-                bytes[i]
-            )));
+        let wrong = got.iter().zip(&bytes).position(|(a, b)| a != b);
+        // Every rank learns whether any rank's result was wrong, so that all of them leave this
+        // case at the same point (the host barriers and the kernels pair up rank by rank).
+        if meet.max(rank, f64::from(u8::from(wrong.is_some()))) > 0.0 {
+            return Err(KernelError::Cuda(match wrong {
+                Some(i) => format!(
+                    "wrong result at element {} of {} (byte {i}: {:#04x}, expected {:#04x})",
+                    i / eb,
+                    got.len() / eb,
+                    got[i],
+                    bytes[i]
+                ),
+                None => "another GPU's result was wrong".into(),
+            }));
         }
         check = "exact".into();
     }

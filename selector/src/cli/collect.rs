@@ -114,16 +114,10 @@ fn merge(m: MergeArgs) -> anyhow::Result<ExitCode> {
     if m.out.exists() && !m.force {
         bail!("{} exists; pass --force to replace it", m.out.display());
     }
-    let comm = m.inputs.first().is_some_and(|f| {
-        csv::Reader::from_path(f)
-            .ok()
-            .and_then(|mut r| {
-                r.headers()
-                    .ok()
-                    .and_then(|h| h.get(0).map(augur_models::comm::is_comm_header))
-            })
-            .unwrap_or(false)
-    });
+    let comm = m
+        .inputs
+        .first()
+        .is_some_and(|f| augur_models::comm::is_comm_runs_file(f));
     if comm {
         let runs = augur_models::comm::CommRuns::read(&m.inputs)?;
         let tmp = m.out.with_extension("csv.tmp");
