@@ -929,15 +929,26 @@ fn value(i: usize, r: usize) -> f32 {
     (((i * 7 + r * 13) % 33) as f32 - 16.0) * 0.25
 }
 
-fn encode(dtype: Dtype, vals: impl Iterator<Item = f32>, out: &mut Vec<u8>) {
+/// `out` = the `n` values `f(0..n)` as `dtype` bytes (in parallel: the checks of 1 GiB messages
+/// would otherwise take most of a sweep's device time).
+fn encode(dtype: Dtype, n: usize, f: impl Fn(usize) -> f32 + Sync, out: &mut Vec<u8>) {
+    use rayon::prelude::*;
+    let eb = dtype.bytes();
     out.clear();
-    for v in vals {
-        match dtype {
-            Dtype::F32 => out.extend_from_slice(&v.to_le_bytes()),
-            // Exact: the values have at most 8 significant bits.
-            _ => out.extend_from_slice(&((v.to_bits() >> 16) as u16).to_le_bytes()),
-        }
-    }
+    out.resize(n * eb, 0);
+    const CHUNK: usize = 1 << 16;
+    out.par_chunks_mut(CHUNK * eb)
+        .enumerate()
+        .for_each(|(c, chunk)| {
+            for (j, e) in chunk.chunks_exact_mut(eb).enumerate() {
+                let v = f(c * CHUNK + j);
+                match dtype {
+                    Dtype::F32 => e.copy_from_slice(&v.to_le_bytes()),
+                    // Exact: the values have at most 8 significant bits.
+                    _ => e.copy_from_slice(&((v.to_bits() >> 16) as u16).to_le_bytes()),
+                }
+            }
+        });
 }
 
 /// Shared by the rank threads of a sweep.
@@ -1102,17 +1113,13 @@ fn run_case(
         let total = case.real_bytes(world);
         match case.collective {
             Collective::AllReduce => {
-                encode(case.dtype, (0..n).map(|i| value(i, rank)), &mut bytes);
+                encode(case.dtype, n, |i| value(i, rank), &mut bytes);
                 rc.write(0, &bytes)?;
                 rc.fill(out_ptr, total, 0xff)?;
             }
             _ => {
                 rc.fill(rc.buf(), total, 0xff)?;
-                encode(
-                    case.dtype,
-                    (0..n).map(|i| value(rank * n + i, rank)),
-                    &mut bytes,
-                );
+                encode(case.dtype, n, |i| value(rank * n + i, rank), &mut bytes);
                 rc.write(rank * n * eb, &bytes)?;
             }
         }
@@ -1124,20 +1131,22 @@ fn run_case(
                 rc.read(out_ptr, &mut got)?;
                 encode(
                     case.dtype,
-                    (0..n).map(|i| (0..world).map(|r| value(i, r)).sum::<f32>()),
+                    n,
+                    |i| (0..world).map(|r| value(i, r)).sum::<f32>(),
                     &mut bytes,
                 );
             }
             _ => {
                 rc.read(rc.buf(), &mut got)?;
-                encode(
-                    case.dtype,
-                    (0..n * world).map(|i| value(i, i / n)),
-                    &mut bytes,
-                );
+                encode(case.dtype, n * world, |i| value(i, i / n), &mut bytes);
             }
         }
-        let wrong = got.iter().zip(&bytes).position(|(a, b)| a != b);
+        let wrong = {
+            use rayon::prelude::*;
+            got.par_iter()
+                .zip(bytes.par_iter())
+                .position_first(|(a, b)| a != b)
+        };
         // Every rank learns whether any rank's result was wrong, so that all of them leave this
         // case at the same point (the host barriers and the kernels pair up rank by rank).
         if meet.max(rank, f64::from(u8::from(wrong.is_some()))) > 0.0 {
@@ -1258,7 +1267,7 @@ mod tests {
         for i in 0..2000 {
             for world in 1..=MAX_RANKS {
                 let s: f32 = (0..world).map(|r| value(i, r)).sum();
-                encode(Dtype::Bf16, std::iter::once(s), &mut bytes);
+                encode(Dtype::Bf16, 1, |_| s, &mut bytes);
                 let back = f32::from_bits((u16::from_le_bytes([bytes[0], bytes[1]]) as u32) << 16);
                 assert_eq!(back, s, "i {i} world {world}");
             }

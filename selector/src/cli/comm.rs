@@ -211,7 +211,9 @@ pub fn run(a: CommArgs) -> anyhow::Result<ExitCode> {
     }
     let failures = std::sync::atomic::AtomicUsize::new(0);
     let write_err = std::sync::Mutex::new(None::<String>);
+    let started = std::time::Instant::now();
     let progress = |r: &comm::CaseResult| {
+        let at = started.elapsed().as_secs_f64();
         let shape = MessageShape {
             collective: r.case.collective,
             dtype: r.case.dtype,
@@ -236,7 +238,7 @@ pub fn run(a: CommArgs) -> anyhow::Result<ExitCode> {
         let (alg, bus) = run.bandwidths().unwrap_or((0.0, 0.0));
         match r.median_s {
             Some(t) => eprintln!(
-                "{:>10} {:>4} {:>11} B {:>11}: {:>10.2} us  algbw {:>7.1} GB/s  busbw {:>7.1} GB/s  [{}]",
+                "[{at:7.1} s] {:>10} {:>4} {:>11} B {:>11}: {:>10.2} us  algbw {:>7.1} GB/s  busbw {:>7.1} GB/s  [{}]",
                 runs::collective_name(r.case.collective),
                 runs::dtype_name(r.case.dtype),
                 r.bytes,
@@ -249,7 +251,7 @@ pub fn run(a: CommArgs) -> anyhow::Result<ExitCode> {
             None => {
                 failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 eprintln!(
-                    "{:>10} {:>4} {:>11} B {:>11}: FAILED: {}",
+                    "[{at:7.1} s] {:>10} {:>4} {:>11} B {:>11}: FAILED: {}",
                     runs::collective_name(r.case.collective),
                     runs::dtype_name(r.case.dtype),
                     r.bytes,
