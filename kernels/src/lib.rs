@@ -11,6 +11,7 @@
 //!   runs.
 //! - [`check`]: poisoning, test vectors, and the per-row error bound a kernel must meet.
 
+pub mod attention;
 pub mod check;
 pub mod cpu;
 pub mod cuda;

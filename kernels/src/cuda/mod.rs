@@ -15,6 +15,7 @@ use cudarc::driver::{result, sys};
 
 use crate::KernelError;
 
+pub mod attention;
 pub mod comm;
 pub mod cusparse;
 pub mod gather;

@@ -33,8 +33,14 @@ pub const COMM: Source = Source {
     text: include_str!("../../cuda/comm.cu"),
 };
 
+/// Decode attention over ragged KV (issue 8): compiled by the check, not yet loaded by a backend.
+pub const ATTENTION: Source = Source {
+    name: "attention",
+    text: include_str!("../../cuda/attention.cu"),
+};
+
 /// Every kernel source, for `augur kernels build` and the compile check.
-pub const SOURCES: &[Source] = &[SPMV_CSR, FEATURES, COMM];
+pub const SOURCES: &[Source] = &[SPMV_CSR, FEATURES, COMM, ATTENTION];
 
 fn options(arch: (i32, i32)) -> Vec<String> {
     vec![

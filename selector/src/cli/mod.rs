@@ -1,5 +1,6 @@
 //! Command-line parsing and the subcommands.
 
+mod attention;
 mod check;
 mod collect;
 mod comm;
@@ -75,6 +76,10 @@ enum Command {
     /// run it `--iterations` times on the CPU, one GPU or `--gpus N`, and report the decision
     /// (`--explain`: the path through the trees), setup, time per iteration and GB/s.
     Run(run::RunArgs),
+    /// Decode attention over ragged KV (issue 8, first version): `augur attention check` runs
+    /// every schedule on the GPU against the f64 reference.
+    #[command(subcommand)]
+    Attention(attention::AttentionCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -115,6 +120,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export(a) => model::export(a),
         Command::Eval(a) => model::eval(a),
         Command::Run(a) => run::run(a),
+        Command::Attention(c) => attention::run(c),
         Command::Bench(BenchCommand::Dispatch(a)) => run::dispatch(a),
     }
 }

@@ -1,0 +1,331 @@
+//! Decode attention (one query token per sequence) over a ragged KV cache: the host batch (KV
+//! contiguous per sequence, or paged through a block table) and the f64 reference every GPU
+//! schedule is checked against: `o = softmax(q k^T / sqrt(d)) v` per (sequence, query head), the
+//! query head h reading KV head h / (q_heads / kv_heads) (grouped-query attention).
+//!
+//! Inputs are multiples of 1/256 in [-1, 1): exact in f16, bf16 and f32, so the GPU reads the
+//! very values the reference does and only its arithmetic differs.
+
+use augur_features::attention::{AttentionShape, Dtype, KvLayout};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::KernelError;
+
+/// Where each sequence's tokens live in the K and V arrays (`[slot][kv_head][head_dim]`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum KvStore {
+    /// Sequence s holds slots `offsets[s] .. offsets[s + 1]`.
+    Contiguous { offsets: Vec<usize> },
+    /// Token t of sequence s is slot `table[s][t / page_size] * page_size + t % page_size`;
+    /// pages are handed out in a shuffled order, as an allocator would after some churn.
+    Paged {
+        page_size: usize,
+        table: Vec<Vec<u32>>,
+        pages: usize,
+    },
+}
+
+/// A decode-attention batch on the host.
+#[derive(Debug, Clone)]
+pub struct DecodeBatch {
+    pub shape: AttentionShape,
+    /// `[batch][q_heads][head_dim]`.
+    pub q: Vec<f32>,
+    /// `[slots][kv_heads][head_dim]`.
+    pub k: Vec<f32>,
+    pub v: Vec<f32>,
+    pub store: KvStore,
+}
+
+/// The reference result.
+#[derive(Debug, Clone)]
+pub struct DecodeOutput {
+    /// `[batch][q_heads][head_dim]`; zeros for a sequence with no KV.
+    pub o: Vec<f64>,
+    /// Natural-log sum of exp of the scaled scores per `[batch][q_heads]` (what split-KV partials
+    /// are merged by); minus infinity for a sequence with no KV.
+    pub lse: Vec<f64>,
+}
+
+fn random_value(rng: &mut ChaCha8Rng) -> f32 {
+    rng.random_range(-256i32..256) as f32 / 256.0
+}
+
+impl DecodeBatch {
+    /// Random q, K and V for `shape` (one query token per sequence).
+    pub fn random(shape: &AttentionShape, seed: u64) -> Result<DecodeBatch, KernelError> {
+        shape
+            .validate()
+            .map_err(|e| KernelError::Cuda(format!("attention shape: {e}")))?;
+        if shape.query_len != 1 {
+            return Err(KernelError::Cuda(format!(
+                "decode attention takes one query token per sequence, not {}",
+                shape.query_len
+            )));
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let (b, hq, hk, d) = (
+            shape.kv_lens.len(),
+            shape.q_heads,
+            shape.kv_heads,
+            shape.head_dim,
+        );
+        let store = match shape.layout {
+            KvLayout::Contiguous => {
+                let mut offsets = vec![0usize];
+                for &l in &shape.kv_lens {
+                    offsets.push(offsets.last().expect("one") + l);
+                }
+                KvStore::Contiguous { offsets }
+            }
+            KvLayout::Paged { page_size } => {
+                let per: Vec<usize> = shape
+                    .kv_lens
+                    .iter()
+                    .map(|l| l.div_ceil(page_size))
+                    .collect();
+                let pages: usize = per.iter().sum();
+                let mut ids: Vec<u32> = (0..pages as u32).collect();
+                for i in (1..ids.len()).rev() {
+                    let j = rng.random_range(0..=i);
+                    ids.swap(i, j);
+                }
+                let mut next = ids.into_iter();
+                let table = per
+                    .iter()
+                    .map(|&n| next.by_ref().take(n).collect())
+                    .collect();
+                KvStore::Paged {
+                    page_size,
+                    table,
+                    pages,
+                }
+            }
+        };
+        let slots = match &store {
+            KvStore::Contiguous { offsets } => *offsets.last().expect("one"),
+            KvStore::Paged {
+                page_size, pages, ..
+            } => page_size * pages,
+        };
+        let mut gen = |n: usize| (0..n).map(|_| random_value(&mut rng)).collect::<Vec<f32>>();
+        let q = gen(b * hq * d);
+        let k = gen(slots * hk * d);
+        let v = gen(slots * hk * d);
+        Ok(DecodeBatch {
+            shape: shape.clone(),
+            q,
+            k,
+            v,
+            store,
+        })
+    }
+
+    /// The slot of token `t` of sequence `s`.
+    pub fn slot(&self, s: usize, t: usize) -> usize {
+        match &self.store {
+            KvStore::Contiguous { offsets } => offsets[s] + t,
+            KvStore::Paged {
+                page_size, table, ..
+            } => table[s][t / page_size] as usize * page_size + t % page_size,
+        }
+    }
+
+    /// Bytes of K and V the batch's live tokens occupy (what a decode must read at least).
+    pub fn kv_bytes(&self) -> usize {
+        let live: usize = self.shape.kv_lens.iter().sum();
+        2 * live * self.shape.kv_heads * self.shape.head_dim * self.shape.dtype.bytes()
+    }
+}
+
+/// The f64 reference.
+pub fn reference(b: &DecodeBatch) -> DecodeOutput {
+    let sh = &b.shape;
+    let (hq, hk, d) = (sh.q_heads, sh.kv_heads, sh.head_dim);
+    let group = hq / hk;
+    let scale = 1.0 / (d as f64).sqrt();
+    let mut o = vec![0.0f64; sh.kv_lens.len() * hq * d];
+    let mut lse = vec![f64::NEG_INFINITY; sh.kv_lens.len() * hq];
+    for (s, &len) in sh.kv_lens.iter().enumerate() {
+        for h in 0..hq {
+            let kv = h / group;
+            let q = &b.q[(s * hq + h) * d..][..d];
+            let scores: Vec<f64> = (0..len)
+                .map(|t| {
+                    let k = &b.k[(b.slot(s, t) * hk + kv) * d..][..d];
+                    q.iter()
+                        .zip(k)
+                        .map(|(&a, &c)| a as f64 * c as f64)
+                        .sum::<f64>()
+                        * scale
+                })
+                .collect();
+            if scores.is_empty() {
+                continue;
+            }
+            let m = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let w: Vec<f64> = scores.iter().map(|x| (x - m).exp()).collect();
+            let l: f64 = w.iter().sum();
+            let out = &mut o[(s * hq + h) * d..][..d];
+            for (t, wt) in w.iter().enumerate() {
+                let v = &b.v[(b.slot(s, t) * hk + kv) * d..][..d];
+                for (x, &y) in out.iter_mut().zip(v) {
+                    *x += wt * y as f64;
+                }
+            }
+            for x in out.iter_mut() {
+                *x /= l;
+            }
+            lse[s * hq + h] = m + l.ln();
+        }
+    }
+    DecodeOutput { o, lse }
+}
+
+/// The 16-bit pattern of `v` in `dtype` (f16 or bf16), for values exact in it (multiples of
+/// 1/256 in [-1, 1), as [`DecodeBatch::random`] makes); None if `v` is not exact.
+pub fn half_bits(dtype: Dtype, v: f32) -> Option<u16> {
+    let bits = v.to_bits();
+    match dtype {
+        Dtype::Bf16 => (bits & 0xffff == 0).then_some((bits >> 16) as u16),
+        Dtype::F16 => {
+            let sign = ((bits >> 16) & 0x8000) as u16;
+            if v == 0.0 {
+                return Some(sign);
+            }
+            let exp = ((bits >> 23) & 0xff) as i32 - 127 + 15;
+            let mant = bits & 0x7f_ffff;
+            if !(1..=30).contains(&exp) || mant & 0x1fff != 0 {
+                return None;
+            }
+            Some(sign | ((exp as u16) << 10) | (mant >> 13) as u16)
+        }
+        Dtype::F32 => None,
+    }
+}
+
+/// Largest error of `got` (`[batch][q_heads][head_dim]`) against the reference, relative to the
+/// largest |v| a head could average (1 here: every input is in [-1, 1)); and where.
+pub fn max_error(want: &DecodeOutput, got: &[f32]) -> (f64, usize) {
+    want.o
+        .iter()
+        .zip(got)
+        .enumerate()
+        .map(|(i, (&w, &g))| ((w - g as f64).abs(), i))
+        .fold(
+            (0.0, 0),
+            |a, b| if b.0 > a.0 || b.0.is_nan() { b } else { a },
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(spec: &str) -> AttentionShape {
+        AttentionShape::parse(spec).unwrap()
+    }
+
+    #[test]
+    fn one_token_gives_its_value_and_empty_sequences_give_zeros() {
+        let b = DecodeBatch::random(
+            &shape("attention:q_heads=4,kv_heads=2,head_dim=8,lens=1;0"),
+            1,
+        )
+        .unwrap();
+        let r = reference(&b);
+        for h in 0..4 {
+            let kv = h / 2;
+            let v = &b.v[(b.slot(0, 0) * 2 + kv) * 8..][..8];
+            for (x, &y) in r.o[h * 8..][..8].iter().zip(v) {
+                assert!((x - y as f64).abs() < 1e-12);
+            }
+            assert!(r.o[(4 + h) * 8..][..8].iter().all(|&x| x == 0.0));
+            assert_eq!(r.lse[4 + h], f64::NEG_INFINITY);
+        }
+    }
+
+    #[test]
+    fn a_zero_query_averages_the_values() {
+        let mut b = DecodeBatch::random(
+            &shape("attention:q_heads=2,kv_heads=1,head_dim=4,lens=37"),
+            2,
+        )
+        .unwrap();
+        b.q.iter_mut().for_each(|x| *x = 0.0);
+        let r = reference(&b);
+        for c in 0..4 {
+            let mean: f64 = (0..37)
+                .map(|t| b.v[b.slot(0, t) * 4 + c] as f64)
+                .sum::<f64>()
+                / 37.0;
+            assert!((r.o[c] - mean).abs() < 1e-12 && (r.o[4 + c] - mean).abs() < 1e-12);
+        }
+        assert!((r.lse[0] - 37f64.ln()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn paged_and_contiguous_agree_on_the_same_tokens() {
+        let spec = "attention:q_heads=8,kv_heads=2,head_dim=16,lens=0;1;15;16;17;100";
+        let c = DecodeBatch::random(&shape(spec), 3).unwrap();
+        let mut p = DecodeBatch::random(&shape(&format!("{spec},page=16")), 3).unwrap();
+        // Copy the contiguous tokens into the paged slots, then compare.
+        let w = 2 * 16;
+        let (mut k, mut v) = (vec![0.0; p.k.len()], vec![0.0; p.v.len()]);
+        for (s, &len) in c.shape.kv_lens.iter().enumerate() {
+            for t in 0..len {
+                let (a, z) = (c.slot(s, t) * w, p.slot(s, t) * w);
+                k[z..z + w].copy_from_slice(&c.k[a..a + w]);
+                v[z..z + w].copy_from_slice(&c.v[a..a + w]);
+            }
+        }
+        p.k = k;
+        p.v = v;
+        p.q = c.q.clone();
+        let (rc, rp) = (reference(&c), reference(&p));
+        assert_eq!(rc.o, rp.o);
+        // Pages are shuffled, not in order.
+        if let KvStore::Paged { table, .. } = &p.store {
+            let flat: Vec<u32> = table.iter().flatten().copied().collect();
+            assert!(flat.windows(2).any(|w| w[1] != w[0] + 1));
+        }
+    }
+
+    #[test]
+    fn inputs_are_exact_in_half_precision() {
+        let b = DecodeBatch::random(&shape("attention:q_heads=2,head_dim=64,lens=50"), 4).unwrap();
+        for &x in b.q.iter().chain(&b.k).chain(&b.v) {
+            for dt in [Dtype::F16, Dtype::Bf16] {
+                let h = half_bits(dt, x).unwrap();
+                let back = match dt {
+                    Dtype::Bf16 => f32::from_bits((h as u32) << 16),
+                    _ => {
+                        let e = ((h >> 10) & 0x1f) as i32;
+                        let m = (h & 0x3ff) as f32 / 1024.0;
+                        let s = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+                        if e == 0 {
+                            s * m * 2f32.powi(-14)
+                        } else {
+                            s * (1.0 + m) * 2f32.powi(e - 15)
+                        }
+                    }
+                };
+                assert_eq!(back, x);
+            }
+        }
+        assert!(b.q.iter().any(|&x| x != 0.0));
+        assert_eq!(half_bits(Dtype::Bf16, 1.0 / 3.0), None);
+        assert_eq!(half_bits(Dtype::F16, 1e-9), None);
+    }
+
+    #[test]
+    fn bad_shapes_are_errors() {
+        let mut s = shape("attention:q_heads=2,head_dim=8,lens=5");
+        s.query_len = 2;
+        assert!(DecodeBatch::random(&s, 0).is_err());
+        s.query_len = 1;
+        s.kv_heads = 3;
+        assert!(DecodeBatch::random(&s, 0).is_err());
+    }
+}

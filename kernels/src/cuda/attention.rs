@@ -1,0 +1,405 @@
+//! Decode attention on the GPU (`kernels/cuda/attention.cu`): upload a [`DecodeBatch`], run a
+//! schedule, read o back. FIRST VERSION: compiled and CPU-tested for its host side only; its
+//! kernels have not run on a GPU yet (issue 8).
+
+use std::sync::Arc;
+
+use augur_features::attention::Dtype;
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr,
+    LaunchConfig, PushKernelArg,
+};
+
+use super::module;
+use crate::attention::{half_bits, DecodeBatch, KvStore};
+use crate::KernelError;
+
+/// Warps per block (WARPS in attention.cu) and most query heads per KV head (GMAX).
+const WARPS: u32 = 4;
+pub const GMAX: usize = 8;
+
+/// A decode-attention schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum Schedule {
+    /// One block per (sequence, query head).
+    Head,
+    /// One block per (sequence, KV head) with all its query heads.
+    Gqa,
+    /// Split-KV: that many splits per (sequence, KV head), then a combine.
+    Split(u32),
+    /// The batch's tokens in chunks of this many, regardless of sequences, then a combine.
+    Balanced(u32),
+}
+
+impl Schedule {
+    /// The schedules of issue 8: head, gqa, split-2..32, balanced with 256-token chunks.
+    pub fn all() -> Vec<Schedule> {
+        let mut v = vec![Schedule::Head, Schedule::Gqa];
+        v.extend([2, 4, 8, 16, 32].map(Schedule::Split));
+        v.push(Schedule::Balanced(256));
+        v
+    }
+
+    pub fn name(self) -> String {
+        match self {
+            Schedule::Head => "head".into(),
+            Schedule::Gqa => "gqa".into(),
+            Schedule::Split(s) => format!("split-{s}"),
+            Schedule::Balanced(c) => format!("balanced-{c}"),
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Schedule> {
+        match s {
+            "head" => Some(Schedule::Head),
+            "gqa" => Some(Schedule::Gqa),
+            _ => {
+                let (k, n) = s.split_once('-')?;
+                let n: u32 = n.parse().ok().filter(|&n| n >= 1)?;
+                match k {
+                    "split" => Some(Schedule::Split(n)),
+                    "balanced" => Some(Schedule::Balanced(n)),
+                    _ => None,
+                }
+            }
+        }
+    }
+}
+
+/// The partial records of a balanced schedule: for each sequence, its first record; a sequence
+/// of `len` tokens starting at global token `start` spans chunks `start / chunk ..= (start +
+/// len - 1) / chunk` (none when empty). Returns (cu_lens, rec_base); the last rec_base entry is
+/// the record count.
+pub fn balanced_records(lens: &[usize], chunk: usize) -> (Vec<i64>, Vec<i32>) {
+    let mut cu = vec![0i64];
+    let mut rec = vec![0i32];
+    for &l in lens {
+        let start = *cu.last().expect("one") as usize;
+        let n = if l == 0 {
+            0
+        } else {
+            (start + l - 1) / chunk - start / chunk + 1
+        };
+        cu.push((start + l) as i64);
+        rec.push(rec.last().expect("one") + n as i32);
+    }
+    (cu, rec)
+}
+
+fn drv(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> KernelError {
+    move |e| KernelError::Cuda(format!("{what}: {e}"))
+}
+
+/// The Kv struct of attention.cu.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct KvArg {
+    k: u64,
+    v: u64,
+    lens: u64,
+    offsets: u64,
+    table: u64,
+    max_pages: i32,
+    page: i32,
+    kv_heads: i32,
+}
+
+// SAFETY: plain old data laid out as the C struct.
+unsafe impl DeviceRepr for KvArg {}
+
+/// A batch on the GPU, with room for the output and the partial records.
+pub struct DeviceBatch {
+    batch: usize,
+    q_heads: usize,
+    kv_heads: usize,
+    head_dim: usize,
+    dtype: Dtype,
+    lens: Vec<usize>,
+    q: CudaSlice<u16>,
+    k: CudaSlice<u16>,
+    v: CudaSlice<u16>,
+    d_lens: CudaSlice<i32>,
+    offsets: Option<CudaSlice<i32>>,
+    table: Option<(CudaSlice<i32>, usize, usize)>,
+    pub o: CudaSlice<f32>,
+    pub lse: CudaSlice<f32>,
+}
+
+/// The attention kernels on one GPU.
+pub struct CudaAttention {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    module: Arc<CudaModule>,
+}
+
+impl CudaAttention {
+    pub fn new(ordinal: usize) -> Result<CudaAttention, KernelError> {
+        let dev = super::devices()?.into_iter().nth(ordinal).ok_or_else(|| {
+            KernelError::NotAvailable {
+                backend: "cuda".into(),
+                why: format!("no GPU {ordinal}; use --backend cpu"),
+            }
+        })?;
+        let ctx = CudaContext::new(ordinal).map_err(drv("cuCtxCreate"))?;
+        let stream = ctx.default_stream();
+        let (ptx, _) = module::ptx(module::ATTENTION, dev.compute_capability)?;
+        let module = ctx.load_module(ptx).map_err(drv("cuModuleLoadData"))?;
+        Ok(CudaAttention {
+            ctx,
+            stream,
+            module,
+        })
+    }
+
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    fn func(&self, name: &str) -> Result<CudaFunction, KernelError> {
+        self.module
+            .load_function(name)
+            .map_err(|e| KernelError::Cuda(format!("kernel {name}: {e}")))
+    }
+
+    /// Upload `b` (inputs as 16-bit floats of its dtype) with a poisoned (NaN) output.
+    pub fn upload(&self, b: &DecodeBatch) -> Result<DeviceBatch, KernelError> {
+        let sh = &b.shape;
+        let dtype = sh.dtype;
+        if !matches!(dtype, Dtype::F16 | Dtype::Bf16) {
+            return Err(KernelError::Cuda(format!(
+                "decode attention takes f16 or bf16 inputs, not {dtype:?}"
+            )));
+        }
+        if ![64, 128, 256].contains(&sh.head_dim) {
+            return Err(KernelError::Cuda(format!(
+                "head_dim {} (64, 128 or 256)",
+                sh.head_dim
+            )));
+        }
+        if sh.q_heads / sh.kv_heads > GMAX {
+            return Err(KernelError::Cuda(format!(
+                "{} query heads per KV head; at most {GMAX}",
+                sh.q_heads / sh.kv_heads
+            )));
+        }
+        let bits = |v: &[f32]| -> Result<Vec<u16>, KernelError> {
+            v.iter()
+                .map(|&x| {
+                    half_bits(dtype, x)
+                        .ok_or_else(|| KernelError::Cuda(format!("{x} is not exact in {dtype:?}")))
+                })
+                .collect()
+        };
+        let s = &self.stream;
+        let up16 = |v: Vec<u16>| s.clone_htod(&v).map_err(drv("upload"));
+        let up32 = |v: Vec<i32>| s.clone_htod(&v).map_err(drv("upload"));
+        let lens = sh.kv_lens.clone();
+        let (offsets, table) = match &b.store {
+            KvStore::Contiguous { offsets } => (
+                Some(up32(
+                    offsets[..lens.len()].iter().map(|&o| o as i32).collect(),
+                )?),
+                None,
+            ),
+            KvStore::Paged {
+                page_size, table, ..
+            } => {
+                let maxp = table.iter().map(Vec::len).max().unwrap_or(0).max(1);
+                let mut flat = vec![0i32; lens.len() * maxp];
+                for (s, t) in table.iter().enumerate() {
+                    for (j, &p) in t.iter().enumerate() {
+                        flat[s * maxp + j] = p as i32;
+                    }
+                }
+                (None, Some((up32(flat)?, maxp, *page_size)))
+            }
+        };
+        let n_out = lens.len() * sh.q_heads * sh.head_dim;
+        Ok(DeviceBatch {
+            batch: lens.len(),
+            q_heads: sh.q_heads,
+            kv_heads: sh.kv_heads,
+            head_dim: sh.head_dim,
+            dtype,
+            q: up16(bits(&b.q)?)?,
+            k: up16(bits(&b.k)?)?,
+            v: up16(bits(&b.v)?)?,
+            d_lens: up32(lens.iter().map(|&l| l as i32).collect())?,
+            offsets,
+            table,
+            o: s.clone_htod(&vec![f32::NAN; n_out])
+                .map_err(drv("upload"))?,
+            lse: s
+                .clone_htod(&vec![f32::NAN; lens.len() * sh.q_heads])
+                .map_err(drv("upload"))?,
+            lens,
+        })
+    }
+
+    /// Run `sched` on `d` (enqueued; `output` waits). Split and balanced schedules allocate
+    /// their partial records here.
+    pub fn run(&self, d: &mut DeviceBatch, sched: Schedule) -> Result<(), KernelError> {
+        let s = &self.stream;
+        let dim = d.head_dim;
+        let kind = if d.dtype == Dtype::F16 { "f16" } else { "bf16" };
+        let scale = 1.0f32 / (dim as f32).sqrt();
+        let q_heads = d.q_heads as i32;
+        let smem = ((WARPS as usize * GMAX * (2 + dim) + GMAX * dim) * 4) as u32;
+        let kv = {
+            let (k, _g1) = d.k.device_ptr(s);
+            let (v, _g2) = d.v.device_ptr(s);
+            let (lens, _g3) = d.d_lens.device_ptr(s);
+            let offsets = d.offsets.as_ref().map_or(0, |o| o.device_ptr(s).0);
+            let (table, maxp, page) = match &d.table {
+                Some((t, m, p)) => (t.device_ptr(s).0, *m as i32, *p as i32),
+                None => (0, 0, 1),
+            };
+            KvArg {
+                k,
+                v,
+                lens,
+                offsets,
+                table,
+                max_pages: maxp,
+                page,
+                kv_heads: d.kv_heads as i32,
+            }
+        };
+        let cfg = |grid: (u32, u32, u32)| LaunchConfig {
+            grid_dim: grid,
+            block_dim: (WARPS * 32, 1, 1),
+            shared_mem_bytes: smem,
+        };
+        let b = d.batch as u32;
+        match sched {
+            Schedule::Head | Schedule::Gqa => {
+                let (name, grid) = if sched == Schedule::Head {
+                    (
+                        format!("decode_head_{kind}_{dim}"),
+                        (b, d.q_heads as u32, 1),
+                    )
+                } else {
+                    (
+                        format!("decode_gqa_{kind}_{dim}"),
+                        (b, d.kv_heads as u32, 1),
+                    )
+                };
+                let f = self.func(&name)?;
+                let mut l = s.launch_builder(&f);
+                l.arg(&d.q)
+                    .arg(&kv)
+                    .arg(&q_heads)
+                    .arg(&scale)
+                    .arg(&mut d.o)
+                    .arg(&mut d.lse);
+                // SAFETY: the argument list matches the kernel; every array is sized by upload.
+                unsafe { l.launch(cfg(grid)) }.map_err(drv("cuLaunchKernel"))?;
+            }
+            Schedule::Split(splits) | Schedule::Balanced(splits) => {
+                let balanced = matches!(sched, Schedule::Balanced(_));
+                let (cu, rec) = balanced_records(&d.lens, splits as usize);
+                let records = if balanced {
+                    *rec.last().expect("one") as usize
+                } else {
+                    d.batch * splits as usize
+                };
+                let mut po = s
+                    .alloc_zeros::<f32>((records * d.q_heads * dim).max(1))
+                    .map_err(drv("alloc"))?;
+                let mut plse = s
+                    .alloc_zeros::<f32>((records * d.q_heads).max(1))
+                    .map_err(drv("alloc"))?;
+                let d_rec = s.clone_htod(&rec).map_err(drv("upload"))?;
+                if balanced {
+                    let total = *cu.last().expect("one") as usize;
+                    let chunks = total.div_ceil(splits as usize).max(1) as u32;
+                    let d_cu = s.clone_htod(&cu).map_err(drv("upload"))?;
+                    let f = self.func(&format!("decode_balanced_{kind}_{dim}"))?;
+                    let (batch, chunk) = (d.batch as i32, splits as i32);
+                    let mut l = s.launch_builder(&f);
+                    l.arg(&d.q)
+                        .arg(&kv)
+                        .arg(&q_heads)
+                        .arg(&scale)
+                        .arg(&batch)
+                        .arg(&d_cu)
+                        .arg(&d_rec)
+                        .arg(&chunk)
+                        .arg(&mut po)
+                        .arg(&mut plse);
+                    // SAFETY: as above; records sized by balanced_records.
+                    unsafe { l.launch(cfg((chunks, d.kv_heads as u32, 1))) }
+                        .map_err(drv("cuLaunchKernel"))?;
+                } else {
+                    let f = self.func(&format!("decode_split_{kind}_{dim}"))?;
+                    let sp = splits as i32;
+                    let mut l = s.launch_builder(&f);
+                    l.arg(&d.q)
+                        .arg(&kv)
+                        .arg(&q_heads)
+                        .arg(&scale)
+                        .arg(&sp)
+                        .arg(&mut po)
+                        .arg(&mut plse);
+                    // SAFETY: as above; batch x splits records.
+                    unsafe { l.launch(cfg((b, d.kv_heads as u32, splits))) }
+                        .map_err(drv("cuLaunchKernel"))?;
+                }
+                let f = self.func("decode_combine")?;
+                let null: u64 = 0;
+                let rec_ptr = if balanced {
+                    d_rec.device_ptr(s).0
+                } else {
+                    null
+                };
+                let (sp, dd) = (splits as i32, dim as i32);
+                let mut l = s.launch_builder(&f);
+                l.arg(&po)
+                    .arg(&plse)
+                    .arg(&rec_ptr)
+                    .arg(&sp)
+                    .arg(&q_heads)
+                    .arg(&dd)
+                    .arg(&mut d.o)
+                    .arg(&mut d.lse);
+                let cfg = LaunchConfig {
+                    grid_dim: (b, d.q_heads as u32, 1),
+                    block_dim: (dim as u32, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                // SAFETY: as above.
+                unsafe { l.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
+                s.synchronize().map_err(drv("cuStreamSynchronize"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// o as `[batch][q_heads][head_dim]` (waits for the stream).
+    pub fn output(&self, d: &DeviceBatch) -> Result<Vec<f32>, KernelError> {
+        self.stream.clone_dtoh(&d.o).map_err(drv("download"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedule_names_round_trip() {
+        for s in Schedule::all() {
+            assert_eq!(Schedule::parse(&s.name()), Some(s));
+        }
+        assert_eq!(Schedule::parse("split-0"), None);
+        assert_eq!(Schedule::parse("ring-2"), None);
+    }
+
+    #[test]
+    fn balanced_records_cover_every_chunk_piece() {
+        // lens 0, 5, 300, 1, 0 with chunks of 256: tokens 0..5 | 5..305 | 305 | -.
+        let (cu, rec) = balanced_records(&[0, 5, 300, 1, 0], 256);
+        assert_eq!(cu, vec![0, 0, 5, 305, 306, 306]);
+        // seq 1: chunk 0; seq 2: chunks 0 and 1; seq 3: chunk 1.
+        assert_eq!(rec, vec![0, 0, 1, 3, 4, 4]);
+    }
+}
