@@ -329,3 +329,80 @@ mod tests {
         assert!(DecodeBatch::random(&s, 0).is_err());
     }
 }
+
+/// FlashAttention-2's split-KV rule (`num_splits_heuristic` in flash-attention's
+/// `flash_api.cpp`), the baseline of issue 8: no split when the (batch x heads x query blocks)
+/// blocks fill 80% of the SMs; else the fewest splits whose wave efficiency is within 85% of the
+/// best, among split counts that change the blocks per split. `n_blocks` = KV blocks of the
+/// longest sequence (`ceil(max_len / block_n)`, block_n 256 for head_dim <= 64, 128 for <= 128,
+/// else 64).
+pub fn fa2_num_splits(
+    batch_heads_mblocks: usize,
+    sms: usize,
+    n_blocks: usize,
+    max_splits: usize,
+) -> usize {
+    if batch_heads_mblocks as f64 >= 0.8 * sms as f64 {
+        return 1;
+    }
+    let max_splits = max_splits.min(sms).min(n_blocks).max(1);
+    let eligible = |s: usize| s == 1 || n_blocks.div_ceil(s) != n_blocks.div_ceil(s - 1);
+    let eff = |s: usize| {
+        let waves = (batch_heads_mblocks * s) as f64 / sms as f64;
+        waves / waves.ceil()
+    };
+    let best = (1..=max_splits)
+        .filter(|&s| eligible(s))
+        .map(eff)
+        .fold(0.0f64, f64::max);
+    (1..=max_splits)
+        .filter(|&s| eligible(s))
+        .find(|&s| eff(s) >= 0.85 * best)
+        .unwrap_or(1)
+}
+
+/// The FA2 rule for a decode shape on a GPU with `sms` SMs: its split count (1: no split).
+/// Heads are the KV heads FA2 packs a GQA group into (one query block per (sequence, KV head)).
+pub fn fa2_splits_for(shape: &AttentionShape, sms: usize) -> usize {
+    let block_n = match shape.head_dim {
+        d if d <= 64 => 256,
+        d if d <= 128 => 128,
+        _ => 64,
+    };
+    let max_len = shape.kv_lens.iter().copied().max().unwrap_or(0);
+    fa2_num_splits(
+        shape.kv_lens.len() * shape.kv_heads,
+        sms,
+        max_len.div_ceil(block_n),
+        128,
+    )
+}
+
+#[cfg(test)]
+mod fa2_tests {
+    use super::*;
+
+    #[test]
+    fn fa2_rule_matches_hand_computed_cases() {
+        // Enough blocks for the GPU: no split.
+        assert_eq!(fa2_num_splits(132, 132, 64, 128), 1);
+        assert_eq!(fa2_num_splits(106, 132, 64, 128), 1);
+        // One block, 64 KV blocks: efficiency s/132; eligible splits are those that change
+        // ceil(64 / s) (1..8, 10, 11, 13, 16, 22, 32, 64); the best is 64 (0.485) and the first
+        // eligible one within 85% of it (s >= 54.4) is 64 itself.
+        assert_eq!(fa2_num_splits(1, 132, 64, 128), 64);
+        // 20 blocks: waves 20s/132, efficiency waves / ceil(waves); the best eligible is s = 13
+        // (1.97 waves: 0.985); the first eligible within 85% of it (>= 0.837) is s = 6 (0.909;
+        // s = 5 gives 0.758).
+        assert_eq!(fa2_num_splits(20, 132, 64, 128), 6);
+        // 8 blocks, 4 KV blocks: splits 1..4 eligible; efficiency 8s/132, best at s = 4 (0.242);
+        // the first >= 0.206 is s = 4.
+        assert_eq!(fa2_num_splits(8, 132, 4, 128), 4);
+        // Only one KV block: nothing to split.
+        assert_eq!(fa2_num_splits(1, 132, 1, 128), 1);
+        let s = AttentionShape::parse("attention:q_heads=32,kv_heads=8,head_dim=128,lens=8192")
+            .unwrap();
+        // 8 blocks, 64 KV blocks of 128.
+        assert_eq!(fa2_splits_for(&s, 132), fa2_num_splits(8, 132, 64, 128));
+    }
+}
