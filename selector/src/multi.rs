@@ -34,7 +34,7 @@ use std::thread::JoinHandle;
 
 use augur_datasets::Csr;
 use augur_features::attention::Dtype;
-use augur_features::message::{Collective, LinkProbe, MessageShape};
+use augur_features::message::{Collective, LinkProbe, LinkType, MessageShape};
 use augur_kernels::cpu::split_rows_by_nnz;
 use augur_kernels::cuda::comm::{CommGroup, GroupOptions, Pattern, RankComm};
 use augur_kernels::cuda::{self, DriverLinkProbe, GpuScalar, TimingPlan};
@@ -222,7 +222,7 @@ pub struct MultiGpuSpmv<T: GpuScalar + NcclType> {
 }
 
 /// Resolve [`GatherMode::Auto`] with the comm model: the all-gather of y (rows x value bytes)
-/// on these GPUs. NCCL's padded all-gather on one GPU (nothing to exchange) or with chunks.
+/// on these GPUs (probes the link and the device, then [`gather_choice`]).
 fn choose_gather<T>(
     a: &Csr<T>,
     ordinals: &[usize],
@@ -230,24 +230,17 @@ fn choose_gather<T>(
 ) -> Result<GatherChoice, AugurError> {
     let bytes = a.rows() * std::mem::size_of::<T>();
     let n = ordinals.len();
-    let mut c = GatherChoice {
-        mode: opts.gather,
-        bytes,
-        gpus: n,
-        path: Vec::new(),
-        notes: Vec::new(),
-    };
-    if opts.gather != GatherMode::Auto {
-        return Ok(c);
-    }
-    c.mode = GatherMode::AllGather;
-    if n < 2 {
-        return Ok(c);
-    }
-    if opts.chunks > 1 {
-        c.notes
-            .push("chunks > 1: NCCL's padded all-gather (augur's patterns take one chunk)".into());
-        return Ok(c);
+    if opts.gather != GatherMode::Auto || n < 2 || opts.chunks > 1 {
+        // The model is not asked: nothing to probe.
+        return Ok(gather_choice(
+            None,
+            opts.gather,
+            bytes,
+            n,
+            opts.chunks,
+            LinkType::Nvlink,
+            "",
+        ));
     }
     let model = match &opts.comm_model {
         Some(m) => m.clone(),
@@ -256,6 +249,58 @@ fn choose_gather<T>(
     let link = DriverLinkProbe
         .group_link(ordinals)
         .map_err(|e| AugurError::Invalid(format!("GPU links: {e}")))?;
+    let device = cuda::devices()?
+        .get(ordinals[0])
+        .map(|d| d.name.clone())
+        .unwrap_or_default();
+    Ok(gather_choice(
+        Some(&model),
+        GatherMode::Auto,
+        bytes,
+        n,
+        opts.chunks,
+        link,
+        &device,
+    ))
+}
+
+/// How y of `bytes` is exchanged on `n` GPUs of `device` joined by `link` when `mode` is asked
+/// for: a mode other than Auto as it is; Auto as the comm model picks it (NCCL's padded
+/// all-gather on one GPU, with chunks > 1 or without a model; push where the model says copy
+/// engines, which hung once in MultiGpuSpmv).
+pub fn gather_choice(
+    model: Option<&CommModel>,
+    mode: GatherMode,
+    bytes: usize,
+    n: usize,
+    chunks: usize,
+    link: LinkType,
+    device: &str,
+) -> GatherChoice {
+    let mut c = GatherChoice {
+        mode,
+        bytes,
+        gpus: n,
+        path: Vec::new(),
+        notes: Vec::new(),
+    };
+    if mode != GatherMode::Auto {
+        return c;
+    }
+    c.mode = GatherMode::AllGather;
+    if n < 2 {
+        return c;
+    }
+    if chunks > 1 {
+        c.notes
+            .push("chunks > 1: NCCL's padded all-gather (augur's patterns take one chunk)".into());
+        return c;
+    }
+    let Some(model) = model else {
+        c.notes
+            .push("no comm model: NCCL's padded all-gather".into());
+        return c;
+    };
     // The all-gather moves bytes; the model was trained on f32 and bf16 elements: ask for f32
     // elements of the same bytes.
     let shape = MessageShape {
@@ -266,10 +311,6 @@ fn choose_gather<T>(
         link,
         gemm: None,
     };
-    let device = cuda::devices()?
-        .get(ordinals[0])
-        .map(|d| d.name.clone())
-        .unwrap_or_default();
     if device != model.device {
         c.notes.push(format!(
             "the comm model was trained on {}, this is {device}",
@@ -282,7 +323,8 @@ fn choose_gather<T>(
             if m == GatherMode::CopyEngine {
                 c.mode = GatherMode::Push;
                 c.notes.push(
-                    "the model picked copy-engine; push instead (copy engines hung once in                      MultiGpuSpmv, see GatherMode::CopyEngine)"
+                    "the model picked copy-engine; push instead (copy engines hung once in \
+                     MultiGpuSpmv, see GatherMode::CopyEngine)"
                         .into(),
                 );
             }
@@ -296,7 +338,7 @@ fn choose_gather<T>(
             .notes
             .push("the comm model has no all-gather tree: NCCL's padded all-gather".into()),
     }
-    Ok(c)
+    c
 }
 
 /// Row boundaries cutting `a` into `n` shards of nearly equal nonzeros.

@@ -344,3 +344,69 @@ fn shard_traffic_counts_the_halo_against_the_all_gather() {
     let e = shard_traffic(&gen::<f32>("tall:rows=50,cols=20,nnz=100"), 2).unwrap_err();
     assert!(e.to_string().contains("square"), "{e}");
 }
+
+#[test]
+fn gather_choice_follows_the_comm_model_with_its_exceptions() {
+    use crate::multi::{gather_choice, GatherMode};
+    use augur_features::message::LinkType;
+    let m = crate::defaults::comm_model().unwrap();
+    let dev = m.device.clone();
+    let pick = |bytes: usize, n: usize, chunks: usize| {
+        gather_choice(
+            Some(&m),
+            GatherMode::Auto,
+            bytes,
+            n,
+            chunks,
+            LinkType::Nvlink,
+            &dev,
+        )
+    };
+    // A forced mode is kept; one GPU and chunks > 1 take NCCL's padded all-gather.
+    let c = gather_choice(
+        Some(&m),
+        GatherMode::Pull,
+        1 << 20,
+        2,
+        1,
+        LinkType::Nvlink,
+        &dev,
+    );
+    assert_eq!(c.mode, GatherMode::Pull);
+    assert_eq!(pick(1 << 20, 1, 1).mode, GatherMode::AllGather);
+    let c = pick(1 << 20, 2, 3);
+    assert_eq!(c.mode, GatherMode::AllGather);
+    assert!(c.notes[0].contains("chunks"));
+    // Otherwise the model's pick, with its path; never copy engines (push instead, noted).
+    for bytes in [4 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30] {
+        for n in [2, 4] {
+            let c = pick(bytes, n, 1);
+            assert_ne!(c.mode, GatherMode::CopyEngine);
+            assert!(!c.path.is_empty());
+            let shape = augur_features::message::MessageShape::parse(&format!(
+                "message:collective=all-gather,bytes={bytes},world={n}"
+            ))
+            .unwrap();
+            match m.choose(&shape).unwrap() {
+                "copy-engine" => {
+                    assert_eq!(c.mode, GatherMode::Push);
+                    assert!(c.notes.iter().any(|n| n.contains("copy-engine")));
+                }
+                p => assert_eq!(Some(c.mode), GatherMode::from_pattern(p)),
+            }
+        }
+    }
+    // Another device is noted; no model means NCCL.
+    let c = gather_choice(
+        Some(&m),
+        GatherMode::Auto,
+        1 << 20,
+        2,
+        1,
+        LinkType::Nvlink,
+        "Other GPU",
+    );
+    assert!(c.notes.iter().any(|n| n.contains("Other GPU")));
+    let c = gather_choice(None, GatherMode::Auto, 1 << 20, 2, 1, LinkType::Nvlink, "");
+    assert_eq!(c.mode, GatherMode::AllGather);
+}
