@@ -49,6 +49,14 @@ impl Schedule {
         }
     }
 
+    /// Splits or chunk size (0 for head and gqa).
+    pub fn param(self) -> u32 {
+        match self {
+            Schedule::Split(n) | Schedule::Balanced(n) => n,
+            _ => 0,
+        }
+    }
+
     pub fn parse(s: &str) -> Option<Schedule> {
         match s {
             "head" => Some(Schedule::Head),
@@ -107,7 +115,27 @@ struct KvArg {
 // SAFETY: plain old data laid out as the C struct.
 unsafe impl DeviceRepr for KvArg {}
 
-/// A batch on the GPU, with room for the output and the partial records.
+/// A schedule made ready for a batch: its kernels, grid and workspace.
+pub struct Prepared {
+    pub sched: Schedule,
+    main: CudaFunction,
+    combine: CudaFunction,
+    grid: (u32, u32, u32),
+    /// Partial o and lse records (split, balanced).
+    partial: Option<(CudaSlice<f32>, CudaSlice<f32>)>,
+    /// cu_lens and rec_base (balanced).
+    tables: Option<(CudaSlice<i64>, CudaSlice<i32>)>,
+}
+
+fn kind(d: &DeviceBatch) -> &'static str {
+    if d.dtype == Dtype::F16 {
+        "f16"
+    } else {
+        "bf16"
+    }
+}
+
+/// A batch on the GPU, with room for the output.
 pub struct DeviceBatch {
     batch: usize,
     q_heads: usize,
@@ -236,12 +264,71 @@ impl CudaAttention {
         })
     }
 
-    /// Run `sched` on `d` (enqueued; `output` waits). Split and balanced schedules allocate
-    /// their partial records here.
-    pub fn run(&self, d: &mut DeviceBatch, sched: Schedule) -> Result<(), KernelError> {
+    /// What `sched` needs on `d` besides the batch: the partial records (split, balanced) and
+    /// the chunk tables (balanced), allocated once so that launches can be timed alone.
+    pub fn prepare(&self, d: &DeviceBatch, sched: Schedule) -> Result<Prepared, KernelError> {
+        let s = &self.stream;
+        let (kernel, records, tables, grid) = match sched {
+            Schedule::Head => (
+                format!("decode_head_{}_{}", kind(d), d.head_dim),
+                0,
+                None,
+                (d.batch as u32, d.q_heads as u32, 1),
+            ),
+            Schedule::Gqa => (
+                format!("decode_gqa_{}_{}", kind(d), d.head_dim),
+                0,
+                None,
+                (d.batch as u32, d.kv_heads as u32, 1),
+            ),
+            Schedule::Split(sp) => (
+                format!("decode_split_{}_{}", kind(d), d.head_dim),
+                d.batch * sp as usize,
+                None,
+                (d.batch as u32, d.kv_heads as u32, sp),
+            ),
+            Schedule::Balanced(chunk) => {
+                let (cu, rec) = balanced_records(&d.lens, chunk as usize);
+                let total = *cu.last().expect("one") as usize;
+                let chunks = total.div_ceil(chunk as usize).max(1) as u32;
+                let records = *rec.last().expect("one") as usize;
+                let t = (
+                    s.clone_htod(&cu).map_err(drv("upload"))?,
+                    s.clone_htod(&rec).map_err(drv("upload"))?,
+                );
+                (
+                    format!("decode_balanced_{}_{}", kind(d), d.head_dim),
+                    records,
+                    Some(t),
+                    (chunks, d.kv_heads as u32, 1),
+                )
+            }
+        };
+        let partial = if records > 0 || matches!(sched, Schedule::Split(_) | Schedule::Balanced(_))
+        {
+            Some((
+                s.alloc_zeros::<f32>((records * d.q_heads * d.head_dim).max(1))
+                    .map_err(drv("alloc"))?,
+                s.alloc_zeros::<f32>((records * d.q_heads).max(1))
+                    .map_err(drv("alloc"))?,
+            ))
+        } else {
+            None
+        };
+        Ok(Prepared {
+            sched,
+            main: self.func(&kernel)?,
+            combine: self.func("decode_combine")?,
+            grid,
+            partial,
+            tables,
+        })
+    }
+
+    /// Enqueue `p` on `d` (the schedule's kernel, then its combine for split and balanced).
+    pub fn launch(&self, d: &mut DeviceBatch, p: &mut Prepared) -> Result<(), KernelError> {
         let s = &self.stream;
         let dim = d.head_dim;
-        let kind = if d.dtype == Dtype::F16 { "f16" } else { "bf16" };
         let scale = 1.0f32 / (dim as f32).sqrt();
         let q_heads = d.q_heads as i32;
         let smem = ((WARPS as usize * GMAX * (2 + dim) + GMAX * dim) * 4) as u32;
@@ -251,7 +338,7 @@ impl CudaAttention {
             let (lens, _g3) = d.d_lens.device_ptr(s);
             let offsets = d.offsets.as_ref().map_or(0, |o| o.device_ptr(s).0);
             let (table, maxp, page) = match &d.table {
-                Some((t, m, p)) => (t.device_ptr(s).0, *m as i32, *p as i32),
+                Some((t, m, pg)) => (t.device_ptr(s).0, *m as i32, *pg as i32),
                 None => (0, 0, 1),
             };
             KvArg {
@@ -265,114 +352,91 @@ impl CudaAttention {
                 kv_heads: d.kv_heads as i32,
             }
         };
-        let cfg = |grid: (u32, u32, u32)| LaunchConfig {
-            grid_dim: grid,
+        let cfg = LaunchConfig {
+            grid_dim: p.grid,
             block_dim: (WARPS * 32, 1, 1),
             shared_mem_bytes: smem,
         };
-        let b = d.batch as u32;
-        match sched {
-            Schedule::Head | Schedule::Gqa => {
-                let (name, grid) = if sched == Schedule::Head {
-                    (
-                        format!("decode_head_{kind}_{dim}"),
-                        (b, d.q_heads as u32, 1),
-                    )
-                } else {
-                    (
-                        format!("decode_gqa_{kind}_{dim}"),
-                        (b, d.kv_heads as u32, 1),
-                    )
-                };
-                let f = self.func(&name)?;
-                let mut l = s.launch_builder(&f);
-                l.arg(&d.q)
-                    .arg(&kv)
-                    .arg(&q_heads)
-                    .arg(&scale)
-                    .arg(&mut d.o)
-                    .arg(&mut d.lse);
-                // SAFETY: the argument list matches the kernel; every array is sized by upload.
-                unsafe { l.launch(cfg(grid)) }.map_err(drv("cuLaunchKernel"))?;
+        let mut l = s.launch_builder(&p.main);
+        l.arg(&d.q).arg(&kv).arg(&q_heads).arg(&scale);
+        let (batch, splits) = (d.batch as i32, p.sched.param() as i32);
+        match (&mut p.partial, &p.tables) {
+            (None, _) => {
+                l.arg(&mut d.o).arg(&mut d.lse);
             }
-            Schedule::Split(splits) | Schedule::Balanced(splits) => {
-                let balanced = matches!(sched, Schedule::Balanced(_));
-                let (cu, rec) = balanced_records(&d.lens, splits as usize);
-                let records = if balanced {
-                    *rec.last().expect("one") as usize
-                } else {
-                    d.batch * splits as usize
-                };
-                let mut po = s
-                    .alloc_zeros::<f32>((records * d.q_heads * dim).max(1))
-                    .map_err(drv("alloc"))?;
-                let mut plse = s
-                    .alloc_zeros::<f32>((records * d.q_heads).max(1))
-                    .map_err(drv("alloc"))?;
-                let d_rec = s.clone_htod(&rec).map_err(drv("upload"))?;
-                if balanced {
-                    let total = *cu.last().expect("one") as usize;
-                    let chunks = total.div_ceil(splits as usize).max(1) as u32;
-                    let d_cu = s.clone_htod(&cu).map_err(drv("upload"))?;
-                    let f = self.func(&format!("decode_balanced_{kind}_{dim}"))?;
-                    let (batch, chunk) = (d.batch as i32, splits as i32);
-                    let mut l = s.launch_builder(&f);
-                    l.arg(&d.q)
-                        .arg(&kv)
-                        .arg(&q_heads)
-                        .arg(&scale)
-                        .arg(&batch)
-                        .arg(&d_cu)
-                        .arg(&d_rec)
-                        .arg(&chunk)
-                        .arg(&mut po)
-                        .arg(&mut plse);
-                    // SAFETY: as above; records sized by balanced_records.
-                    unsafe { l.launch(cfg((chunks, d.kv_heads as u32, 1))) }
-                        .map_err(drv("cuLaunchKernel"))?;
-                } else {
-                    let f = self.func(&format!("decode_split_{kind}_{dim}"))?;
-                    let sp = splits as i32;
-                    let mut l = s.launch_builder(&f);
-                    l.arg(&d.q)
-                        .arg(&kv)
-                        .arg(&q_heads)
-                        .arg(&scale)
-                        .arg(&sp)
-                        .arg(&mut po)
-                        .arg(&mut plse);
-                    // SAFETY: as above; batch x splits records.
-                    unsafe { l.launch(cfg((b, d.kv_heads as u32, splits))) }
-                        .map_err(drv("cuLaunchKernel"))?;
-                }
-                let f = self.func("decode_combine")?;
-                let null: u64 = 0;
-                let rec_ptr = if balanced {
-                    d_rec.device_ptr(s).0
-                } else {
-                    null
-                };
-                let (sp, dd) = (splits as i32, dim as i32);
-                let mut l = s.launch_builder(&f);
-                l.arg(&po)
-                    .arg(&plse)
-                    .arg(&rec_ptr)
-                    .arg(&sp)
-                    .arg(&q_heads)
-                    .arg(&dd)
-                    .arg(&mut d.o)
-                    .arg(&mut d.lse);
-                let cfg = LaunchConfig {
-                    grid_dim: (b, d.q_heads as u32, 1),
-                    block_dim: (dim as u32, 1, 1),
-                    shared_mem_bytes: 0,
-                };
-                // SAFETY: as above.
-                unsafe { l.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
-                s.synchronize().map_err(drv("cuStreamSynchronize"))?;
+            (Some((po, plse)), None) => {
+                l.arg(&splits).arg(po).arg(plse);
+            }
+            (Some((po, plse)), Some((cu, rec))) => {
+                l.arg(&batch)
+                    .arg(cu)
+                    .arg(rec)
+                    .arg(&splits)
+                    .arg(po)
+                    .arg(plse);
             }
         }
+        // SAFETY: the argument lists match the kernels of attention.cu; every array is sized by
+        // upload and prepare.
+        unsafe { l.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
+        if let Some((po, plse)) = &p.partial {
+            let rec_ptr: u64 = p.tables.as_ref().map_or(0, |(_, rec)| rec.device_ptr(s).0);
+            let dd = dim as i32;
+            let mut l = s.launch_builder(&p.combine);
+            l.arg(po)
+                .arg(plse)
+                .arg(&rec_ptr)
+                .arg(&splits)
+                .arg(&q_heads)
+                .arg(&dd)
+                .arg(&mut d.o)
+                .arg(&mut d.lse);
+            let cfg = LaunchConfig {
+                grid_dim: (d.batch as u32, d.q_heads as u32, 1),
+                block_dim: (dim as u32, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: as above.
+            unsafe { l.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
+        }
         Ok(())
+    }
+
+    /// Prepare and launch `sched` once (`output` waits for it).
+    pub fn run(&self, d: &mut DeviceBatch, sched: Schedule) -> Result<(), KernelError> {
+        let mut p = self.prepare(d, sched)?;
+        self.launch(d, &mut p)?;
+        self.stream
+            .synchronize()
+            .map_err(drv("cuStreamSynchronize"))
+    }
+
+    /// Seconds per launch of `p` (events, median of `reps` after `warmup`).
+    pub fn time(
+        &self,
+        d: &mut DeviceBatch,
+        p: &mut Prepared,
+        warmup: usize,
+        reps: usize,
+    ) -> Result<f64, KernelError> {
+        for _ in 0..warmup {
+            self.launch(d, p)?;
+        }
+        let ev = || {
+            self.ctx
+                .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(drv("cuEventCreate"))
+        };
+        let (a, z) = (ev()?, ev()?);
+        let mut t = Vec::with_capacity(reps);
+        for _ in 0..reps.max(1) {
+            a.record(&self.stream).map_err(drv("cuEventRecord"))?;
+            self.launch(d, p)?;
+            z.record(&self.stream).map_err(drv("cuEventRecord"))?;
+            z.synchronize().map_err(drv("cuEventSynchronize"))?;
+            t.push(a.elapsed_ms(&z).map_err(drv("cuEventElapsedTime"))? as f64 / 1e3);
+        }
+        Ok(crate::median(t))
     }
 
     /// o as `[batch][q_heads][head_dim]` (waits for the stream).

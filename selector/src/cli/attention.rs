@@ -14,6 +14,26 @@ pub enum AttentionCommand {
     /// (|error| <= 4e-3: inputs are exact multiples of 1/256 in [-1, 1), o is an average of V
     /// rows in [-1, 1), accumulated in f32 with fast exponentials). Exits non-zero on a failure.
     Check(CheckArgs),
+    /// Time every schedule on each shape (events, median after warm-up): CSV on stdout with
+    /// microseconds, live-KV GB/s and its fraction of the measured copy bandwidth, and the
+    /// FlashAttention-2 rule's split count (first version: not yet run on a GPU).
+    Bench(BenchArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Shapes, as for `check`.
+    #[arg(value_name = "SHAPE", required = true)]
+    shapes: Vec<String>,
+    /// Schedules (default: head, gqa, split-2..32, balanced-256).
+    #[arg(long, value_delimiter = ',')]
+    schedules: Vec<String>,
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    #[arg(long, default_value_t = 5)]
+    warmup: usize,
+    #[arg(long, default_value_t = 20)]
+    reps: usize,
 }
 
 #[derive(Args, Debug)]
@@ -47,8 +67,25 @@ pub fn default_shapes() -> Vec<String> {
     v
 }
 
+fn parse_schedules(names: &[String]) -> anyhow::Result<Vec<Schedule>> {
+    if names.is_empty() {
+        return Ok(Schedule::all());
+    }
+    names
+        .iter()
+        .map(|s| {
+            Schedule::parse(s).ok_or_else(|| {
+                anyhow::anyhow!("--schedules: `{s}` is not head, gqa, split-N or balanced-N")
+            })
+        })
+        .collect()
+}
+
 pub fn run(c: AttentionCommand) -> anyhow::Result<ExitCode> {
-    let AttentionCommand::Check(a) = c;
+    let a = match c {
+        AttentionCommand::Check(a) => a,
+        AttentionCommand::Bench(b) => return bench(b),
+    };
     let shapes = if a.shapes.is_empty() {
         default_shapes()
     } else {
@@ -58,18 +95,7 @@ pub fn run(c: AttentionCommand) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|s| AttentionShape::parse(s).map_err(anyhow::Error::from))
         .collect::<anyhow::Result<_>>()?;
-    let schedules: Vec<Schedule> = if a.schedules.is_empty() {
-        Schedule::all()
-    } else {
-        a.schedules
-            .iter()
-            .map(|s| {
-                Schedule::parse(s).ok_or_else(|| {
-                    anyhow::anyhow!("--schedules: `{s}` is not head, gqa, split-N or balanced-N")
-                })
-            })
-            .collect::<anyhow::Result<_>>()?
-    };
+    let schedules = parse_schedules(&a.schedules)?;
     let gpu = CudaAttention::new(a.device)?;
     const BOUND: f64 = 4e-3;
     let (mut passed, mut failed) = (0usize, 0usize);
@@ -112,6 +138,39 @@ pub fn run(c: AttentionCommand) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
+    let shapes: Vec<(String, AttentionShape)> = a
+        .shapes
+        .iter()
+        .map(|s| Ok((s.clone(), AttentionShape::parse(s)?)))
+        .collect::<anyhow::Result<_>>()?;
+    let schedules = parse_schedules(&a.schedules)?;
+    let gpu = CudaAttention::new(a.device)?;
+    let spmv = augur_kernels::cuda::CudaSpmv::new(a.device)?;
+    // GB/s, read + written.
+    let copy = spmv.copy_bandwidth()?;
+    let sms = spmv.device.multiprocessors as usize;
+    println!("shape,schedule,median_us,live_kv_gb_per_s,fraction_of_copy,fa2_splits,copy_gb_per_s");
+    for (i, (spec, shape)) in shapes.iter().enumerate() {
+        let b = DecodeBatch::random(shape, i as u64 + 1)?;
+        let mut d = gpu.upload(&b)?;
+        let fa2 = augur_kernels::attention::fa2_splits_for(shape, sms);
+        for &s in &schedules {
+            let mut p = gpu.prepare(&d, s)?;
+            let t = gpu.time(&mut d, &mut p, a.warmup, a.reps)?;
+            let gbs = b.kv_bytes() as f64 / t / 1e9;
+            println!(
+                "\"{spec}\",{},{:.3},{gbs:.1},{:.3},{fa2},{:.1}",
+                s.name(),
+                t * 1e6,
+                gbs / copy,
+                copy
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn spec_of(s: &AttentionShape) -> String {
