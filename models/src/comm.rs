@@ -15,8 +15,9 @@ use augur_features::message::{Collective, LinkType, MessageFeatures, MessageShap
 use augur_features::FeatureSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::runs::{bad, open_csv};
 use crate::tree::{clean, Tree};
-use crate::ModelError;
+use crate::{read_text, write_atomic, ModelError};
 
 /// Columns before the features.
 pub const HEAD: [&str; 10] = [
@@ -165,14 +166,6 @@ pub struct CommRuns {
     pub runs: Vec<CommRun>,
 }
 
-fn bad(path: &Path, line: u64, msg: impl Into<String>) -> ModelError {
-    ModelError::Runs {
-        path: path.to_path_buf(),
-        line,
-        msg: msg.into(),
-    }
-}
-
 impl CommRuns {
     /// Read comm runs CSVs; a later row for the same (collective, dtype, world, bytes, gpus'
     /// device, pattern) replaces an earlier one. Errors name the file and line.
@@ -182,38 +175,13 @@ impl CommRuns {
         let mut out: Vec<CommRun> = Vec::new();
         let mut index: BTreeMap<String, usize> = BTreeMap::new();
         for path in paths {
-            let mut rdr = csv::ReaderBuilder::new()
-                .flexible(false)
-                .from_path(path)
-                .map_err(|e| ModelError::Io {
-                    path: path.clone(),
-                    msg: e.to_string(),
-                })?;
-            let h: Vec<String> = rdr
-                .headers()
-                .map_err(|e| bad(path, 1, e.to_string()))?
-                .iter()
-                .map(String::from)
-                .collect();
-            if h != expected {
-                let first = h
-                    .iter()
-                    .zip(&expected)
-                    .position(|(a, b)| a != b)
-                    .unwrap_or(h.len().min(expected.len()));
-                return Err(bad(
-                    path,
-                    1,
-                    format!(
-                        "header is not a comm runs header of message schema v{} at column {}: \
-                         found `{}`, expected `{}` (re-run `augur collect comm`)",
-                        MessageFeatures::schema().version,
-                        first + 1,
-                        h.get(first).map_or("<end>", |s| s.as_str()),
-                        expected.get(first).map_or("<end>", |s| s.as_str()),
-                    ),
-                ));
-            }
+            let mut rdr = open_csv(path, &expected, |col, found, want| {
+                format!(
+                    "header is not a comm runs header of message schema v{} at column {col}: \
+                     found `{found}`, expected `{want}` (re-run `augur collect comm`)",
+                    MessageFeatures::schema().version,
+                )
+            })?;
             for rec in rdr.records() {
                 let rec = rec.map_err(|e| {
                     let line = e.position().map_or(0, |p| p.line());
@@ -546,22 +514,12 @@ impl CommModel {
     }
 
     pub fn read(path: &Path) -> Result<CommModel, ModelError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ModelError::Io {
-            path: path.to_path_buf(),
-            msg: e.to_string(),
-        })?;
-        CommModel::from_json(&text, &path.display().to_string())
+        CommModel::from_json(&read_text(path)?, &path.display().to_string())
     }
 
     /// Write as pretty JSON through a temporary file and a rename.
     pub fn write(&self, path: &Path) -> Result<(), ModelError> {
-        let io = |e: std::io::Error| ModelError::Io {
-            path: path.to_path_buf(),
-            msg: e.to_string(),
-        };
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, self.to_json()).map_err(io)?;
-        std::fs::rename(&tmp, path).map_err(io)
+        write_atomic(path, &self.to_json())
     }
 
     pub fn to_json(&self) -> String {

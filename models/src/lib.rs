@@ -47,5 +47,25 @@ pub enum ModelError {
     Eval(String),
 }
 
+/// A file's text, or an I/O error naming it.
+pub(crate) fn read_text(path: &std::path::Path) -> Result<String, ModelError> {
+    std::fs::read_to_string(path).map_err(|e| ModelError::Io {
+        path: path.to_path_buf(),
+        msg: e.to_string(),
+    })
+}
+
+/// Write `text` to `path` through `<path>.json.tmp` and a rename: an existing file is replaced
+/// only by a complete one.
+pub(crate) fn write_atomic(path: &std::path::Path, text: &str) -> Result<(), ModelError> {
+    let io = |e: std::io::Error| ModelError::Io {
+        path: path.to_path_buf(),
+        msg: e.to_string(),
+    };
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, text).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
+}
+
 #[cfg(test)]
 mod tests;

@@ -264,23 +264,13 @@ impl Model {
 
     /// Read and validate a model file.
     pub fn read(path: &Path) -> Result<Model, ModelError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ModelError::Io {
-            path: path.to_path_buf(),
-            msg: e.to_string(),
-        })?;
-        Model::from_json(&text, &path.display().to_string())
+        Model::from_json(&crate::read_text(path)?, &path.display().to_string())
     }
 
     /// Write as pretty JSON through a temporary file and a rename (an existing file is replaced
     /// only by a complete one).
     pub fn write(&self, path: &Path) -> Result<(), ModelError> {
-        let io = |e: std::io::Error| ModelError::Io {
-            path: path.to_path_buf(),
-            msg: e.to_string(),
-        };
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, self.to_json()).map_err(io)?;
-        std::fs::rename(&tmp, path).map_err(io)
+        crate::write_atomic(path, &self.to_json())
     }
 
     pub fn to_json(&self) -> String {

@@ -119,12 +119,51 @@ pub struct Runs {
     pub matrices: Vec<MatrixRuns>,
 }
 
-fn bad(path: &Path, line: u64, msg: impl Into<String>) -> ModelError {
+pub(crate) fn bad(path: &Path, line: u64, msg: impl Into<String>) -> ModelError {
     ModelError::Runs {
         path: path.to_path_buf(),
         line,
         msg: msg.into(),
     }
+}
+
+/// Open a CSV whose header must be `expected`; a different header is an error at line 1 naming
+/// the first differing column, its text made by `describe(column, found, expected)`.
+pub(crate) fn open_csv(
+    path: &Path,
+    expected: &[String],
+    describe: impl Fn(usize, &str, &str) -> String,
+) -> Result<csv::Reader<std::fs::File>, ModelError> {
+    let mut rdr = csv::ReaderBuilder::new()
+        .flexible(false)
+        .from_path(path)
+        .map_err(|e| ModelError::Io {
+            path: path.to_path_buf(),
+            msg: e.to_string(),
+        })?;
+    let h: Vec<String> = rdr
+        .headers()
+        .map_err(|e| bad(path, 1, e.to_string()))?
+        .iter()
+        .map(String::from)
+        .collect();
+    if h != expected {
+        let first = h
+            .iter()
+            .zip(expected)
+            .position(|(a, b)| a != b)
+            .unwrap_or(h.len().min(expected.len()));
+        return Err(bad(
+            path,
+            1,
+            describe(
+                first + 1,
+                h.get(first).map_or("<end>", |s| s.as_str()),
+                expected.get(first).map_or("<end>", |s| s.as_str()),
+            ),
+        ));
+    }
+    Ok(rdr)
 }
 
 impl Runs {
@@ -135,38 +174,13 @@ impl Runs {
         let mut by: BTreeMap<String, (MatrixInfo, Vec<KernelRun>)> = BTreeMap::new();
         let expected = header();
         for path in paths {
-            let mut rdr = csv::ReaderBuilder::new()
-                .flexible(false)
-                .from_path(path)
-                .map_err(|e| ModelError::Io {
-                    path: path.clone(),
-                    msg: e.to_string(),
-                })?;
-            let h: Vec<String> = rdr
-                .headers()
-                .map_err(|e| bad(path, 1, e.to_string()))?
-                .iter()
-                .map(String::from)
-                .collect();
-            if h != expected {
-                let first = h
-                    .iter()
-                    .zip(&expected)
-                    .position(|(a, b)| a != b)
-                    .unwrap_or(h.len().min(expected.len()));
-                return Err(bad(
-                    path,
-                    1,
-                    format!(
-                        "header does not match SpMV schema v{} at column {}: found `{}`, expected `{}` \
-                         (collected with another feature schema? re-run `augur collect`)",
-                        SpmvFeatures::schema().version,
-                        first + 1,
-                        h.get(first).map_or("<end>", |s| s.as_str()),
-                        expected.get(first).map_or("<end>", |s| s.as_str()),
-                    ),
-                ));
-            }
+            let mut rdr = open_csv(path, &expected, |col, found, want| {
+                format!(
+                    "header does not match SpMV schema v{} at column {col}: found `{found}`, \
+                     expected `{want}` (collected with another feature schema? re-run `augur collect`)",
+                    SpmvFeatures::schema().version,
+                )
+            })?;
             let nf = SpmvFeatures::schema().features.len();
             for rec in rdr.records() {
                 let rec = rec.map_err(|e| {
