@@ -10,7 +10,7 @@ use cudarc::driver::{
     LaunchConfig, PushKernelArg,
 };
 
-use super::module;
+use super::{drv, module};
 use crate::attention::{half_bits, DecodeBatch, KvStore};
 use crate::KernelError;
 
@@ -94,10 +94,6 @@ pub fn balanced_records(lens: &[usize], chunk: usize) -> (Vec<i64>, Vec<i32>) {
     (cu, rec)
 }
 
-fn drv(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> KernelError {
-    move |e| KernelError::Cuda(format!("{what}: {e}"))
-}
-
 /// The Kv struct of attention.cu.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -162,12 +158,7 @@ pub struct CudaAttention {
 
 impl CudaAttention {
     pub fn new(ordinal: usize) -> Result<CudaAttention, KernelError> {
-        let dev = super::devices()?.into_iter().nth(ordinal).ok_or_else(|| {
-            KernelError::NotAvailable {
-                backend: "cuda".into(),
-                why: format!("no GPU {ordinal}; use --backend cpu"),
-            }
-        })?;
+        let dev = super::device_info(ordinal)?;
         let ctx = CudaContext::new(ordinal).map_err(drv("cuCtxCreate"))?;
         let stream = ctx.default_stream();
         let (ptx, _) = module::ptx(module::ATTENTION, dev.compute_capability)?;
@@ -419,23 +410,11 @@ impl CudaAttention {
         warmup: usize,
         reps: usize,
     ) -> Result<f64, KernelError> {
-        for _ in 0..warmup {
-            self.launch(d, p)?;
-        }
-        let ev = || {
-            self.ctx
-                .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(drv("cuEventCreate"))
+        let plan = super::TimingPlan {
+            warmup,
+            iterations: reps.max(1),
         };
-        let (a, z) = (ev()?, ev()?);
-        let mut t = Vec::with_capacity(reps);
-        for _ in 0..reps.max(1) {
-            a.record(&self.stream).map_err(drv("cuEventRecord"))?;
-            self.launch(d, p)?;
-            z.record(&self.stream).map_err(drv("cuEventRecord"))?;
-            z.synchronize().map_err(drv("cuEventSynchronize"))?;
-            t.push(a.elapsed_ms(&z).map_err(drv("cuEventElapsedTime"))? as f64 / 1e3);
-        }
+        let t = super::time_events(&self.stream, plan, None, || self.launch(d, p))?;
         Ok(crate::median(t))
     }
 

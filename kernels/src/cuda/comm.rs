@@ -22,7 +22,7 @@ use cudarc::driver::{
 };
 use cudarc::nccl::{result as nccl, sys as nccl_sys};
 
-use super::module;
+use super::{drv, module};
 use crate::KernelError;
 
 /// Ranks a group may have (MAX_RANKS in comm.cu).
@@ -123,10 +123,6 @@ fn nccl_type(d: Dtype) -> nccl_sys::ncclDataType_t {
         Dtype::F16 => nccl_sys::ncclDataType_t::ncclFloat16,
         Dtype::F32 => nccl_sys::ncclDataType_t::ncclFloat32,
     }
-}
-
-fn drv(what: &'static str) -> impl Fn(cudarc::driver::DriverError) -> KernelError {
-    move |e| KernelError::Cuda(format!("{what}: {e}"))
 }
 
 fn check(what: &str, r: sys::CUresult) -> Result<(), KernelError> {

@@ -16,9 +16,7 @@ use crate::KernelError;
 
 const ACC_N: usize = 23;
 
-fn drv(what: &str) -> impl Fn(cudarc::driver::DriverError) -> KernelError + '_ {
-    move |e| KernelError::Cuda(format!("{what}: {e}"))
-}
+use super::drv;
 
 /// The feature kernels, loaded on one GPU.
 pub struct GpuGatherer {

@@ -24,6 +24,55 @@ mod spmv;
 
 pub use spmv::{CudaBackend, CudaSpmv, DeviceCsr, GpuKernel, GpuScalar, Prepared, TimingPlan};
 
+/// A failed driver call as a [`KernelError`] naming the call.
+pub(crate) fn drv(what: &str) -> impl Fn(result::DriverError) -> KernelError + '_ {
+    move |e| KernelError::Cuda(format!("{what}: {e}"))
+}
+
+/// GPU `ordinal` as the driver describes it, or "no GPU N" (not available).
+pub fn device_info(ordinal: usize) -> Result<DeviceInfo, KernelError> {
+    devices()?
+        .into_iter()
+        .nth(ordinal)
+        .ok_or_else(|| KernelError::NotAvailable {
+            backend: "cuda".into(),
+            why: format!("no GPU {ordinal}; use --backend cpu"),
+        })
+}
+
+/// The timing loop every measurement shares: `plan.warmup` untimed calls of `enqueue`, then
+/// `plan.iterations` calls each between two CU_EVENT_DEFAULT events on `stream` (after
+/// overwriting `flush`, if given), seconds each.
+pub fn time_events(
+    stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+    plan: TimingPlan,
+    mut flush: Option<&mut cudarc::driver::CudaSlice<u8>>,
+    mut enqueue: impl FnMut() -> Result<(), KernelError>,
+) -> Result<Vec<f64>, KernelError> {
+    for _ in 0..plan.warmup {
+        enqueue()?;
+    }
+    let ev = || {
+        stream
+            .context()
+            .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(drv("cuEventCreate"))
+    };
+    let (start, stop) = (ev()?, ev()?);
+    let mut times = Vec::with_capacity(plan.iterations);
+    for _ in 0..plan.iterations {
+        if let Some(buf) = flush.as_deref_mut() {
+            stream.memset_zeros(buf).map_err(drv("L2 flush"))?;
+        }
+        start.record(stream).map_err(drv("cuEventRecord"))?;
+        enqueue()?;
+        stop.record(stream).map_err(drv("cuEventRecord"))?;
+        stop.synchronize().map_err(drv("cuEventSynchronize"))?;
+        times.push(start.elapsed_ms(&stop).map_err(drv("cuEventElapsedTime"))? as f64 / 1e3);
+    }
+    Ok(times)
+}
+
 /// One GPU as the driver describes it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct DeviceInfo {

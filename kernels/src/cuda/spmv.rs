@@ -220,19 +220,12 @@ pub struct CudaSpmv {
     cusparse: std::cell::OnceCell<super::cusparse::Handle>,
 }
 
-fn drv(what: &str) -> impl Fn(cudarc::driver::DriverError) -> KernelError + '_ {
-    move |e| KernelError::Cuda(format!("{what}: {e}"))
-}
+use super::drv;
 
 impl CudaSpmv {
     /// Open GPU `ordinal` and load the SpMV kernels (compiled by NVRTC or read from the cache).
     pub fn new(ordinal: usize) -> Result<CudaSpmv, KernelError> {
-        let device = super::devices()?.into_iter().nth(ordinal).ok_or_else(|| {
-            KernelError::NotAvailable {
-                backend: "cuda".into(),
-                why: format!("no GPU {ordinal}; use --backend cpu"),
-            }
-        })?;
+        let device = super::device_info(ordinal)?;
         let ctx = CudaContext::new(ordinal).map_err(drv("cuCtxCreate"))?;
         let stream = ctx.default_stream();
         let t = Instant::now();
@@ -591,36 +584,14 @@ impl CudaSpmv {
         self.time_events(plan, flush, || self.launch(k, a, x, y))
     }
 
-    /// The timing loop every measurement here shares: `plan.warmup` untimed calls of `enqueue`,
-    /// then `plan.iterations` calls each between two CU_EVENT_DEFAULT events (after overwriting
-    /// `flush`, if given), seconds each.
+    /// [`super::time_events`] on this GPU's stream.
     pub fn time_events(
         &self,
         plan: TimingPlan,
-        mut flush: Option<&mut CudaSlice<u8>>,
-        mut enqueue: impl FnMut() -> Result<(), KernelError>,
+        flush: Option<&mut CudaSlice<u8>>,
+        enqueue: impl FnMut() -> Result<(), KernelError>,
     ) -> Result<Vec<f64>, KernelError> {
-        for _ in 0..plan.warmup {
-            enqueue()?;
-        }
-        let ev = || {
-            self.ctx
-                .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(drv("cuEventCreate"))
-        };
-        let (start, stop) = (ev()?, ev()?);
-        let mut times = Vec::with_capacity(plan.iterations);
-        for _ in 0..plan.iterations {
-            if let Some(buf) = flush.as_deref_mut() {
-                self.stream.memset_zeros(buf).map_err(drv("L2 flush"))?;
-            }
-            start.record(&self.stream).map_err(drv("cuEventRecord"))?;
-            enqueue()?;
-            stop.record(&self.stream).map_err(drv("cuEventRecord"))?;
-            stop.synchronize().map_err(drv("cuEventSynchronize"))?;
-            times.push(start.elapsed_ms(&stop).map_err(drv("cuEventElapsedTime"))? as f64 / 1e3);
-        }
-        Ok(times)
+        super::time_events(&self.stream, plan, flush, enqueue)
     }
 
     /// A device buffer of twice the L2 size, for [`CudaSpmv::time`]'s flush.
