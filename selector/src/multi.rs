@@ -36,7 +36,7 @@ use augur_datasets::Csr;
 use augur_features::attention::Dtype;
 use augur_features::message::{Collective, LinkProbe, LinkType, MessageShape};
 use augur_kernels::cpu::split_rows_by_nnz;
-use augur_kernels::cuda::comm::{CommGroup, GroupOptions, Pattern, RankComm};
+use augur_kernels::cuda::comm::{CommGroup, GroupOptions, NcclComm, Pattern, RankComm};
 use augur_kernels::cuda::{self, DriverLinkProbe, GpuScalar, TimingPlan};
 use augur_kernels::{median, KernelError};
 use augur_models::comm::CommModel;
@@ -751,18 +751,6 @@ struct WorkerCtx {
     failed: Arc<AtomicBool>,
 }
 
-/// An NCCL communicator, destroyed on drop.
-struct Comm(nccl_sys::ncclComm_t);
-
-impl Drop for Comm {
-    fn drop(&mut self) {
-        // SAFETY: created by ncclCommInitRank, destroyed once.
-        unsafe {
-            let _ = nccl::comm_destroy(self.0);
-        }
-    }
-}
-
 fn worker<T: GpuScalar + NcclType>(
     mut ctx: WorkerCtx,
     parts: Vec<Csr<T>>,
@@ -805,7 +793,7 @@ fn worker<T: GpuScalar + NcclType>(
                 nccl::comm_init_rank(&mut c, ctx.world as i32, id, rank as i32)
             };
             match r {
-                Ok(_) => Some(Comm(c)),
+                Ok(_) => Some(NcclComm(c)),
                 Err(e) => {
                     let _ = setup_tx.send((rank, Err(nccl_err("ncclCommInitRank")(e))));
                     return;
@@ -892,7 +880,7 @@ struct Shard<'a, T: GpuScalar + NcclType> {
     /// Padded send and receive buffers per chunk (GatherMode::AllGather).
     send: Vec<CudaSlice<T>>,
     recv: Vec<CudaSlice<T>>,
-    comm: Option<Comm>,
+    comm: Option<NcclComm>,
     /// augur's collectives, and which registered buffer holds the whole y now.
     rc: Option<RankComm>,
     full_slot: usize,
@@ -908,7 +896,7 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
         ctx: &mut WorkerCtx,
         parts: &'a [Csr<T>],
         backend: &Backend,
-        comm: Option<Comm>,
+        comm: Option<NcclComm>,
     ) -> Result<Self, AugurError> {
         let plans = parts
             .iter()

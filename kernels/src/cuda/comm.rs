@@ -196,10 +196,11 @@ impl Drop for DeviceBuffer {
     }
 }
 
-/// An NCCL communicator, destroyed on drop.
-struct NcclComm(nccl_sys::ncclComm_t);
+/// An NCCL communicator, destroyed on drop (the raw handle is `.0`; whoever wraps one must not
+/// destroy it elsewhere).
+pub struct NcclComm(pub nccl_sys::ncclComm_t);
 
-// SAFETY: an NCCL communicator may be used from any one thread at a time; RankComm owns it.
+// SAFETY: an NCCL communicator may be used from any one thread at a time; its owner holds it.
 unsafe impl Send for NcclComm {}
 
 impl Drop for NcclComm {
@@ -1002,16 +1003,15 @@ pub fn sweep(
             let (meet, errors, results) = (&meet, &errors, &results);
             scope.spawn(move || {
                 let rank = rc.rank;
-                let out = DeviceBuffer::new(&rc.ctx, rc.capacity());
-                let out = match out {
-                    Ok(o) => Some(o),
-                    Err(e) => {
-                        errors.lock().expect("no panic")[0][rank] = e.to_string();
-                        None
-                    }
-                };
+                let out = DeviceBuffer::new(&rc.ctx, rc.capacity()).map_err(|e| e.to_string());
                 for (ci, case) in cases.iter().enumerate() {
-                    let r = run_case(&mut rc, out.as_ref(), *case, plan, meet);
+                    let r = run_case(
+                        &mut rc,
+                        out.as_ref().map_err(String::as_str),
+                        *case,
+                        plan,
+                        meet,
+                    );
                     let mine = match &r {
                         Ok(_) => String::new(),
                         Err(e) => format!("rank {rank}: {e}"),
@@ -1063,7 +1063,7 @@ pub fn sweep(
 /// One case on one rank: (median seconds per call, reps, batch, check).
 fn run_case(
     rc: &mut RankComm,
-    out: Option<&DeviceBuffer>,
+    out: Result<&DeviceBuffer, &str>,
     case: Case,
     plan: SweepPlan,
     meet: &Meet,
@@ -1080,7 +1080,7 @@ fn run_case(
             case.collective
         )));
     }
-    let out = out.ok_or_else(|| KernelError::Cuda("no output buffer".into()))?;
+    let out = out.map_err(|e| KernelError::Cuda(format!("output buffer: {e}")))?;
     if case.real_bytes(world) > rc.capacity() || n == 0 {
         return Err(KernelError::Cuda(format!(
             "{} bytes: outside 1 element .. the {}-byte buffers",
