@@ -91,11 +91,10 @@ pub enum GatherMode {
     Pull,
     /// augur's push all-gather (each GPU writes its rows into every other GPU's y).
     Push,
-    /// Copy engines (`cuMemcpyAsync` between peers), ordered by stream flag writes and waits.
-    /// Experimental here: correct in 3 of 4 checks on H200 x2, but one check (a 400 x 5000
-    /// f32 matrix) hung; the products run on the legacy default stream, and the hang is not
-    /// understood yet. `Auto` never picks it (push instead). Robust in `augur collect comm`
-    /// (thousands of calls on non-blocking streams).
+    /// Copy engines (`cuMemcpyAsync` between peers), ordered by stream flag writes and waits,
+    /// on the group's own stream joined to the products' stream by events. (While the products
+    /// ran on the legacy default stream, this hung in 8 of 16 checks on H200 x2; on their own
+    /// non-blocking stream, 0 of 16: `bench/results/comm-h200x2-ll-2026-11-22/ce-hang.csv`.)
     CopyEngine,
 }
 
@@ -266,8 +265,7 @@ fn choose_gather<T>(
 
 /// How y of `bytes` is exchanged on `n` GPUs of `device` joined by `link` when `mode` is asked
 /// for: a mode other than Auto as it is; Auto as the comm model picks it (NCCL's padded
-/// all-gather on one GPU, with chunks > 1 or without a model; push where the model says copy
-/// engines, which hung once in MultiGpuSpmv).
+/// all-gather on one GPU, with chunks > 1 or without a model).
 pub fn gather_choice(
     model: Option<&CommModel>,
     mode: GatherMode,
@@ -320,14 +318,6 @@ pub fn gather_choice(
     match model.choose(&shape).and_then(GatherMode::from_pattern) {
         Some(m) => {
             c.mode = m;
-            if m == GatherMode::CopyEngine {
-                c.mode = GatherMode::Push;
-                c.notes.push(
-                    "the model picked copy-engine; push instead (copy engines hung once in \
-                     MultiGpuSpmv, see GatherMode::CopyEngine)"
-                        .into(),
-                );
-            }
             c.path = model
                 .path(&shape)
                 .into_iter()
@@ -912,9 +902,9 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
         let (x, mut full, mut send, mut recv) = match rc.as_mut() {
             Some(rc) => {
                 // The kernel patterns run on the compute stream, right after the product; the
-                // copy engines keep the group's own (non-blocking) stream, joined by events: on
-                // the legacy default stream a peer copy waits for the peer's default stream,
-                // which is waiting for this copy's flag (measured: a hang).
+                // copy engines on the group's own stream, joined to the compute stream by
+                // events. Neither may be a legacy default stream: a peer copy can wait for it
+                // while it waits for the copy's flag (measured: hangs; see GatherMode::CopyEngine).
                 if ctx.gather != GatherMode::CopyEngine {
                     rc.use_stream(compute.clone());
                 }

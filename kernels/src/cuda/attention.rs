@@ -160,7 +160,7 @@ impl CudaAttention {
     pub fn new(ordinal: usize) -> Result<CudaAttention, KernelError> {
         let dev = super::device_info(ordinal)?;
         let ctx = CudaContext::new(ordinal).map_err(drv("cuCtxCreate"))?;
-        let stream = ctx.default_stream();
+        let stream = super::own_stream(&ctx)?;
         let (ptx, _) = module::ptx(module::ATTENTION, dev.compute_capability)?;
         let module = ctx.load_module(ptx).map_err(drv("cuModuleLoadData"))?;
         Ok(CudaAttention {

@@ -29,6 +29,23 @@ pub(crate) fn drv(what: &str) -> impl Fn(result::DriverError) -> KernelError + '
     move |e| KernelError::Cuda(format!("{what}: {e}"))
 }
 
+/// The stream a backend's work goes on: its own non-blocking stream, never the context's legacy
+/// default stream. The legacy stream is implicitly ordered with other work of the device, and a
+/// peer copy between two GPUs can wait on it: MultiGpuSpmv's copy-engine all-gather, whose copies
+/// and flags ran on their own stream while each GPU's legacy stream waited for that stream's
+/// event, hung in 3 of 8 checks (H200 x2). Event tracking is turned off (it was off in effect on
+/// the one legacy stream): callers with more streams order them by events themselves
+/// (`CudaStream::join`), as MultiGpuSpmv does.
+pub(crate) fn own_stream(
+    ctx: &std::sync::Arc<cudarc::driver::CudaContext>,
+) -> Result<std::sync::Arc<cudarc::driver::CudaStream>, KernelError> {
+    // SAFETY: every slice of this context is made after this call and used on this stream,
+    // or on streams forked from it and joined back by their users before the slice is used
+    // or freed here.
+    unsafe { ctx.disable_event_tracking() };
+    ctx.new_stream().map_err(drv("cuStreamCreate"))
+}
+
 /// GPU `ordinal` as the driver describes it, or "no GPU N" (not available).
 pub fn device_info(ordinal: usize) -> Result<DeviceInfo, KernelError> {
     devices()?

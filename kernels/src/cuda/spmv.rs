@@ -227,7 +227,7 @@ impl CudaSpmv {
     pub fn new(ordinal: usize) -> Result<CudaSpmv, KernelError> {
         let device = super::device_info(ordinal)?;
         let ctx = CudaContext::new(ordinal).map_err(drv("cuCtxCreate"))?;
-        let stream = ctx.default_stream();
+        let stream = super::own_stream(&ctx)?;
         let t = Instant::now();
         let (ptx, cached) = module::ptx(module::SPMV_CSR, device.compute_capability)?;
         let module = ctx.load_module(ptx).map_err(drv("cuModuleLoadData"))?;
