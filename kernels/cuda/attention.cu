@@ -1,15 +1,20 @@
 // Decode attention (one query token per sequence) over a ragged KV cache, for augur's attention
-// schedule selector (issue 8). FIRST VERSION: compiled by NVRTC in CI, not yet run on a GPU.
+// schedule selector (issue 8).
 //
 // Layout: q [batch][q_heads][D]; K and V [slots][kv_heads][D] as 16-bit floats (f16 or bf16);
 // a sequence's token t lives in slot offsets[s] + t (contiguous) or
-// table[s][t / page] * page + t % page (paged). Accumulation in f32. Query head h reads KV head
-// h / group (grouped-query attention, group = q_heads / kv_heads <= GMAX).
+// table[s][t / page] * page + t % page (paged). Query head h reads KV head h / group
+// (grouped-query attention, group = q_heads / kv_heads <= GMAX = 8).
 //
-// Every schedule runs the same block routine: 4 warps take the tokens of a range in turn; a warp's
-// 32 lanes hold D/32 consecutive dimensions of each token (one coalesced row per token); each warp
-// keeps an online softmax (running max m, sum l, accumulator acc) per query head of its group, and
-// the block merges its warps at the end. Schedules:
+// Every schedule runs the same block routine (`attend`), FlashAttention-2's inner loop with the
+// group's query heads as the rows of the tile: 4 warps take tiles of 16 tokens in turn; a warp
+// copies its tile's K and V rows into shared memory with cp.async (the next tile's copy in
+// flight while it computes this one), computes S = Q K^T (16 head rows, of which G are real, x
+// 16 tokens) and O += P V with tensor-core mma.sync (m16n8k16, f32 accumulation), keeping an
+// online softmax per head row. The warps' (m, l, O) are merged at the end. P is rounded to the
+// input type for the second product (as FlashAttention does); everything else is f32.
+//
+// Schedules:
 //   decode_head:     one block per (sequence, query head);
 //   decode_gqa:      one block per (sequence, KV head), all the group's query heads (K and V read
 //                    once for the group);
@@ -23,7 +28,10 @@
 
 #define WARPS 4
 #define GMAX 8
+#define TILE 16
 #define NEG_INF __int_as_float(0xff800000)
+#define LOG2E 1.4426950408889634f
+#define LN2 0.6931471805599453f
 
 typedef unsigned short u16;
 typedef long long i64;
@@ -46,191 +54,273 @@ __device__ __forceinline__ i64 slot_of(const Kv& kv, int s, int t) {
     return (i64)kv.offsets[s] + t;
 }
 
+// The input types: two floats packed as one 32-bit register of two halves (lo, hi), and the
+// tensor-core product D = A B + C of m16n8k16 (A: 4 registers, B: 2, C/D: 4 floats).
 struct F16 {
-    __device__ static float f(u16 h) {
-        float x;
-        asm("cvt.f32.f16 %0, %1;" : "=f"(x) : "h"(h));
-        return x;
+    __device__ static unsigned pack(float lo, float hi) {
+        unsigned r;
+        asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+        return r;
+    }
+    __device__ static void mma(float* d, const unsigned* a, unsigned b0, unsigned b1) {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+            "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
     }
 };
 struct BF16 {
-    __device__ static float f(u16 h) { return __uint_as_float(((unsigned)h) << 16); }
-};
-
-// One warp's online-softmax state for up to GMAX query heads, DPL dimensions per lane.
-template <int DPL>
-struct State {
-    float m[GMAX], l[GMAX], acc[GMAX][DPL];
-    __device__ void init() {
-#pragma unroll
-        for (int g = 0; g < GMAX; g++) {
-            m[g] = NEG_INF;
-            l[g] = 0.0f;
-#pragma unroll
-            for (int i = 0; i < DPL; i++) acc[g][i] = 0.0f;
-        }
+    __device__ static unsigned pack(float lo, float hi) {
+        unsigned r;
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+        return r;
+    }
+    __device__ static void mma(float* d, const unsigned* a, unsigned b0, unsigned b1) {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+            "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
     }
 };
 
-__device__ __forceinline__ float warp_sum(float x) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
-    return x;
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    return (unsigned)__cvta_generic_to_shared(p);
 }
 
-// Tokens [t0, t1) of sequence s, KV head kvh, for query heads h0 .. h0 + G - 1: each warp's
-// state after its share of the tokens.
-template <class E, int D>
-__device__ void attend(const float* qv, int G, const Kv& kv, int s, int kvh, int t0, int t1,
-                       float scale, State<D / 32>& st) {
-    const int DPL = D / 32;
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    st.init();
-    for (int t = t0 + warp; t < t1; t += WARPS) {
-        i64 base = (slot_of(kv, s, t) * kv.kv_heads + kvh) * D + lane * DPL;
-        float k[DPL], v[DPL];
-#pragma unroll
-        for (int i = 0; i < DPL; i++) {
-            k[i] = E::f(kv.k[base + i]);
-            v[i] = E::f(kv.v[base + i]);
-        }
-#pragma unroll
-        for (int g = 0; g < GMAX; g++) {
-            if (g >= G) break;
-            float dot = 0.0f;
-#pragma unroll
-            for (int i = 0; i < DPL; i++) dot += qv[g * D + lane * DPL + i] * k[i];
-            float x = warp_sum(dot) * scale;
-            float mn = fmaxf(st.m[g], x);
-            float c = __expf(st.m[g] - mn);  // 0 on the first token (m = -inf)
-            float p = __expf(x - mn);
-            st.l[g] = st.l[g] * c + p;
-#pragma unroll
-            for (int i = 0; i < DPL; i++) st.acc[g][i] = st.acc[g][i] * c + p * v[i];
-            st.m[g] = mn;
-        }
-    }
+// 16 bytes global -> shared, asynchronously; zeros when `valid` is false.
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+                 "r"(valid ? 16 : 0)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
-// Merge the block's warps for G heads; thread (lane, warp 0) holds the result in `st`.
-// Shared: WARPS x GMAX x (2 + D) floats.
+__device__ __forceinline__ void ldmatrix_x4(unsigned* r, unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned* r, unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+// Shared memory of a block (bytes): per warp two stages of a K tile and a V tile, TILE rows of
+// D halves each, rows padded by 16 bytes (ldmatrix without bank conflicts). After the token
+// loop the same memory holds the warp merge: WARPS x GMAX x (D + 2) floats.
 template <int D>
-__device__ void merge_warps(int G, State<D / 32>& st, float* sh) {
-    const int DPL = D / 32;
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    for (int g = 0; g < G; g++) {
-        float* w = sh + ((size_t)warp * GMAX + g) * (2 + D);
-        if (lane == 0) {
-            w[0] = st.m[g];
-            w[1] = st.l[g];
-        }
+struct Smem {
+    static const int ROW = D + 8;                 // halves per padded row
+    static const int TILE_HALVES = TILE * ROW;    // one K or V tile
+    static const int WARP_HALVES = 4 * TILE_HALVES;  // 2 stages x (K, V)
+};
+
+// Tokens [t0, t1) of sequence s, KV head kvh, for the query heads h0 .. h0 + G - 1 (G <= 8) of
+// sequence s; writes the normalised o (G x D floats at o + rec * q_heads * D + h0 * D ...) and
+// lse of record `rec` (o[(rec * q_heads + h0 + g) * D + d], lse[rec * q_heads + h0 + g]).
+template <class E, int D>
+__device__ void attend(const u16* q, int q_heads, int h0, int G, float scale, const Kv& kv, int s,
+                       int kvh, int t0, int t1, i64 rec, float* o, float* lse, u16* sh) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane >> 2, t = lane & 3;  // mma fragment coordinates
+    const int KC = D / 16, ND = D / 8;
+    u16* mine = sh + warp * Smem<D>::WARP_HALVES;
+    const float sl2 = scale * LOG2E;
+
+    // Q as A fragments (row-major 16 x D; rows >= G are zero): a[kc] = rows g, g + 8, columns
+    // kc * 16 + 2t (+1) and + 8.
+    unsigned qa[KC][4];
 #pragma unroll
-        for (int i = 0; i < DPL; i++) w[2 + lane * DPL + i] = st.acc[g][i];
+    for (int kc = 0; kc < KC; kc++) {
+        const u16* qr = q + ((i64)s * q_heads + h0 + g) * D + kc * 16 + 2 * t;
+        qa[kc][0] = g < G ? *(const unsigned*)qr : 0u;
+        qa[kc][1] = 0u;
+        qa[kc][2] = g < G ? *(const unsigned*)(qr + 8) : 0u;
+        qa[kc][3] = 0u;
     }
-    __syncthreads();
-    if (warp == 0) {
-        for (int g = 0; g < G; g++) {
-            float m = NEG_INF;
-            for (int x = 0; x < WARPS; x++) m = fmaxf(m, sh[((size_t)x * GMAX + g) * (2 + D)]);
-            float l = 0.0f, acc[DPL];
+    float oacc[ND][4];
 #pragma unroll
-            for (int i = 0; i < DPL; i++) acc[i] = 0.0f;
-            if (m != NEG_INF) {
-                for (int x = 0; x < WARPS; x++) {
-                    const float* w = sh + ((size_t)x * GMAX + g) * (2 + D);
-                    float c = w[0] == NEG_INF ? 0.0f : __expf(w[0] - m);
-                    l += w[1] * c;
+    for (int i = 0; i < ND; i++) oacc[i][0] = oacc[i][1] = oacc[i][2] = oacc[i][3] = 0.0f;
+    float m0 = NEG_INF, m1 = NEG_INF, l0 = 0.0f, l1 = 0.0f;  // rows g, g + 8 (log2 units)
+
+    const i64 rowstride = (i64)kv.kv_heads * D;
+    // Copy the tile starting at token tb into stage st: TILE x D/8 16-byte pieces of K and V.
+    auto issue = [&](int tb, int st) {
+        u16* kt = mine + st * 2 * Smem<D>::TILE_HALVES;
+        u16* vt = kt + Smem<D>::TILE_HALVES;
+        const int PER_ROW = D / 8;
 #pragma unroll
-                    for (int i = 0; i < DPL; i++) acc[i] += w[2 + lane * DPL + i] * c;
-                }
+        for (int j = lane; j < TILE * PER_ROW; j += 32) {
+            int r = j / PER_ROW, c = j % PER_ROW;
+            int tok = tb + r;
+            bool valid = tok < t1;
+            i64 off = valid ? slot_of(kv, s, tok) * rowstride + (i64)kvh * D + c * 8 : 0;
+            cp_async16(smem_addr(kt + r * Smem<D>::ROW + c * 8), kv.k + off, valid);
+            cp_async16(smem_addr(vt + r * Smem<D>::ROW + c * 8), kv.v + off, valid);
+        }
+    };
+    const int step = WARPS * TILE;
+    int tb = t0 + warp * TILE;
+    if (tb < t1) issue(tb, 0);
+    cp_async_commit();
+    for (int it = 0; tb < t1; it++, tb += step) {
+        if (tb + step < t1) {
+            __syncwarp();
+            issue(tb + step, (it + 1) & 1);
+        }
+        cp_async_commit();
+        cp_async_wait<1>();
+        __syncwarp();
+        const u16* kt = mine + (it & 1) * 2 * Smem<D>::TILE_HALVES;
+        const u16* vt = kt + Smem<D>::TILE_HALVES;
+        // S = Q K^T for tokens 0-7 (s0) and 8-15 (s1) of the tile.
+        float s0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, s1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        {
+            int mi = lane >> 3, r = lane & 7;
+            // matrices: (tokens 0-7, dims +0), (0-7, +8), (8-15, +0), (8-15, +8)
+            unsigned base = smem_addr(kt + ((mi >> 1) * 8 + r) * Smem<D>::ROW + (mi & 1) * 8);
+#pragma unroll
+            for (int kc = 0; kc < KC; kc++) {
+                unsigned b[4];
+                ldmatrix_x4(b, base + kc * 32);
+                E::mma(s0, qa[kc], b[0], b[1]);
+                E::mma(s1, qa[kc], b[2], b[3]);
             }
-            st.m[g] = m;
-            st.l[g] = l;
+        }
+        // Scores in log2 units; tokens past t1 masked. s0[0], s0[1]: row g, tokens 2t, 2t+1;
+        // s0[2], s0[3]: row g + 8; s1: tokens + 8.
+        float x[8];
+        int tk = tb + 2 * t;
+        x[0] = tk < t1 ? s0[0] * sl2 : NEG_INF;
+        x[1] = tk + 1 < t1 ? s0[1] * sl2 : NEG_INF;
+        x[2] = tk < t1 ? s0[2] * sl2 : NEG_INF;
+        x[3] = tk + 1 < t1 ? s0[3] * sl2 : NEG_INF;
+        x[4] = tk + 8 < t1 ? s1[0] * sl2 : NEG_INF;
+        x[5] = tk + 9 < t1 ? s1[1] * sl2 : NEG_INF;
+        x[6] = tk + 8 < t1 ? s1[2] * sl2 : NEG_INF;
+        x[7] = tk + 9 < t1 ? s1[3] * sl2 : NEG_INF;
+        float mx0 = fmaxf(fmaxf(x[0], x[1]), fmaxf(x[4], x[5]));
+        float mx1 = fmaxf(fmaxf(x[2], x[3]), fmaxf(x[6], x[7]));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+        float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
+        float c0 = m0 == NEG_INF ? 0.0f : exp2f(m0 - n0);
+        float c1 = m1 == NEG_INF ? 0.0f : exp2f(m1 - n1);
+        m0 = n0;
+        m1 = n1;
+        float p[8];
 #pragma unroll
-            for (int i = 0; i < DPL; i++) st.acc[g][i] = acc[i];
+        for (int i = 0; i < 8; i++) {
+            float m = (i & 2) ? n1 : n0;
+            p[i] = x[i] == NEG_INF ? 0.0f : exp2f(x[i] - m);
+        }
+        l0 = l0 * c0 + p[0] + p[1] + p[4] + p[5];
+        l1 = l1 * c1 + p[2] + p[3] + p[6] + p[7];
+#pragma unroll
+        for (int i = 0; i < ND; i++) {
+            oacc[i][0] *= c0;
+            oacc[i][1] *= c0;
+            oacc[i][2] *= c1;
+            oacc[i][3] *= c1;
+        }
+        // P as an A fragment (16 rows x 16 tokens): the two S tiles' accumulators.
+        unsigned pa[4] = {E::pack(p[0], p[1]), E::pack(p[2], p[3]), E::pack(p[4], p[5]),
+                          E::pack(p[6], p[7])};
+        // O += P V: V^T fragments by transposed ldmatrix, two 8-dim tiles per load:
+        // matrices (tokens 0-7, dims nd), (8-15, nd), (0-7, nd + 1), (8-15, nd + 1).
+        {
+            int mi = lane >> 3, r = lane & 7;
+            unsigned base = smem_addr(vt + ((mi & 1) * 8 + r) * Smem<D>::ROW + (mi >> 1) * 8);
+#pragma unroll
+            for (int nd = 0; nd < ND; nd += 2) {
+                unsigned b[4];
+                ldmatrix_x4_trans(b, base + nd * 16);
+                E::mma(oacc[nd], pa, b[0], b[1]);
+                E::mma(oacc[nd + 1], pa, b[2], b[3]);
+            }
+        }
+    }
+    cp_async_wait<0>();
+    // Row sums over the 4 lanes of a row.
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    __syncthreads();  // every warp is done with its tiles: the memory becomes the merge area
+    float* mg = (float*)sh;
+    if (g < G) {
+        float* w = mg + ((size_t)warp * GMAX + g) * (D + 2);
+        if (t == 0) {
+            w[0] = m0;
+            w[1] = l0;
+        }
+#pragma unroll
+        for (int i = 0; i < ND; i++) {
+            w[2 + i * 8 + 2 * t] = oacc[i][0];
+            w[2 + i * 8 + 2 * t + 1] = oacc[i][1];
         }
     }
     __syncthreads();
-}
-
-// Load the group's query rows (f16/bf16 bits) into shared memory as floats: G x D.
-template <class E, int D>
-__device__ void load_q(const u16* q, int s, int q_heads, int h0, int G, float* qs) {
-    for (int i = threadIdx.x; i < G * D; i += blockDim.x)
-        qs[i] = E::f(q[((i64)s * q_heads + h0) * D + i]);
-    __syncthreads();
-}
-
-// Write the final o and lse (warp 0) for heads h0 .. h0 + G - 1 of sequence s.
-template <int D>
-__device__ void store_final(const State<D / 32>& st, int G, int s, int q_heads, int h0, float* o,
-                            float* lse) {
-    const int DPL = D / 32;
-    int lane = threadIdx.x & 31;
-    if (threadIdx.x >= 32) return;
-    for (int g = 0; g < G; g++) {
-        float inv = st.l[g] > 0.0f ? 1.0f / st.l[g] : 0.0f;
-        float* out = o + ((i64)s * q_heads + h0 + g) * D + lane * DPL;
+    for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
+        int h = i / D, d = i % D;
+        float m = NEG_INF;
 #pragma unroll
-        for (int i = 0; i < DPL; i++) out[i] = st.acc[g][i] * inv;
-        if (lane == 0)
-            lse[(i64)s * q_heads + h0 + g] =
-                st.l[g] > 0.0f ? st.m[g] + __logf(st.l[g]) : NEG_INF;
+        for (int w = 0; w < WARPS; w++) m = fmaxf(m, mg[((size_t)w * GMAX + h) * (D + 2)]);
+        float l = 0.0f, acc = 0.0f;
+        if (m != NEG_INF) {
+#pragma unroll
+            for (int w = 0; w < WARPS; w++) {
+                const float* x = mg + ((size_t)w * GMAX + h) * (D + 2);
+                float c = x[0] == NEG_INF ? 0.0f : exp2f(x[0] - m);
+                l += x[1] * c;
+                acc += x[2 + d] * c;
+            }
+        }
+        o[(rec * q_heads + h0 + h) * D + d] = l > 0.0f ? acc / l : 0.0f;
+        if (d == 0) lse[rec * q_heads + h0 + h] = l > 0.0f ? m * LN2 + __logf(l) : NEG_INF;
     }
-}
-
-// A partial record r for heads h0 .. h0 + G - 1: o (normalised) [r][q_heads][D] and lse
-// [r][q_heads] in the workspace.
-template <int D>
-__device__ void store_partial(const State<D / 32>& st, int G, i64 r, int q_heads, int h0,
-                              float* po, float* plse) {
-    store_final<D>(st, G, (int)0, q_heads, h0, po + r * q_heads * D, plse + r * q_heads);
+    __syncthreads();  // the merge area is tile memory again for the next call
 }
 
 template <class E, int D>
 __device__ void head_schedule(const u16* q, Kv kv, int q_heads, float scale, float* o,
                               float* lse) {
-    extern __shared__ float sh[];
-    float* qs = sh + WARPS * GMAX * (2 + D);
+    extern __shared__ __align__(16) u16 sh[];
     int s = blockIdx.x, h = blockIdx.y;
     int group = q_heads / kv.kv_heads;
-    load_q<E, D>(q, s, q_heads, h, 1, qs);
-    State<D / 32> st;
-    attend<E, D>(qs, 1, kv, s, h / group, 0, kv.lens[s], scale, st);
-    merge_warps<D>(1, st, sh);
-    store_final<D>(st, 1, s, q_heads, h, o, lse);
+    attend<E, D>(q, q_heads, h, 1, scale, kv, s, h / group, 0, kv.lens[s], s, o, lse, sh);
 }
 
 template <class E, int D>
 __device__ void gqa_schedule(const u16* q, Kv kv, int q_heads, float scale, float* o,
                              float* lse) {
-    extern __shared__ float sh[];
-    float* qs = sh + WARPS * GMAX * (2 + D);
+    extern __shared__ __align__(16) u16 sh[];
     int s = blockIdx.x, kvh = blockIdx.y;
     int G = q_heads / kv.kv_heads;
-    load_q<E, D>(q, s, q_heads, kvh * G, G, qs);
-    State<D / 32> st;
-    attend<E, D>(qs, G, kv, s, kvh, 0, kv.lens[s], scale, st);
-    merge_warps<D>(G, st, sh);
-    store_final<D>(st, G, s, q_heads, kvh * G, o, lse);
+    attend<E, D>(q, q_heads, kvh * G, G, scale, kv, s, kvh, 0, kv.lens[s], s, o, lse, sh);
 }
 
 // Split-KV: record index = s * splits + split.
 template <class E, int D>
 __device__ void split_schedule(const u16* q, Kv kv, int q_heads, float scale, int splits,
                                float* po, float* plse) {
-    extern __shared__ float sh[];
-    float* qs = sh + WARPS * GMAX * (2 + D);
+    extern __shared__ __align__(16) u16 sh[];
     int s = blockIdx.x, kvh = blockIdx.y, sp = blockIdx.z;
     int G = q_heads / kv.kv_heads;
     int len = kv.lens[s];
     int per = (len + splits - 1) / splits;
     int t0 = min(len, sp * per), t1 = min(len, t0 + per);
-    load_q<E, D>(q, s, q_heads, kvh * G, G, qs);
-    State<D / 32> st;
-    attend<E, D>(qs, G, kv, s, kvh, t0, t1, scale, st);
-    merge_warps<D>(G, st, sh);
-    store_partial<D>(st, G, (i64)s * splits + sp, q_heads, kvh * G, po, plse);
+    attend<E, D>(q, q_heads, kvh * G, G, scale, kv, s, kvh, t0, t1, (i64)s * splits + sp, po,
+                 plse, sh);
 }
 
 // Balanced: chunk c covers global tokens [c * chunk, (c + 1) * chunk) of the batch's
@@ -240,8 +330,7 @@ template <class E, int D>
 __device__ void balanced_schedule(const u16* q, Kv kv, int q_heads, float scale, int batch,
                                   const i64* cu_lens, const int* rec_base, int chunk, float* po,
                                   float* plse) {
-    extern __shared__ float sh[];
-    float* qs = sh + WARPS * GMAX * (2 + D);
+    extern __shared__ __align__(16) u16 sh[];
     int c = blockIdx.x, kvh = blockIdx.y;
     int G = q_heads / kv.kv_heads;
     i64 start = (i64)c * chunk, end = start + chunk;
@@ -256,13 +345,8 @@ __device__ void balanced_schedule(const u16* q, Kv kv, int q_heads, float scale,
         if (cu_lens[s + 1] == cu_lens[s]) continue;
         int t0 = (int)(max(start, cu_lens[s]) - cu_lens[s]);
         int t1 = (int)(min(end, cu_lens[s + 1]) - cu_lens[s]);
-        load_q<E, D>(q, s, q_heads, kvh * G, G, qs);
-        State<D / 32> st;
-        attend<E, D>(qs, G, kv, s, kvh, t0, t1, scale, st);
-        merge_warps<D>(G, st, sh);
-        store_partial<D>(st, G, rec_base[s] + c - cu_lens[s] / chunk, q_heads, kvh * G, po,
-                         plse);
-        __syncthreads();
+        attend<E, D>(q, q_heads, kvh * G, G, scale, kv, s, kvh, t0, t1,
+                     rec_base[s] + c - cu_lens[s] / chunk, po, plse, sh);
     }
 }
 

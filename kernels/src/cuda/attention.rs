@@ -27,16 +27,17 @@ pub enum Schedule {
     Gqa,
     /// Split-KV: that many splits per (sequence, KV head), then a combine.
     Split(u32),
-    /// The batch's tokens in chunks of this many, regardless of sequences, then a combine.
+    /// The batch's tokens in chunks of this many, regardless of sequences, then a combine; 0:
+    /// chunks sized to the GPU ([`balanced_chunk`]).
     Balanced(u32),
 }
 
 impl Schedule {
-    /// The schedules of issue 8: head, gqa, split-2..32, balanced with 256-token chunks.
+    /// The schedules of issue 8: head, gqa, split-2..32, balanced (chunks sized to the GPU).
     pub fn all() -> Vec<Schedule> {
         let mut v = vec![Schedule::Head, Schedule::Gqa];
         v.extend([2, 4, 8, 16, 32].map(Schedule::Split));
-        v.push(Schedule::Balanced(256));
+        v.push(Schedule::Balanced(0));
         v
     }
 
@@ -45,6 +46,7 @@ impl Schedule {
             Schedule::Head => "head".into(),
             Schedule::Gqa => "gqa".into(),
             Schedule::Split(s) => format!("split-{s}"),
+            Schedule::Balanced(0) => "balanced".into(),
             Schedule::Balanced(c) => format!("balanced-{c}"),
         }
     }
@@ -61,6 +63,7 @@ impl Schedule {
         match s {
             "head" => Some(Schedule::Head),
             "gqa" => Some(Schedule::Gqa),
+            "balanced" => Some(Schedule::Balanced(0)),
             _ => {
                 let (k, n) = s.split_once('-')?;
                 let n: u32 = n.parse().ok().filter(|&n| n >= 1)?;
@@ -72,6 +75,18 @@ impl Schedule {
             }
         }
     }
+}
+
+/// Blocks per SM the balanced schedule's chunk size aims at (one wave of resident blocks).
+const BALANCED_BLOCKS_PER_SM: usize = 4;
+
+/// The chunk (tokens) of the balanced schedule with chunk 0 on a GPU of `sms` multiprocessors:
+/// the batch's tokens x KV heads cut into about one wave of `sms` x 4 blocks, rounded up to 64
+/// tokens (a block's tile), at least 64.
+pub fn balanced_chunk(lens: &[usize], kv_heads: usize, sms: usize) -> usize {
+    let total: usize = lens.iter().sum();
+    let blocks = (sms.max(1) * BALANCED_BLOCKS_PER_SM).div_ceil(kv_heads.max(1));
+    total.div_ceil(blocks).next_multiple_of(64).max(64)
 }
 
 /// The partial records of a balanced schedule: for each sequence, its first record; a sequence
@@ -121,6 +136,14 @@ pub struct Prepared {
     partial: Option<(CudaSlice<f32>, CudaSlice<f32>)>,
     /// cu_lens and rec_base (balanced).
     tables: Option<(CudaSlice<i64>, CudaSlice<i32>)>,
+    /// Splits (split) or the chunk in tokens (balanced; sized here when the schedule says 0).
+    pub param: u32,
+}
+
+/// Dynamic shared memory of a block (attention.cu's Smem): per warp two stages of a K and a V
+/// tile of 16 rows of head_dim + 8 halves.
+fn shared_bytes(head_dim: usize) -> usize {
+    WARPS as usize * 4 * 16 * (head_dim + 8) * 2
 }
 
 fn kind(d: &DeviceBatch) -> &'static str {
@@ -152,6 +175,8 @@ pub struct DeviceBatch {
 /// The attention kernels on one GPU.
 pub struct CudaAttention {
     ctx: Arc<CudaContext>,
+    /// Multiprocessors (the balanced schedule's chunk size).
+    sms: usize,
     stream: Arc<CudaStream>,
     module: Arc<CudaModule>,
 }
@@ -165,6 +190,7 @@ impl CudaAttention {
         let module = ctx.load_module(ptx).map_err(drv("cuModuleLoadData"))?;
         Ok(CudaAttention {
             ctx,
+            sms: dev.multiprocessors.max(1) as usize,
             stream,
             module,
         })
@@ -259,6 +285,7 @@ impl CudaAttention {
     /// the chunk tables (balanced), allocated once so that launches can be timed alone.
     pub fn prepare(&self, d: &DeviceBatch, sched: Schedule) -> Result<Prepared, KernelError> {
         let s = &self.stream;
+        let mut param = sched.param();
         let (kernel, records, tables, grid) = match sched {
             Schedule::Head => (
                 format!("decode_head_{}_{}", kind(d), d.head_dim),
@@ -279,6 +306,11 @@ impl CudaAttention {
                 (d.batch as u32, d.kv_heads as u32, sp),
             ),
             Schedule::Balanced(chunk) => {
+                let chunk = match chunk {
+                    0 => balanced_chunk(&d.lens, d.kv_heads, self.sms) as u32,
+                    c => c,
+                };
+                param = chunk;
                 let (cu, rec) = balanced_records(&d.lens, chunk as usize);
                 let total = *cu.last().expect("one") as usize;
                 let chunks = total.div_ceil(chunk as usize).max(1) as u32;
@@ -306,13 +338,21 @@ impl CudaAttention {
         } else {
             None
         };
+        let main = self.func(&kernel)?;
+        // Above 48 KiB a kernel must ask for its dynamic shared memory.
+        main.set_attribute(
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            shared_bytes(d.head_dim) as i32,
+        )
+        .map_err(drv("cuFuncSetAttribute"))?;
         Ok(Prepared {
             sched,
-            main: self.func(&kernel)?,
+            main,
             combine: self.func("decode_combine")?,
             grid,
             partial,
             tables,
+            param,
         })
     }
 
@@ -322,7 +362,7 @@ impl CudaAttention {
         let dim = d.head_dim;
         let scale = 1.0f32 / (dim as f32).sqrt();
         let q_heads = d.q_heads as i32;
-        let smem = ((WARPS as usize * GMAX * (2 + dim) + GMAX * dim) * 4) as u32;
+        let smem = shared_bytes(dim) as u32;
         let kv = {
             let (k, _g1) = d.k.device_ptr(s);
             let (v, _g2) = d.v.device_ptr(s);
@@ -350,7 +390,7 @@ impl CudaAttention {
         };
         let mut l = s.launch_builder(&p.main);
         l.arg(&d.q).arg(&kv).arg(&q_heads).arg(&scale);
-        let (batch, splits) = (d.batch as i32, p.sched.param() as i32);
+        let (batch, splits) = (d.batch as i32, p.param as i32);
         match (&mut p.partial, &p.tables) {
             (None, _) => {
                 l.arg(&mut d.o).arg(&mut d.lse);
@@ -427,6 +467,26 @@ impl CudaAttention {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn balanced_chunk_aims_at_one_wave() {
+        // 128000 tokens x 8 KV heads on 132 SMs: 528 blocks wanted, 66 per head -> 1940 tokens,
+        // rounded up to 1984 (65 chunks x 8 heads = 520 blocks).
+        assert_eq!(balanced_chunk(&[128000], 8, 132), 1984);
+        // Few tokens: at least one 64-token tile.
+        assert_eq!(balanced_chunk(&[3, 0, 5], 32, 132), 64);
+        assert_eq!(balanced_chunk(&[], 8, 132), 64);
+        // Always a multiple of 64, and never more blocks than a wave plus one per head.
+        for (lens, kvh) in [(vec![1000; 256], 8), (vec![32000, 64, 64], 1), (vec![7], 4)] {
+            let c = balanced_chunk(&lens, kvh, 132);
+            assert_eq!(c % 64, 0);
+            let total: usize = lens.iter().sum();
+            assert!(total.div_ceil(c) * kvh <= 132 * 4 + kvh, "{c}");
+        }
+        assert_eq!(Schedule::parse("balanced"), Some(Schedule::Balanced(0)));
+        assert_eq!(Schedule::Balanced(0).name(), "balanced");
+        assert_eq!(Schedule::parse("balanced-256"), Some(Schedule::Balanced(256)));
+    }
 
     #[test]
     fn schedule_names_round_trip() {

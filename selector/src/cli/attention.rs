@@ -25,7 +25,7 @@ pub struct BenchArgs {
     /// Shapes, as for `check`.
     #[arg(value_name = "SHAPE", required = true)]
     shapes: Vec<String>,
-    /// Schedules (default: head, gqa, split-2..32, balanced-256).
+    /// Schedules (default: head, gqa, split-2..32, balanced; also balanced-N: chunks of N tokens).
     #[arg(long, value_delimiter = ',')]
     schedules: Vec<String>,
     #[arg(long, default_value_t = 0)]
@@ -43,7 +43,7 @@ pub struct CheckArgs {
     /// skewed batches, GQA 1/4/8, head_dim 64/128/256, f16 and bf16, contiguous and paged.
     #[arg(value_name = "SHAPE")]
     shapes: Vec<String>,
-    /// Schedules (default: head, gqa, split-2..32, balanced-256).
+    /// Schedules (default: head, gqa, split-2..32, balanced; also balanced-N: chunks of N tokens).
     #[arg(long, value_delimiter = ',')]
     schedules: Vec<String>,
     #[arg(long, default_value_t = 0)]
@@ -75,7 +75,7 @@ fn parse_schedules(names: &[String]) -> anyhow::Result<Vec<Schedule>> {
         .iter()
         .map(|s| {
             Schedule::parse(s).ok_or_else(|| {
-                anyhow::anyhow!("--schedules: `{s}` is not head, gqa, split-N or balanced-N")
+                anyhow::anyhow!("--schedules: `{s}` is not head, gqa, split-N, balanced or balanced-N")
             })
         })
         .collect()
