@@ -6,6 +6,7 @@ without a paged kernel); the time and the KV bytes actually live (not padded) ar
 the bandwidth is comparable with augur's schedules. Usage on the GPU machine:
 
     python3 bench/attention_sdpa.py 'attention:q_heads=32,kv_heads=8,head_dim=128,dtype=bf16,lens=4096*8' ... > sdpa.csv
+    python3 bench/attention_sdpa.py --file grid.txt > sdpa.csv
 
 Median of 20 timed calls (CUDA events) after 5 warm-up calls.
 """
@@ -57,10 +58,27 @@ def run(spec):
         times.append(a.elapsed_time(z) * 1e-3)
     t = sorted(times)[len(times) // 2]
     live = 2 * sum(s["lens"]) * hk * d * q.element_size()
-    print(f'"{spec}",{t:.9f},{live},{live / t / 1e9:.1f}')
+    print(f'"{spec}",{t:.9f},{live},{live / t / 1e9:.1f},ok')
+    del q, k, v, mask
+
+
+# Padded K and V larger than this are not tried (a skewed batch pads every sequence to the longest).
+PADDED_LIMIT = 40e9
 
 
 if __name__ == "__main__":
-    print("shape,median_s,live_kv_bytes,live_gb_per_s")
-    for spec in sys.argv[1:]:
-        run(spec)
+    args = sys.argv[1:]
+    if args[:1] == ["--file"]:
+        args = [l.strip() for l in open(args[1]) if l.strip()] + args[2:]
+    print("shape,median_s,live_kv_bytes,live_gb_per_s,status")
+    for spec in args:
+        s = parse(spec)
+        padded = 2 * len(s["lens"]) * max(s["lens"]) * s["kv_heads"] * s["head_dim"] * 2
+        if padded > PADDED_LIMIT:
+            print(f'"{spec}",,,,padded K and V of {padded / 1e9:.0f} GB not tried')
+            continue
+        try:
+            run(spec)
+        except torch.cuda.OutOfMemoryError as e:
+            print(f'"{spec}",,,,out of memory')
+            torch.cuda.empty_cache()

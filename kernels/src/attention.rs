@@ -109,7 +109,21 @@ impl DecodeBatch {
                 page_size, pages, ..
             } => page_size * pages,
         };
-        let mut gen = |n: usize| (0..n).map(|_| random_value(&mut rng)).collect::<Vec<f32>>();
+        // Each array in chunks of 64 Ki values, each chunk from its own stream seeded by the
+        // batch's generator (in parallel: long-KV batches hold billions of values).
+        let mut gen = |n: usize| -> Vec<f32> {
+            use rayon::prelude::*;
+            const CHUNK: usize = 1 << 16;
+            let seeds: Vec<u64> = (0..n.div_ceil(CHUNK)).map(|_| rng.random()).collect();
+            let mut out = vec![0.0f32; n];
+            out.par_chunks_mut(CHUNK).zip(seeds).for_each(|(c, sd)| {
+                let mut r = ChaCha8Rng::seed_from_u64(sd);
+                for x in c {
+                    *x = random_value(&mut r);
+                }
+            });
+            out
+        };
         let q = gen(b * hq * d);
         let k = gen(slots * hk * d);
         let v = gen(slots * hk * d);
@@ -139,48 +153,89 @@ impl DecodeBatch {
     }
 }
 
-/// The f64 reference.
-pub fn reference(b: &DecodeBatch) -> DecodeOutput {
+/// The f64 reference of sequence `s`: o `[q_heads][head_dim]` (zeros for an empty sequence)
+/// and lse `[q_heads]` (-inf for an empty sequence).
+pub fn reference_seq(b: &DecodeBatch, s: usize) -> (Vec<f64>, Vec<f64>) {
     let sh = &b.shape;
     let (hq, hk, d) = (sh.q_heads, sh.kv_heads, sh.head_dim);
     let group = hq / hk;
     let scale = 1.0 / (d as f64).sqrt();
-    let mut o = vec![0.0f64; sh.kv_lens.len() * hq * d];
-    let mut lse = vec![f64::NEG_INFINITY; sh.kv_lens.len() * hq];
-    for (s, &len) in sh.kv_lens.iter().enumerate() {
-        for h in 0..hq {
-            let kv = h / group;
-            let q = &b.q[(s * hq + h) * d..][..d];
-            let scores: Vec<f64> = (0..len)
-                .map(|t| {
-                    let k = &b.k[(b.slot(s, t) * hk + kv) * d..][..d];
-                    q.iter()
-                        .zip(k)
-                        .map(|(&a, &c)| a as f64 * c as f64)
-                        .sum::<f64>()
-                        * scale
-                })
-                .collect();
-            if scores.is_empty() {
-                continue;
-            }
-            let m = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let w: Vec<f64> = scores.iter().map(|x| (x - m).exp()).collect();
-            let l: f64 = w.iter().sum();
-            let out = &mut o[(s * hq + h) * d..][..d];
-            for (t, wt) in w.iter().enumerate() {
-                let v = &b.v[(b.slot(s, t) * hk + kv) * d..][..d];
-                for (x, &y) in out.iter_mut().zip(v) {
-                    *x += wt * y as f64;
-                }
-            }
-            for x in out.iter_mut() {
-                *x /= l;
-            }
-            lse[s * hq + h] = m + l.ln();
-        }
+    let len = sh.kv_lens[s];
+    let mut o = vec![0.0f64; hq * d];
+    let mut lse = vec![f64::NEG_INFINITY; hq];
+    if len == 0 {
+        return (o, lse);
     }
-    DecodeOutput { o, lse }
+    for h in 0..hq {
+        let kv = h / group;
+        let q = &b.q[(s * hq + h) * d..][..d];
+        let scores: Vec<f64> = (0..len)
+            .map(|t| {
+                let k = &b.k[(b.slot(s, t) * hk + kv) * d..][..d];
+                q.iter()
+                    .zip(k)
+                    .map(|(&a, &c)| a as f64 * c as f64)
+                    .sum::<f64>()
+                    * scale
+            })
+            .collect();
+        let m = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let w: Vec<f64> = scores.iter().map(|x| (x - m).exp()).collect();
+        let l: f64 = w.iter().sum();
+        let out = &mut o[h * d..][..d];
+        for (t, wt) in w.iter().enumerate() {
+            let v = &b.v[(b.slot(s, t) * hk + kv) * d..][..d];
+            for (x, &y) in out.iter_mut().zip(v) {
+                *x += wt * y as f64;
+            }
+        }
+        for x in out.iter_mut() {
+            *x /= l;
+        }
+        lse[h] = m + l.ln();
+    }
+    (o, lse)
+}
+
+/// The f64 reference of the whole batch (sequences in parallel).
+pub fn reference(b: &DecodeBatch) -> DecodeOutput {
+    use rayon::prelude::*;
+    let per: Vec<(Vec<f64>, Vec<f64>)> = (0..b.shape.kv_lens.len())
+        .into_par_iter()
+        .map(|s| reference_seq(b, s))
+        .collect();
+    let mut out = DecodeOutput {
+        o: Vec::new(),
+        lse: Vec::new(),
+    };
+    for (o, lse) in per {
+        out.o.extend(o);
+        out.lse.extend(lse);
+    }
+    out
+}
+
+/// The reference o rows of sequences `seqs` (in parallel): (sequence, o `[q_heads][head_dim]`).
+pub fn reference_rows(b: &DecodeBatch, seqs: &[usize]) -> Vec<(usize, Vec<f64>)> {
+    use rayon::prelude::*;
+    seqs.par_iter()
+        .map(|&s| (s, reference_seq(b, s).0))
+        .collect()
+}
+
+/// Largest |o - reference| of `got` (`[batch][q_heads][head_dim]`) over the sequences of
+/// `rows` ([`reference_rows`]), and the output index where it is (NaN wins).
+pub fn max_error_rows(rows: &[(usize, Vec<f64>)], got: &[f32]) -> (f64, usize) {
+    let pick = |a: (f64, usize), x: (f64, usize)| if x.0 > a.0 || x.0.is_nan() { x } else { a };
+    rows.iter()
+        .flat_map(|(s, o)| {
+            let n = o.len();
+            o.iter()
+                .zip(&got[s * n..][..n])
+                .enumerate()
+                .map(move |(i, (&w, &g))| ((w - g as f64).abs(), s * n + i))
+        })
+        .fold((0.0, 0), pick)
 }
 
 /// The 16-bit pattern of `v` in `dtype` (f16 or bf16), for values exact in it (multiples of
@@ -225,6 +280,27 @@ mod tests {
 
     fn shape(spec: &str) -> AttentionShape {
         AttentionShape::parse(spec).unwrap()
+    }
+
+    #[test]
+    fn error_on_a_subset_of_sequences_matches_the_whole_reference() {
+        let b = DecodeBatch::random(
+            &shape("attention:q_heads=4,kv_heads=2,head_dim=64,dtype=bf16,lens=0;9;40,page=16"),
+            5,
+        )
+        .unwrap();
+        let want = reference(&b);
+        let mut got: Vec<f32> = want.o.iter().map(|&x| x as f32).collect();
+        let row = 4 * 64;
+        got[2 * row + 7] += 0.5;
+        got[row + 3] += 0.25;
+        let (e, at) = max_error_rows(&reference_rows(&b, &[1, 2]), &got);
+        assert!((e - 0.5).abs() < 1e-6 && at == 2 * row + 7, "{e} {at}");
+        let (e, at) = max_error_rows(&reference_rows(&b, &[0, 1]), &got);
+        assert!((e - 0.25).abs() < 1e-6 && at == row + 3, "{e} {at}");
+        assert_eq!(max_error(&want, &got).1, 2 * row + 7);
+        got[5] = f32::NAN;
+        assert!(max_error_rows(&reference_rows(&b, &[0]), &got).0.is_nan());
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! - [`eval`]: selected vs oracle, best single kernel, cuSPARSE ALG1 and a hand rule, per size
 //!   bucket, with an SVG plot.
 
+pub mod attention;
 pub mod comm;
 pub mod eval;
 pub mod export;

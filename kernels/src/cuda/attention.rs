@@ -228,7 +228,8 @@ impl CudaAttention {
             )));
         }
         let bits = |v: &[f32]| -> Result<Vec<u16>, KernelError> {
-            v.iter()
+            use rayon::prelude::*;
+            v.par_iter()
                 .map(|&x| {
                     half_bits(dtype, x)
                         .ok_or_else(|| KernelError::Cuda(format!("{x} is not exact in {dtype:?}")))
@@ -279,6 +280,17 @@ impl CudaAttention {
                 .map_err(drv("upload"))?,
             lens,
         })
+    }
+
+    /// Overwrite o and lse with NaN (before a checked run: a schedule that leaves an output
+    /// unwritten fails the check instead of passing on another's result).
+    pub fn poison(&self, d: &mut DeviceBatch) -> Result<(), KernelError> {
+        let nan_o = vec![f32::NAN; d.o.len()];
+        let nan_l = vec![f32::NAN; d.lse.len()];
+        self.stream
+            .memcpy_htod(&nan_o, &mut d.o)
+            .and_then(|_| self.stream.memcpy_htod(&nan_l, &mut d.lse))
+            .map_err(drv("poison"))
     }
 
     /// What `sched` needs on `d` besides the batch: the partial records (split, balanced) and
@@ -485,7 +497,10 @@ mod tests {
         }
         assert_eq!(Schedule::parse("balanced"), Some(Schedule::Balanced(0)));
         assert_eq!(Schedule::Balanced(0).name(), "balanced");
-        assert_eq!(Schedule::parse("balanced-256"), Some(Schedule::Balanced(256)));
+        assert_eq!(
+            Schedule::parse("balanced-256"),
+            Some(Schedule::Balanced(256))
+        );
     }
 
     #[test]

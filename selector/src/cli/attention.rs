@@ -75,10 +75,299 @@ fn parse_schedules(names: &[String]) -> anyhow::Result<Vec<Schedule>> {
         .iter()
         .map(|s| {
             Schedule::parse(s).ok_or_else(|| {
-                anyhow::anyhow!("--schedules: `{s}` is not head, gqa, split-N, balanced or balanced-N")
+                anyhow::anyhow!(
+                    "--schedules: `{s}` is not head, gqa, split-N, balanced or balanced-N"
+                )
             })
         })
         .collect()
+}
+
+/// `augur collect attention`.
+#[derive(Args, Debug)]
+pub struct CollectArgs {
+    /// Shapes (`attention:q_heads=..,kv_heads=..,head_dim=..,dtype=..,lens=..[,page=..]`);
+    /// default: the built-in grid (see --list-grid).
+    #[arg(value_name = "SHAPE")]
+    shapes: Vec<String>,
+    /// Print the built-in grid's shapes, one per line, and exit.
+    #[arg(long)]
+    list_grid: bool,
+    /// The built-in grid keeps shapes whose live K and V take at most this many bytes.
+    #[arg(long, default_value = "1GiB")]
+    max_kv_bytes: String,
+    /// Schedules (default: head, gqa, split-2..32, balanced); the FlashAttention-2 rule's split
+    /// count on the split-KV kernel is always run too (rows `fa2`).
+    #[arg(long, value_delimiter = ',')]
+    schedules: Vec<String>,
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    #[arg(long, default_value_t = 3)]
+    warmup: usize,
+    /// Timed launches per schedule (the median is recorded).
+    #[arg(long, default_value_t = 10)]
+    reps: usize,
+    /// Sequences per shape whose output is checked against the f64 reference (the longest, the
+    /// first, the last, then evenly spaced; 0: no check), for every schedule before it is timed.
+    #[arg(long, default_value_t = 4)]
+    check_seqs: usize,
+    /// Take only every n-th shape starting at the i-th (`i/n`, 1-based).
+    #[arg(long, value_name = "I/N")]
+    shard: Option<String>,
+    /// The attention runs CSV (rows are appended as they are measured).
+    #[arg(long, required_unless_present = "list_grid")]
+    out: Option<std::path::PathBuf>,
+    /// Replace an existing --out.
+    #[arg(long)]
+    force: bool,
+    /// Continue an existing --out: shapes with every schedule recorded are skipped.
+    #[arg(long, conflicts_with = "force")]
+    resume: bool,
+}
+
+/// The built-in grid of `augur collect attention` (issue 8): five head configurations
+/// (GQA 4 and 8 at head_dim 128, MHA, GQA 8 at head_dim 256, GQA 2 at head_dim 64), batches 1
+/// to 256, KV lengths 128 to 128k uniform, skewed (one long sequence, the rest 1/64 of it) and
+/// spread (uniform at random between 16 and the length), some paged; shapes whose live K and V
+/// exceed `max_kv_bytes` are left out. Deterministic.
+pub fn default_grid(max_kv_bytes: f64) -> Vec<String> {
+    use rand::{RngExt, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(8);
+    let mut v = Vec::new();
+    let configs = [
+        (32, 8, 128, "bf16", true),
+        (64, 8, 128, "bf16", true),
+        (32, 32, 128, "f16", false),
+        (8, 1, 256, "bf16", false),
+        (16, 8, 64, "f16", false),
+    ];
+    for (hq, hk, d, dtype, paged) in configs {
+        for batch in [1usize, 4, 16, 64, 256] {
+            for len in [128usize, 1024, 8192, 32768, 131072] {
+                let dists: &[&str] = if batch == 1 {
+                    &["uniform"]
+                } else {
+                    &["uniform", "skewed", "spread"]
+                };
+                for &dist in dists {
+                    let lens = match dist {
+                        "uniform" => format!("{len}*{batch}"),
+                        "skewed" => format!("{len};{}*{}", (len / 64).max(16), batch - 1),
+                        _ => (0..batch)
+                            .map(|_| rng.random_range(16..=len).to_string())
+                            .collect::<Vec<_>>()
+                            .join(";"),
+                    };
+                    let spec = format!(
+                        "attention:q_heads={hq},kv_heads={hk},head_dim={d},dtype={dtype},lens={lens}"
+                    );
+                    let tokens: usize = match AttentionShape::parse(&spec) {
+                        Ok(s) => s.kv_lens.iter().sum(),
+                        Err(_) => continue,
+                    };
+                    if (4 * tokens * hk * d) as f64 > max_kv_bytes {
+                        continue;
+                    }
+                    v.push(spec.clone());
+                    if paged && dist != "skewed" && batch >= 4 {
+                        v.push(format!("{spec},page=16"));
+                    }
+                }
+            }
+        }
+    }
+    v
+}
+
+/// The sequences of a batch whose output a collect run checks: the longest, the first, the
+/// last, then evenly spaced, `n` at most, no repeats.
+fn checked_sequences(lens: &[usize], n: usize) -> Vec<usize> {
+    if n == 0 || lens.is_empty() {
+        return Vec::new();
+    }
+    let longest = (0..lens.len()).max_by_key(|&i| lens[i]).expect("non-empty");
+    let mut v = vec![longest, 0, lens.len() - 1];
+    let step = (lens.len() / n.max(1)).max(1);
+    v.extend((0..lens.len()).step_by(step));
+    let mut seen = std::collections::BTreeSet::new();
+    v.retain(|s| seen.insert(*s));
+    v.truncate(n);
+    v
+}
+
+pub fn collect(a: CollectArgs) -> anyhow::Result<ExitCode> {
+    use augur_kernels::attention::{fa2_splits_for, max_error_rows, reference_rows};
+    use augur_models::attention::{row_csv, AttentionRun, AttentionRuns, FA2};
+    use std::io::Write as _;
+    let max_bytes = augur_features::parse_count(&a.max_kv_bytes).ok_or_else(|| {
+        anyhow::anyhow!("--max-kv-bytes: `{}` is not a byte count", a.max_kv_bytes)
+    })? as f64;
+    let mut specs = if a.shapes.is_empty() {
+        default_grid(max_bytes)
+    } else {
+        a.shapes.clone()
+    };
+    if a.list_grid {
+        for s in &specs {
+            println!("{s}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(sh) = &a.shard {
+        let (i, n) = sh
+            .split_once('/')
+            .and_then(|(i, n)| Some((i.parse::<usize>().ok()?, n.parse::<usize>().ok()?)))
+            .filter(|&(i, n)| n >= 1 && (1..=n).contains(&i))
+            .ok_or_else(|| anyhow::anyhow!("--shard: `{sh}` is not I/N with 1 <= I <= N"))?;
+        specs = specs
+            .into_iter()
+            .enumerate()
+            .filter(|(k, _)| k % n == i - 1)
+            .map(|(_, s)| s)
+            .collect();
+    }
+    let shapes: Vec<(String, AttentionShape)> = specs
+        .iter()
+        .map(|s| Ok((s.clone(), AttentionShape::parse(s)?)))
+        .collect::<anyhow::Result<_>>()?;
+    let schedules = parse_schedules(&a.schedules)?;
+    let names: Vec<String> = schedules
+        .iter()
+        .map(|s| s.name())
+        .chain([FA2.to_string()])
+        .collect();
+    let out = a.out.clone().expect("--out (clap)");
+    // Shapes already complete in --out (with --resume).
+    let mut done = std::collections::BTreeSet::new();
+    if out.exists() {
+        if a.resume {
+            for c in AttentionRuns::read(std::slice::from_ref(&out))?.cases() {
+                if names.iter().all(|n| c.runs.iter().any(|(s, _)| s == n)) {
+                    done.insert(c.spec);
+                }
+            }
+        } else if !a.force {
+            anyhow::bail!(
+                "{} exists; pass --force to replace it or --resume to continue it",
+                out.display()
+            );
+        }
+    }
+    let gpu = CudaAttention::new(a.device)?;
+    let info = augur_kernels::cuda::device_info(a.device)?;
+    let driver = augur_kernels::cuda::driver_version()?;
+    let sms = info.multiprocessors.max(1) as usize;
+    let mut file = if a.resume && out.exists() {
+        std::fs::OpenOptions::new().append(true).open(&out)?
+    } else {
+        let mut f = std::fs::File::create(&out)?;
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(augur_models::attention::header())?;
+        f.write_all(&w.into_inner()?)?;
+        f
+    };
+    const BOUND: f64 = 4e-3;
+    let start = std::time::Instant::now();
+    let (mut rows, mut failed) = (0usize, 0usize);
+    for (i, (spec, shape)) in shapes.iter().enumerate() {
+        if done.contains(spec) {
+            continue;
+        }
+        let b = DecodeBatch::random(shape, i as u64 + 1)?;
+        let kv_bytes = shape.features()?.kv_bytes;
+        let mut d = gpu.upload(&b)?;
+        let want = reference_rows(&b, &checked_sequences(&shape.kv_lens, a.check_seqs));
+        let fa2 = fa2_splits_for(shape, sms);
+        let mut best: Option<(String, f64)> = None;
+        for name in &names {
+            let sched = if name == FA2 {
+                if fa2 <= 1 {
+                    Schedule::Gqa
+                } else {
+                    Schedule::Split(fa2 as u32)
+                }
+            } else {
+                Schedule::parse(name).expect("named from a schedule")
+            };
+            let measured = (|| -> anyhow::Result<(f64, Option<f64>)> {
+                let mut p = gpu.prepare(&d, sched)?;
+                let mut err = None;
+                if !want.is_empty() {
+                    gpu.poison(&mut d)?;
+                    gpu.launch(&mut d, &mut p)?;
+                    let (e, at) = max_error_rows(&want, &gpu.output(&d)?);
+                    if e.is_nan() || e > BOUND {
+                        anyhow::bail!(
+                            "wrong result: |error| {e:.2e} at output {at} (bound {BOUND:e})"
+                        );
+                    }
+                    err = Some(e);
+                }
+                Ok((gpu.time(&mut d, &mut p, a.warmup, a.reps)?, err))
+            })();
+            let run = match measured {
+                Ok((t, err)) => {
+                    if name != FA2 && best.as_ref().is_none_or(|b| t < b.1) {
+                        best = Some((name.clone(), t));
+                    }
+                    AttentionRun {
+                        spec: spec.clone(),
+                        device: info.name.clone(),
+                        driver: driver.clone(),
+                        augur_version: env!("CARGO_PKG_VERSION").into(),
+                        schedule: name.clone(),
+                        median_s: Some(t),
+                        error: String::new(),
+                        kv_bytes,
+                        reps: a.reps,
+                        check_max_error: err,
+                        fa2_splits: fa2,
+                    }
+                }
+                Err(e) => {
+                    failed += 1;
+                    eprintln!("augur: {name} on {spec}: {e:#}");
+                    AttentionRun {
+                        spec: spec.clone(),
+                        device: info.name.clone(),
+                        driver: driver.clone(),
+                        augur_version: env!("CARGO_PKG_VERSION").into(),
+                        schedule: name.clone(),
+                        median_s: None,
+                        error: format!("{e:#}"),
+                        kv_bytes,
+                        reps: 0,
+                        check_max_error: None,
+                        fa2_splits: fa2,
+                    }
+                }
+            };
+            file.write_all(&row_csv(&run)?)?;
+            rows += 1;
+        }
+        file.flush()?;
+        if let Some((n, t)) = best {
+            eprintln!(
+                "[{:7.1} s] {}/{}: {n} {:.1} us ({:.0} GB/s)  {}",
+                start.elapsed().as_secs_f64(),
+                i + 1,
+                shapes.len(),
+                t * 1e6,
+                kv_bytes / t / 1e9,
+                spec_of(shape)
+            );
+        }
+    }
+    eprintln!(
+        "augur: {rows} rows ({failed} failed) for {} shapes -> {}",
+        shapes.len() - done.len(),
+        out.display()
+    );
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 pub fn run(c: AttentionCommand) -> anyhow::Result<ExitCode> {
@@ -187,6 +476,37 @@ fn spec_of(s: &AttentionShape) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_grid_is_deterministic_and_within_its_byte_cap() {
+        let g = super::default_grid((1u64 << 30) as f64);
+        assert_eq!(g, super::default_grid((1u64 << 30) as f64));
+        assert!(g.len() > 150, "{}", g.len());
+        for s in &g {
+            let f = augur_features::attention::AttentionShape::parse(s)
+                .unwrap()
+                .features()
+                .unwrap();
+            assert!(f.kv_bytes <= (1u64 << 30) as f64, "{s}");
+        }
+        // The issue's ranges: batch 1..256, GQA 1..8, one 128k sequence, paged shapes.
+        assert!(g
+            .iter()
+            .any(|s| s.contains("lens=131072*1,") || s.ends_with("lens=131072*1")));
+        assert!(g.iter().any(|s| s.contains("page=16")));
+        assert!(g.iter().any(|s| s.contains("q_heads=32,kv_heads=32")));
+        assert!(super::default_grid(1e6).len() < g.len());
+    }
+
+    #[test]
+    fn checked_sequences_take_the_longest_and_the_ends() {
+        assert_eq!(super::checked_sequences(&[5, 9, 1, 2], 3), vec![1, 0, 3]);
+        assert_eq!(super::checked_sequences(&[5], 4), vec![0]);
+        assert!(super::checked_sequences(&[5, 6], 0).is_empty());
+        // Equal lengths: the longest is the last; then the first, then evenly spaced.
+        let v = super::checked_sequences(&[1; 100], 6);
+        assert_eq!(v, vec![99, 0, 16, 32, 48, 64]);
+    }
+
     #[test]
     fn default_shapes_parse() {
         for s in super::default_shapes() {

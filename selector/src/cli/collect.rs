@@ -43,6 +43,10 @@ enum CollectSub {
     /// NCCL, pull, push and copy-engine all-gather) over a sweep of message sizes on N GPUs,
     /// into a comm runs CSV for `augur train`.
     Comm(super::comm::CommArgs),
+    /// Check and time every decode-attention schedule (and FlashAttention-2's split rule on the
+    /// split-KV kernel) on attention shapes, by default a built-in grid, into an attention runs
+    /// CSV (issue 8).
+    Attention(super::attention::CollectArgs),
 }
 
 #[derive(Args, Debug)]
@@ -106,6 +110,7 @@ pub fn run(c: CollectCmd) -> anyhow::Result<ExitCode> {
     match c.sub {
         Some(CollectSub::Merge(m)) => merge(m),
         Some(CollectSub::Comm(a)) => super::comm::run(a),
+        Some(CollectSub::Attention(a)) => super::attention::collect(a),
         None => collect(c.args.context("collect: give MATRIX arguments and --out")?),
     }
 }
