@@ -16,6 +16,7 @@ use augur_features::FeatureSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::runs::{bad, open_csv};
+use crate::train::{cv_depth, fit_costs, CostSample};
 use crate::tree::{clean, Tree};
 use crate::{read_text, write_atomic, ModelError};
 
@@ -456,6 +457,19 @@ pub struct CommModel {
     pub training: CommTraining,
 }
 
+impl CollectiveTree {
+    /// This tree as the exporters walk it.
+    fn class_tree<'a>(&'a self, model: &'a CommModel) -> crate::export::ClassTree<'a> {
+        crate::export::ClassTree {
+            tree: &self.tree,
+            inputs: &self.inputs,
+            classes: &self.patterns,
+            schema: &model.schema,
+            noun: "messages",
+        }
+    }
+}
+
 impl CommModel {
     /// The tree for a collective.
     pub fn tree_for(&self, c: Collective) -> Option<&CollectiveTree> {
@@ -630,69 +644,18 @@ pub fn held_out(bytes: usize, holdout_between: bool) -> bool {
     holdout_between && !bytes.is_power_of_two()
 }
 
-/// One training sample: a message with every pattern's cost.
-struct CommSample {
-    x: Vec<f64>,
-    costs: Vec<f64>,
-    best: usize,
-    bytes: usize,
-}
-
-fn samples_of(msgs: &[&Message], patterns: &[String], features: &[usize]) -> Vec<CommSample> {
-    let mut out = Vec::new();
-    for m in msgs {
-        let times: Vec<Option<f64>> = patterns.iter().map(|p| m.time(p)).collect();
-        let worst = times.iter().flatten().copied().fold(f64::NAN, f64::max);
-        if worst.is_nan() {
-            continue;
-        }
-        // A pattern that failed or was not run here costs twice the slowest that ran.
-        let costs: Vec<f64> = times.iter().map(|t| t.unwrap_or(2.0 * worst)).collect();
-        let best = (0..costs.len())
-            .min_by(|&a, &b| costs[a].total_cmp(&costs[b]))
-            .expect("patterns");
-        let f = m.features();
-        out.push(CommSample {
-            x: features.iter().map(|&i| f[i]).collect(),
-            costs,
-            best,
-            bytes: m.shape.bytes,
-        });
-    }
-    out
-}
-
-fn fit(samples: &[&CommSample], depth: usize, leaf: f32) -> Result<Tree, ModelError> {
-    let rows: Vec<Vec<f64>> = samples.iter().map(|s| s.x.clone()).collect();
-    let labels: Vec<usize> = samples.iter().map(|s| s.best).collect();
-    let slow: Vec<Vec<f64>> = samples
-        .iter()
-        .map(|s| s.costs.iter().map(|c| c / s.costs[s.best]).collect())
-        .collect();
-    // Weight: mean log-slowdown of the other patterns (what a wrong pick costs).
-    let weights: Vec<f64> = slow
-        .iter()
-        .map(|r| {
-            let n = (r.len().max(2) - 1) as f64;
-            (r.iter().map(|v| v.ln()).sum::<f64>() / n).max(0.01)
+fn samples_of(msgs: &[&Message], patterns: &[String], features: &[usize]) -> Vec<CostSample> {
+    msgs.iter()
+        .filter_map(|m| {
+            let times: Vec<Option<f64>> = patterns.iter().map(|p| m.time(p)).collect();
+            let f = m.features();
+            CostSample::new(
+                features.iter().map(|&i| f[i]).collect(),
+                &times,
+                m.shape.bytes as u64,
+            )
         })
-        .collect();
-    let mut t = crate::train::fit_tree(
-        &rows,
-        &labels,
-        &weights,
-        &slow,
-        crate::model::Hyper {
-            max_depth: depth,
-            min_weight_leaf: leaf,
-        },
-    )?;
-    t.annotate(
-        rows.iter()
-            .zip(&slow)
-            .map(|(x, r)| (x.as_slice(), r.iter().map(|v| v - 1.0).collect())),
-    );
-    Ok(t)
+        .collect()
 }
 
 impl CheckedCommTrainParams {
@@ -756,9 +719,9 @@ impl CheckedCommTrainParams {
                 }
             }
             let all = samples_of(&mine, &patterns, &features);
-            let train: Vec<&CommSample> = all
+            let train: Vec<&CostSample> = all
                 .iter()
-                .filter(|s| !held_out(s.bytes, p.holdout_between))
+                .filter(|s| !held_out(s.group as usize, p.holdout_between))
                 .collect();
             if train.is_empty() {
                 return Err(ModelError::Train(format!(
@@ -773,41 +736,9 @@ impl CheckedCommTrainParams {
                     trained += 1;
                 }
             }
-            // Folds by size: sizes sorted, dealt round-robin.
-            let mut sizes: Vec<usize> = train.iter().map(|s| s.bytes).collect();
-            sizes.sort_unstable();
-            sizes.dedup();
-            let fold_of = |b: usize| sizes.binary_search(&b).unwrap_or(0) % p.folds;
-            let mut best = (0usize, f64::NEG_INFINITY);
-            for depth in 1..=p.max_depth {
-                let mut ratios = Vec::new();
-                for f in 0..p.folds {
-                    let tr: Vec<&CommSample> = train
-                        .iter()
-                        .copied()
-                        .filter(|s| fold_of(s.bytes) != f)
-                        .collect();
-                    let te: Vec<&CommSample> = train
-                        .iter()
-                        .copied()
-                        .filter(|s| fold_of(s.bytes) == f)
-                        .collect();
-                    if tr.is_empty() || te.is_empty() {
-                        continue;
-                    }
-                    let t = fit(&tr, depth, p.min_weight_leaf)?;
-                    ratios.extend(
-                        te.iter()
-                            .map(|s| s.costs[s.best] / s.costs[t.predict(&s.x)]),
-                    );
-                }
-                let score = crate::train::geomean(ratios.into_iter());
-                // A deeper tree must beat the shallower by 0.1% to be kept.
-                if score > best.1 + 1e-3 {
-                    best = (depth, score);
-                }
-            }
-            let tree = fit(&train, best.0, p.min_weight_leaf)?;
+            // Folds by size (a size never spans two folds).
+            let best = cv_depth(&train, p.max_depth, p.folds, p.min_weight_leaf)?;
+            let tree = fit_costs(&train, best.0, p.min_weight_leaf)?;
             trees.push(CollectiveTree {
                 collective: collective_name(c).into(),
                 patterns,
@@ -861,18 +792,8 @@ impl CheckedCommTrainParams {
 
 // ---- export --------------------------------------------------------------------------------
 
-fn unit(model: &CommModel, input: &str) -> String {
-    model
-        .schema
-        .features
-        .iter()
-        .find(|f| f.name == input)
-        .map_or(String::new(), |f| f.unit.clone())
-}
-
 /// Readable rules, one tree per collective.
 pub fn export_text(model: &CommModel) -> String {
-    use crate::export::{readable, sig};
     let mut out = format!(
         "augur communication-pattern model for {} (GPUs per group: {:?}; dtypes: {}; trained on {} messages, holdout: {}; {} incomplete messages left out)\n",
         model.device,
@@ -891,47 +812,14 @@ pub fn export_text(model: &CommModel) -> String {
             t.max_depth,
             t.cv_oracle_ratio
         );
-        fn go(m: &CommModel, t: &CollectiveTree, i: usize, ind: usize, out: &mut String) {
-            let pad = "    ".repeat(ind);
-            match &t.tree.nodes[i] {
-                crate::tree::Node::Leaf {
-                    class,
-                    samples,
-                    mean_regret,
-                } => {
-                    let _ = writeln!(
-                        out,
-                        "{pad}-> {}   [{samples} messages, mean regret {}%]",
-                        t.patterns[*class],
-                        sig(mean_regret * 100.0)
-                    );
-                }
-                crate::tree::Node::Split {
-                    feature,
-                    threshold,
-                    left,
-                    right,
-                } => {
-                    let name = &t.inputs[*feature];
-                    let _ = writeln!(
-                        out,
-                        "{pad}if {name} < {}:",
-                        readable(*threshold, &unit(m, name))
-                    );
-                    go(m, t, *left, ind + 1, out);
-                    let _ = writeln!(out, "{pad}else:");
-                    go(m, t, *right, ind + 1, out);
-                }
-            }
-        }
-        go(model, t, 0, 1, &mut out);
+        t.class_tree(model).text(1, &mut out);
     }
     out
 }
 
 /// Graphviz DOT: one cluster per collective.
 pub fn export_dot(model: &CommModel) -> String {
-    use crate::export::{dot_escape, readable, sig};
+    use crate::export::dot_escape;
     let mut out = String::from(
         "digraph augur_comm {\n  node [shape=box, fontname=\"Helvetica\"];\n  edge [fontname=\"Helvetica\"];\n",
     );
@@ -941,36 +829,7 @@ pub fn export_dot(model: &CommModel) -> String {
             "  subgraph cluster_{c} {{\n    label=\"{}\";",
             dot_escape(&t.collective)
         );
-        for (i, n) in t.tree.nodes.iter().enumerate() {
-            match n {
-                crate::tree::Node::Split {
-                    feature,
-                    threshold,
-                    left,
-                    right,
-                } => {
-                    let name = &t.inputs[*feature];
-                    let _ = writeln!(
-                        out,
-                        "    c{c}_{i} [label=\"{} < {}?\"];\n    c{c}_{i} -> c{c}_{left} [label=\"yes\"];\n    c{c}_{i} -> c{c}_{right} [label=\"no\"];",
-                        dot_escape(name),
-                        dot_escape(&readable(*threshold, &unit(model, name)))
-                    );
-                }
-                crate::tree::Node::Leaf {
-                    class,
-                    samples,
-                    mean_regret,
-                } => {
-                    let _ = writeln!(
-                        out,
-                        "    c{c}_{i} [shape=ellipse, style=filled, fillcolor=\"#e8f0fe\", label=\"{}\\n{samples} messages, regret {}%\"];",
-                        dot_escape(&t.patterns[*class]),
-                        sig(mean_regret * 100.0)
-                    );
-                }
-            }
-        }
+        t.class_tree(model).dot(&format!("c{c}_"), "    ", &mut out);
         out.push_str("  }\n");
     }
     out.push_str("}\n");
@@ -1003,31 +862,7 @@ pub fn export_rust(model: &CommModel) -> String {
     for t in &model.trees {
         let flag = t.collective.replace('-', "_");
         let _ = writeln!(out, "    if f.{flag} == 1.0 {{");
-        fn go(t: &CollectiveTree, i: usize, ind: usize, out: &mut String) {
-            let pad = "    ".repeat(ind);
-            match &t.tree.nodes[i] {
-                crate::tree::Node::Leaf { class, .. } => {
-                    let _ = writeln!(
-                        out,
-                        "{pad}return Some(CommPattern::{});",
-                        crate::export::variant(&t.patterns[*class])
-                    );
-                }
-                crate::tree::Node::Split {
-                    feature,
-                    threshold,
-                    left,
-                    right,
-                } => {
-                    let _ = writeln!(out, "{pad}if f.{} < {threshold:?} {{", t.inputs[*feature]);
-                    go(t, *left, ind + 1, out);
-                    let _ = writeln!(out, "{pad}}} else {{");
-                    go(t, *right, ind + 1, out);
-                    let _ = writeln!(out, "{pad}}}");
-                }
-            }
-        }
-        go(t, 0, 2, &mut out);
+        t.class_tree(model).rust("CommPattern", 2, &mut out);
         out.push_str("    }\n");
     }
     out.push_str("    None\n}\n");

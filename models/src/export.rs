@@ -446,3 +446,130 @@ pub fn rust(model: &Model) -> String {
 pub fn json(model: &Model) -> String {
     model.to_json()
 }
+
+// ---- class trees (comm patterns, attention schedules) ----------------------------------------
+
+/// A tree whose leaves name one of `classes`, over `inputs` (features of `schema`, for their
+/// units), as it is exported: `noun` names what a leaf's samples are ("messages", "shapes").
+pub(crate) struct ClassTree<'a> {
+    pub tree: &'a Tree,
+    pub inputs: &'a [String],
+    pub classes: &'a [String],
+    pub schema: &'a augur_features::FeatureSchema,
+    pub noun: &'a str,
+}
+
+impl ClassTree<'_> {
+    fn unit(&self, input: &str) -> String {
+        self.schema
+            .features
+            .iter()
+            .find(|f| f.name == input)
+            .map_or(String::new(), |f| f.unit.clone())
+    }
+
+    /// Readable rules, indented by `indent` levels.
+    pub fn text(&self, indent: usize, out: &mut String) {
+        self.text_node(0, indent, out);
+    }
+
+    fn text_node(&self, i: usize, ind: usize, out: &mut String) {
+        let pad = "    ".repeat(ind);
+        match &self.tree.nodes[i] {
+            Node::Leaf {
+                class,
+                samples,
+                mean_regret,
+            } => {
+                let _ = writeln!(
+                    out,
+                    "{pad}-> {}   [{samples} {}, mean regret {}%]",
+                    self.classes[*class],
+                    self.noun,
+                    sig(mean_regret * 100.0)
+                );
+            }
+            Node::Split {
+                feature,
+                threshold,
+                left,
+                right,
+            } => {
+                let name = &self.inputs[*feature];
+                let _ = writeln!(
+                    out,
+                    "{pad}if {name} < {}:",
+                    readable(*threshold, &self.unit(name))
+                );
+                self.text_node(*left, ind + 1, out);
+                let _ = writeln!(out, "{pad}else:");
+                self.text_node(*right, ind + 1, out);
+            }
+        }
+    }
+
+    /// Graphviz nodes and edges, node ids prefixed by `prefix`, lines indented by `pad`.
+    pub fn dot(&self, prefix: &str, pad: &str, out: &mut String) {
+        for (i, n) in self.tree.nodes.iter().enumerate() {
+            match n {
+                Node::Split {
+                    feature,
+                    threshold,
+                    left,
+                    right,
+                } => {
+                    let name = &self.inputs[*feature];
+                    let _ = writeln!(
+                        out,
+                        "{pad}{prefix}{i} [label=\"{} < {}?\"];\n{pad}{prefix}{i} -> {prefix}{left} [label=\"yes\"];\n{pad}{prefix}{i} -> {prefix}{right} [label=\"no\"];",
+                        dot_escape(name),
+                        dot_escape(&readable(*threshold, &self.unit(name)))
+                    );
+                }
+                Node::Leaf {
+                    class,
+                    samples,
+                    mean_regret,
+                } => {
+                    let _ = writeln!(
+                        out,
+                        "{pad}{prefix}{i} [shape=ellipse, style=filled, fillcolor=\"#e8f0fe\", label=\"{}\\n{samples} {}, regret {}%\"];",
+                        dot_escape(&self.classes[*class]),
+                        self.noun,
+                        sig(mean_regret * 100.0)
+                    );
+                }
+            }
+        }
+    }
+
+    /// Rust statements returning `Some(Enum::Variant)` from `f.<input>` comparisons.
+    pub fn rust(&self, enum_name: &str, indent: usize, out: &mut String) {
+        self.rust_node(0, enum_name, indent, out);
+    }
+
+    fn rust_node(&self, i: usize, en: &str, ind: usize, out: &mut String) {
+        let pad = "    ".repeat(ind);
+        match &self.tree.nodes[i] {
+            Node::Leaf { class, .. } => {
+                let _ = writeln!(
+                    out,
+                    "{pad}return Some({en}::{});",
+                    variant(&self.classes[*class])
+                );
+            }
+            Node::Split {
+                feature,
+                threshold,
+                left,
+                right,
+            } => {
+                let _ = writeln!(out, "{pad}if f.{} < {threshold:?} {{", self.inputs[*feature]);
+                self.rust_node(*left, en, ind + 1, out);
+                let _ = writeln!(out, "{pad}}} else {{");
+                self.rust_node(*right, en, ind + 1, out);
+                let _ = writeln!(out, "{pad}}}");
+            }
+        }
+    }
+}
