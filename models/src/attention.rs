@@ -1,17 +1,23 @@
 //! Decode attention: the attention runs table (`augur collect attention`), one row per
 //! (shape, schedule) with the median seconds per launch and the check against the f64
-//! reference. Rows of schedule `fa2` are FlashAttention-2's split rule run on augur's split-KV
-//! kernel (the baseline of issue 8), with its split count in `fa2_splits`.
+//! reference; a tree that picks a schedule from the attention-shape features; its export and
+//! its evaluation against the per-shape oracle, FlashAttention-2's split rule, the best single
+//! schedule and PyTorch SDPA. Rows of schedule `fa2` are FlashAttention-2's split rule run on
+//! augur's split-KV kernel (the baseline of issue 8), with its split count in `fa2_splits`.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use augur_features::attention::{AttentionFeatures, AttentionShape};
-use serde::Serialize;
+use augur_features::FeatureSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::runs::{bad, open_csv};
-use crate::ModelError;
+use crate::train::{cv_depth, fit_costs, geomean, CostSample};
+use crate::tree::{clean, Tree};
+use crate::{read_text, write_atomic, ModelError};
 
 /// Columns before the features.
 pub const HEAD: [&str; 5] = [
@@ -302,6 +308,621 @@ pub fn row_csv(run: &AttentionRun) -> Result<Vec<u8>, ModelError> {
         .map_err(|e| ModelError::Train(e.to_string()))
 }
 
+// ---- the model ---------------------------------------------------------------------------
+
+/// Format name and version of attention model files.
+pub const ATTENTION_FORMAT: &str = "augur-attention-model";
+pub const ATTENTION_FORMAT_VERSION: u32 = 1;
+
+/// What an attention model was trained on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttentionTraining {
+    /// SHA-256 over the training shapes (spec, schedule, seconds).
+    pub digest: String,
+    pub shapes: usize,
+    /// Groups (head configuration and batch size) kept out of training, for `augur eval`.
+    pub held_out_groups: Vec<String>,
+    pub folds: usize,
+}
+
+/// A trained decode-attention schedule selector: one tree over the attention-shape features.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttentionModel {
+    pub format: String,
+    pub format_version: u32,
+    pub task: String,
+    pub schema: FeatureSchema,
+    pub device: String,
+    pub augur_version: String,
+    /// Schedule names; classes are indices into this list.
+    pub schedules: Vec<String>,
+    /// Input names (attention features, schema order).
+    pub inputs: Vec<String>,
+    /// Schema index of each input.
+    pub features: Vec<usize>,
+    pub tree: Tree,
+    /// Depth chosen by cross-validation over shape groups.
+    pub max_depth: usize,
+    /// Geomean of oracle / selected over the cross-validation folds.
+    pub cv_oracle_ratio: f64,
+    pub training: AttentionTraining,
+}
+
+/// The group of a shape for folds and the holdout: its head configuration and batch size (all
+/// KV lengths and layouts of one group train or test together).
+pub fn group_of(shape: &AttentionShape) -> String {
+    format!(
+        "q{}/kv{}/d{} {:?} x{}",
+        shape.q_heads,
+        shape.kv_heads,
+        shape.head_dim,
+        shape.dtype,
+        shape.kv_lens.len()
+    )
+    .to_lowercase()
+}
+
+impl AttentionModel {
+    fn inputs_of(&self, shape: &AttentionShape) -> Option<Vec<f64>> {
+        let f = shape.features().ok()?;
+        let v = f.values();
+        Some(self.features.iter().map(|&i| clean(v[i])).collect())
+    }
+
+    /// The schedule for a shape (None when the shape is invalid).
+    pub fn choose(&self, shape: &AttentionShape) -> Option<&str> {
+        let x = self.inputs_of(shape)?;
+        Some(&self.schedules[self.tree.predict(&x)])
+    }
+
+    /// The splits a shape passes: (input name, value, threshold, went left).
+    pub fn path(&self, shape: &AttentionShape) -> Vec<(String, f64, f64, bool)> {
+        self.inputs_of(shape)
+            .map(|x| self.tree.named_path(&x, &self.inputs))
+            .unwrap_or_default()
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.format != ATTENTION_FORMAT || self.format_version != ATTENTION_FORMAT_VERSION {
+            return Err(format!(
+                "format `{}` v{}, this augur reads `{ATTENTION_FORMAT}` v{ATTENTION_FORMAT_VERSION}",
+                self.format, self.format_version
+            ));
+        }
+        AttentionFeatures::schema()
+            .check_same(&self.schema)
+            .map_err(|e| format!("{e}; retrain the model with this augur"))?;
+        if self.schedules.is_empty() || self.inputs.len() != self.features.len() {
+            return Err("no schedules, or inputs unlike features".into());
+        }
+        let n = self.schema.features.len();
+        if let Some(f) = self.features.iter().find(|&&f| f >= n) {
+            return Err(format!("feature index {f} beyond the schema"));
+        }
+        self.tree
+            .validate(self.features.len(), self.schedules.len())
+    }
+
+    pub fn from_json(text: &str, origin: &str) -> Result<AttentionModel, ModelError> {
+        let m: AttentionModel = serde_json::from_str(text).map_err(|e| ModelError::Model {
+            origin: origin.to_string(),
+            msg: format!("not a valid attention model file: {e}"),
+        })?;
+        m.validate().map_err(|msg| ModelError::Model {
+            origin: origin.to_string(),
+            msg,
+        })?;
+        Ok(m)
+    }
+
+    pub fn read(path: &Path) -> Result<AttentionModel, ModelError> {
+        AttentionModel::from_json(&read_text(path)?, &path.display().to_string())
+    }
+
+    /// Write as pretty JSON through a temporary file and a rename.
+    pub fn write(&self, path: &Path) -> Result<(), ModelError> {
+        write_atomic(path, &self.to_json())
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a model always serializes")
+    }
+
+    fn class_tree(&self) -> crate::export::ClassTree<'_> {
+        crate::export::ClassTree {
+            tree: &self.tree,
+            inputs: &self.inputs,
+            classes: &self.schedules,
+            schema: &self.schema,
+            noun: "shapes",
+        }
+    }
+}
+
+/// Whether a JSON text is an attention model (by its `format`).
+pub fn is_attention_model(text: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|v| {
+            v.get("format")
+                .and_then(|f| f.as_str())
+                .map(|f| f == ATTENTION_FORMAT)
+        })
+        .unwrap_or(false)
+}
+
+// ---- training ----------------------------------------------------------------------------
+
+/// Hyper-parameters of attention training (linfa style: params -> check -> fit).
+#[derive(Debug, Clone)]
+pub struct AttentionTrainParams {
+    /// Depths tried by cross-validation (1..=this).
+    pub max_depth: usize,
+    pub min_weight_leaf: f32,
+    pub folds: usize,
+    /// Every n-th shape group (sorted) is held out of training for `augur eval` (0: none).
+    pub holdout_every: usize,
+}
+
+impl Default for AttentionTrainParams {
+    fn default() -> Self {
+        AttentionTrainParams {
+            max_depth: 6,
+            min_weight_leaf: 1.0,
+            folds: 5,
+            holdout_every: 5,
+        }
+    }
+}
+
+/// Checked parameters.
+#[derive(Debug, Clone)]
+pub struct CheckedAttentionTrainParams(AttentionTrainParams);
+
+impl AttentionTrainParams {
+    pub fn check(self) -> Result<CheckedAttentionTrainParams, ModelError> {
+        if !(1..=12).contains(&self.max_depth) {
+            return Err(ModelError::Params(format!(
+                "max depth {} outside 1..=12",
+                self.max_depth
+            )));
+        }
+        if self.folds < 2 {
+            return Err(ModelError::Params(format!(
+                "{} folds: need >= 2",
+                self.folds
+            )));
+        }
+        if self.min_weight_leaf.is_nan() || self.min_weight_leaf <= 0.0 {
+            return Err(ModelError::Params("min leaf weight must be > 0".into()));
+        }
+        if self.holdout_every == 1 {
+            return Err(ModelError::Params(
+                "holdout every 1st group leaves nothing to train on".into(),
+            ));
+        }
+        Ok(CheckedAttentionTrainParams(self))
+    }
+}
+
+/// The groups of `cases` held out when every `every`-th is (0: none), in an order that mixes
+/// configurations and batch sizes (sorted by a hash of the name: a plain sort would hold out
+/// one batch size of every configuration). Returned sorted by name.
+pub fn held_out_groups(cases: &[AttentionCase], every: usize) -> Vec<String> {
+    if every == 0 {
+        return Vec::new();
+    }
+    let fnv = |s: &str| {
+        s.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100000001b3)
+        })
+    };
+    let mut g: Vec<String> = cases.iter().map(|c| group_of(&c.shape)).collect();
+    g.sort_by_key(|x| (fnv(x), x.clone()));
+    g.dedup();
+    let mut out: Vec<String> = g
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| i % every == every - 1)
+        .map(|(_, g)| g)
+        .collect();
+    out.sort();
+    out
+}
+
+impl CheckedAttentionTrainParams {
+    /// One tree over the attention features, labels the schedules of the runs (not `fa2`);
+    /// depth by cross-validation over shape groups.
+    pub fn fit(
+        &self,
+        runs: &AttentionRuns,
+        augur_version: &str,
+    ) -> Result<AttentionModel, ModelError> {
+        let p = &self.0;
+        let cases = runs.cases();
+        if cases.is_empty() {
+            return Err(ModelError::Train("no attention runs".into()));
+        }
+        let devices: std::collections::BTreeSet<&str> =
+            cases.iter().map(|c| c.device.as_str()).collect();
+        if devices.len() > 1 {
+            return Err(ModelError::Train(format!(
+                "runs from several devices ({}): train one model per GPU",
+                devices.into_iter().collect::<Vec<_>>().join(", ")
+            )));
+        }
+        let mut schedules: Vec<String> = Vec::new();
+        for c in &cases {
+            for (s, _) in &c.runs {
+                if s != FA2 && !schedules.contains(s) {
+                    schedules.push(s.clone());
+                }
+            }
+        }
+        let schema = AttentionFeatures::schema();
+        // query_len is 1 for every decode shape.
+        let features: Vec<usize> = schema
+            .features
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.name != "query_len")
+            .map(|(i, _)| i)
+            .collect();
+        let inputs: Vec<String> = features
+            .iter()
+            .map(|&i| schema.features[i].name.clone())
+            .collect();
+        let held = held_out_groups(&cases, p.holdout_every);
+        let mut groups: Vec<String> = cases.iter().map(|c| group_of(&c.shape)).collect();
+        groups.sort();
+        groups.dedup();
+        let mut digest = sha2::Sha256::new();
+        let mut samples = Vec::new();
+        for c in &cases {
+            let g = group_of(&c.shape);
+            if held.contains(&g) {
+                continue;
+            }
+            let f = c
+                .shape
+                .features()
+                .map_err(|e| ModelError::Train(format!("{}: {e}", c.spec)))?;
+            let v = f.values();
+            let times: Vec<Option<f64>> = schedules.iter().map(|s| c.time(s)).collect();
+            let gi = groups.binary_search(&g).expect("group") as u64;
+            if let Some(s) =
+                CostSample::new(features.iter().map(|&i| clean(v[i])).collect(), &times, gi)
+            {
+                use sha2::Digest;
+                digest.update(format!("{}|{:?}\n", c.spec, c.runs).as_bytes());
+                samples.push(s);
+            }
+        }
+        let train: Vec<&CostSample> = samples.iter().collect();
+        if train.is_empty() {
+            return Err(ModelError::Train(
+                "no training shapes (every group is held out, or no schedule ran)".into(),
+            ));
+        }
+        let (depth, cv) = cv_depth(&train, p.max_depth, p.folds, p.min_weight_leaf)?;
+        let tree = fit_costs(&train, depth, p.min_weight_leaf)?;
+        use sha2::Digest;
+        let model = AttentionModel {
+            format: ATTENTION_FORMAT.into(),
+            format_version: ATTENTION_FORMAT_VERSION,
+            task: "attention".into(),
+            schema,
+            device: cases[0].device.clone(),
+            augur_version: augur_version.into(),
+            schedules,
+            inputs,
+            features,
+            tree,
+            max_depth: depth,
+            cv_oracle_ratio: cv,
+            training: AttentionTraining {
+                digest: digest
+                    .finalize()
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect(),
+                shapes: train.len(),
+                held_out_groups: held,
+                folds: p.folds,
+            },
+        };
+        model.validate().map_err(ModelError::Train)?;
+        Ok(model)
+    }
+}
+
+// ---- export --------------------------------------------------------------------------------
+
+/// Readable rules.
+pub fn export_text(model: &AttentionModel) -> String {
+    let mut out = format!(
+        "augur decode-attention schedule model for {} (schedules: {}; depth {} by cross-validation over shape groups, oracle ratio {:.3}; trained on {} shapes, {} groups held out)\n",
+        model.device,
+        model.schedules.join(", "),
+        model.max_depth,
+        model.cv_oracle_ratio,
+        model.training.shapes,
+        model.training.held_out_groups.len()
+    );
+    model.class_tree().text(1, &mut out);
+    out
+}
+
+/// Graphviz DOT.
+pub fn export_dot(model: &AttentionModel) -> String {
+    let mut out = String::from(
+        "digraph augur_attention {\n  node [shape=box, fontname=\"Helvetica\"];\n  edge [fontname=\"Helvetica\"];\n",
+    );
+    model.class_tree().dot("n", "  ", &mut out);
+    out.push_str("}\n");
+    out
+}
+
+/// A Rust module: `enum AttentionSchedule` and `fn select(f: &AttentionFeatures) ->
+/// Option<AttentionSchedule>`.
+pub fn export_rust(model: &AttentionModel) -> String {
+    use crate::export::variant;
+    let mut out = format!(
+        "// Generated by `augur export --format rust` from an attention model for {}.\n// Attention schema v{}.\n\nuse augur_features::attention::AttentionFeatures;\n\n/// The schedules the model chooses from.\n#[derive(Debug, Clone, Copy, PartialEq, Eq)]\npub enum AttentionSchedule {{\n",
+        model.device, model.schema.version
+    );
+    for n in &model.schedules {
+        let _ = writeln!(out, "    {},", variant(n));
+    }
+    out.push_str("}\n\nimpl AttentionSchedule {\n    /// The schedule's name in augur.\n    pub fn name(self) -> &'static str {\n        match self {\n");
+    for n in &model.schedules {
+        let _ = writeln!(
+            out,
+            "            AttentionSchedule::{} => \"{n}\",",
+            variant(n)
+        );
+    }
+    out.push_str("        }\n    }\n}\n\n/// The schedule for a decode-attention shape.\n#[allow(clippy::all, unused_variables)]\npub fn select(f: &AttentionFeatures) -> Option<AttentionSchedule> {\n");
+    model.class_tree().rust("AttentionSchedule", 1, &mut out);
+    out.push_str("}\n");
+    out
+}
+
+// ---- evaluation ----------------------------------------------------------------------------
+
+/// One shape evaluated.
+#[derive(Debug, Clone, Serialize)]
+pub struct AttentionEvalRow {
+    pub spec: String,
+    pub group: String,
+    /// Whether its group was held out of training.
+    pub unseen: bool,
+    pub selected: String,
+    pub oracle: String,
+    pub selected_us: f64,
+    pub oracle_us: f64,
+    /// FlashAttention-2's split rule on augur's split-KV kernel (None: not measured).
+    pub fa2_us: Option<f64>,
+    pub fa2_splits: usize,
+    /// The schedule best over all shapes (geomean), on this shape.
+    pub single: String,
+    pub single_us: f64,
+    /// PyTorch SDPA on the padded batch (None: not given or not run).
+    pub sdpa_us: Option<f64>,
+    /// Live K and V bytes / selected time, GB/s.
+    pub selected_gbs: f64,
+    pub kv_bytes: f64,
+}
+
+/// Evaluate `model` on every shape of `runs` that ran every schedule of the model; `sdpa`:
+/// PyTorch SDPA seconds by shape spec.
+pub fn evaluate(
+    model: &AttentionModel,
+    runs: &AttentionRuns,
+    sdpa: &BTreeMap<String, f64>,
+) -> Result<Vec<AttentionEvalRow>, ModelError> {
+    let cases: Vec<AttentionCase> = runs
+        .cases()
+        .into_iter()
+        .filter(|c| model.schedules.iter().all(|s| c.time(s).is_some()))
+        .collect();
+    // The best single schedule: highest geomean oracle / its time over the shapes.
+    let single = model
+        .schedules
+        .iter()
+        .max_by(|a, b| {
+            let score = |s: &str| {
+                geomean(
+                    cases
+                        .iter()
+                        .filter_map(|c| Some(c.oracle()?.1 / c.time(s)?)),
+                )
+            };
+            score(a).total_cmp(&score(b))
+        })
+        .cloned()
+        .unwrap_or_default();
+    let mut rows = Vec::new();
+    for c in &cases {
+        let pick = model
+            .choose(&c.shape)
+            .ok_or_else(|| ModelError::Train(format!("{}: no features", c.spec)))?;
+        let (oracle, oracle_t) = c.oracle().expect("every schedule ran");
+        let t = c.time(pick).expect("every schedule ran");
+        let kv_bytes = c.shape.features().map(|f| f.kv_bytes).unwrap_or(0.0);
+        rows.push(AttentionEvalRow {
+            spec: c.spec.clone(),
+            group: group_of(&c.shape),
+            unseen: model.training.held_out_groups.contains(&group_of(&c.shape)),
+            selected: pick.to_string(),
+            oracle: oracle.to_string(),
+            selected_us: t * 1e6,
+            oracle_us: oracle_t * 1e6,
+            fa2_us: c.time(FA2).map(|t| t * 1e6),
+            fa2_splits: c.fa2_splits,
+            single: single.clone(),
+            single_us: c.time(&single).expect("every schedule ran") * 1e6,
+            sdpa_us: sdpa.get(&c.spec).map(|t| t * 1e6),
+            selected_gbs: kv_bytes / t / 1e9,
+            kv_bytes,
+        });
+    }
+    Ok(rows)
+}
+
+/// A summary of rows: (label, shapes, selected / oracle geomean, worst, share picking the
+/// fastest, x FA2 rule, x best single, x SDPA geomean and least, long-KV GB/s median).
+#[derive(Debug, Clone, Serialize)]
+pub struct AttentionSummary {
+    pub group: String,
+    pub shapes: usize,
+    pub oracle_ratio: f64,
+    pub worst: f64,
+    pub picks_fastest: f64,
+    pub vs_fa2: f64,
+    pub vs_single: f64,
+    pub vs_sdpa: Option<f64>,
+    pub vs_sdpa_least: Option<f64>,
+}
+
+fn summary_of(label: &str, rows: &[&AttentionEvalRow]) -> AttentionSummary {
+    let sd: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| r.sdpa_us.map(|s| s / r.selected_us))
+        .collect();
+    AttentionSummary {
+        group: label.to_string(),
+        shapes: rows.len(),
+        oracle_ratio: geomean(rows.iter().map(|r| r.oracle_us / r.selected_us)),
+        worst: rows
+            .iter()
+            .map(|r| r.oracle_us / r.selected_us)
+            .fold(f64::INFINITY, f64::min),
+        picks_fastest: rows.iter().filter(|r| r.selected == r.oracle).count() as f64
+            / rows.len().max(1) as f64,
+        vs_fa2: geomean(rows.iter().filter_map(|r| Some(r.fa2_us? / r.selected_us))),
+        vs_single: geomean(rows.iter().map(|r| r.single_us / r.selected_us)),
+        vs_sdpa: (!sd.is_empty()).then(|| geomean(sd.iter().copied())),
+        vs_sdpa_least: sd.iter().copied().reduce(f64::min),
+    }
+}
+
+/// Summaries: all shapes, the held-out groups, and per head configuration.
+pub fn summarize(rows: &[AttentionEvalRow]) -> Vec<AttentionSummary> {
+    let all: Vec<&AttentionEvalRow> = rows.iter().collect();
+    let mut out = vec![summary_of("all", &all)];
+    let unseen: Vec<&AttentionEvalRow> = rows.iter().filter(|r| r.unseen).collect();
+    if !unseen.is_empty() {
+        out.push(summary_of("held-out groups", &unseen));
+    }
+    let mut configs: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            r.group
+                .rsplit_once(" x")
+                .map_or(r.group.clone(), |(c, _)| c.to_string())
+        })
+        .collect();
+    configs.sort();
+    configs.dedup();
+    for cfg in configs {
+        let mine: Vec<&AttentionEvalRow> = rows
+            .iter()
+            .filter(|r| r.group.starts_with(&format!("{cfg} x")))
+            .collect();
+        out.push(summary_of(&cfg, &mine));
+    }
+    out
+}
+
+/// The summary as a text table.
+pub fn summary_table(
+    model: &AttentionModel,
+    rows: &[AttentionEvalRow],
+    s: &[AttentionSummary],
+) -> String {
+    let single = rows.first().map_or("-", |r| r.single.as_str());
+    let mut out = format!(
+        "attention model for {}: selected vs per-shape oracle, FlashAttention-2's split rule (on augur's split-KV kernel), the best single schedule ({single}) and PyTorch SDPA (padded)\n",
+        model.device
+    );
+    let _ = writeln!(
+        out,
+        "{:<22} {:>6} {:>7} {:>6} {:>5} {:>7} {:>8} {:>7} {:>9}",
+        "group", "shapes", "oracle", "worst", "acc", "x fa2", "x single", "x SDPA", "SDPA min"
+    );
+    let opt = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.2}"));
+    for r in s {
+        let _ = writeln!(
+            out,
+            "{:<22} {:>6} {:>7.4} {:>6.3} {:>4.0}% {:>7.3} {:>8.3} {:>7} {:>9}",
+            r.group,
+            r.shapes,
+            r.oracle_ratio,
+            r.worst,
+            r.picks_fastest * 100.0,
+            r.vs_fa2,
+            r.vs_single,
+            opt(r.vs_sdpa),
+            opt(r.vs_sdpa_least)
+        );
+    }
+    out
+}
+
+/// Every shape as CSV.
+pub fn rows_csv(rows: &[AttentionEvalRow]) -> String {
+    let mut out = String::from("shape,group,unseen,selected,oracle,selected_us,oracle_us,fa2_us,fa2_splits,single,single_us,sdpa_us,selected_gbs\n");
+    let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.3}"));
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "\"{}\",{},{},{},{},{:.3},{:.3},{},{},{},{:.3},{},{:.1}",
+            r.spec,
+            r.group,
+            r.unseen,
+            r.selected,
+            r.oracle,
+            r.selected_us,
+            r.oracle_us,
+            opt(r.fa2_us),
+            r.fa2_splits,
+            r.single,
+            r.single_us,
+            opt(r.sdpa_us),
+            r.selected_gbs
+        );
+    }
+    out
+}
+
+/// PyTorch SDPA times from `bench/attention_sdpa.py`'s CSV (shape, median_s, ..., status):
+/// seconds by shape spec, rows not `ok` left out.
+pub fn read_sdpa(path: &Path) -> Result<BTreeMap<String, f64>, ModelError> {
+    let mut rdr = csv::Reader::from_path(path).map_err(|e| ModelError::Io {
+        path: path.to_path_buf(),
+        msg: e.to_string(),
+    })?;
+    let mut out = BTreeMap::new();
+    for rec in rdr.records() {
+        let rec =
+            rec.map_err(|e| bad(path, e.position().map_or(0, |p| p.line()), e.to_string()))?;
+        let line = rec.position().map_or(0, |p| p.line());
+        if rec.get(4).unwrap_or("ok") != "ok" {
+            continue;
+        }
+        let t: f64 = rec.get(1).unwrap_or("").parse().map_err(|_| {
+            bad(
+                path,
+                line,
+                format!("median_s `{}` is not a number", rec.get(1).unwrap_or("")),
+            )
+        })?;
+        out.insert(rec.get(0).unwrap_or("").to_string(), t);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,6 +945,112 @@ mod tests {
             check_max_error: t.map(|_| 1e-7),
             fa2_splits: 3,
         }
+    }
+
+    /// Runs where `gqa` wins below 2048 tokens per sequence and `split-8` above, over 3 head
+    /// configurations x 4 batch sizes (12 groups) x 6 lengths; `fa2` in between.
+    fn synthetic() -> AttentionRuns {
+        let mut runs = Vec::new();
+        for (hq, hk) in [(32, 8), (16, 16), (64, 8)] {
+            for batch in [1, 4, 16, 64] {
+                for len in [128, 512, 1024, 4096, 16384, 65536] {
+                    let spec = format!(
+                        "attention:q_heads={hq},kv_heads={hk},head_dim=128,dtype=bf16,lens={len}*{batch}"
+                    );
+                    let base = (len * batch) as f64 * 1e-9;
+                    let (g, s8) = if len < 2048 {
+                        (base, 2.0 * base)
+                    } else {
+                        (3.0 * base, base)
+                    };
+                    runs.push(run(&spec, "gqa", Some(g)));
+                    runs.push(run(&spec, "split-8", Some(s8)));
+                    runs.push(run(&spec, "head", Some(4.0 * base)));
+                    runs.push(run(&spec, FA2, Some(1.5 * base)));
+                }
+            }
+        }
+        AttentionRuns { runs }
+    }
+
+    #[test]
+    fn training_finds_the_length_cutoff_and_exports_and_evaluates() {
+        let runs = synthetic();
+        let m = AttentionTrainParams::default()
+            .check()
+            .unwrap()
+            .fit(&runs, "test")
+            .unwrap();
+        assert_eq!(m.schedules, ["gqa", "split-8", "head"]);
+        assert!(!m.schedules.contains(&FA2.to_string()));
+        // 12 groups, every 5th held out.
+        assert_eq!(m.training.held_out_groups.len(), 2);
+        assert_eq!(m.training.shapes, 10 * 6);
+        let shape = |len: usize| {
+            AttentionShape::parse(&format!(
+                "attention:q_heads=32,kv_heads=8,head_dim=128,dtype=bf16,lens={len}*8"
+            ))
+            .unwrap()
+        };
+        assert_eq!(m.choose(&shape(300)), Some("gqa"));
+        assert_eq!(m.choose(&shape(30000)), Some("split-8"));
+        assert!(!m.path(&shape(300)).is_empty());
+        // Round trip and the exports.
+        let back = AttentionModel::from_json(&m.to_json(), "mem").unwrap();
+        assert_eq!(back, m);
+        assert!(is_attention_model(&m.to_json()));
+        let text = export_text(&m);
+        assert!(
+            text.contains("-> gqa") && text.contains("-> split-8") && text.contains("if "),
+            "{text}"
+        );
+        assert!(export_dot(&m).starts_with("digraph augur_attention"));
+        let rust = export_rust(&m);
+        assert!(
+            rust.contains("pub enum AttentionSchedule")
+                && rust.contains("AttentionSchedule::Split8"),
+            "{rust}"
+        );
+        // Evaluation: the synthetic oracle is learnable, so the pick is the oracle; FA2 costs
+        // 1.5x the oracle below the cutoff... and the best single schedule is split-8 or gqa.
+        let mut sdpa = BTreeMap::new();
+        sdpa.insert(
+            runs.runs[0].spec.clone(),
+            2.0 * runs.runs[0].median_s.unwrap(),
+        );
+        let rows = evaluate(&m, &runs, &sdpa).unwrap();
+        assert_eq!(rows.len(), 72);
+        assert!(rows.iter().all(|r| r.selected == r.oracle));
+        assert_eq!(rows.iter().filter(|r| r.unseen).count(), 12);
+        let sums = summarize(&rows);
+        assert_eq!(sums[0].group, "all");
+        assert!((sums[0].oracle_ratio - 1.0).abs() < 1e-9);
+        assert!((sums[0].vs_fa2 - 1.5).abs() < 1e-9, "{}", sums[0].vs_fa2);
+        assert!(sums[0].vs_single > 1.0);
+        assert_eq!(sums[0].vs_sdpa, Some(2.0));
+        assert_eq!(sums[1].group, "held-out groups");
+        let table = summary_table(&m, &rows, &sums);
+        assert!(table.contains("held-out groups"), "{table}");
+        assert_eq!(rows_csv(&rows).lines().count(), 73);
+        // A model of another format is refused with its origin named.
+        let wrong = m.to_json().replace(ATTENTION_FORMAT, "augur-comm-model");
+        let e = AttentionModel::from_json(&wrong, "x.json")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("x.json"), "{e}");
+        // Bad parameters are refused.
+        assert!(AttentionTrainParams {
+            folds: 1,
+            ..Default::default()
+        }
+        .check()
+        .is_err());
+        assert!(AttentionTrainParams {
+            holdout_every: 1,
+            ..Default::default()
+        }
+        .check()
+        .is_err());
     }
 
     #[test]

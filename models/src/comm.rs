@@ -494,25 +494,7 @@ impl CommModel {
         };
         let v = f.values();
         let x: Vec<f64> = t.features.iter().map(|&i| clean(v[i])).collect();
-        let path = t.tree.path(&x);
-        let mut out = Vec::new();
-        for w in path.windows(2) {
-            if let crate::tree::Node::Split {
-                feature,
-                threshold,
-                left,
-                ..
-            } = &t.tree.nodes[w[0]]
-            {
-                out.push((
-                    t.inputs[*feature].clone(),
-                    x[*feature],
-                    *threshold,
-                    w[1] == *left,
-                ));
-            }
-        }
-        out
+        t.tree.named_path(&x, &t.inputs)
     }
 
     pub fn from_json(text: &str, origin: &str) -> Result<CommModel, ModelError> {

@@ -564,7 +564,11 @@ impl ClassTree<'_> {
                 left,
                 right,
             } => {
-                let _ = writeln!(out, "{pad}if f.{} < {threshold:?} {{", self.inputs[*feature]);
+                let _ = writeln!(
+                    out,
+                    "{pad}if f.{} < {threshold:?} {{",
+                    self.inputs[*feature]
+                );
                 self.rust_node(*left, en, ind + 1, out);
                 let _ = writeln!(out, "{pad}}} else {{");
                 self.rust_node(*right, en, ind + 1, out);

@@ -768,7 +768,11 @@ impl CostSample {
 
 /// A tree over cost samples: label the cheapest class, weight a sample by the mean
 /// log-slowdown of the other classes (what a wrong pick costs), leaves annotated with regrets.
-pub(crate) fn fit_costs(samples: &[&CostSample], depth: usize, leaf: f32) -> Result<Tree, ModelError> {
+pub(crate) fn fit_costs(
+    samples: &[&CostSample],
+    depth: usize,
+    leaf: f32,
+) -> Result<Tree, ModelError> {
     let rows: Vec<Vec<f64>> = samples.iter().map(|s| s.x.clone()).collect();
     let labels: Vec<usize> = samples.iter().map(|s| s.best).collect();
     let slow: Vec<Vec<f64>> = samples

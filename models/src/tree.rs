@@ -116,6 +116,30 @@ impl Tree {
         out
     }
 
+    /// The splits `x` passes, named: (input name from `inputs`, its value, the threshold,
+    /// whether it went left, i.e. value < threshold).
+    pub fn named_path(&self, x: &[f64], inputs: &[String]) -> Vec<(String, f64, f64, bool)> {
+        let path = self.path(x);
+        let mut out = Vec::new();
+        for w in path.windows(2) {
+            if let Node::Split {
+                feature,
+                threshold,
+                left,
+                ..
+            } = &self.nodes[w[0]]
+            {
+                out.push((
+                    inputs[*feature].clone(),
+                    x[*feature],
+                    *threshold,
+                    w[1] == *left,
+                ));
+            }
+        }
+        out
+    }
+
     /// Index of the leaf `x` reaches.
     #[inline]
     pub fn leaf(&self, x: &[f64]) -> usize {

@@ -6,6 +6,7 @@
 
 use std::sync::{Arc, OnceLock};
 
+use augur_models::attention::AttentionModel;
 use augur_models::comm::CommModel;
 use augur_models::{Model, ModelError};
 
@@ -26,6 +27,28 @@ pub fn comm_model() -> Result<Arc<CommModel>, ModelError> {
     .clone()
     .map_err(|msg| ModelError::Model {
         origin: "built-in comm model".into(),
+        msg,
+    })
+}
+
+/// The decode-attention schedule model's JSON (one H200; the grid of `augur collect attention`,
+/// runs under `bench/results/attention-grid-h200-2026-11-22/`).
+pub const ATTENTION_MODEL: &str = include_str!("../../models/trained/attention-h200.json");
+
+/// The built-in decode-attention schedule model, parsed once.
+pub fn attention_model() -> Result<Arc<AttentionModel>, ModelError> {
+    static M: OnceLock<Result<Arc<AttentionModel>, String>> = OnceLock::new();
+    M.get_or_init(|| {
+        AttentionModel::from_json(
+            ATTENTION_MODEL,
+            "built-in attention model (models/trained/attention-h200.json)",
+        )
+        .map(Arc::new)
+        .map_err(|e| e.to_string())
+    })
+    .clone()
+    .map_err(|msg| ModelError::Model {
+        origin: "built-in attention model".into(),
         msg,
     })
 }

@@ -16,7 +16,11 @@
 //!   GPU or on the rayon CPU kernels ([`Backend`]); [`Dispatcher`] caches plans by matrix
 //!   identity.
 //! - [`MultiGpuSpmv`]: rows split across N GPUs by equal nonzeros, each shard with its own
-//!   features and kernel, y shards all-gathered with NCCL so the product can be iterated.
+//!   features and kernel, y shards all-gathered (the pattern the comm model picks) so the
+//!   product can be iterated.
+//! - [`attention::AttentionPlan`]: a decode-attention shape (ragged KV lengths, GQA, paged or
+//!   not) planned once: the attention model picks the schedule and says why; batches of that
+//!   shape run on one GPU.
 //!
 //! It also re-exports the stages below so that a program needs one dependency. Examples:
 //! `cargo run --release -p augur --example cg`, `--example power_iteration`.
@@ -26,6 +30,7 @@ pub use augur_features as features;
 pub use augur_kernels as kernels;
 pub use augur_models as models;
 
+pub mod attention;
 pub mod defaults;
 mod error;
 pub mod multi;

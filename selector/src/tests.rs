@@ -416,3 +416,47 @@ fn gather_choice_follows_the_comm_model_with_its_exceptions() {
     let c = gather_choice(None, GatherMode::Auto, 1 << 20, 2, 1, LinkType::Nvlink, "");
     assert_eq!(c.mode, GatherMode::AllGather);
 }
+
+#[test]
+fn attention_schedule_follows_the_built_in_model_and_explains_it() {
+    use crate::attention::choose_schedule;
+    use augur_features::attention::AttentionShape;
+    use augur_kernels::cuda::attention::Schedule;
+    let m = crate::defaults::attention_model().unwrap();
+    let shape = |s: &str| AttentionShape::parse(s).unwrap();
+    // One long sequence with few KV heads needs splits; a big batch of short ones does not.
+    let long = shape("attention:q_heads=32,kv_heads=8,head_dim=128,dtype=bf16,lens=131072");
+    let c = choose_schedule(&m, &long, None, &m.device).unwrap();
+    assert!(matches!(c.schedule, Schedule::Split(s) if s >= 16), "{c:?}");
+    assert!(
+        c.path.iter().any(|p| p.starts_with("kv_len_max = 131072")),
+        "{c:?}"
+    );
+    assert!(c.notes.is_empty());
+    let many = shape("attention:q_heads=32,kv_heads=8,head_dim=128,dtype=bf16,lens=256*256");
+    let c = choose_schedule(&m, &many, None, &m.device).unwrap();
+    assert!(
+        !matches!(c.schedule, Schedule::Split(s) if s >= 16),
+        "{c:?}"
+    );
+    // Every pick is a schedule this build has, and matches the model.
+    for s in [
+        "attention:q_heads=8,kv_heads=1,head_dim=256,dtype=bf16,lens=16384*4",
+        "attention:q_heads=16,kv_heads=16,head_dim=64,dtype=f16,lens=16*256",
+        "attention:q_heads=64,kv_heads=8,head_dim=128,dtype=bf16,lens=2048*32,page=16",
+        "attention:q_heads=32,kv_heads=8,head_dim=128,dtype=bf16,lens=32000;64*63",
+    ] {
+        let sh = shape(s);
+        let c = choose_schedule(&m, &sh, None, &m.device).unwrap();
+        assert_eq!(c.schedule.name(), m.choose(&sh).unwrap());
+    }
+    // Forced, another device, an invalid shape.
+    let c = choose_schedule(&m, &long, Some(Schedule::Head), "").unwrap();
+    assert_eq!(c.schedule, Schedule::Head);
+    assert!(c.path.is_empty() && c.notes[0].contains("forced"));
+    let c = choose_schedule(&m, &long, None, "Other GPU").unwrap();
+    assert!(c.notes.iter().any(|n| n.contains("Other GPU")));
+    let mut bad = long.clone();
+    bad.kv_heads = 3;
+    assert!(choose_schedule(&m, &bad, None, "").is_err());
+}

@@ -924,6 +924,89 @@ fn matrix_shards_reports_halo_and_all_gather_volumes() {
     );
 }
 
+/// Attention runs measured on an H200 (committed under bench/results): train, export, eval
+/// (with PyTorch SDPA beside) and merge.
+#[test]
+fn attention_runs_train_export_eval_and_merge() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let res = format!("{root}/bench/results/attention-grid-h200-2026-11-22");
+    let runs = format!("{res}/attention-runs.csv");
+    let dir = temp_dir("attention-cli");
+    let model = dir.join("attention.json");
+    let m = model.to_str().unwrap();
+    let o = augur(&["train", &runs, "--out", m]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let t = text(&o.stdout);
+    assert!(
+        t.contains("attention model for") && t.contains("groups held out"),
+        "{t}"
+    );
+    let o = augur(&["export", m]);
+    let t = text(&o.stdout);
+    assert!(
+        t.contains("decode-attention schedule model") && t.contains("-> "),
+        "{t}"
+    );
+    let o = augur(&["export", m, "--format", "rust"]);
+    assert!(text(&o.stdout).contains("pub fn select(f: &AttentionFeatures)"));
+    let csv = dir.join("shapes.csv");
+    let o = augur(&[
+        "eval",
+        &runs,
+        "--model",
+        m,
+        "--sdpa",
+        &format!("{res}/sdpa.csv"),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let t = text(&o.stdout);
+    assert!(t.contains("held-out groups") && t.contains("x SDPA"), "{t}");
+    // The committed model picks at least 0.95 of the oracle over the grid.
+    let all: f64 = t
+        .lines()
+        .find(|l| l.starts_with("all "))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    assert!(all >= 0.95, "{t}");
+    assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 283);
+    let merged = dir.join("merged.csv");
+    let o = augur(&[
+        "collect",
+        "merge",
+        &runs,
+        &runs,
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        std::fs::read_to_string(&merged).unwrap().lines().count(),
+        std::fs::read_to_string(&runs).unwrap().lines().count()
+    );
+    // A damaged row names its file and line.
+    let bad = dir.join("bad.csv");
+    let damaged: Vec<String> = std::fs::read_to_string(&runs)
+        .unwrap()
+        .lines()
+        .take(4)
+        .enumerate()
+        .map(|(i, l)| {
+            if i == 3 {
+                l.replacen(",ok,", ",okay,", 1)
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    std::fs::write(&bad, damaged.join("\n") + "\n").unwrap();
+    let o = augur(&["train", bad.to_str().unwrap(), "--out", m]);
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("bad.csv:4"), "{}", text(&o.stderr));
+}
+
 /// Comm runs measured on H200s (committed under bench/results): train, export, eval and merge
 /// work on them like on SpMV runs.
 #[test]

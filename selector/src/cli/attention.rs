@@ -18,6 +18,71 @@ pub enum AttentionCommand {
     /// microseconds, live-KV GB/s and its fraction of the measured copy bandwidth, and the
     /// FlashAttention-2 rule's split count (first version: not yet run on a GPU).
     Bench(BenchArgs),
+    /// The schedule the attention model (built in, or --model) picks for each shape, and why;
+    /// with --run, run it on the GPU and check it against the f64 reference.
+    Plan(PlanArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    /// Shapes, as for `check`.
+    #[arg(value_name = "SHAPE", required = true)]
+    shapes: Vec<String>,
+    /// An attention model file (default: the built-in one).
+    #[arg(long)]
+    model: Option<std::path::PathBuf>,
+    /// Run the chosen schedule on the GPU (and check it).
+    #[arg(long)]
+    run: bool,
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+}
+
+fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
+    let model = match &a.model {
+        Some(p) => std::sync::Arc::new(augur_models::attention::AttentionModel::read(p)?),
+        None => augur::defaults::attention_model()?,
+    };
+    let mut failed = 0;
+    for spec in &a.shapes {
+        let shape = AttentionShape::parse(spec)?;
+        let c = augur::attention::choose_schedule(&model, &shape, None, "")?;
+        println!("shape     {}", spec_of(&shape));
+        println!(
+            "schedule  {} (model for {})",
+            c.schedule.name(),
+            model.device
+        );
+        for step in &c.path {
+            println!("  because {step}");
+        }
+        for n in &c.notes {
+            println!("  note: {n}");
+        }
+        if a.run {
+            let opts = augur::attention::AttentionOptions {
+                device: a.device,
+                model: Some(model.clone()),
+                schedule: None,
+            };
+            let p = augur::attention::AttentionPlan::new(&shape, opts)?;
+            let b = DecodeBatch::random(&shape, 1)?;
+            let mut d = p.upload(&b)?;
+            p.run(&mut d)?;
+            let (e, at) = max_error(&reference(&b), &p.output(&d)?);
+            if e <= 4e-3 {
+                println!("check     passed (max |error| {e:.2e})");
+            } else {
+                failed += 1;
+                println!("check     FAILED: max |error| {e:.2e} at output {at} (bound 4e-3)");
+            }
+        }
+    }
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 #[derive(Args, Debug)]
@@ -374,6 +439,7 @@ pub fn run(c: AttentionCommand) -> anyhow::Result<ExitCode> {
     let a = match c {
         AttentionCommand::Check(a) => a,
         AttentionCommand::Bench(b) => return bench(b),
+        AttentionCommand::Plan(p) => return plan(p),
     };
     let shapes = if a.shapes.is_empty() {
         default_shapes()

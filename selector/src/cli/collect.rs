@@ -138,6 +138,24 @@ fn merge(m: MergeArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
+    if m.inputs
+        .first()
+        .is_some_and(|f| augur_models::attention::is_attention_runs_file(f))
+    {
+        let runs = augur_models::attention::AttentionRuns::read(&m.inputs)?;
+        let tmp = m.out.with_extension("csv.tmp");
+        let f = std::fs::File::create(&tmp).with_context(|| format!("create {}", tmp.display()))?;
+        runs.write(std::io::BufWriter::new(f))?;
+        std::fs::rename(&tmp, &m.out)?;
+        eprintln!(
+            "merged {} attention runs files: {} shapes, {} rows -> {}",
+            m.inputs.len(),
+            runs.cases().len(),
+            runs.runs.len(),
+            m.out.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let runs = Runs::read(&m.inputs)?;
     let tmp = m.out.with_extension("csv.tmp");
     let f = std::fs::File::create(&tmp).with_context(|| format!("create {}", tmp.display()))?;

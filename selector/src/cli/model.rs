@@ -4,9 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use augur_models::comm;
 use augur_models::eval::{self, RowSelect};
 use augur_models::model::IterationMode;
+use augur_models::{attention, comm};
 use augur_models::{export, Model, Runs, TrainParams};
 use clap::{Args, ValueEnum};
 
@@ -133,10 +133,46 @@ fn train_comm(a: &TrainArgs, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `augur train` on attention runs: one tree over the attention-shape features, depth by
+/// cross-validation over shape groups (head configuration x batch); `--holdout 0` trains on
+/// every group, else every 5th group is held out for `augur eval`.
+fn train_attention(a: &TrainArgs, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
+    let runs = attention::AttentionRuns::read(files)?;
+    let params = attention::AttentionTrainParams {
+        max_depth: a.max_depth.min(12),
+        folds: a.folds,
+        holdout_every: if a.holdout > 0.0 { 5 } else { 0 },
+        ..attention::AttentionTrainParams::default()
+    }
+    .check()?;
+    let model = params.fit(&runs, env!("CARGO_PKG_VERSION"))?;
+    model.write(&a.out)?;
+    println!(
+        "attention model for {}: trained on {} shapes ({} groups held out: {}); schedules {}; depth {} (group-wise {}-fold CV oracle ratio {:.4}), {} leaves",
+        model.device,
+        model.training.shapes,
+        model.training.held_out_groups.len(),
+        model.training.held_out_groups.join(", "),
+        model.schedules.join(", "),
+        model.max_depth,
+        model.training.folds,
+        model.cv_oracle_ratio,
+        model.tree.leaves()
+    );
+    println!("wrote {}", a.out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn train(a: TrainArgs) -> anyhow::Result<ExitCode> {
     let files = runs_files(&a.runs)?;
     if comm_runs(&files) {
         return train_comm(&a, &files);
+    }
+    if files
+        .first()
+        .is_some_and(|f| attention::is_attention_runs_file(f))
+    {
+        return train_attention(&a, &files);
     }
     let runs = Runs::read(&files)?;
     let min_weight_leaf = a
@@ -271,15 +307,34 @@ fn comm_model(arg: &str) -> anyhow::Result<Option<comm::CommModel>> {
     Ok(Some(comm::CommModel::from_json(&text, arg)?))
 }
 
+/// An attention model file, if `arg` names one.
+fn attention_model(arg: &str) -> anyhow::Result<Option<attention::AttentionModel>> {
+    let p = std::path::Path::new(arg);
+    if !p.is_file() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(p).with_context(|| format!("read {arg}"))?;
+    if !attention::is_attention_model(&text) {
+        return Ok(None);
+    }
+    Ok(Some(attention::AttentionModel::from_json(&text, arg)?))
+}
+
 pub fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
-    let s = match comm_model(&a.model)? {
-        Some(m) => match a.format {
+    let s = match (comm_model(&a.model)?, attention_model(&a.model)?) {
+        (Some(m), _) => match a.format {
             Format::Text => comm::export_text(&m),
             Format::Dot => comm::export_dot(&m),
             Format::Rust => comm::export_rust(&m),
             Format::Json => m.to_json(),
         },
-        None => export_spmv(&a)?,
+        (None, Some(m)) => match a.format {
+            Format::Text => attention::export_text(&m),
+            Format::Dot => attention::export_dot(&m),
+            Format::Rust => attention::export_rust(&m),
+            Format::Json => m.to_json(),
+        },
+        (None, None) => export_spmv(&a)?,
     };
     match a.out {
         Some(p) => {
@@ -331,9 +386,40 @@ pub struct EvalArgs {
     #[arg(long)]
     svg: Option<PathBuf>,
     /// Comm runs: also write every message (bus bandwidth per pattern, pick, oracle, rule) as
-    /// CSV here.
+    /// CSV here; attention runs: every shape (pick, oracle, FA2 rule, best single, SDPA).
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// Attention runs: PyTorch SDPA times on the same shapes (`bench/attention_sdpa.py`'s CSV).
+    #[arg(long)]
+    sdpa: Option<PathBuf>,
+}
+
+/// `augur eval` of an attention model: every shape that ran every schedule (groups held out of
+/// training marked).
+fn eval_attention(m: &attention::AttentionModel, a: &EvalArgs) -> anyhow::Result<ExitCode> {
+    let runs = attention::AttentionRuns::read(&runs_files(&a.runs)?)?;
+    let sdpa = match &a.sdpa {
+        Some(p) => attention::read_sdpa(p)?,
+        None => Default::default(),
+    };
+    let rows = attention::evaluate(m, &runs, &sdpa)?;
+    if rows.is_empty() {
+        anyhow::bail!("no shape in the runs ran every schedule of the model");
+    }
+    let sums = attention::summarize(&rows);
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "summary": sums, "shapes": rows }))?
+        );
+    } else {
+        print!("{}", attention::summary_table(m, &rows, &sums));
+    }
+    if let Some(p) = &a.csv {
+        std::fs::write(p, attention::rows_csv(&rows))
+            .with_context(|| format!("write {}", p.display()))?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `augur eval` of a comm model: every message (sizes held out of training marked unseen).
@@ -387,6 +473,9 @@ fn eval_comm(m: &comm::CommModel, a: &EvalArgs) -> anyhow::Result<ExitCode> {
 pub fn eval(a: EvalArgs) -> anyhow::Result<ExitCode> {
     if let Some(m) = comm_model(&a.model)? {
         return eval_comm(&m, &a);
+    }
+    if let Some(m) = attention_model(&a.model)? {
+        return eval_attention(&m, &a);
     }
     let m = load_model(&a.model)?;
     let runs = Runs::read(&runs_files(&a.runs)?)?;
