@@ -351,26 +351,90 @@ __device__ void balanced_schedule(const u16* q, Kv kv, int q_heads, float scale,
 }
 
 // Merge the partial records rec_base[s] .. rec_base[s + 1] of every (sequence, query head): one
-// block of D threads per (sequence, head). Split-KV passes rec_base = null and `splits`.
-extern "C" __global__ void decode_combine(const float* po, const float* plse, const int* rec_base,
-                                          int splits, int q_heads, int D, float* o, float* lse) {
-    int s = blockIdx.x, h = blockIdx.y, d = threadIdx.x;
+// block of COMBINE_THREADS per (sequence, head). Split-KV passes rec_base = null and `splits`.
+// The block reduces the records' lse to their max and weights (weights in shared memory, the
+// records taken in rounds of `wmax`), then lanes own 4 dimensions each and the block's threads
+// share out the records (D / 4 x (COMBINE_THREADS / (D / 4)) layout), partial sums meeting in
+// shared memory: a few records per thread instead of every record in one loop.
+#define COMBINE_THREADS 256
+__device__ __forceinline__ float block_max(float v, float* red) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+    __syncthreads();
+    float r = NEG_INF;
+    for (int w = 0; w < COMBINE_THREADS / 32; w++) r = fmaxf(r, red[w]);
+    __syncthreads();
+    return r;
+}
+__device__ __forceinline__ float block_sum(float v, float* red) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+    __syncthreads();
+    float r = 0.0f;
+    for (int w = 0; w < COMBINE_THREADS / 32; w++) r += red[w];
+    __syncthreads();
+    return r;
+}
+
+extern "C" __global__ void __launch_bounds__(COMBINE_THREADS)
+    decode_combine(const float* po, const float* plse, const int* rec_base, int splits,
+                   int q_heads, int D, int wmax, float* o, float* lse) {
+    extern __shared__ float csh[];  // red[COMBINE_THREADS / 32], acc[COMBINE_THREADS][4], w[wmax]
+    float* red = csh;
+    float4* part = (float4*)(csh + COMBINE_THREADS / 32);
+    float* w = csh + COMBINE_THREADS / 32 + 4 * COMBINE_THREADS;
+    int s = blockIdx.x, h = blockIdx.y;
     i64 r0 = rec_base ? rec_base[s] : (i64)s * splits;
     i64 r1 = rec_base ? rec_base[s + 1] : r0 + splits;
     float m = NEG_INF;
-    for (i64 r = r0; r < r1; r++) m = fmaxf(m, plse[r * q_heads + h]);
-    float l = 0.0f, acc = 0.0f;
+    for (i64 r = r0 + threadIdx.x; r < r1; r += COMBINE_THREADS)
+        m = fmaxf(m, plse[r * q_heads + h]);
+    m = block_max(m, red);
+    const int cols = D / 4, groups = COMBINE_THREADS / cols;
+    int col = threadIdx.x % cols, grp = threadIdx.x / cols;
+    float l = 0.0f;
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (m != NEG_INF) {
-        for (i64 r = r0; r < r1; r++) {
-            float x = plse[r * q_heads + h];
-            if (x == NEG_INF) continue;
-            float w = __expf(x - m);
-            l += w;
-            if (d < D) acc += w * po[(r * q_heads + h) * D + d];
+        for (i64 base = r0; base < r1; base += wmax) {
+            i64 n = min((i64)wmax, r1 - base);
+            for (i64 i = threadIdx.x; i < n; i += COMBINE_THREADS) {
+                float x = plse[(base + i) * q_heads + h];
+                float e = x == NEG_INF ? 0.0f : __expf(x - m);
+                w[i] = e;
+                l += e;
+            }
+            __syncthreads();
+            if (grp < groups) {
+                for (i64 i = grp; i < n; i += groups) {
+                    float e = w[i];
+                    if (e == 0.0f) continue;
+                    float4 v = ((const float4*)(po + ((base + i) * q_heads + h) * D))[col];
+                    acc.x += e * v.x;
+                    acc.y += e * v.y;
+                    acc.z += e * v.z;
+                    acc.w += e * v.w;
+                }
+            }
+            __syncthreads();
         }
     }
-    if (d < D) o[((i64)s * q_heads + h) * D + d] = l > 0.0f ? acc / l : 0.0f;
-    if (d == 0) lse[(i64)s * q_heads + h] = l > 0.0f ? m + __logf(l) : NEG_INF;
+    l = block_sum(l, red);
+    part[threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.x < cols) {
+        float4 t = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        for (int g = 0; g < groups; g++) {
+            float4 v = part[g * cols + threadIdx.x];
+            t.x += v.x;
+            t.y += v.y;
+            t.z += v.z;
+            t.w += v.w;
+        }
+        float inv = l > 0.0f ? 1.0f / l : 0.0f;
+        ((float4*)(o + ((i64)s * q_heads + h) * D))[threadIdx.x] =
+            make_float4(t.x * inv, t.y * inv, t.z * inv, t.w * inv);
+    }
+    if (threadIdx.x == 0) lse[(i64)s * q_heads + h] = l > 0.0f ? m + __logf(l) : NEG_INF;
 }
 
 #define INSTANCES(E, NAME, D)                                                                   \

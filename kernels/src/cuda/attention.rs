@@ -16,6 +16,9 @@ use crate::KernelError;
 
 /// Warps per block (WARPS in attention.cu) and most query heads per KV head (GMAX).
 const WARPS: u32 = 4;
+/// decode_combine's threads per (sequence, head) and the record weights it holds at once.
+const COMBINE_THREADS: u32 = 256;
+const COMBINE_WEIGHTS: usize = 2048;
 pub const GMAX: usize = 8;
 
 /// A decode-attention schedule.
@@ -425,6 +428,7 @@ impl CudaAttention {
         if let Some((po, plse)) = &p.partial {
             let rec_ptr: u64 = p.tables.as_ref().map_or(0, |(_, rec)| rec.device_ptr(s).0);
             let dd = dim as i32;
+            let wmax = COMBINE_WEIGHTS as i32;
             let mut l = s.launch_builder(&p.combine);
             l.arg(po)
                 .arg(plse)
@@ -432,12 +436,17 @@ impl CudaAttention {
                 .arg(&splits)
                 .arg(&q_heads)
                 .arg(&dd)
+                .arg(&wmax)
                 .arg(&mut d.o)
                 .arg(&mut d.lse);
+            // decode_combine's shared memory: COMBINE_THREADS / 32 + 4 x COMBINE_THREADS + wmax
+            // floats.
             let cfg = LaunchConfig {
                 grid_dim: (d.batch as u32, d.q_heads as u32, 1),
-                block_dim: (dim as u32, 1, 1),
-                shared_mem_bytes: 0,
+                block_dim: (COMBINE_THREADS, 1, 1),
+                shared_mem_bytes: ((COMBINE_THREADS / 32 + 4 * COMBINE_THREADS) as usize
+                    + COMBINE_WEIGHTS) as u32
+                    * 4,
             };
             // SAFETY: as above.
             unsafe { l.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
