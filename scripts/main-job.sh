@@ -106,7 +106,7 @@ comm_runs=bench/results/comm-model-h200-2026-11-22/train-runs.csv
 echo "== decode attention: train, export and evaluate the schedule selector offline on the H200"
 echo "   attention runs committed under bench/results (\`augur collect attention\` on a GPU),"
 echo "   with PyTorch SDPA's times beside; then the built-in model's pick for two shapes"
-att=bench/results/attention-grid-h200-2026-11-22-combine
+att=bench/results/attention-grid-h200-2026-11-22-s128
 "$augur" train "$att/attention-runs.csv" --out "$out/model-attention.json"
 "$augur" export "$out/model-attention.json" --format text | tee "$out/model-attention.txt"
 "$augur" eval "$att/attention-runs.csv" --model "$out/model-attention.json" \

