@@ -56,14 +56,7 @@ pub fn header() -> Vec<String> {
 
 /// Whether a file is an attention runs CSV (by its header's first column).
 pub fn is_attention_runs_file(path: &Path) -> bool {
-    csv::Reader::from_path(path)
-        .ok()
-        .and_then(|mut r| {
-            r.headers()
-                .ok()
-                .and_then(|h| h.get(0).map(|c| c == HEAD[0]))
-        })
-        .unwrap_or(false)
+    crate::runs::first_column_is(path, HEAD[0])
 }
 
 /// One measured (shape, schedule).
@@ -178,12 +171,8 @@ impl AttentionRuns {
                     AttentionFeatures::schema().version,
                 )
             })?;
-            for rec in rdr.records() {
-                let rec = rec.map_err(|e| {
-                    let line = e.position().map_or(0, |p| p.line());
-                    bad(path, line, e.to_string())
-                })?;
-                let line = rec.position().map_or(0, |p| p.line());
+            for rec in crate::runs::records(path, &mut rdr) {
+                let (rec, line) = rec?;
                 let get = |i: usize| rec.get(i).unwrap_or("");
                 let number = |i: usize| -> Result<f64, ModelError> {
                     get(i).parse::<f64>().map_err(|_| {
@@ -201,27 +190,7 @@ impl AttentionRuns {
                     .features()
                     .map_err(|e| bad(path, line, e.to_string()))?
                     .kv_bytes;
-                let median_s = match get(t + 1) {
-                    "ok" => {
-                        let v = number(t + 3)?;
-                        if !(v > 0.0 && v.is_finite()) {
-                            return Err(bad(
-                                path,
-                                line,
-                                format!("median_s {v} must be finite and > 0"),
-                            ));
-                        }
-                        Some(v)
-                    }
-                    "failed" => None,
-                    other => {
-                        return Err(bad(
-                            path,
-                            line,
-                            format!("status `{other}`: expected `ok` or `failed`"),
-                        ))
-                    }
-                };
+                let median_s = crate::runs::status_median(path, line, get(t + 1), get(t + 3))?;
                 let check_max_error = match get(t + 6) {
                     "" => None,
                     _ => Some(number(t + 6)?),
@@ -243,13 +212,7 @@ impl AttentionRuns {
                     return Err(bad(path, line, "empty schedule"));
                 }
                 let key = format!("{}|{}|{}", run.spec, run.device, run.schedule);
-                match index.get(&key) {
-                    Some(&i) => out[i] = run,
-                    None => {
-                        index.insert(key, out.len());
-                        out.push(run);
-                    }
-                }
+                crate::runs::upsert(&mut out, &mut index, key, run);
             }
         }
         Ok(AttentionRuns { runs: out })
@@ -257,19 +220,7 @@ impl AttentionRuns {
 
     /// Write as CSV (header and every row).
     pub fn write(&self, w: impl Write) -> Result<(), ModelError> {
-        let mut wr = csv::Writer::from_writer(w);
-        let e = |e: csv::Error| ModelError::Io {
-            path: PathBuf::from("<output>"),
-            msg: e.to_string(),
-        };
-        wr.write_record(header()).map_err(e)?;
-        for r in &self.runs {
-            wr.write_record(r.record()?).map_err(e)?;
-        }
-        wr.flush().map_err(|x| ModelError::Io {
-            path: PathBuf::from("<output>"),
-            msg: x.to_string(),
-        })
+        crate::runs::write_table(w, header(), self.runs.iter().map(AttentionRun::record))
     }
 
     /// The shapes (one per spec and device) with every schedule's run, in first-seen order.
@@ -299,13 +250,7 @@ impl AttentionRuns {
 
 /// One CSV row of `run` (header excluded), for writers that append as they measure.
 pub fn row_csv(run: &AttentionRun) -> Result<Vec<u8>, ModelError> {
-    let mut wr = csv::WriterBuilder::new()
-        .has_headers(false)
-        .from_writer(Vec::new());
-    wr.write_record(run.record()?)
-        .map_err(|e| ModelError::Train(e.to_string()))?;
-    wr.into_inner()
-        .map_err(|e| ModelError::Train(e.to_string()))
+    crate::runs::row_bytes(run.record()?)
 }
 
 // ---- the model ---------------------------------------------------------------------------
@@ -404,15 +349,7 @@ impl AttentionModel {
     }
 
     pub fn from_json(text: &str, origin: &str) -> Result<AttentionModel, ModelError> {
-        let m: AttentionModel = serde_json::from_str(text).map_err(|e| ModelError::Model {
-            origin: origin.to_string(),
-            msg: format!("not a valid attention model file: {e}"),
-        })?;
-        m.validate().map_err(|msg| ModelError::Model {
-            origin: origin.to_string(),
-            msg,
-        })?;
-        Ok(m)
+        crate::parse_json(text, origin, "attention model", AttentionModel::validate)
     }
 
     pub fn read(path: &Path) -> Result<AttentionModel, ModelError> {
@@ -441,14 +378,7 @@ impl AttentionModel {
 
 /// Whether a JSON text is an attention model (by its `format`).
 pub fn is_attention_model(text: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(text)
-        .ok()
-        .and_then(|v| {
-            v.get("format")
-                .and_then(|f| f.as_str())
-                .map(|f| f == ATTENTION_FORMAT)
-        })
-        .unwrap_or(false)
+    crate::has_format(text, ATTENTION_FORMAT)
 }
 
 // ---- training ----------------------------------------------------------------------------

@@ -61,10 +61,7 @@ pub fn is_comm_header(first_column: &str) -> bool {
 
 /// Whether a file is a comm runs CSV (by its header's first column; false when unreadable).
 pub fn is_comm_runs_file(path: &Path) -> bool {
-    csv::Reader::from_path(path)
-        .ok()
-        .and_then(|mut r| r.headers().ok().and_then(|h| h.get(0).map(is_comm_header)))
-        .unwrap_or(false)
+    crate::runs::first_column_is(path, HEAD[0])
 }
 
 pub fn collective_name(c: Collective) -> &'static str {
@@ -183,12 +180,8 @@ impl CommRuns {
                     MessageFeatures::schema().version,
                 )
             })?;
-            for rec in rdr.records() {
-                let rec = rec.map_err(|e| {
-                    let line = e.position().map_or(0, |p| p.line());
-                    bad(path, line, e.to_string())
-                })?;
-                let line = rec.position().map_or(0, |p| p.line());
+            for rec in crate::runs::records(path, &mut rdr) {
+                let (rec, line) = rec?;
                 let get = |i: usize| rec.get(i).unwrap_or("");
                 let count = |i: usize| -> Result<usize, ModelError> {
                     get(i).parse::<usize>().map_err(|_| {
@@ -211,34 +204,7 @@ impl CommRuns {
                     MessageShape::parse(&spec).map_err(|e| bad(path, line, e.to_string()))?;
                 let t = HEAD.len() + nf;
                 let status = get(t + 1);
-                let median_s = match status {
-                    "ok" => {
-                        let s = get(t + 3);
-                        let v: f64 = s.parse().map_err(|_| {
-                            bad(
-                                path,
-                                line,
-                                format!("column `median_s`: `{s}` is not a number"),
-                            )
-                        })?;
-                        if !(v > 0.0 && v.is_finite()) {
-                            return Err(bad(
-                                path,
-                                line,
-                                format!("median_s {v} must be finite and > 0"),
-                            ));
-                        }
-                        Some(v)
-                    }
-                    "failed" => None,
-                    other => {
-                        return Err(bad(
-                            path,
-                            line,
-                            format!("status `{other}`: expected `ok` or `failed`"),
-                        ))
-                    }
-                };
+                let median_s = crate::runs::status_median(path, line, status, get(t + 3))?;
                 let run = CommRun {
                     shape,
                     gpus: get(5).to_string(),
@@ -256,13 +222,7 @@ impl CommRuns {
                     return Err(bad(path, line, "empty pattern"));
                 }
                 let key = format!("{}|{}", message_key(&run), run.pattern);
-                match index.get(&key) {
-                    Some(&i) => out[i] = run,
-                    None => {
-                        index.insert(key, out.len());
-                        out.push(run);
-                    }
-                }
+                crate::runs::upsert(&mut out, &mut index, key, run);
             }
         }
         Ok(CommRuns { runs: out })
@@ -270,19 +230,7 @@ impl CommRuns {
 
     /// Write as CSV (header and every row).
     pub fn write(&self, w: impl Write) -> Result<(), ModelError> {
-        let mut wr = csv::Writer::from_writer(w);
-        let e = |e: csv::Error| ModelError::Io {
-            path: PathBuf::from("<output>"),
-            msg: e.to_string(),
-        };
-        wr.write_record(header()).map_err(e)?;
-        for r in &self.runs {
-            wr.write_record(r.record()?).map_err(e)?;
-        }
-        wr.flush().map_err(|x| ModelError::Io {
-            path: PathBuf::from("<output>"),
-            msg: x.to_string(),
-        })
+        crate::runs::write_table(w, header(), self.runs.iter().map(CommRun::record))
     }
 
     /// The messages (one per collective, dtype, world, bytes, device) with every pattern's run,
@@ -357,17 +305,7 @@ fn message_key(r: &CommRun) -> String {
 
 /// The CSV text of one row (no header), for appending as rows come.
 pub fn row_csv(run: &CommRun) -> Result<Vec<u8>, ModelError> {
-    let mut wr = csv::WriterBuilder::new()
-        .has_headers(false)
-        .from_writer(Vec::new());
-    wr.write_record(run.record()?).map_err(|e| ModelError::Io {
-        path: PathBuf::from("<buffer>"),
-        msg: e.to_string(),
-    })?;
-    wr.into_inner().map_err(|e| ModelError::Io {
-        path: PathBuf::from("<buffer>"),
-        msg: e.to_string(),
-    })
+    crate::runs::row_bytes(run.record()?)
 }
 
 /// One message with every pattern measured on it.
@@ -498,15 +436,7 @@ impl CommModel {
     }
 
     pub fn from_json(text: &str, origin: &str) -> Result<CommModel, ModelError> {
-        let m: CommModel = serde_json::from_str(text).map_err(|e| ModelError::Model {
-            origin: origin.to_string(),
-            msg: format!("not a valid comm model file: {e}"),
-        })?;
-        m.validate().map_err(|msg| ModelError::Model {
-            origin: origin.to_string(),
-            msg,
-        })?;
-        Ok(m)
+        crate::parse_json(text, origin, "comm model", CommModel::validate)
     }
 
     pub fn read(path: &Path) -> Result<CommModel, ModelError> {
@@ -562,14 +492,7 @@ impl CommModel {
 
 /// Whether a JSON text is a comm model (by its `format`).
 pub fn is_comm_model(text: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(text)
-        .ok()
-        .and_then(|v| {
-            v.get("format")
-                .and_then(|f| f.as_str())
-                .map(|f| f == COMM_FORMAT)
-        })
-        .unwrap_or(false)
+    crate::has_format(text, COMM_FORMAT)
 }
 
 // ---- training ----------------------------------------------------------------------------

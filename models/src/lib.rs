@@ -70,3 +70,33 @@ pub(crate) fn write_atomic(path: &std::path::Path, text: &str) -> Result<(), Mod
 
 #[cfg(test)]
 mod tests;
+
+/// Parse a model file's JSON and validate it; errors name `origin` and what was expected.
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(
+    text: &str,
+    origin: &str,
+    what: &str,
+    validate: impl Fn(&T) -> Result<(), String>,
+) -> Result<T, ModelError> {
+    let m: T = serde_json::from_str(text).map_err(|e| ModelError::Model {
+        origin: origin.to_string(),
+        msg: format!("not a valid {what} file: {e}"),
+    })?;
+    validate(&m).map_err(|msg| ModelError::Model {
+        origin: origin.to_string(),
+        msg,
+    })?;
+    Ok(m)
+}
+
+/// Whether a JSON text has `"format": format` (how the CLI tells model files apart).
+pub(crate) fn has_format(text: &str, format: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|v| {
+            v.get("format")
+                .and_then(|f| f.as_str())
+                .map(|f| f == format)
+        })
+        .unwrap_or(false)
+}

@@ -251,15 +251,7 @@ impl Model {
 
     /// Parse and validate a model from JSON text; `origin` names it in errors.
     pub fn from_json(text: &str, origin: &str) -> Result<Model, ModelError> {
-        let m: Model = serde_json::from_str(text).map_err(|e| ModelError::Model {
-            origin: origin.to_string(),
-            msg: format!("not a valid model file: {e}"),
-        })?;
-        m.validate().map_err(|msg| ModelError::Model {
-            origin: origin.to_string(),
-            msg,
-        })?;
-        Ok(m)
+        crate::parse_json(text, origin, "model", Model::validate)
     }
 
     /// Read and validate a model file.

@@ -400,3 +400,107 @@ pub fn matrix_rows_csv(info: &MatrixInfo, runs: &[KernelRun]) -> Result<Vec<u8>,
         msg: e.to_string(),
     })
 }
+
+/// Whether a CSV file's header starts with `first` (false when unreadable): how `train`, `eval`
+/// and `collect merge` tell the runs tables apart.
+pub(crate) fn first_column_is(path: &Path, first: &str) -> bool {
+    csv::Reader::from_path(path)
+        .ok()
+        .and_then(|mut r| r.headers().ok().and_then(|h| h.get(0).map(|c| c == first)))
+        .unwrap_or(false)
+}
+
+/// Write `header` and `rows` as CSV.
+pub(crate) fn write_table(
+    w: impl std::io::Write,
+    header: Vec<String>,
+    rows: impl Iterator<Item = Result<Vec<String>, ModelError>>,
+) -> Result<(), ModelError> {
+    let io = |msg: String| ModelError::Io {
+        path: std::path::PathBuf::from("<output>"),
+        msg,
+    };
+    let mut wr = csv::Writer::from_writer(w);
+    wr.write_record(header).map_err(|e| io(e.to_string()))?;
+    for r in rows {
+        wr.write_record(r?).map_err(|e| io(e.to_string()))?;
+    }
+    wr.flush().map_err(|e| io(e.to_string()))
+}
+
+/// One CSV row (no header), for writers that append rows as they measure.
+pub(crate) fn row_bytes(fields: Vec<String>) -> Result<Vec<u8>, ModelError> {
+    let io = |msg: String| ModelError::Io {
+        path: std::path::PathBuf::from("<buffer>"),
+        msg,
+    };
+    let mut wr = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(Vec::new());
+    wr.write_record(fields).map_err(|e| io(e.to_string()))?;
+    wr.into_inner().map_err(|e| io(e.to_string()))
+}
+
+/// Each record of `rdr` (from `path`) with its line, a malformed record an error at its line.
+pub(crate) fn records<'a>(
+    path: &'a Path,
+    rdr: &'a mut csv::Reader<std::fs::File>,
+) -> impl Iterator<Item = Result<(csv::StringRecord, u64), ModelError>> + 'a {
+    rdr.records().map(move |rec| {
+        let rec =
+            rec.map_err(|e| bad(path, e.position().map_or(0, |p| p.line()), e.to_string()))?;
+        let line = rec.position().map_or(0, |p| p.line());
+        Ok((rec, line))
+    })
+}
+
+/// The seconds of a row by its status column: `ok` with a finite median > 0, or None for
+/// `failed`; anything else is an error at the row's line.
+pub(crate) fn status_median(
+    path: &Path,
+    line: u64,
+    status: &str,
+    median: &str,
+) -> Result<Option<f64>, ModelError> {
+    match status {
+        "ok" => {
+            let v: f64 = median.parse().map_err(|_| {
+                bad(
+                    path,
+                    line,
+                    format!("column `median_s`: `{median}` is not a number"),
+                )
+            })?;
+            if !(v > 0.0 && v.is_finite()) {
+                return Err(bad(
+                    path,
+                    line,
+                    format!("median_s {v} must be finite and > 0"),
+                ));
+            }
+            Ok(Some(v))
+        }
+        "failed" => Ok(None),
+        other => Err(bad(
+            path,
+            line,
+            format!("status `{other}`: expected `ok` or `failed`"),
+        )),
+    }
+}
+
+/// Push `v` under `key`, or replace the earlier entry with that key (first-seen order kept).
+pub(crate) fn upsert<T>(
+    out: &mut Vec<T>,
+    index: &mut std::collections::BTreeMap<String, usize>,
+    key: String,
+    v: T,
+) {
+    match index.get(&key) {
+        Some(&i) => out[i] = v,
+        None => {
+            index.insert(key, out.len());
+            out.push(v);
+        }
+    }
+}

@@ -370,43 +370,34 @@ pub fn collect(a: CollectArgs) -> anyhow::Result<ExitCode> {
                 }
                 Ok((gpu.time(&mut d, &mut p, a.warmup, a.reps)?, err))
             })();
-            let run = match measured {
+            let mut run = AttentionRun {
+                spec: spec.clone(),
+                device: info.name.clone(),
+                driver: driver.clone(),
+                augur_version: env!("CARGO_PKG_VERSION").into(),
+                schedule: name.clone(),
+                median_s: None,
+                error: String::new(),
+                kv_bytes,
+                reps: 0,
+                check_max_error: None,
+                fa2_splits: fa2,
+            };
+            match measured {
                 Ok((t, err)) => {
                     if name != FA2 && best.as_ref().is_none_or(|b| t < b.1) {
                         best = Some((name.clone(), t));
                     }
-                    AttentionRun {
-                        spec: spec.clone(),
-                        device: info.name.clone(),
-                        driver: driver.clone(),
-                        augur_version: env!("CARGO_PKG_VERSION").into(),
-                        schedule: name.clone(),
-                        median_s: Some(t),
-                        error: String::new(),
-                        kv_bytes,
-                        reps: a.reps,
-                        check_max_error: err,
-                        fa2_splits: fa2,
-                    }
+                    run.median_s = Some(t);
+                    run.reps = a.reps;
+                    run.check_max_error = err;
                 }
                 Err(e) => {
                     failed += 1;
                     eprintln!("augur: {name} on {spec}: {e:#}");
-                    AttentionRun {
-                        spec: spec.clone(),
-                        device: info.name.clone(),
-                        driver: driver.clone(),
-                        augur_version: env!("CARGO_PKG_VERSION").into(),
-                        schedule: name.clone(),
-                        median_s: None,
-                        error: format!("{e:#}"),
-                        kv_bytes,
-                        reps: 0,
-                        check_max_error: None,
-                        fa2_splits: fa2,
-                    }
+                    run.error = format!("{e:#}");
                 }
-            };
+            }
             file.write_all(&row_csv(&run)?)?;
             rows += 1;
         }
