@@ -525,21 +525,7 @@ pub struct CheckedCommTrainParams(CommTrainParams);
 
 impl CommTrainParams {
     pub fn check(self) -> Result<CheckedCommTrainParams, ModelError> {
-        if !(1..=12).contains(&self.max_depth) {
-            return Err(ModelError::Params(format!(
-                "max depth {} outside 1..=12",
-                self.max_depth
-            )));
-        }
-        if self.folds < 2 {
-            return Err(ModelError::Params(format!(
-                "{} folds: need >= 2",
-                self.folds
-            )));
-        }
-        if self.min_weight_leaf.is_nan() || self.min_weight_leaf <= 0.0 {
-            return Err(ModelError::Params("min leaf weight must be > 0".into()));
-        }
+        crate::train::check_cost_params(self.max_depth, self.folds, self.min_weight_leaf)?;
         Ok(CheckedCommTrainParams(self))
     }
 }

@@ -847,3 +847,23 @@ pub(crate) fn cv_depth(
     }
     Ok(best)
 }
+
+/// The checks shared by the cost-sample trainers' parameters (comm, attention).
+pub(crate) fn check_cost_params(
+    max_depth: usize,
+    folds: usize,
+    leaf: f32,
+) -> Result<(), ModelError> {
+    if !(1..=12).contains(&max_depth) {
+        return Err(ModelError::Params(format!(
+            "max depth {max_depth} outside 1..=12"
+        )));
+    }
+    if folds < 2 {
+        return Err(ModelError::Params(format!("{folds} folds: need >= 2")));
+    }
+    if leaf.is_nan() || leaf <= 0.0 {
+        return Err(ModelError::Params("min leaf weight must be > 0".into()));
+    }
+    Ok(())
+}
