@@ -1147,3 +1147,44 @@ fn collect_comm_says_clearly_what_is_wrong() {
         );
     }
 }
+
+/// Output into a pipe closed early (`augur ... | head`) ends the process quietly (SIGPIPE), not
+/// with a panic.
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let res = format!("{root}/bench/results/attention-grid-h200-2026-11-22-final");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_augur"))
+        .args([
+            "eval",
+            &format!("{res}/attention-runs.csv"),
+            "--model",
+            &format!("{root}/models/trained/attention-h200.json"),
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read a little of the JSON (well over a pipe buffer in all), then close the pipe.
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(status.signal(), Some(libc_sigpipe()), "{status:?}");
+}
+
+#[cfg(unix)]
+fn libc_sigpipe() -> i32 {
+    13 // SIGPIPE on Linux and the BSDs
+}
