@@ -1145,6 +1145,24 @@ fn collect_comm_says_clearly_what_is_wrong() {
             e.contains("not available") && !e.contains("panicked"),
             "{e}"
         );
+        // No `--backend cpu` hint for commands that have no CPU backend.
+        assert!(
+            e.contains("runs on CUDA GPUs only") && !e.contains("--backend cpu"),
+            "{e}"
+        );
+        for args in [
+            &["attention", "check"][..],
+            &["collect", "attention", "--out", out.to_str().unwrap()][..],
+        ] {
+            let o = augur(args);
+            assert!(!o.status.success());
+            let e = text(&o.stderr);
+            assert!(
+                e.contains("runs on CUDA GPUs only") && !e.contains("--backend cpu"),
+                "{e}"
+            );
+        }
+        assert!(!out.exists(), "no runs file is created without a GPU");
     }
 }
 

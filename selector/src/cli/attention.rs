@@ -65,7 +65,10 @@ fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
                 model: Some(model.clone()),
                 schedule: None,
             };
-            let p = augur::attention::AttentionPlan::new(&shape, opts)?;
+            let p = augur::attention::AttentionPlan::new(&shape, opts).map_err(|e| match e {
+                augur::AugurError::Kernel(k) => super::gpu_only("decode attention")(k),
+                e => e.into(),
+            })?;
             let b = DecodeBatch::random(&shape, 1)?;
             let mut d = p.upload(&b)?;
             p.run(&mut d)?;
@@ -318,7 +321,7 @@ pub fn collect(a: CollectArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    let gpu = CudaAttention::new(a.device)?;
+    let gpu = CudaAttention::new(a.device).map_err(super::gpu_only("decode attention"))?;
     let info = augur_kernels::cuda::device_info(a.device)?;
     let driver = augur_kernels::cuda::driver_version()?;
     let sms = info.multiprocessors.max(1) as usize;
@@ -442,7 +445,7 @@ pub fn run(c: AttentionCommand) -> anyhow::Result<ExitCode> {
         .map(|s| AttentionShape::parse(s).map_err(anyhow::Error::from))
         .collect::<anyhow::Result<_>>()?;
     let schedules = parse_schedules(&a.schedules)?;
-    let gpu = CudaAttention::new(a.device)?;
+    let gpu = CudaAttention::new(a.device).map_err(super::gpu_only("decode attention"))?;
     const BOUND: f64 = 4e-3;
     let (mut passed, mut failed) = (0usize, 0usize);
     for (i, shape) in shapes.iter().enumerate() {
@@ -493,8 +496,9 @@ fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
         .map(|s| Ok((s.clone(), AttentionShape::parse(s)?)))
         .collect::<anyhow::Result<_>>()?;
     let schedules = parse_schedules(&a.schedules)?;
-    let gpu = CudaAttention::new(a.device)?;
-    let spmv = augur_kernels::cuda::CudaSpmv::new(a.device)?;
+    let gpu = CudaAttention::new(a.device).map_err(super::gpu_only("decode attention"))?;
+    let spmv = augur_kernels::cuda::CudaSpmv::new(a.device)
+        .map_err(super::gpu_only("decode attention"))?;
     // GB/s, read + written.
     let copy = spmv.copy_bandwidth()?;
     let sms = spmv.device.multiprocessors as usize;

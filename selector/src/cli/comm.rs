@@ -172,8 +172,8 @@ pub fn run(a: CommArgs) -> anyhow::Result<ExitCode> {
         .expect("cases");
     let needs_scratch = cases.iter().any(|c| c.pattern == Pattern::TwoShot);
     let needs_nccl = cases.iter().any(|c| c.pattern == Pattern::Nccl);
+    let devices = augur_kernels::cuda::devices().map_err(super::gpu_only("augur collect comm"))?;
     let link = DriverLinkProbe.group_link(&ordinals)?;
-    let devices = augur_kernels::cuda::devices()?;
     let device = devices
         .get(ordinals[0])
         .map(|d| d.name.clone())

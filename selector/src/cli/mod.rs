@@ -131,3 +131,15 @@ fn parse_sources(args: &[String]) -> anyhow::Result<Vec<augur_datasets::MatrixSo
         .map(|a| augur_datasets::MatrixSource::parse(a).map_err(anyhow::Error::from))
         .collect()
 }
+
+/// The error of a command that only runs on CUDA GPUs (attention, collectives): the kernels
+/// crate's "use --backend cpu" hint is for SpMV and does not apply; say so instead.
+pub(crate) fn gpu_only(what: &'static str) -> impl Fn(augur_kernels::KernelError) -> anyhow::Error {
+    move |e| match e {
+        augur_kernels::KernelError::NotAvailable { backend, why } => anyhow::anyhow!(
+            "backend `{backend}` is not available: {} ({what} runs on CUDA GPUs only)",
+            why.trim_end_matches("; use --backend cpu")
+        ),
+        e => e.into(),
+    }
+}
