@@ -226,16 +226,23 @@ pub fn reference_rows(b: &DecodeBatch, seqs: &[usize]) -> Vec<(usize, Vec<f64>)>
 /// Largest |o - reference| of `got` (`[batch][q_heads][head_dim]`) over the sequences of
 /// `rows` ([`reference_rows`]), and the output index where it is (NaN wins).
 pub fn max_error_rows(rows: &[(usize, Vec<f64>)], got: &[f32]) -> (f64, usize) {
-    let pick = |a: (f64, usize), x: (f64, usize)| if x.0 > a.0 || x.0.is_nan() { x } else { a };
-    rows.iter()
-        .flat_map(|(s, o)| {
-            let n = o.len();
-            o.iter()
-                .zip(&got[s * n..][..n])
-                .enumerate()
-                .map(move |(i, (&w, &g))| ((w - g as f64).abs(), s * n + i))
-        })
-        .fold((0.0, 0), pick)
+    largest_error(rows.iter().flat_map(|(s, o)| {
+        let n = o.len();
+        o.iter()
+            .zip(&got[s * n..][..n])
+            .enumerate()
+            .map(move |(i, (&w, &g))| (w, g, s * n + i))
+    }))
+}
+
+/// The largest |want - got| over (want, got, output index) triples and its index (NaN wins).
+fn largest_error(pairs: impl Iterator<Item = (f64, f32, usize)>) -> (f64, usize) {
+    pairs
+        .map(|(w, g, i)| ((w - g as f64).abs(), i))
+        .fold(
+            (0.0, 0),
+            |a, x| if x.0 > a.0 || x.0.is_nan() { x } else { a },
+        )
 }
 
 /// The 16-bit pattern of `v` in `dtype` (f16 or bf16), for values exact in it (multiples of
@@ -263,15 +270,13 @@ pub fn half_bits(dtype: Dtype, v: f32) -> Option<u16> {
 /// Largest error of `got` (`[batch][q_heads][head_dim]`) against the reference, relative to the
 /// largest |v| a head could average (1 here: every input is in [-1, 1)); and where.
 pub fn max_error(want: &DecodeOutput, got: &[f32]) -> (f64, usize) {
-    want.o
-        .iter()
-        .zip(got)
-        .enumerate()
-        .map(|(i, (&w, &g))| ((w - g as f64).abs(), i))
-        .fold(
-            (0.0, 0),
-            |a, b| if b.0 > a.0 || b.0.is_nan() { b } else { a },
-        )
+    largest_error(
+        want.o
+            .iter()
+            .zip(got)
+            .enumerate()
+            .map(|(i, (&w, &g))| (w, g, i)),
+    )
 }
 
 #[cfg(test)]

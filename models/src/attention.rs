@@ -225,26 +225,18 @@ impl AttentionRuns {
 
     /// The shapes (one per spec and device) with every schedule's run, in first-seen order.
     pub fn cases(&self) -> Vec<AttentionCase> {
-        let mut order: Vec<String> = Vec::new();
-        let mut by: BTreeMap<String, AttentionCase> = BTreeMap::new();
-        for r in &self.runs {
-            let key = format!("{}|{}", r.spec, r.device);
-            let c = by.entry(key.clone()).or_insert_with(|| {
-                order.push(key.clone());
-                AttentionCase {
-                    spec: r.spec.clone(),
-                    shape: AttentionShape::parse(&r.spec).expect("parsed when read"),
-                    device: r.device.clone(),
-                    runs: Vec::new(),
-                    fa2_splits: r.fa2_splits,
-                }
-            });
-            c.runs.push((r.schedule.clone(), r.median_s));
-        }
-        order
-            .into_iter()
-            .map(|k| by.remove(&k).expect("key"))
-            .collect()
+        crate::runs::group_in_order(
+            &self.runs,
+            |r| format!("{}|{}", r.spec, r.device),
+            |r| AttentionCase {
+                spec: r.spec.clone(),
+                shape: AttentionShape::parse(&r.spec).expect("parsed when read"),
+                device: r.device.clone(),
+                runs: Vec::new(),
+                fa2_splits: r.fa2_splits,
+            },
+            |c, r| c.runs.push((r.schedule.clone(), r.median_s)),
+        )
     }
 }
 

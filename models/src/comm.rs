@@ -236,24 +236,16 @@ impl CommRuns {
     /// The messages (one per collective, dtype, world, bytes, device) with every pattern's run,
     /// in first-seen order.
     pub fn messages(&self) -> Vec<Message> {
-        let mut order: Vec<String> = Vec::new();
-        let mut by: BTreeMap<String, Message> = BTreeMap::new();
-        for r in &self.runs {
-            let key = message_key(r);
-            let m = by.entry(key.clone()).or_insert_with(|| {
-                order.push(key.clone());
-                Message {
-                    shape: r.shape.clone(),
-                    device: r.device.clone(),
-                    runs: Vec::new(),
-                }
-            });
-            m.runs.push((r.pattern.clone(), r.median_s));
-        }
-        order
-            .into_iter()
-            .map(|k| by.remove(&k).expect("inserted"))
-            .collect()
+        crate::runs::group_in_order(
+            &self.runs,
+            message_key,
+            |r| Message {
+                shape: r.shape.clone(),
+                device: r.device.clone(),
+                runs: Vec::new(),
+            },
+            |m, r| m.runs.push((r.pattern.clone(), r.median_s)),
+        )
     }
 }
 

@@ -504,3 +504,23 @@ pub(crate) fn upsert<T>(
         }
     }
 }
+
+/// Rows grouped by `key` in first-seen order: `new` makes a group from its first row, `add`
+/// adds every row of the group (the first included).
+pub(crate) fn group_in_order<R, G>(
+    rows: &[R],
+    key: impl Fn(&R) -> String,
+    new: impl Fn(&R) -> G,
+    add: impl Fn(&mut G, &R),
+) -> Vec<G> {
+    let mut groups: Vec<G> = Vec::new();
+    let mut index: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    for r in rows {
+        let i = *index.entry(key(r)).or_insert_with(|| {
+            groups.push(new(r));
+            groups.len() - 1
+        });
+        add(&mut groups[i], r);
+    }
+    groups
+}

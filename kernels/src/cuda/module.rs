@@ -33,7 +33,7 @@ pub const COMM: Source = Source {
     text: include_str!("../../cuda/comm.cu"),
 };
 
-/// Decode attention over ragged KV (issue 8): compiled by the check, not yet loaded by a backend.
+/// Decode attention over ragged KV (issue 8), loaded by `CudaAttention`.
 pub const ATTENTION: Source = Source {
     name: "attention",
     text: include_str!("../../cuda/attention.cu"),

@@ -1,5 +1,6 @@
-//! `augur attention check`: every decode-attention schedule on the GPU against the f64
-//! reference (issue 8, first version).
+//! `augur attention check|bench|plan` and `augur collect attention` (issue 8): every
+//! decode-attention schedule on the GPU against the f64 reference, timed, collected over a grid,
+//! and the attention model's pick for a shape.
 
 use std::process::ExitCode;
 
@@ -16,7 +17,7 @@ pub enum AttentionCommand {
     Check(CheckArgs),
     /// Time every schedule on each shape (events, median after warm-up): CSV on stdout with
     /// microseconds, live-KV GB/s and its fraction of the measured copy bandwidth, and the
-    /// FlashAttention-2 rule's split count (first version: not yet run on a GPU).
+    /// FlashAttention-2 rule's split count.
     Bench(BenchArgs),
     /// The schedule the attention model (built in, or --model) picks for each shape, and why;
     /// with --run, run it on the GPU and check it against the f64 reference.

@@ -76,8 +76,8 @@ enum Command {
     /// run it `--iterations` times on the CPU, one GPU or `--gpus N`, and report the decision
     /// (`--explain`: the path through the trees), setup, time per iteration and GB/s.
     Run(run::RunArgs),
-    /// Decode attention over ragged KV (issue 8, first version): `augur attention check` runs
-    /// every schedule on the GPU against the f64 reference.
+    /// Decode attention over ragged KV (issue 8): `check` every schedule on the GPU against the
+    /// f64 reference, `bench` them, `plan`: the attention model's pick for a shape, and why.
     #[command(subcommand)]
     Attention(attention::AttentionCommand),
 }
