@@ -159,7 +159,7 @@ pub struct CollectArgs {
     /// default: the built-in grid (see --list-grid).
     #[arg(value_name = "SHAPE")]
     shapes: Vec<String>,
-    /// Print the built-in grid's shapes, one per line, and exit.
+    /// Print the shapes (the built-in grid, or this shard of it), one per line, and exit.
     #[arg(long)]
     list_grid: bool,
     /// The built-in grid keeps shapes whose live K and V take at most this many bytes.
@@ -276,24 +276,14 @@ pub fn collect(a: CollectArgs) -> anyhow::Result<ExitCode> {
     } else {
         a.shapes.clone()
     };
+    if let Some(sh) = &a.shard {
+        specs = super::collect::take_shard(specs, super::collect::parse_shard(sh)?);
+    }
     if a.list_grid {
         for s in &specs {
             println!("{s}");
         }
         return Ok(ExitCode::SUCCESS);
-    }
-    if let Some(sh) = &a.shard {
-        let (i, n) = sh
-            .split_once('/')
-            .and_then(|(i, n)| Some((i.parse::<usize>().ok()?, n.parse::<usize>().ok()?)))
-            .filter(|&(i, n)| n >= 1 && (1..=n).contains(&i))
-            .ok_or_else(|| anyhow::anyhow!("--shard: `{sh}` is not I/N with 1 <= I <= N"))?;
-        specs = specs
-            .into_iter()
-            .enumerate()
-            .filter(|(k, _)| k % n == i - 1)
-            .map(|(_, s)| s)
-            .collect();
     }
     let shapes: Vec<(String, AttentionShape)> = specs
         .iter()
@@ -557,6 +547,12 @@ mod tests {
         assert!(g.iter().any(|s| s.contains("page=16")));
         assert!(g.iter().any(|s| s.contains("q_heads=32,kv_heads=32")));
         assert!(super::default_grid(1e6).len() < g.len());
+        // Shards of the grid cover it once.
+        use crate::cli::collect::take_shard;
+        let (a, b) = (take_shard(g.clone(), (1, 2)), take_shard(g.clone(), (2, 2)));
+        assert_eq!(a.len() + b.len(), g.len());
+        assert!(a.iter().all(|s| !b.contains(s)));
+        assert!(crate::cli::collect::parse_shard("0/2").is_err());
     }
 
     #[test]

@@ -203,7 +203,18 @@ fn expand(args: &[String]) -> anyhow::Result<Vec<String>> {
     Ok(out)
 }
 
-fn parse_shard(s: &str) -> anyhow::Result<(usize, usize)> {
+/// Every N-th item starting at the I-th (1-based) of `items`.
+pub(crate) fn take_shard<T>(items: Vec<T>, (i, n): (usize, usize)) -> Vec<T> {
+    items
+        .into_iter()
+        .enumerate()
+        .filter(|(j, _)| j % n == i - 1)
+        .map(|(_, x)| x)
+        .collect()
+}
+
+/// `--shard I/N`: (I, N) with 1 <= I <= N.
+pub(crate) fn parse_shard(s: &str) -> anyhow::Result<(usize, usize)> {
     let (i, n) = s
         .split_once('/')
         .with_context(|| format!("--shard `{s}`: expected I/N, e.g. 1/4"))?;
@@ -314,13 +325,7 @@ fn collect(a: CollectArgs) -> anyhow::Result<ExitCode> {
         .join(";");
     let mut names = expand(&a.matrices)?;
     if let Some(s) = &a.shard {
-        let (i, n) = parse_shard(s)?;
-        names = names
-            .into_iter()
-            .enumerate()
-            .filter(|(j, _)| j % n == i - 1)
-            .map(|(_, x)| x)
-            .collect();
+        names = take_shard(names, parse_shard(s)?);
     }
     // Sources are parsed up front so that a typo fails before any work.
     let sources = super::parse_sources(&names)?;
