@@ -106,11 +106,11 @@ comm_runs=bench/results/comm-model-h200-2026-11-22/train-runs.csv
 echo "== decode attention: train, export and evaluate the schedule selector offline on the H200"
 echo "   attention runs committed under bench/results (\`augur collect attention\` on a GPU),"
 echo "   with PyTorch SDPA's times beside; then the built-in model's pick for two shapes"
-att=bench/results/attention-grid-h200-2026-11-22-final
+att=bench/results/attention-grid-h200-2026-11-22-w3
 "$augur" train "$att/attention-runs.csv" --out "$out/model-attention.json"
 "$augur" export "$out/model-attention.json" --format text | tee "$out/model-attention.txt"
 "$augur" eval "$att/attention-runs.csv" --model "$out/model-attention.json" \
-  --sdpa bench/results/attention-grid-h200-2026-11-22-final/sdpa.csv \
+  --sdpa bench/results/attention-grid-h200-2026-11-22-w3/sdpa.csv \
   --csv "$out/eval-attention.csv" | tee "$out/eval-attention.txt"
 "$augur" attention plan 'attention:q_heads=32,kv_heads=8,head_dim=128,dtype=bf16,lens=131072' \
   'attention:q_heads=32,kv_heads=8,head_dim=128,dtype=bf16,lens=32000;64*63' | tee "$out/plan-attention.txt"

@@ -7,7 +7,8 @@
 // (grouped-query attention, group = q_heads / kv_heads <= GMAX = 8).
 //
 // Every schedule runs the same block routine (`attend`), FlashAttention-2's inner loop with the
-// group's query heads as the rows of the tile: 4 warps take tiles of 16 tokens in turn; a warp
+// group's query heads as the rows of the tile: the block's W warps (2, 3 or 4: instances _wW; the
+// host picks W per head_dim) take tiles of 16 tokens in turn; a warp
 // copies its tile's K and V rows into shared memory with cp.async (the next tile's copy in
 // flight while it computes this one), computes S = Q K^T (16 head rows, of which G are real, x
 // 16 tokens) and O += P V with tensor-core mma.sync (m16n8k16, f32 accumulation), keeping an
@@ -26,7 +27,6 @@
 // Output o [batch][q_heads][D] f32 and lse [batch][q_heads] (natural log; -inf and o = 0 for a
 // sequence with no KV).
 
-#define WARPS 4
 #define GMAX 8
 #define TILE 16
 #define NEG_INF __int_as_float(0xff800000)
@@ -116,7 +116,7 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned* r, unsigned addr) {
 
 // Shared memory of a block (bytes): per warp two stages of a K tile and a V tile, TILE rows of
 // D halves each, rows padded by 16 bytes (ldmatrix without bank conflicts). After the token
-// loop the same memory holds the warp merge: WARPS x GMAX x (D + 2) floats.
+// loop the same memory holds the warp merge: W x GMAX x (D + 2) floats.
 template <int D>
 struct Smem {
     static const int ROW = D + 8;                 // halves per padded row
@@ -127,7 +127,8 @@ struct Smem {
 // Tokens [t0, t1) of sequence s, KV head kvh, for the query heads h0 .. h0 + G - 1 (G <= 8) of
 // sequence s; writes the normalised o (G x D floats at o + rec * q_heads * D + h0 * D ...) and
 // lse of record `rec` (o[(rec * q_heads + h0 + g) * D + d], lse[rec * q_heads + h0 + g]).
-template <class E, int D>
+// The block's W warps share the tokens and merge their results.
+template <class E, int D, int W>
 __device__ void attend(const u16* q, int q_heads, int h0, int G, float scale, const Kv& kv, int s,
                        int kvh, int t0, int t1, i64 rec, float* o, float* lse, u16* sh) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -153,30 +154,45 @@ __device__ void attend(const u16* q, int q_heads, int h0, int G, float scale, co
     float m0 = NEG_INF, m1 = NEG_INF, l0 = 0.0f, l1 = 0.0f;  // rows g, g + 8 (log2 units)
 
     const i64 rowstride = (i64)kv.kv_heads * D;
-    // Copy the tile starting at token tb into stage st: TILE x D/8 16-byte pieces of K and V.
-    auto issue = [&](int tb, int st) {
+    // The slot of token tb + (lane & 15) of a tile, -1 past t1: each lane looks up one row (the
+    // sequence's first slot is read once; a paged row reads the block table), the copy takes
+    // the other rows' slots by shuffle. The lookup of the tile after next is issued before the
+    // current tile's product, so the table read's latency hides behind it.
+    const int* ptab = kv.table ? kv.table + (i64)s * kv.max_pages : nullptr;
+    const int first = ptab ? 0 : kv.offsets[s];
+    auto row_slot = [&](int tb) -> int {
+        int tok = tb + (lane & (TILE - 1));
+        if (tok >= t1) return -1;
+        return ptab ? ptab[tok / kv.page] * kv.page + tok % kv.page : first + tok;
+    };
+    // Copy the tile starting at token tb (row slots `sl`) into stage st: TILE x D/8 16-byte
+    // pieces of K and V.
+    auto issue = [&](int st, int sl) {
         u16* kt = mine + st * 2 * Smem<D>::TILE_HALVES;
         u16* vt = kt + Smem<D>::TILE_HALVES;
         const int PER_ROW = D / 8;
 #pragma unroll
         for (int j = lane; j < TILE * PER_ROW; j += 32) {
             int r = j / PER_ROW, c = j % PER_ROW;
-            int tok = tb + r;
-            bool valid = tok < t1;
-            i64 off = valid ? slot_of(kv, s, tok) * rowstride + (i64)kvh * D + c * 8 : 0;
+            int slot = __shfl_sync(0xffffffffu, sl, r);
+            bool valid = slot >= 0;
+            i64 off = valid ? (i64)slot * rowstride + (i64)kvh * D + c * 8 : 0;
             cp_async16(smem_addr(kt + r * Smem<D>::ROW + c * 8), kv.k + off, valid);
             cp_async16(smem_addr(vt + r * Smem<D>::ROW + c * 8), kv.v + off, valid);
         }
     };
-    const int step = WARPS * TILE;
+    const int step = W * TILE;
     int tb = t0 + warp * TILE;
-    if (tb < t1) issue(tb, 0);
+    int sl = row_slot(tb);
+    if (tb < t1) issue(0, sl);
     cp_async_commit();
+    sl = row_slot(tb + step);
     for (int it = 0; tb < t1; it++, tb += step) {
         if (tb + step < t1) {
             __syncwarp();
-            issue(tb + step, (it + 1) & 1);
+            issue((it + 1) & 1, sl);
         }
+        sl = row_slot(tb + 2 * step);
         cp_async_commit();
         cp_async_wait<1>();
         __syncwarp();
@@ -274,11 +290,11 @@ __device__ void attend(const u16* q, int q_heads, int h0, int G, float scale, co
         int h = i / D, d = i % D;
         float m = NEG_INF;
 #pragma unroll
-        for (int w = 0; w < WARPS; w++) m = fmaxf(m, mg[((size_t)w * GMAX + h) * (D + 2)]);
+        for (int w = 0; w < W; w++) m = fmaxf(m, mg[((size_t)w * GMAX + h) * (D + 2)]);
         float l = 0.0f, acc = 0.0f;
         if (m != NEG_INF) {
 #pragma unroll
-            for (int w = 0; w < WARPS; w++) {
+            for (int w = 0; w < W; w++) {
                 const float* x = mg + ((size_t)w * GMAX + h) * (D + 2);
                 float c = x[0] == NEG_INF ? 0.0f : exp2f(x[0] - m);
                 l += x[1] * c;
@@ -291,26 +307,26 @@ __device__ void attend(const u16* q, int q_heads, int h0, int G, float scale, co
     __syncthreads();  // the merge area is tile memory again for the next call
 }
 
-template <class E, int D>
+template <class E, int D, int W>
 __device__ void head_schedule(const u16* q, Kv kv, int q_heads, float scale, float* o,
                               float* lse) {
     extern __shared__ __align__(16) u16 sh[];
     int s = blockIdx.x, h = blockIdx.y;
     int group = q_heads / kv.kv_heads;
-    attend<E, D>(q, q_heads, h, 1, scale, kv, s, h / group, 0, kv.lens[s], s, o, lse, sh);
+    attend<E, D, W>(q, q_heads, h, 1, scale, kv, s, h / group, 0, kv.lens[s], s, o, lse, sh);
 }
 
-template <class E, int D>
+template <class E, int D, int W>
 __device__ void gqa_schedule(const u16* q, Kv kv, int q_heads, float scale, float* o,
                              float* lse) {
     extern __shared__ __align__(16) u16 sh[];
     int s = blockIdx.x, kvh = blockIdx.y;
     int G = q_heads / kv.kv_heads;
-    attend<E, D>(q, q_heads, kvh * G, G, scale, kv, s, kvh, 0, kv.lens[s], s, o, lse, sh);
+    attend<E, D, W>(q, q_heads, kvh * G, G, scale, kv, s, kvh, 0, kv.lens[s], s, o, lse, sh);
 }
 
 // Split-KV: record index = s * splits + split.
-template <class E, int D>
+template <class E, int D, int W>
 __device__ void split_schedule(const u16* q, Kv kv, int q_heads, float scale, int splits,
                                float* po, float* plse) {
     extern __shared__ __align__(16) u16 sh[];
@@ -319,17 +335,18 @@ __device__ void split_schedule(const u16* q, Kv kv, int q_heads, float scale, in
     int len = kv.lens[s];
     int per = (len + splits - 1) / splits;
     int t0 = min(len, sp * per), t1 = min(len, t0 + per);
-    attend<E, D>(q, q_heads, kvh * G, G, scale, kv, s, kvh, t0, t1, (i64)s * splits + sp, po,
+    attend<E, D, W>(q, q_heads, kvh * G, G, scale, kv, s, kvh, t0, t1, (i64)s * splits + sp, po,
                  plse, sh);
 }
 
 // Balanced: chunk c covers global tokens [c * chunk, (c + 1) * chunk) of the batch's
-// concatenated sequences (cu_lens: prefix sums, batch + 1 entries); its piece of sequence s is
-// record rec_base[s] + c - cu_lens[s] / chunk.
-template <class E, int D>
+// concatenated sequences (cu_lens: prefix sums, batch + 1 entries). A sequence inside one chunk
+// is written to (o, lse) directly; the piece of a sequence that spans chunks is its record
+// rec_base[s] + c - cu_lens[s] / chunk of (po, plse), merged by decode_combine.
+template <class E, int D, int W>
 __device__ void balanced_schedule(const u16* q, Kv kv, int q_heads, float scale, int batch,
                                   const i64* cu_lens, const int* rec_base, int chunk, float* po,
-                                  float* plse) {
+                                  float* plse, float* o, float* lse) {
     extern __shared__ __align__(16) u16 sh[];
     int c = blockIdx.x, kvh = blockIdx.y;
     int G = q_heads / kv.kv_heads;
@@ -342,16 +359,21 @@ __device__ void balanced_schedule(const u16* q, Kv kv, int q_heads, float scale,
         else hi = mid;
     }
     for (int s = lo; s < batch && cu_lens[s] < end; s++) {
-        if (cu_lens[s + 1] == cu_lens[s]) continue;
+        i64 len = cu_lens[s + 1] - cu_lens[s];
+        if (len == 0) continue;
         int t0 = (int)(max(start, cu_lens[s]) - cu_lens[s]);
         int t1 = (int)(min(end, cu_lens[s + 1]) - cu_lens[s]);
-        attend<E, D>(q, q_heads, kvh * G, G, scale, kv, s, kvh, t0, t1,
-                     rec_base[s] + c - cu_lens[s] / chunk, po, plse, sh);
+        bool whole = t0 == 0 && t1 == len;
+        i64 rec = whole ? (i64)s : (i64)rec_base[s] + c - cu_lens[s] / chunk;
+        attend<E, D, W>(q, q_heads, kvh * G, G, scale, kv, s, kvh, t0, t1, rec, whole ? o : po,
+                        whole ? lse : plse, sh);
     }
 }
 
-// Merge the partial records rec_base[s] .. rec_base[s + 1] of every (sequence, query head): one
-// block of COMBINE_THREADS per (sequence, head). Split-KV passes rec_base = null and `splits`.
+// Merge the partial records rec_base[s] .. rec_base[s + 1] of a (sequence, query head): one
+// block of COMBINE_THREADS per (sequence, head), s = merged[blockIdx.x] (balanced: the sequences
+// with records, and the empty ones) or blockIdx.x (split-KV: rec_base = merged = null, `splits`
+// records per sequence).
 // The block reduces the records' lse to their max and weights (weights in shared memory, the
 // records taken in rounds of `wmax`), then lanes own 4 dimensions each and the block's threads
 // share out the records (D / 4 x (COMBINE_THREADS / (D / 4)) layout), partial sums meeting in
@@ -377,13 +399,13 @@ __device__ __forceinline__ float block_sum(float v, float* red) {
 }
 
 extern "C" __global__ void __launch_bounds__(COMBINE_THREADS)
-    decode_combine(const float* po, const float* plse, const int* rec_base, int splits,
-                   int q_heads, int D, int wmax, float* o, float* lse) {
+    decode_combine(const float* po, const float* plse, const int* rec_base, const int* merged,
+                   int splits, int q_heads, int D, int wmax, float* o, float* lse) {
     extern __shared__ float csh[];  // red[COMBINE_THREADS / 32], acc[COMBINE_THREADS][4], w[wmax]
     float* red = csh;
     float4* part = (float4*)(csh + COMBINE_THREADS / 32);
     float* w = csh + COMBINE_THREADS / 32 + 4 * COMBINE_THREADS;
-    int s = blockIdx.x, h = blockIdx.y;
+    int s = merged ? merged[blockIdx.x] : blockIdx.x, h = blockIdx.y;
     i64 r0 = rec_base ? rec_base[s] : (i64)s * splits;
     i64 r1 = rec_base ? rec_base[s + 1] : r0 + splits;
     float m = NEG_INF;
@@ -437,32 +459,33 @@ extern "C" __global__ void __launch_bounds__(COMBINE_THREADS)
     if (threadIdx.x == 0) lse[(i64)s * q_heads + h] = l > 0.0f ? m + __logf(l) : NEG_INF;
 }
 
-#define INSTANCES(E, NAME, D)                                                                   \
-    extern "C" __global__ void __launch_bounds__(WARPS * 32)                                    \
-        decode_head_##NAME##_##D(const u16* q, Kv kv, int q_heads, float scale, float* o,       \
-                                 float* lse) {                                                  \
-        head_schedule<E, D>(q, kv, q_heads, scale, o, lse);                                     \
+#define INSTANCES(E, NAME, D, W)                                                              \
+    extern "C" __global__ void __launch_bounds__(W * 32)                                        \
+        decode_head_##NAME##_##D##_w##W(const u16* q, Kv kv, int q_heads, float scale,          \
+                                        float* o, float* lse) {                                 \
+        head_schedule<E, D, W>(q, kv, q_heads, scale, o, lse);                                  \
     }                                                                                           \
-    extern "C" __global__ void __launch_bounds__(WARPS * 32)                                    \
-        decode_gqa_##NAME##_##D(const u16* q, Kv kv, int q_heads, float scale, float* o,        \
-                                float* lse) {                                                   \
-        gqa_schedule<E, D>(q, kv, q_heads, scale, o, lse);                                      \
+    extern "C" __global__ void __launch_bounds__(W * 32)                                        \
+        decode_gqa_##NAME##_##D##_w##W(const u16* q, Kv kv, int q_heads, float scale,           \
+                                       float* o, float* lse) {                                  \
+        gqa_schedule<E, D, W>(q, kv, q_heads, scale, o, lse);                                   \
     }                                                                                           \
-    extern "C" __global__ void __launch_bounds__(WARPS * 32)                                    \
-        decode_split_##NAME##_##D(const u16* q, Kv kv, int q_heads, float scale, int splits,    \
-                                  float* po, float* plse) {                                     \
-        split_schedule<E, D>(q, kv, q_heads, scale, splits, po, plse);                          \
+    extern "C" __global__ void __launch_bounds__(W * 32)                                        \
+        decode_split_##NAME##_##D##_w##W(const u16* q, Kv kv, int q_heads, float scale,         \
+                                         int splits, float* po, float* plse) {                  \
+        split_schedule<E, D, W>(q, kv, q_heads, scale, splits, po, plse);                       \
     }                                                                                           \
-    extern "C" __global__ void __launch_bounds__(WARPS * 32) decode_balanced_##NAME##_##D(      \
+    extern "C" __global__ void __launch_bounds__(W * 32) decode_balanced_##NAME##_##D##_w##W(   \
         const u16* q, Kv kv, int q_heads, float scale, int batch, const i64* cu_lens,           \
-        const int* rec_base, int chunk, float* po, float* plse) {                               \
-        balanced_schedule<E, D>(q, kv, q_heads, scale, batch, cu_lens, rec_base, chunk, po,     \
-                                plse);                                                          \
+        const int* rec_base, int chunk, float* po, float* plse, float* o, float* lse) {         \
+        balanced_schedule<E, D, W>(q, kv, q_heads, scale, batch, cu_lens, rec_base, chunk, po,  \
+                                   plse, o, lse);                                               \
     }
 
-INSTANCES(F16, f16, 64)
-INSTANCES(F16, f16, 128)
-INSTANCES(F16, f16, 256)
-INSTANCES(BF16, bf16, 64)
-INSTANCES(BF16, bf16, 128)
-INSTANCES(BF16, bf16, 256)
+#define ALL_WARPS(E, NAME, D) INSTANCES(E, NAME, D, 2) INSTANCES(E, NAME, D, 3) INSTANCES(E, NAME, D, 4)
+ALL_WARPS(F16, f16, 64)
+ALL_WARPS(F16, f16, 128)
+ALL_WARPS(F16, f16, 256)
+ALL_WARPS(BF16, bf16, 64)
+ALL_WARPS(BF16, bf16, 128)
+ALL_WARPS(BF16, bf16, 256)

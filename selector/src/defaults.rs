@@ -32,7 +32,7 @@ pub fn comm_model() -> Result<Arc<CommModel>, ModelError> {
 }
 
 /// The decode-attention schedule model's JSON (one H200; the grid of `augur collect attention`,
-/// runs under `bench/results/attention-grid-h200-2026-11-22-final/`).
+/// runs under `bench/results/attention-grid-h200-2026-11-22-w3/`).
 pub const ATTENTION_MODEL: &str = include_str!("../../models/trained/attention-h200.json");
 
 /// The built-in decode-attention schedule model, parsed once.

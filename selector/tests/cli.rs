@@ -929,9 +929,9 @@ fn matrix_shards_reports_halo_and_all_gather_volumes() {
 #[test]
 fn attention_runs_train_export_eval_and_merge() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    let res = format!("{root}/bench/results/attention-grid-h200-2026-11-22-final");
+    let res = format!("{root}/bench/results/attention-grid-h200-2026-11-22-w3");
     let runs = format!("{res}/attention-runs.csv");
-    let sdpa = format!("{root}/bench/results/attention-grid-h200-2026-11-22-final/sdpa.csv");
+    let sdpa = format!("{root}/bench/results/attention-grid-h200-2026-11-22-w3/sdpa.csv");
     let dir = temp_dir("attention-cli");
     let model = dir.join("attention.json");
     let m = model.to_str().unwrap();
@@ -1174,7 +1174,7 @@ fn a_closed_stdout_ends_quietly() {
     use std::io::Read;
     use std::os::unix::process::ExitStatusExt;
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    let res = format!("{root}/bench/results/attention-grid-h200-2026-11-22-final");
+    let res = format!("{root}/bench/results/attention-grid-h200-2026-11-22-w3");
     let mut child = Command::new(env!("CARGO_BIN_EXE_augur"))
         .args([
             "eval",

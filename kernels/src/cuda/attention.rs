@@ -13,8 +13,16 @@ use super::{drv, module};
 use crate::attention::{half_bits, DecodeBatch, KvStore};
 use crate::KernelError;
 
-/// Warps per block (WARPS in attention.cu) and most query heads per KV head (GMAX).
-const WARPS: u32 = 4;
+/// Warps per block that attention.cu instantiates (its kernels `..._w{W}`).
+pub const WARP_CHOICES: [u32; 3] = [2, 3, 4];
+
+/// Warps per block, unless [`CudaAttention::set_warps`] says otherwise. Three: on the long-KV
+/// shapes of bench/attention-long-kv.txt (H200), blocks of 3 warps fit 4 per SM at head_dim
+/// 128 (4 warps: 3, by shared memory and registers) and 2 at 256 (4 warps: 1); the best
+/// schedule per shape reached 0.990 of the best over 3 and 4 warps, 4 warps 0.974, and 2 warps
+/// was never better (bench/results/attention-warps-h200-2026-11-22/).
+pub const WARPS: u32 = 3;
+/// Most query heads per KV head (GMAX in attention.cu).
 /// decode_combine's threads per (sequence, head) and the record weights it holds at once.
 const COMBINE_THREADS: u32 = 256;
 const COMBINE_WEIGHTS: usize = 2048;
@@ -80,36 +88,40 @@ impl Schedule {
     }
 }
 
-/// Blocks per SM the balanced schedule's chunk size aims at (one wave of resident blocks).
-const BALANCED_BLOCKS_PER_SM: usize = 4;
-
-/// The chunk (tokens) of the balanced schedule with chunk 0 on a GPU of `sms` multiprocessors:
-/// the batch's tokens x KV heads cut into about one wave of `sms` x 4 blocks, rounded up to 64
-/// tokens (a block's tile), at least 64.
-pub fn balanced_chunk(lens: &[usize], kv_heads: usize, sms: usize) -> usize {
+/// The chunk (tokens) of the balanced schedule with chunk 0 on a GPU that holds `slots` blocks
+/// at once (multiprocessors x resident blocks of the kernel): the batch's tokens x KV heads cut
+/// into about one wave, rounded up to 64 tokens, at least 64.
+pub fn balanced_chunk(lens: &[usize], kv_heads: usize, slots: usize) -> usize {
     let total: usize = lens.iter().sum();
-    let blocks = (sms.max(1) * BALANCED_BLOCKS_PER_SM).div_ceil(kv_heads.max(1));
+    let blocks = slots.max(1).div_ceil(kv_heads.max(1));
     total.div_ceil(blocks).next_multiple_of(64).max(64)
 }
 
-/// The partial records of a balanced schedule: for each sequence, its first record; a sequence
-/// of `len` tokens starting at global token `start` spans chunks `start / chunk ..= (start +
-/// len - 1) / chunk` (none when empty). Returns (cu_lens, rec_base); the last rec_base entry is
-/// the record count.
-pub fn balanced_records(lens: &[usize], chunk: usize) -> (Vec<i64>, Vec<i32>) {
+/// The partial records of a balanced schedule. A sequence of `len` tokens starting at global
+/// token `start` spans chunks `start / chunk ..= (start + len - 1) / chunk`; one that lies in a
+/// single chunk is written to the output directly and has no records, one that spans several
+/// has a record per chunk. Returns (cu_lens, rec_base, merged): rec_base's last entry is the
+/// record count; `merged` lists the sequences the combine writes: those with records, and the
+/// empty ones (o = 0, lse = -inf).
+pub fn balanced_records(lens: &[usize], chunk: usize) -> (Vec<i64>, Vec<i32>, Vec<i32>) {
     let mut cu = vec![0i64];
     let mut rec = vec![0i32];
-    for &l in lens {
+    let mut merged = Vec::new();
+    for (s, &l) in lens.iter().enumerate() {
         let start = *cu.last().expect("one") as usize;
         let n = if l == 0 {
             0
         } else {
             (start + l - 1) / chunk - start / chunk + 1
         };
+        if l == 0 || n > 1 {
+            merged.push(s as i32);
+        }
+        let n = if n > 1 { n } else { 0 };
         cu.push((start + l) as i64);
         rec.push(rec.last().expect("one") + n as i32);
     }
-    (cu, rec)
+    (cu, rec, merged)
 }
 
 /// The Kv struct of attention.cu.
@@ -129,6 +141,14 @@ struct KvArg {
 // SAFETY: plain old data laid out as the C struct.
 unsafe impl DeviceRepr for KvArg {}
 
+/// The balanced schedule's tables ([`balanced_records`]).
+struct Tables {
+    cu_lens: CudaSlice<i64>,
+    rec_base: CudaSlice<i32>,
+    merged: CudaSlice<i32>,
+    n_merged: usize,
+}
+
 /// A schedule made ready for a batch: its kernels, grid and workspace.
 pub struct Prepared {
     pub sched: Schedule,
@@ -137,16 +157,19 @@ pub struct Prepared {
     grid: (u32, u32, u32),
     /// Partial o and lse records (split, balanced).
     partial: Option<(CudaSlice<f32>, CudaSlice<f32>)>,
-    /// cu_lens and rec_base (balanced).
-    tables: Option<(CudaSlice<i64>, CudaSlice<i32>)>,
+    /// cu_lens, rec_base and the sequences the combine merges (balanced).
+    tables: Option<Tables>,
     /// Splits (split) or the chunk in tokens (balanced; sized here when the schedule says 0).
     pub param: u32,
+    /// Warps per block and dynamic shared memory (bytes) of the main kernel.
+    pub warps: u32,
+    smem: u32,
 }
 
-/// Dynamic shared memory of a block (attention.cu's Smem): per warp two stages of a K and a V
-/// tile of 16 rows of head_dim + 8 halves.
-fn shared_bytes(head_dim: usize) -> usize {
-    WARPS as usize * 4 * 16 * (head_dim + 8) * 2
+/// Dynamic shared memory of a block of `warps` warps (attention.cu's Smem): per warp two stages
+/// of a K and a V tile of 16 rows of head_dim + 8 halves.
+fn shared_bytes(head_dim: usize, warps: u32) -> usize {
+    warps as usize * 4 * 16 * (head_dim + 8) * 2
 }
 
 fn kind(d: &DeviceBatch) -> &'static str {
@@ -182,6 +205,8 @@ pub struct CudaAttention {
     sms: usize,
     stream: Arc<CudaStream>,
     module: Arc<CudaModule>,
+    /// Warps per block (None: [`WARPS`]).
+    warps: Option<u32>,
 }
 
 impl CudaAttention {
@@ -196,7 +221,20 @@ impl CudaAttention {
             sms: dev.multiprocessors.max(1) as usize,
             stream,
             module,
+            warps: None,
         })
+    }
+
+    /// Blocks of `w` warps (one of [`WARP_CHOICES`]) for every schedule prepared from now on;
+    /// None: [`WARPS`]. For measuring that default.
+    pub fn set_warps(&mut self, w: Option<u32>) -> Result<(), KernelError> {
+        if let Some(w) = w.filter(|w| !WARP_CHOICES.contains(w)) {
+            return Err(KernelError::Cuda(format!(
+                "{w} warps per block; the kernels are built for {WARP_CHOICES:?}"
+            )));
+        }
+        self.warps = w;
+        Ok(())
     }
 
     pub fn context(&self) -> &Arc<CudaContext> {
@@ -300,46 +338,54 @@ impl CudaAttention {
     /// the chunk tables (balanced), allocated once so that launches can be timed alone.
     pub fn prepare(&self, d: &DeviceBatch, sched: Schedule) -> Result<Prepared, KernelError> {
         let s = &self.stream;
+        let w = self.warps.unwrap_or(WARPS);
+        let smem = shared_bytes(d.head_dim, w);
+        let kernel = match sched {
+            Schedule::Head => "head",
+            Schedule::Gqa => "gqa",
+            Schedule::Split(_) => "split",
+            Schedule::Balanced(_) => "balanced",
+        };
+        let main = self.func(&format!("decode_{kernel}_{}_{}_w{w}", kind(d), d.head_dim))?;
+        // Above 48 KiB a kernel must ask for its dynamic shared memory.
+        main.set_attribute(
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            smem as i32,
+        )
+        .map_err(drv("cuFuncSetAttribute"))?;
         let mut param = sched.param();
-        let (kernel, records, tables, grid) = match sched {
-            Schedule::Head => (
-                format!("decode_head_{}_{}", kind(d), d.head_dim),
-                0,
-                None,
-                (d.batch as u32, d.q_heads as u32, 1),
-            ),
-            Schedule::Gqa => (
-                format!("decode_gqa_{}_{}", kind(d), d.head_dim),
-                0,
-                None,
-                (d.batch as u32, d.kv_heads as u32, 1),
-            ),
+        let (records, tables, grid) = match sched {
+            Schedule::Head => (0, None, (d.batch as u32, d.q_heads as u32, 1)),
+            Schedule::Gqa => (0, None, (d.batch as u32, d.kv_heads as u32, 1)),
             Schedule::Split(sp) => (
-                format!("decode_split_{}_{}", kind(d), d.head_dim),
                 d.batch * sp as usize,
                 None,
                 (d.batch as u32, d.kv_heads as u32, sp),
             ),
             Schedule::Balanced(chunk) => {
                 let chunk = match chunk {
-                    0 => balanced_chunk(&d.lens, d.kv_heads, self.sms) as u32,
+                    0 => {
+                        // One wave: the blocks that fit on the GPU at once.
+                        let per_sm = main
+                            .occupancy_max_active_blocks_per_multiprocessor(w * 32, smem, None)
+                            .map_err(drv("cuOccupancyMaxActiveBlocksPerMultiprocessor"))?
+                            .max(1) as usize;
+                        balanced_chunk(&d.lens, d.kv_heads, self.sms * per_sm) as u32
+                    }
                     c => c,
                 };
                 param = chunk;
-                let (cu, rec) = balanced_records(&d.lens, chunk as usize);
+                let (cu, rec, merged) = balanced_records(&d.lens, chunk as usize);
                 let total = *cu.last().expect("one") as usize;
                 let chunks = total.div_ceil(chunk as usize).max(1) as u32;
                 let records = *rec.last().expect("one") as usize;
-                let t = (
-                    s.clone_htod(&cu).map_err(drv("upload"))?,
-                    s.clone_htod(&rec).map_err(drv("upload"))?,
-                );
-                (
-                    format!("decode_balanced_{}_{}", kind(d), d.head_dim),
-                    records,
-                    Some(t),
-                    (chunks, d.kv_heads as u32, 1),
-                )
+                let t = Tables {
+                    cu_lens: s.clone_htod(&cu).map_err(drv("upload"))?,
+                    rec_base: s.clone_htod(&rec).map_err(drv("upload"))?,
+                    n_merged: merged.len(),
+                    merged: s.clone_htod(&merged).map_err(drv("upload"))?,
+                };
+                (records, Some(t), (chunks, d.kv_heads as u32, 1))
             }
         };
         let partial = if records > 0 || matches!(sched, Schedule::Split(_) | Schedule::Balanced(_))
@@ -353,13 +399,6 @@ impl CudaAttention {
         } else {
             None
         };
-        let main = self.func(&kernel)?;
-        // Above 48 KiB a kernel must ask for its dynamic shared memory.
-        main.set_attribute(
-            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            shared_bytes(d.head_dim) as i32,
-        )
-        .map_err(drv("cuFuncSetAttribute"))?;
         Ok(Prepared {
             sched,
             main,
@@ -368,6 +407,8 @@ impl CudaAttention {
             partial,
             tables,
             param,
+            warps: w,
+            smem: smem as u32,
         })
     }
 
@@ -377,7 +418,6 @@ impl CudaAttention {
         let dim = d.head_dim;
         let scale = 1.0f32 / (dim as f32).sqrt();
         let q_heads = d.q_heads as i32;
-        let smem = shared_bytes(dim) as u32;
         let kv = {
             let (k, _g1) = d.k.device_ptr(s);
             let (v, _g2) = d.v.device_ptr(s);
@@ -400,8 +440,8 @@ impl CudaAttention {
         };
         let cfg = LaunchConfig {
             grid_dim: p.grid,
-            block_dim: (WARPS * 32, 1, 1),
-            shared_mem_bytes: smem,
+            block_dim: (p.warps * 32, 1, 1),
+            shared_mem_bytes: p.smem,
         };
         let mut l = s.launch_builder(&p.main);
         l.arg(&d.q).arg(&kv).arg(&q_heads).arg(&scale);
@@ -413,26 +453,33 @@ impl CudaAttention {
             (Some((po, plse)), None) => {
                 l.arg(&splits).arg(po).arg(plse);
             }
-            (Some((po, plse)), Some((cu, rec))) => {
+            (Some((po, plse)), Some(t)) => {
                 l.arg(&batch)
-                    .arg(cu)
-                    .arg(rec)
+                    .arg(&t.cu_lens)
+                    .arg(&t.rec_base)
                     .arg(&splits)
                     .arg(po)
-                    .arg(plse);
+                    .arg(plse)
+                    .arg(&mut d.o)
+                    .arg(&mut d.lse);
             }
         }
         // SAFETY: the argument lists match the kernels of attention.cu; every array is sized by
         // upload and prepare.
         unsafe { l.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
-        if let Some((po, plse)) = &p.partial {
-            let rec_ptr: u64 = p.tables.as_ref().map_or(0, |(_, rec)| rec.device_ptr(s).0);
+        // The combine: every sequence (split), or those the balanced kernel left to it.
+        let merged = p.tables.as_ref().map_or(d.batch, |t| t.n_merged);
+        if let (Some((po, plse)), true) = (&p.partial, merged > 0) {
+            let (rec_ptr, list_ptr): (u64, u64) = p.tables.as_ref().map_or((0, 0), |t| {
+                (t.rec_base.device_ptr(s).0, t.merged.device_ptr(s).0)
+            });
             let dd = dim as i32;
             let wmax = COMBINE_WEIGHTS as i32;
             let mut l = s.launch_builder(&p.combine);
             l.arg(po)
                 .arg(plse)
                 .arg(&rec_ptr)
+                .arg(&list_ptr)
                 .arg(&splits)
                 .arg(&q_heads)
                 .arg(&dd)
@@ -442,7 +489,7 @@ impl CudaAttention {
             // decode_combine's shared memory: COMBINE_THREADS / 32 + 4 x COMBINE_THREADS + wmax
             // floats.
             let cfg = LaunchConfig {
-                grid_dim: (d.batch as u32, d.q_heads as u32, 1),
+                grid_dim: (merged as u32, d.q_heads as u32, 1),
                 block_dim: (COMBINE_THREADS, 1, 1),
                 shared_mem_bytes: ((COMBINE_THREADS / 32 + 4 * COMBINE_THREADS) as usize
                     + COMBINE_WEIGHTS) as u32
@@ -491,18 +538,22 @@ mod tests {
 
     #[test]
     fn balanced_chunk_aims_at_one_wave() {
-        // 128000 tokens x 8 KV heads on 132 SMs: 528 blocks wanted, 66 per head -> 1940 tokens,
-        // rounded up to 1984 (65 chunks x 8 heads = 520 blocks).
-        assert_eq!(balanced_chunk(&[128000], 8, 132), 1984);
+        // 128000 tokens x 8 KV heads on 132 SMs x 4 resident blocks: 528 blocks wanted, 66 per
+        // head -> 1940 tokens, rounded up to 1984 (65 chunks x 8 heads = 520 blocks).
+        assert_eq!(balanced_chunk(&[128000], 8, 528), 1984);
+        // 3 resident blocks per SM: 396 blocks, 50 per head -> 2560 tokens (50 x 8 = 400).
+        assert_eq!(balanced_chunk(&[128000], 8, 396), 2560);
         // Few tokens: at least one 64-token tile.
-        assert_eq!(balanced_chunk(&[3, 0, 5], 32, 132), 64);
-        assert_eq!(balanced_chunk(&[], 8, 132), 64);
+        assert_eq!(balanced_chunk(&[3, 0, 5], 32, 528), 64);
+        assert_eq!(balanced_chunk(&[], 8, 528), 64);
         // Always a multiple of 64, and never more blocks than a wave plus one per head.
-        for (lens, kvh) in [(vec![1000; 256], 8), (vec![32000, 64, 64], 1), (vec![7], 4)] {
-            let c = balanced_chunk(&lens, kvh, 132);
-            assert_eq!(c % 64, 0);
-            let total: usize = lens.iter().sum();
-            assert!(total.div_ceil(c) * kvh <= 132 * 4 + kvh, "{c}");
+        for slots in [132, 264, 396, 528, 1056] {
+            for (lens, kvh) in [(vec![1000; 256], 8), (vec![32000, 64, 64], 1), (vec![7], 4)] {
+                let c = balanced_chunk(&lens, kvh, slots);
+                assert_eq!(c % 64, 0);
+                let total: usize = lens.iter().sum();
+                assert!(total.div_ceil(c) * kvh <= slots + kvh, "{c}");
+            }
         }
         assert_eq!(Schedule::parse("balanced"), Some(Schedule::Balanced(0)));
         assert_eq!(Schedule::Balanced(0).name(), "balanced");
@@ -524,9 +575,16 @@ mod tests {
     #[test]
     fn balanced_records_cover_every_chunk_piece() {
         // lens 0, 5, 300, 1, 0 with chunks of 256: tokens 0..5 | 5..305 | 305 | -.
-        let (cu, rec) = balanced_records(&[0, 5, 300, 1, 0], 256);
+        let (cu, rec, merged) = balanced_records(&[0, 5, 300, 1, 0], 256);
         assert_eq!(cu, vec![0, 0, 5, 305, 306, 306]);
-        // seq 1: chunk 0; seq 2: chunks 0 and 1; seq 3: chunk 1.
-        assert_eq!(rec, vec![0, 0, 1, 3, 4, 4]);
+        // seq 1: chunk 0 only (written directly); seq 2: chunks 0 and 1 (two records); seq 3:
+        // chunk 1 only.
+        assert_eq!(rec, vec![0, 0, 0, 2, 2, 2]);
+        // The combine writes the empty sequences and seq 2.
+        assert_eq!(merged, vec![0, 2, 4]);
+        // One chunk for everything: no records, only the empty sequences merged.
+        let (_, rec, merged) = balanced_records(&[0, 5, 300, 1, 0], 1024);
+        assert_eq!(rec, vec![0; 6]);
+        assert_eq!(merged, vec![0, 4]);
     }
 }

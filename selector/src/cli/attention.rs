@@ -103,6 +103,10 @@ pub struct BenchArgs {
     warmup: usize,
     #[arg(long, default_value_t = 20)]
     reps: usize,
+    /// Blocks of these many warps (2, 3, 4), each in turn; default: the built-in 3. For
+    /// measuring that choice.
+    #[arg(long, value_delimiter = ',')]
+    warps: Vec<u32>,
 }
 
 #[derive(Args, Debug)]
@@ -112,11 +116,25 @@ pub struct CheckArgs {
     /// skewed batches, GQA 1/4/8, head_dim 64/128/256, f16 and bf16, contiguous and paged.
     #[arg(value_name = "SHAPE")]
     shapes: Vec<String>,
-    /// Schedules (default: head, gqa, split-2..128, balanced; also balanced-N: chunks of N tokens).
+    /// Schedules (default: head, gqa, split-2..128, balanced, and balanced-1000, whose chunks
+    /// hold whole and cut sequences of the built-in shapes; balanced-N: chunks of N tokens).
     #[arg(long, value_delimiter = ',')]
     schedules: Vec<String>,
     #[arg(long, default_value_t = 0)]
     device: usize,
+    /// Blocks of these many warps (2, 3, 4), each in turn; default: the built-in 3. For
+    /// measuring that choice.
+    #[arg(long, value_delimiter = ',')]
+    warps: Vec<u32>,
+}
+
+/// `--warps` as the list of settings to run (None: the built-in choice).
+fn warp_settings(w: &[u32]) -> Vec<Option<u32>> {
+    if w.is_empty() {
+        vec![None]
+    } else {
+        w.iter().map(|&w| Some(w)).collect()
+    }
 }
 
 /// The built-in shapes of the check.
@@ -435,39 +453,48 @@ pub fn run(c: AttentionCommand) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|s| AttentionShape::parse(s).map_err(anyhow::Error::from))
         .collect::<anyhow::Result<_>>()?;
-    let schedules = parse_schedules(&a.schedules)?;
-    let gpu = CudaAttention::new(a.device).map_err(super::gpu_only("decode attention"))?;
+    let mut schedules = parse_schedules(&a.schedules)?;
+    if a.schedules.is_empty() {
+        // Chunks of 1000 tokens: sequences inside a chunk, written directly, and sequences
+        // across chunks, merged by the combine, in the small built-in shapes.
+        schedules.push(Schedule::Balanced(1000));
+    }
+    let mut gpu = CudaAttention::new(a.device).map_err(super::gpu_only("decode attention"))?;
     const BOUND: f64 = 4e-3;
     let (mut passed, mut failed) = (0usize, 0usize);
     for (i, shape) in shapes.iter().enumerate() {
         let b = DecodeBatch::random(shape, i as u64 + 1)?;
         let want = reference(&b);
-        for &s in &schedules {
-            let verdict = (|| -> anyhow::Result<(f64, usize)> {
-                let mut d = gpu.upload(&b)?;
-                gpu.run(&mut d, s)?;
-                Ok(max_error(&want, &gpu.output(&d)?))
-            })();
-            match verdict {
-                Ok((e, _)) if e <= BOUND => {
-                    passed += 1;
-                    println!(
-                        "passed  {:<12} max |error| {e:.2e}  {}",
+        for w in warp_settings(&a.warps) {
+            gpu.set_warps(w)?;
+            let wname = w.map_or(String::new(), |w| format!(" {w} warps"));
+            for &s in &schedules {
+                let verdict = (|| -> anyhow::Result<(f64, usize)> {
+                    let mut d = gpu.upload(&b)?;
+                    gpu.run(&mut d, s)?;
+                    Ok(max_error(&want, &gpu.output(&d)?))
+                })();
+                match verdict {
+                    Ok((e, _)) if e <= BOUND => {
+                        passed += 1;
+                        println!(
+                            "passed  {:<12} max |error| {e:.2e}  {}{wname}",
+                            s.name(),
+                            spec_of(shape)
+                        );
+                    }
+                    Ok((e, at)) => {
+                        failed += 1;
+                        println!(
+                        "FAILED  {:<12} max |error| {e:.2e} at output {at} (bound {BOUND:e})  {}{wname}",
                         s.name(),
                         spec_of(shape)
                     );
-                }
-                Ok((e, at)) => {
-                    failed += 1;
-                    println!(
-                        "FAILED  {:<12} max |error| {e:.2e} at output {at} (bound {BOUND:e})  {}",
-                        s.name(),
-                        spec_of(shape)
-                    );
-                }
-                Err(e) => {
-                    failed += 1;
-                    println!("FAILED  {:<12} {e}  {}", s.name(), spec_of(shape));
+                    }
+                    Err(e) => {
+                        failed += 1;
+                        println!("FAILED  {:<12} {e}  {}{wname}", s.name(), spec_of(shape));
+                    }
                 }
             }
         }
@@ -487,28 +514,34 @@ fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
         .map(|s| Ok((s.clone(), AttentionShape::parse(s)?)))
         .collect::<anyhow::Result<_>>()?;
     let schedules = parse_schedules(&a.schedules)?;
-    let gpu = CudaAttention::new(a.device).map_err(super::gpu_only("decode attention"))?;
+    let mut gpu = CudaAttention::new(a.device).map_err(super::gpu_only("decode attention"))?;
     let spmv = augur_kernels::cuda::CudaSpmv::new(a.device)
         .map_err(super::gpu_only("decode attention"))?;
     // GB/s, read + written.
     let copy = spmv.copy_bandwidth()?;
     let sms = spmv.device.multiprocessors as usize;
-    println!("shape,schedule,median_us,live_kv_gb_per_s,fraction_of_copy,fa2_splits,copy_gb_per_s");
+    println!(
+        "shape,schedule,median_us,live_kv_gb_per_s,fraction_of_copy,fa2_splits,copy_gb_per_s,warps"
+    );
     for (i, (spec, shape)) in shapes.iter().enumerate() {
         let b = DecodeBatch::random(shape, i as u64 + 1)?;
         let mut d = gpu.upload(&b)?;
         let fa2 = augur_kernels::attention::fa2_splits_for(shape, sms);
-        for &s in &schedules {
-            let mut p = gpu.prepare(&d, s)?;
-            let t = gpu.time(&mut d, &mut p, a.warmup, a.reps)?;
-            let gbs = b.kv_bytes() as f64 / t / 1e9;
-            println!(
-                "\"{spec}\",{},{:.3},{gbs:.1},{:.3},{fa2},{:.1}",
-                s.name(),
-                t * 1e6,
-                gbs / copy,
-                copy
-            );
+        for w in warp_settings(&a.warps) {
+            gpu.set_warps(w)?;
+            for &s in &schedules {
+                let mut p = gpu.prepare(&d, s)?;
+                let t = gpu.time(&mut d, &mut p, a.warmup, a.reps)?;
+                let gbs = b.kv_bytes() as f64 / t / 1e9;
+                println!(
+                    "\"{spec}\",{},{:.3},{gbs:.1},{:.3},{fa2},{:.1},{}",
+                    s.name(),
+                    t * 1e6,
+                    gbs / copy,
+                    copy,
+                    p.warps
+                );
+            }
         }
     }
     Ok(ExitCode::SUCCESS)
