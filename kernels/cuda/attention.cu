@@ -8,7 +8,7 @@
 //
 // Every schedule runs the same block routine (`attend`), FlashAttention-2's inner loop with the
 // group's query heads as the rows of the tile: the block's W warps (2, 3 or 4: instances _wW; the
-// host picks W per head_dim) take tiles of 16 tokens in turn; a warp
+// host uses 3 unless told otherwise) take tiles of 16 tokens in turn; a warp
 // copies its tile's K and V rows into shared memory with cp.async (the next tile's copy in
 // flight while it computes this one), computes S = Q K^T (16 head rows, of which G are real, x
 // 16 tokens) and O += P V with tensor-core mma.sync (m16n8k16, f32 accumulation), keeping an

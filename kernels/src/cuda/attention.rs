@@ -20,7 +20,9 @@ pub const WARP_CHOICES: [u32; 3] = [2, 3, 4];
 /// shapes of bench/attention-long-kv.txt (H200), blocks of 3 warps fit 4 per SM at head_dim
 /// 128 (4 warps: 3, by shared memory and registers) and 2 at 256 (4 warps: 1); the best
 /// schedule per shape reached 0.990 of the best over 3 and 4 warps, 4 warps 0.974, and 2 warps
-/// was never better (bench/results/attention-warps-h200-2026-11-22/).
+/// was no better as a geomean (bench/results/attention-warps-h200-2026-11-22/run1/). Four warps
+/// for grids that fit on the GPU at once made the oracle faster but the tree worse
+/// (docs/BENCHMARKS.md, decode attention, second round).
 pub const WARPS: u32 = 3;
 /// Most query heads per KV head (GMAX in attention.cu).
 /// decode_combine's threads per (sequence, head) and the record weights it holds at once.
