@@ -320,15 +320,12 @@ impl AttentionModel {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        if self.format != ATTENTION_FORMAT || self.format_version != ATTENTION_FORMAT_VERSION {
-            return Err(format!(
-                "format `{}` v{}, this augur reads `{ATTENTION_FORMAT}` v{ATTENTION_FORMAT_VERSION}",
-                self.format, self.format_version
-            ));
-        }
-        AttentionFeatures::schema()
-            .check_same(&self.schema)
-            .map_err(|e| format!("{e}; retrain the model with this augur"))?;
+        crate::check_header(
+            (&self.format, self.format_version),
+            (ATTENTION_FORMAT, ATTENTION_FORMAT_VERSION),
+            &self.schema,
+            &AttentionFeatures::schema(),
+        )?;
         if self.schedules.is_empty() || self.inputs.len() != self.features.len() {
             return Err("no schedules, or inputs unlike features".into());
         }

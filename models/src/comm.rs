@@ -445,15 +445,12 @@ impl CommModel {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        if self.format != COMM_FORMAT || self.format_version != COMM_FORMAT_VERSION {
-            return Err(format!(
-                "format `{}` v{}, this augur reads `{COMM_FORMAT}` v{COMM_FORMAT_VERSION}",
-                self.format, self.format_version
-            ));
-        }
-        MessageFeatures::schema()
-            .check_same(&self.schema)
-            .map_err(|e| format!("{e}; retrain the model with this augur"))?;
+        crate::check_header(
+            (&self.format, self.format_version),
+            (COMM_FORMAT, COMM_FORMAT_VERSION),
+            &self.schema,
+            &MessageFeatures::schema(),
+        )?;
         if self.trees.is_empty() {
             return Err("no trees".into());
         }

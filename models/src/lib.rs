@@ -89,6 +89,23 @@ pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(
     Ok(m)
 }
 
+/// A model file's header against what this augur reads: its format and version, and the feature
+/// schema it was trained with (`this`, the current one). The error says which differs.
+pub(crate) fn check_header(
+    (format, version): (&str, u32),
+    (want_format, want_version): (&str, u32),
+    schema: &augur_features::FeatureSchema,
+    this: &augur_features::FeatureSchema,
+) -> Result<(), String> {
+    if format != want_format || version != want_version {
+        return Err(format!(
+            "format `{format}` v{version}, this augur reads `{want_format}` v{want_version}"
+        ));
+    }
+    this.check_same(schema)
+        .map_err(|e| format!("{e}; retrain the model with this augur"))
+}
+
 /// Whether a JSON text has `"format": format` (how the CLI tells model files apart).
 pub(crate) fn has_format(text: &str, format: &str) -> bool {
     serde_json::from_str::<serde_json::Value>(text)

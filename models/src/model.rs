@@ -271,15 +271,12 @@ impl Model {
 
     /// Structure and schema checks: a model for another schema or a damaged file is refused.
     pub fn validate(&self) -> Result<(), String> {
-        if self.format != FORMAT || self.format_version != FORMAT_VERSION {
-            return Err(format!(
-                "format `{}` v{}, this augur reads `{FORMAT}` v{FORMAT_VERSION}",
-                self.format, self.format_version
-            ));
-        }
-        SpmvFeatures::schema()
-            .check_same(&self.schema)
-            .map_err(|e| format!("{e}; retrain the model with this augur"))?;
+        crate::check_header(
+            (&self.format, self.format_version),
+            (FORMAT, FORMAT_VERSION),
+            &self.schema,
+            &SpmvFeatures::schema(),
+        )?;
         if self.kernels.is_empty() {
             return Err("no kernels".into());
         }
