@@ -294,47 +294,44 @@ pub fn load_model(arg: &str) -> anyhow::Result<Model> {
     }
 }
 
-/// A comm model file, if `arg` names one.
-fn comm_model(arg: &str) -> anyhow::Result<Option<comm::CommModel>> {
-    let p = std::path::Path::new(arg);
-    if !p.is_file() {
-        return Ok(None);
-    }
-    let text = std::fs::read_to_string(p).with_context(|| format!("read {arg}"))?;
-    if !comm::is_comm_model(&text) {
-        return Ok(None);
-    }
-    Ok(Some(comm::CommModel::from_json(&text, arg)?))
+/// A comm or attention model file, read once, or neither (an SpMV model or a built-in name,
+/// for [`load_model`]).
+enum ClassModel {
+    Comm(comm::CommModel),
+    Attention(attention::AttentionModel),
+    Neither,
 }
 
-/// An attention model file, if `arg` names one.
-fn attention_model(arg: &str) -> anyhow::Result<Option<attention::AttentionModel>> {
+fn class_model(arg: &str) -> anyhow::Result<ClassModel> {
     let p = std::path::Path::new(arg);
     if !p.is_file() {
-        return Ok(None);
+        return Ok(ClassModel::Neither);
     }
     let text = std::fs::read_to_string(p).with_context(|| format!("read {arg}"))?;
-    if !attention::is_attention_model(&text) {
-        return Ok(None);
-    }
-    Ok(Some(attention::AttentionModel::from_json(&text, arg)?))
+    Ok(if comm::is_comm_model(&text) {
+        ClassModel::Comm(comm::CommModel::from_json(&text, arg)?)
+    } else if attention::is_attention_model(&text) {
+        ClassModel::Attention(attention::AttentionModel::from_json(&text, arg)?)
+    } else {
+        ClassModel::Neither
+    })
 }
 
 pub fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
-    let s = match (comm_model(&a.model)?, attention_model(&a.model)?) {
-        (Some(m), _) => match a.format {
+    let s = match class_model(&a.model)? {
+        ClassModel::Comm(m) => match a.format {
             Format::Text => comm::export_text(&m),
             Format::Dot => comm::export_dot(&m),
             Format::Rust => comm::export_rust(&m),
             Format::Json => m.to_json(),
         },
-        (None, Some(m)) => match a.format {
+        ClassModel::Attention(m) => match a.format {
             Format::Text => attention::export_text(&m),
             Format::Dot => attention::export_dot(&m),
             Format::Rust => attention::export_rust(&m),
             Format::Json => m.to_json(),
         },
-        (None, None) => export_spmv(&a)?,
+        ClassModel::Neither => export_spmv(&a)?,
     };
     match a.out {
         Some(p) => {
@@ -471,11 +468,10 @@ fn eval_comm(m: &comm::CommModel, a: &EvalArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn eval(a: EvalArgs) -> anyhow::Result<ExitCode> {
-    if let Some(m) = comm_model(&a.model)? {
-        return eval_comm(&m, &a);
-    }
-    if let Some(m) = attention_model(&a.model)? {
-        return eval_attention(&m, &a);
+    match class_model(&a.model)? {
+        ClassModel::Comm(m) => return eval_comm(&m, &a),
+        ClassModel::Attention(m) => return eval_attention(&m, &a),
+        ClassModel::Neither => {}
     }
     let m = load_model(&a.model)?;
     let runs = Runs::read(&runs_files(&a.runs)?)?;
