@@ -119,56 +119,50 @@ fn merge(m: MergeArgs) -> anyhow::Result<ExitCode> {
     if m.out.exists() && !m.force {
         bail!("{} exists; pass --force to replace it", m.out.display());
     }
-    let comm = m
-        .inputs
-        .first()
-        .is_some_and(|f| augur_models::comm::is_comm_runs_file(f));
-    if comm {
+    let first = m.inputs.first();
+    let merged = if first.is_some_and(|f| augur_models::comm::is_comm_runs_file(f)) {
         let runs = augur_models::comm::CommRuns::read(&m.inputs)?;
-        let tmp = m.out.with_extension("csv.tmp");
-        let f = std::fs::File::create(&tmp).with_context(|| format!("create {}", tmp.display()))?;
-        runs.write(std::io::BufWriter::new(f))?;
-        std::fs::rename(&tmp, &m.out)?;
-        eprintln!(
-            "merged {} comm runs files: {} messages, {} rows -> {}",
+        write_replacing(&m.out, |w| runs.write(w))?;
+        format!(
+            "{} comm runs files: {} messages, {} rows",
             m.inputs.len(),
             runs.messages().len(),
-            runs.runs.len(),
-            m.out.display()
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
-    if m.inputs
-        .first()
-        .is_some_and(|f| augur_models::attention::is_attention_runs_file(f))
-    {
+            runs.runs.len()
+        )
+    } else if first.is_some_and(|f| augur_models::attention::is_attention_runs_file(f)) {
         let runs = augur_models::attention::AttentionRuns::read(&m.inputs)?;
-        let tmp = m.out.with_extension("csv.tmp");
-        let f = std::fs::File::create(&tmp).with_context(|| format!("create {}", tmp.display()))?;
-        runs.write(std::io::BufWriter::new(f))?;
-        std::fs::rename(&tmp, &m.out)?;
-        eprintln!(
-            "merged {} attention runs files: {} shapes, {} rows -> {}",
+        write_replacing(&m.out, |w| runs.write(w))?;
+        format!(
+            "{} attention runs files: {} shapes, {} rows",
             m.inputs.len(),
             runs.cases().len(),
-            runs.runs.len(),
-            m.out.display()
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
-    let runs = Runs::read(&m.inputs)?;
-    let tmp = m.out.with_extension("csv.tmp");
-    let f = std::fs::File::create(&tmp).with_context(|| format!("create {}", tmp.display()))?;
-    runs.write(std::io::BufWriter::new(f))?;
-    std::fs::rename(&tmp, &m.out)?;
-    let rows: usize = runs.matrices.iter().map(|x| x.kernels.len()).sum();
-    eprintln!(
-        "merged {} files: {} matrices, {rows} rows -> {}",
-        m.inputs.len(),
-        runs.matrices.len(),
-        m.out.display()
-    );
+            runs.runs.len()
+        )
+    } else {
+        let runs = Runs::read(&m.inputs)?;
+        write_replacing(&m.out, |w| runs.write(w))?;
+        let rows: usize = runs.matrices.iter().map(|x| x.kernels.len()).sum();
+        format!(
+            "{} files: {} matrices, {rows} rows",
+            m.inputs.len(),
+            runs.matrices.len()
+        )
+    };
+    eprintln!("merged {merged} -> {}", m.out.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Write `out` through `<out>.csv.tmp` and a rename: an existing file is replaced only by a
+/// complete one.
+fn write_replacing(
+    out: &Path,
+    write: impl FnOnce(std::io::BufWriter<std::fs::File>) -> Result<(), augur_models::ModelError>,
+) -> anyhow::Result<()> {
+    let tmp = out.with_extension("csv.tmp");
+    let f = std::fs::File::create(&tmp).with_context(|| format!("create {}", tmp.display()))?;
+    write(std::io::BufWriter::new(f))?;
+    std::fs::rename(&tmp, out)?;
+    Ok(())
 }
 
 /// Files of a directory argument, sorted (a directory made by `augur datasets fetch`, with its
