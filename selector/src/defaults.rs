@@ -16,17 +16,27 @@ pub const COMM_MODEL: &str = include_str!("../../models/trained/comm-h200.json")
 /// The built-in communication-pattern model, parsed once.
 pub fn comm_model() -> Result<Arc<CommModel>, ModelError> {
     static M: OnceLock<Result<Arc<CommModel>, String>> = OnceLock::new();
-    M.get_or_init(|| {
-        CommModel::from_json(
-            COMM_MODEL,
-            "built-in comm model (models/trained/comm-h200.json)",
-        )
-        .map(Arc::new)
-        .map_err(|e| e.to_string())
+    parsed_once(&M, "comm", "comm-h200.json", |origin| {
+        CommModel::from_json(COMM_MODEL, origin)
+    })
+}
+
+/// A built-in model from `models/trained/<file>`, parsed on first use into `cell`; errors
+/// name it `built-in <name> model`.
+fn parsed_once<T>(
+    cell: &OnceLock<Result<Arc<T>, String>>,
+    name: &str,
+    file: &str,
+    parse: impl FnOnce(&str) -> Result<T, ModelError>,
+) -> Result<Arc<T>, ModelError> {
+    cell.get_or_init(|| {
+        parse(&format!("built-in {name} model (models/trained/{file})"))
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
     })
     .clone()
     .map_err(|msg| ModelError::Model {
-        origin: "built-in comm model".into(),
+        origin: format!("built-in {name} model"),
         msg,
     })
 }
@@ -38,18 +48,8 @@ pub const ATTENTION_MODEL: &str = include_str!("../../models/trained/attention-h
 /// The built-in decode-attention schedule model, parsed once.
 pub fn attention_model() -> Result<Arc<AttentionModel>, ModelError> {
     static M: OnceLock<Result<Arc<AttentionModel>, String>> = OnceLock::new();
-    M.get_or_init(|| {
-        AttentionModel::from_json(
-            ATTENTION_MODEL,
-            "built-in attention model (models/trained/attention-h200.json)",
-        )
-        .map(Arc::new)
-        .map_err(|e| e.to_string())
-    })
-    .clone()
-    .map_err(|msg| ModelError::Model {
-        origin: "built-in attention model".into(),
-        msg,
+    parsed_once(&M, "attention", "attention-h200.json", |origin| {
+        AttentionModel::from_json(ATTENTION_MODEL, origin)
     })
 }
 
