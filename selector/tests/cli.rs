@@ -11,6 +11,24 @@ fn augur(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `collect merge` of a runs file with itself writes the same rows (duplicates replace).
+fn merge_twice_keeps_the_rows(dir: &std::path::Path, runs: &str) {
+    let merged = dir.join("merged.csv");
+    let o = augur(&[
+        "collect",
+        "merge",
+        runs,
+        runs,
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        std::fs::read_to_string(&merged).unwrap().lines().count(),
+        std::fs::read_to_string(runs).unwrap().lines().count()
+    );
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -974,20 +992,7 @@ fn attention_runs_train_export_eval_and_merge() {
         .unwrap();
     assert!(all >= 0.9, "{t}");
     assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 283);
-    let merged = dir.join("merged.csv");
-    let o = augur(&[
-        "collect",
-        "merge",
-        &runs,
-        &runs,
-        "--out",
-        merged.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    assert_eq!(
-        std::fs::read_to_string(&merged).unwrap().lines().count(),
-        std::fs::read_to_string(&runs).unwrap().lines().count()
-    );
+    merge_twice_keeps_the_rows(&dir, &runs);
     // A damaged row names its file and line.
     let bad = dir.join("bad.csv");
     let damaged: Vec<String> = std::fs::read_to_string(&runs)
@@ -1062,21 +1067,7 @@ fn comm_runs_train_export_eval_and_merge() {
     let o = augur(&["eval", &runs, "--model", m, "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v["summary"].as_array().unwrap().len() >= 4);
-    // Merge: the same file twice is the same rows.
-    let merged = dir.join("merged.csv");
-    let o = augur(&[
-        "collect",
-        "merge",
-        &runs,
-        &runs,
-        "--out",
-        merged.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    assert_eq!(
-        std::fs::read_to_string(&merged).unwrap().lines().count(),
-        std::fs::read_to_string(&runs).unwrap().lines().count()
-    );
+    merge_twice_keeps_the_rows(&dir, &runs);
     // A damaged row is an error naming the file and line.
     let bad = dir.join("bad.csv");
     let mut lines: Vec<String> = std::fs::read_to_string(&runs)
