@@ -28,16 +28,23 @@ pub const HEAD: [&str; 5] = [
     "schema_version",
 ];
 /// Columns after the features.
-pub const TAIL: [&str; 8] = [
+pub const TAIL: [&str; 12] = [
     "schedule",
     "status",
     "error",
     "median_s",
+    "timing",
+    "latency_s",
+    "graph_s",
+    "batch",
     "live_kv_gbs",
     "reps",
     "check_max_error",
     "fa2_splits",
 ];
+
+/// How `median_s` is timed (runs format 2, issue 17): launches back to back between two events.
+pub const TIMING: &str = "throughput";
 
 /// The name of the FlashAttention-2 rule's rows.
 pub const FA2: &str = "fa2";
@@ -68,8 +75,15 @@ pub struct AttentionRun {
     pub driver: String,
     pub augur_version: String,
     pub schedule: String,
-    /// Seconds per launch (median), None if it failed (`error`).
+    /// Seconds per launch (median) in throughput mode (launches back to back between two
+    /// events: the label figure), None if it failed (`error`).
     pub median_s: Option<f64>,
+    /// One launch from an idle stream, launch cost included (median).
+    pub latency_s: Option<f64>,
+    /// Launches replayed from a CUDA graph (median; None where not captured).
+    pub graph_s: Option<f64>,
+    /// Launches per throughput/graph sample.
+    pub batch: usize,
     pub error: String,
     /// K and V bytes of the live tokens (for GB/s).
     pub kv_bytes: f64,
@@ -96,17 +110,22 @@ impl AttentionRun {
         ];
         r.extend(f.values().iter().map(|v| format!("{v}")));
         r.push(self.schedule.clone());
+        let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:e}"));
         match self.median_s {
             Some(t) => {
                 r.push("ok".into());
                 r.push(String::new());
                 r.push(format!("{t:e}"));
+                r.push(TIMING.into());
+                r.push(opt(self.latency_s));
+                r.push(opt(self.graph_s));
+                r.push(self.batch.to_string());
                 r.push(format!("{:.1}", self.kv_bytes / t / 1e9));
             }
             None => {
                 r.push("failed".into());
                 r.push(self.error.replace(['\n', '\r'], " "));
-                r.extend([String::new(), String::new()]);
+                r.extend(vec![String::new(); 6]);
             }
         }
         r.push(self.reps.to_string());
@@ -165,6 +184,12 @@ impl AttentionRuns {
         let mut index: BTreeMap<String, usize> = BTreeMap::new();
         for path in paths {
             let mut rdr = open_csv(path, &expected, |col, found, want| {
+                if want == "timing" && found == "live_kv_gbs" {
+                    return "attention runs format 1 (one per-launch figure with the host's \
+                            launch latency inside, before issue 17): re-run `augur collect \
+                            attention`"
+                        .to_string();
+                }
                 format!(
                     "header is not an attention runs header of attention schema v{} at column \
                      {col}: found `{found}`, expected `{want}` (re-run `augur collect attention`)",
@@ -191,10 +216,28 @@ impl AttentionRuns {
                     .map_err(|e| bad(path, line, e.to_string()))?
                     .kv_bytes;
                 let median_s = crate::runs::status_median(path, line, get(t + 1), get(t + 3))?;
-                let check_max_error = match get(t + 6) {
-                    "" => None,
-                    _ => Some(number(t + 6)?),
+                let opt = |i: usize| -> Result<Option<f64>, ModelError> {
+                    match get(i) {
+                        "" => Ok(None),
+                        _ => number(i).map(Some),
+                    }
                 };
+                let check_max_error = opt(t + 10)?;
+                let (latency_s, graph_s) = (opt(t + 5)?, opt(t + 6)?);
+                if median_s.is_some() && get(t + 4) != TIMING {
+                    return Err(bad(
+                        path,
+                        line,
+                        format!("column `timing`: `{}`, expected `{TIMING}`", get(t + 4)),
+                    ));
+                }
+                if [latency_s, graph_s]
+                    .iter()
+                    .flatten()
+                    .any(|v| !(*v > 0.0 && v.is_finite()))
+                {
+                    return Err(bad(path, line, "latency_s and graph_s must be finite and > 0"));
+                }
                 let run = AttentionRun {
                     spec,
                     device: get(1).to_string(),
@@ -202,11 +245,18 @@ impl AttentionRuns {
                     augur_version: get(3).to_string(),
                     schedule: get(t).to_string(),
                     median_s,
+                    latency_s,
+                    graph_s,
+                    batch: if get(t + 7).is_empty() {
+                        0
+                    } else {
+                        number(t + 7)? as usize
+                    },
                     error: get(t + 2).to_string(),
                     kv_bytes,
-                    reps: number(t + 5)? as usize,
+                    reps: number(t + 9)? as usize,
                     check_max_error,
-                    fa2_splits: number(t + 7)? as usize,
+                    fa2_splits: number(t + 11)? as usize,
                 };
                 if run.schedule.is_empty() {
                     return Err(bad(path, line, "empty schedule"));
@@ -840,6 +890,9 @@ mod tests {
             augur_version: "0".into(),
             schedule: schedule.into(),
             median_s: t,
+            latency_s: t.map(|t| t * 1.5),
+            graph_s: t.map(|t| t * 0.9),
+            batch: 8,
             error: if t.is_none() {
                 "boom\nline".into()
             } else {

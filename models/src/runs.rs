@@ -2,7 +2,14 @@
 //!
 //! Every row carries the matrix's identity and family (for grouped cross-validation), its SpMV
 //! features in schema order (columns `f_<name>`), what gathering them cost, and one kernel's setup
-//! and per-iteration medians, or `failed` with the error. The file is append-only: a row that is
+//! and per-call medians, or `failed` with the error.
+//!
+//! Runs format 2 (issue 17): every kernel row says how its per-call figure was timed (`timing`:
+//! `throughput`, N calls back to back between two events, on a GPU; `wall`, a host clock around
+//! each call, on the CPU) and carries, apart, the latency of one call from an idle stream
+//! (`latency_s`, launch cost included) and on a GPU the throughput and graph-replay figures side
+//! by side (`throughput_s`, `graph_s`, `batch` calls per timed sample). Format 1 had one
+//! per-launch figure that included the host's launch latency; it is refused with "re-collect". The file is append-only: a row that is
 //! repeated later (a resumed or re-run collection) replaces the earlier one when read.
 
 use std::collections::BTreeMap;
@@ -34,7 +41,46 @@ pub const HEAD_COLUMNS: [&str; 15] = [
     "gather_s",
 ];
 /// The fixed columns after the features.
-pub const TAIL_COLUMNS: [&str; 6] = ["kernel", "status", "error", "setup_s", "per_iter_s", "reps"];
+pub const TAIL_COLUMNS: [&str; 11] = [
+    "kernel",
+    "status",
+    "error",
+    "setup_s",
+    "per_iter_s",
+    "timing",
+    "latency_s",
+    "throughput_s",
+    "graph_s",
+    "batch",
+    "reps",
+];
+
+/// How a row's `per_iter_s` was timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LabelTiming {
+    /// Calls back to back between two GPU events, no host synchronisation inside.
+    Throughput,
+    /// Calls captured in a CUDA graph and replayed.
+    Graph,
+    /// A host clock around each call (CPU kernels).
+    Wall,
+}
+
+impl LabelTiming {
+    pub fn name(self) -> &'static str {
+        match self {
+            LabelTiming::Throughput => "throughput",
+            LabelTiming::Graph => "graph",
+            LabelTiming::Wall => "wall",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<LabelTiming> {
+        [LabelTiming::Throughput, LabelTiming::Graph, LabelTiming::Wall]
+            .into_iter()
+            .find(|m| m.name() == s)
+    }
+}
 
 /// The header line of a runs CSV for the current SpMV schema.
 pub fn header() -> Vec<String> {
@@ -83,19 +129,48 @@ pub struct KernelRun {
     pub error: String,
 }
 
-/// Setup and per-iteration medians.
+/// Setup and per-call medians.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Timing {
     pub setup_s: f64,
+    /// Seconds per call in a loop, timed as `timing` says: the figure the labels use.
     pub per_iter_s: f64,
-    /// Timed repetitions behind the median.
+    pub timing: LabelTiming,
+    /// Seconds of one call from an idle stream, the host's launch cost included (= per_iter_s
+    /// for wall-clock timing).
+    pub latency_s: f64,
+    /// GPU: calls back to back between two events.
+    pub throughput_s: Option<f64>,
+    /// GPU: calls replayed from a CUDA graph (None where they could not be captured).
+    pub graph_s: Option<f64>,
+    /// Calls per timed throughput/graph sample (1 for wall-clock timing).
+    pub batch: usize,
+    /// Timed samples behind the medians.
     pub reps: usize,
 }
 
+impl Timing {
+    /// A host-clock timing (CPU kernels): one figure serves every mode.
+    pub fn wall(setup_s: f64, per_iter_s: f64, reps: usize) -> Timing {
+        Timing {
+            setup_s,
+            per_iter_s,
+            timing: LabelTiming::Wall,
+            latency_s: per_iter_s,
+            throughput_s: None,
+            graph_s: None,
+            batch: 1,
+            reps,
+        }
+    }
+}
+
 impl KernelRun {
-    /// Total seconds for `k` iterations: setup + k x per-iteration (None if it failed).
+    /// Total seconds for `k` calls: setup, the first call at its latency (launch cost included),
+    /// and the other k - 1 at the per-call figure of a loop (None if it failed).
     pub fn cost(&self, k: f64) -> Option<f64> {
-        self.timing.map(|t| t.setup_s + k * t.per_iter_s)
+        self.timing
+            .map(|t| t.setup_s + t.latency_s + (k - 1.0).max(0.0) * t.per_iter_s)
     }
 }
 
@@ -175,6 +250,11 @@ impl Runs {
         let expected = header();
         for path in paths {
             let mut rdr = open_csv(path, &expected, |col, found, want| {
+                if want == "timing" && found == "reps" {
+                    return "runs format 1 (one per-launch figure with the host's launch latency \
+                            inside, before issue 17): re-collect with this augur's `augur collect`"
+                        .to_string();
+                }
                 format!(
                     "header does not match SpMV schema v{} at column {col}: found `{found}`, \
                      expected `{want}` (collected with another feature schema? re-run `augur collect`)",
@@ -239,23 +319,49 @@ impl Runs {
                 let status = get(t + 1);
                 let run = match status {
                     "ok" => {
+                        let opt = |i: usize| -> Result<Option<f64>, ModelError> {
+                            if get(i).is_empty() {
+                                Ok(None)
+                            } else {
+                                num(i).map(Some)
+                            }
+                        };
+                        let mode = LabelTiming::parse(get(t + 5)).ok_or_else(|| {
+                            bad(
+                                path,
+                                line,
+                                format!(
+                                    "column `timing`: `{}` is not throughput, graph or wall",
+                                    get(t + 5)
+                                ),
+                            )
+                        })?;
                         let timing = Timing {
                             setup_s: num(t + 3)?,
                             per_iter_s: num(t + 4)?,
-                            reps: int(t + 5)?,
+                            timing: mode,
+                            latency_s: num(t + 6)?,
+                            throughput_s: opt(t + 7)?,
+                            graph_s: opt(t + 8)?,
+                            batch: int(t + 9)?,
+                            reps: int(t + 10)?,
                         };
+                        let positive = |v: f64| v > 0.0 && v.is_finite();
                         let valid = timing.setup_s >= 0.0
-                            && timing.per_iter_s > 0.0
-                            && timing.per_iter_s.is_finite()
-                            && timing.setup_s.is_finite();
+                            && timing.setup_s.is_finite()
+                            && positive(timing.per_iter_s)
+                            && positive(timing.latency_s)
+                            && timing.throughput_s.map_or(true, positive)
+                            && timing.graph_s.map_or(true, positive);
                         if !valid {
                             return Err(bad(
                                 path,
                                 line,
                                 format!(
-                                    "kernel `{kernel}`: setup {} s and per-iteration {} s must be \
-                                     finite, >= 0 and > 0",
-                                    timing.setup_s, timing.per_iter_s
+                                    "kernel `{kernel}`: setup {} s must be finite and >= 0, \
+                                     per_iter_s {} s, latency_s {} s and the mode figures \
+                                     finite and > 0",
+                                    timing.setup_s, timing.per_iter_s, timing.latency_s
                                 ),
                             ));
                         }
@@ -365,17 +471,22 @@ pub fn record(info: &MatrixInfo, run: &KernelRun) -> Vec<String> {
     r.push(run.kernel.clone());
     match run.timing {
         Some(t) => {
+            let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:e}"));
             r.push("ok".into());
             r.push(String::new());
             r.push(format!("{:e}", t.setup_s));
             r.push(format!("{:e}", t.per_iter_s));
+            r.push(t.timing.name().into());
+            r.push(format!("{:e}", t.latency_s));
+            r.push(opt(t.throughput_s));
+            r.push(opt(t.graph_s));
+            r.push(t.batch.to_string());
             r.push(t.reps.to_string());
         }
         None => {
             r.push("failed".into());
             r.push(run.error.replace(['\n', '\r'], " "));
-            r.push(String::new());
-            r.push(String::new());
+            r.extend(vec![String::new(); 7]);
             r.push("0".into());
         }
     }

@@ -68,11 +68,7 @@ fn synthetic(hidden: bool) -> Runs {
             let best = rows_t.min(bal_t);
             let t = |per: f64, setup: f64| KernelRun {
                 kernel: String::new(),
-                timing: Some(Timing {
-                    setup_s: setup,
-                    per_iter_s: per,
-                    reps: 5,
-                }),
+                timing: Some(Timing::wall(setup, per, 5)),
                 error: String::new(),
             };
             let mut kernels = vec![t(rows_t, 0.0), t(bal_t, 0.0), t(best * 0.5, best * 200.0)];

@@ -681,6 +681,7 @@ impl CheckedTrainParams {
                 if let Some(t) = r.timing {
                     h.update(t.setup_s.to_le_bytes());
                     h.update(t.per_iter_s.to_le_bytes());
+                    h.update(t.latency_s.to_le_bytes());
                 }
             }
             h.update(m.info.gather_s.to_le_bytes());

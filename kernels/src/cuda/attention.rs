@@ -512,7 +512,7 @@ impl CudaAttention {
             .map_err(drv("cuStreamSynchronize"))
     }
 
-    /// Seconds per launch of `p` (events, median of `reps` after `warmup`).
+    /// Seconds per launch of `p` in latency mode (events, median of `reps` after `warmup`).
     pub fn time(
         &self,
         d: &mut DeviceBatch,
@@ -526,6 +526,21 @@ impl CudaAttention {
         };
         let t = super::time_events(&self.stream, plan, None, || self.launch(d, p))?;
         Ok(crate::median(t))
+    }
+
+    /// `p` timed in the latency, throughput and graph modes ([`super::time_modes`]).
+    pub fn time_modes(
+        &self,
+        d: &mut DeviceBatch,
+        p: &mut Prepared,
+        warmup: usize,
+        reps: usize,
+    ) -> Result<super::ModeTimes, KernelError> {
+        let plan = super::TimingPlan {
+            warmup,
+            iterations: reps.max(1),
+        };
+        super::time_modes(&self.stream, plan, None, || self.launch(d, p))
     }
 
     /// o as `[batch][q_heads][head_dim]` (waits for the stream).

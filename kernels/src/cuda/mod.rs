@@ -1,5 +1,5 @@
 //! The CUDA backend: driver probe, device listing, the GPU link probe, NVRTC-compiled SpMV
-//! kernels with their on-disk cache, and event timing.
+//! kernels with their on-disk cache, and the timing harness (`timing`).
 //!
 //! cudarc loads `libcuda` at run time (`dynamic-loading`) and panics when it is missing, so every
 //! entry point here first checks that the library is present and that the driver initialises,
@@ -21,8 +21,12 @@ pub mod cusparse;
 pub mod gather;
 pub mod module;
 mod spmv;
+pub mod timing;
 
-pub use spmv::{CudaBackend, CudaSpmv, DeviceCsr, GpuKernel, GpuScalar, Prepared, TimingPlan};
+pub use spmv::{CudaBackend, CudaSpmv, DeviceCsr, GpuKernel, GpuScalar, Prepared};
+pub use timing::{
+    batch_for, time_events, time_mode, time_modes, ModeTimes, TimingMode, TimingPlan,
+};
 
 /// A failed driver call as a [`KernelError`] naming the call.
 pub(crate) fn drv(what: &str) -> impl Fn(result::DriverError) -> KernelError + '_ {
@@ -55,39 +59,6 @@ pub fn device_info(ordinal: usize) -> Result<DeviceInfo, KernelError> {
             backend: "cuda".into(),
             why: format!("no GPU {ordinal}; use --backend cpu"),
         })
-}
-
-/// The timing loop every measurement shares: `plan.warmup` untimed calls of `enqueue`, then
-/// `plan.iterations` calls each between two CU_EVENT_DEFAULT events on `stream` (after
-/// overwriting `flush`, if given), seconds each.
-pub fn time_events(
-    stream: &std::sync::Arc<cudarc::driver::CudaStream>,
-    plan: TimingPlan,
-    mut flush: Option<&mut cudarc::driver::CudaSlice<u8>>,
-    mut enqueue: impl FnMut() -> Result<(), KernelError>,
-) -> Result<Vec<f64>, KernelError> {
-    for _ in 0..plan.warmup {
-        enqueue()?;
-    }
-    let ev = || {
-        stream
-            .context()
-            .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
-            .map_err(drv("cuEventCreate"))
-    };
-    let (start, stop) = (ev()?, ev()?);
-    let mut times = Vec::with_capacity(plan.iterations);
-    for _ in 0..plan.iterations {
-        if let Some(buf) = flush.as_deref_mut() {
-            stream.memset_zeros(buf).map_err(drv("L2 flush"))?;
-        }
-        start.record(stream).map_err(drv("cuEventRecord"))?;
-        enqueue()?;
-        stop.record(stream).map_err(drv("cuEventRecord"))?;
-        stop.synchronize().map_err(drv("cuEventSynchronize"))?;
-        times.push(start.elapsed_ms(&stop).map_err(drv("cuEventElapsedTime"))? as f64 / 1e3);
-    }
-    Ok(times)
 }
 
 /// One GPU as the driver describes it.

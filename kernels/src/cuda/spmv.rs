@@ -166,14 +166,7 @@ struct MergeBuffers<T> {
     carry_val: CudaSlice<T>,
 }
 
-impl GpuKernel {}
-
-/// How many launches to make untimed, then timed.
-#[derive(Debug, Clone, Copy)]
-pub struct TimingPlan {
-    pub warmup: usize,
-    pub iterations: usize,
-}
+use super::timing::TimingPlan;
 
 /// A value type the GPU kernels take.
 pub trait GpuScalar: Scalar + DeviceRepr + ValidAsZeroBits {
@@ -571,8 +564,8 @@ impl CudaSpmv {
         Ok(())
     }
 
-    /// Times (seconds) of `plan.iterations` launches after `plan.warmup`, each between two timing
-    /// events (CU_EVENT_DEFAULT). With `flush`, a buffer larger than L2 is overwritten before each
+    /// Latency-mode times (seconds) of `plan.iterations` launches after `plan.warmup`, each
+    /// between two timing events (CU_EVENT_DEFAULT) from an idle stream. With `flush`, a buffer larger than L2 is overwritten before each
     /// timed launch, so no launch finds the matrix in L2.
     pub fn time<T: GpuScalar>(
         &self,
@@ -582,6 +575,17 @@ impl CudaSpmv {
         flush: Option<&mut CudaSlice<u8>>,
     ) -> Result<Vec<f64>, KernelError> {
         self.time_events(plan, flush, || self.launch(k, a, x, y))
+    }
+
+    /// `k` timed in the latency, throughput and graph modes ([`super::time_modes`]).
+    pub fn time_modes<T: GpuScalar>(
+        &self,
+        k: &mut Prepared<T>,
+        (a, x, y): (&DeviceCsr<T>, &CudaSlice<T>, &mut CudaSlice<T>),
+        plan: TimingPlan,
+        flush: Option<&mut CudaSlice<u8>>,
+    ) -> Result<super::ModeTimes, KernelError> {
+        super::time_modes(&self.stream, plan, flush, || self.launch(k, a, x, y))
     }
 
     /// [`super::time_events`] on this GPU's stream.

@@ -366,7 +366,7 @@ pub fn collect(a: CollectArgs) -> anyhow::Result<ExitCode> {
             } else {
                 Schedule::parse(name).expect("named from a schedule")
             };
-            let measured = (|| -> anyhow::Result<(f64, Option<f64>)> {
+            let measured = (|| -> anyhow::Result<(augur_kernels::cuda::ModeTimes, Option<f64>)> {
                 let mut p = gpu.prepare(&d, sched)?;
                 let mut err = None;
                 if !want.is_empty() {
@@ -380,7 +380,7 @@ pub fn collect(a: CollectArgs) -> anyhow::Result<ExitCode> {
                     }
                     err = Some(e);
                 }
-                Ok((gpu.time(&mut d, &mut p, a.warmup, a.reps)?, err))
+                Ok((gpu.time_modes(&mut d, &mut p, a.warmup, a.reps)?, err))
             })();
             let mut run = AttentionRun {
                 spec: spec.clone(),
@@ -389,6 +389,9 @@ pub fn collect(a: CollectArgs) -> anyhow::Result<ExitCode> {
                 augur_version: env!("CARGO_PKG_VERSION").into(),
                 schedule: name.clone(),
                 median_s: None,
+                latency_s: None,
+                graph_s: None,
+                batch: 0,
                 error: String::new(),
                 kv_bytes,
                 reps: 0,
@@ -396,11 +399,15 @@ pub fn collect(a: CollectArgs) -> anyhow::Result<ExitCode> {
                 fa2_splits: fa2,
             };
             match measured {
-                Ok((t, err)) => {
+                Ok((m, err)) => {
+                    let t = m.throughput_s;
                     if name != FA2 && best.as_ref().is_none_or(|b| t < b.1) {
                         best = Some((name.clone(), t));
                     }
                     run.median_s = Some(t);
+                    run.latency_s = Some(m.latency_s);
+                    run.graph_s = m.graph_s.ok();
+                    run.batch = m.batch;
                     run.reps = a.reps;
                     run.check_max_error = err;
                 }

@@ -17,7 +17,7 @@ use augur_kernels::cpu::CpuKernel;
 use augur_kernels::cuda::gather::GpuGatherer;
 use augur_kernels::cuda::{CudaSpmv, GpuKernel, GpuScalar, TimingPlan};
 use augur_kernels::{check, median};
-use augur_models::runs::{self, KernelRun, MatrixInfo, Runs, Timing};
+use augur_models::runs::{self, KernelRun, LabelTiming, MatrixInfo, Runs, Timing};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -74,7 +74,9 @@ pub struct CollectArgs {
     /// the runs; `augur train` uses them by default.
     #[arg(long, default_value = "1,10,100")]
     iterations: String,
-    /// Timed repetitions per kernel (the median is recorded).
+    /// Timed samples per kernel and mode (the medians are recorded). On a GPU: latency (one call
+    /// from an idle stream), throughput (calls back to back; the label figure) and graph (calls
+    /// replayed from a CUDA graph), a throughput/graph sample being as many calls as last ~0.5 ms.
     #[arg(long, default_value_t = 10)]
     reps: usize,
     /// Untimed runs before timing.
@@ -591,11 +593,7 @@ fn one_matrix<T: GpuScalar>(
                             p.run(&x, &mut y).map_err(|e| e.to_string())?;
                             times.push(t.elapsed().as_secs_f64());
                         }
-                        Ok(Timing {
-                            setup_s,
-                            per_iter_s: median(times).max(1e-9),
-                            reps: a.reps,
-                        })
+                        Ok(Timing::wall(setup_s, median(times).max(1e-9), a.reps))
                     })();
                     per[ki].push(r);
                 }
@@ -626,8 +624,8 @@ fn one_matrix<T: GpuScalar>(
                         if !rep.passed {
                             return Err(wrong(&rep));
                         }
-                        let times = gpu
-                            .time(
+                        let m = gpu
+                            .time_modes(
                                 &mut p,
                                 (&dm, &dx, &mut dy),
                                 TimingPlan {
@@ -637,10 +635,20 @@ fn one_matrix<T: GpuScalar>(
                                 None,
                             )
                             .map_err(|e| e.to_string())?;
+                        if let Err(e) = &m.graph_s {
+                            eprintln!("augur: note: {}: no graph figure: {e}", k.name());
+                        }
+                        // Throughput labels (what a loop of plan.launch sees); latency and the
+                        // graph figure apart.
                         Ok(Timing {
                             setup_s: p.setup_s,
-                            per_iter_s: median(times).max(1e-9),
-                            reps: a.reps,
+                            per_iter_s: m.throughput_s.max(1e-9),
+                            timing: LabelTiming::Throughput,
+                            latency_s: m.latency_s.max(1e-9),
+                            throughput_s: Some(m.throughput_s.max(1e-9)),
+                            graph_s: m.graph_s.ok().map(|g| g.max(1e-9)),
+                            batch: m.batch,
+                            reps: m.samples,
                         })
                     })();
                     per[ki].push(r);
@@ -675,8 +683,8 @@ fn one_matrix<T: GpuScalar>(
     Ok((info, runs))
 }
 
-/// One kernel's rounds: the first failure if any failed, else the fastest round's setup and
-/// median (reps counts every timed launch behind them).
+/// One kernel's rounds: the first failure if any failed, else the fastest round's figures (by
+/// the per-call label figure; the least setup of any round; reps counts every timed sample).
 fn fastest_round(rounds: Vec<Result<Timing, String>>) -> Result<Timing, String> {
     let n = rounds.len();
     let ok: Vec<Timing> = rounds.into_iter().collect::<Result<_, _>>()?;
@@ -687,8 +695,8 @@ fn fastest_round(rounds: Vec<Result<Timing, String>>) -> Result<Timing, String> 
         .ok_or_else(|| "no rounds".to_string())?;
     Ok(Timing {
         setup_s: ok.iter().map(|t| t.setup_s).fold(f64::INFINITY, f64::min),
-        per_iter_s: best.per_iter_s,
         reps: best.reps * n,
+        ..best
     })
 }
 

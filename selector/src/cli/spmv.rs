@@ -7,7 +7,7 @@ use augur_datasets::{Csr, MatrixSource, Scalar};
 use augur_kernels::check::{self, CheckReport};
 use augur_kernels::cpu::CpuKernel;
 use augur_kernels::cuda::gather::GpuGatherer;
-use augur_kernels::cuda::{CudaSpmv, GpuKernel, GpuScalar, TimingPlan};
+use augur_kernels::cuda::{CudaSpmv, GpuKernel, GpuScalar, TimingMode, TimingPlan};
 use augur_kernels::{spmv_bytes, KernelError};
 use clap::{Args, ValueEnum};
 use cudarc::driver::CudaSlice;
@@ -41,6 +41,12 @@ pub struct SpmvArgs {
     /// GPU ordinal (with --backend cuda).
     #[arg(long, default_value_t = 0)]
     device: usize,
+    /// GPU timing: `latency` (each call from an idle stream, launch cost included; L2 flushed
+    /// before each call when the data could sit in it), `throughput` (calls back to back, ~0.5 ms
+    /// per sample; L2 flushed once before each sample) or `graph` (the same calls replayed from a
+    /// CUDA graph).
+    #[arg(long, default_value = "latency", value_parser = parse_timing)]
+    timing: TimingMode,
     /// One JSON array on stdout instead of text.
     #[arg(long, conflicts_with = "csv")]
     json: bool,
@@ -70,6 +76,7 @@ struct CsvRow<'a> {
     max_rel_err: f64,
     passed: bool,
     l2_flushed: bool,
+    timing: &'a str,
     speedup_vs_alg1: Option<f64>,
     gather_s: Option<f64>,
     gather_per_spmv: Option<f64>,
@@ -96,8 +103,10 @@ struct Row {
     setup_s: f64,
     median_s: f64,
     gb_per_s: f64,
-    /// GPU: a buffer twice the L2 size was written before each timed launch.
+    /// GPU: a buffer twice the L2 size was written before each timed launch (latency) or sample.
     l2_flushed: bool,
+    /// How median_s was timed: `wall` (CPU), `latency`, `throughput` or `graph`.
+    timing: &'static str,
     /// GPU: cuSPARSE CSR_ALG1's median over this kernel's (above 1: faster than ALG1).
     speedup_vs_alg1: Option<f64>,
     /// GPU: seconds to gather all SpMV features on the device (median of 5).
@@ -144,6 +153,7 @@ impl Row {
             median_s,
             gb_per_s: bytes / median_s.max(1e-12) / 1e9,
             l2_flushed: false,
+            timing: "wall",
             speedup_vs_alg1: None,
             gather_s: None,
             gather_per_spmv: None,
@@ -242,6 +252,7 @@ pub fn run(a: SpmvArgs) -> anyhow::Result<ExitCode> {
                             max_rel_err: x.check.max_rel_err,
                             passed: x.check.passed,
                             l2_flushed: x.l2_flushed,
+                            timing: x.timing,
                             speedup_vs_alg1: x.speedup_vs_alg1,
                             gather_s: x.gather_s,
                             gather_per_spmv: x.gather_per_spmv,
@@ -323,16 +334,33 @@ fn bench_cuda<T: GpuScalar>(
             warmup: a.warmup,
             iterations: a.iterations,
         };
-        let times = gpu.time(
-            &mut prepared,
-            (&dm, &dx, &mut dy),
-            plan,
-            l2_flushed.then_some(&mut *flush),
-        )?;
+        let times = match a.timing {
+            TimingMode::Latency => gpu.time(
+                &mut prepared,
+                (&dm, &dx, &mut dy),
+                plan,
+                l2_flushed.then_some(&mut *flush),
+            )?,
+            mode => {
+                let t = gpu.time_modes(
+                    &mut prepared,
+                    (&dm, &dx, &mut dy),
+                    plan,
+                    l2_flushed.then_some(&mut *flush),
+                )?;
+                match (mode, &t.graph_s) {
+                    (TimingMode::Graph, Err(e)) => {
+                        anyhow::bail!("{}: {}: {e}", src.name(), k.name())
+                    }
+                    _ => vec![t.get(mode).expect("latency and throughput are always measured")],
+                }
+            }
+        };
         out.push(Row {
             device: gpu.device.name.clone(),
             threads: 0,
             l2_flushed,
+            timing: a.timing.name(),
             ..Row::new(
                 src,
                 &m,
@@ -477,4 +505,9 @@ fn print_rows(rows: &[Row]) {
             }
         );
     }
+}
+
+/// `--timing`: a GPU timing mode by name.
+fn parse_timing(s: &str) -> Result<TimingMode, String> {
+    TimingMode::parse(s).ok_or_else(|| format!("`{s}`: expected latency, throughput or graph"))
 }
