@@ -662,19 +662,20 @@ pub struct AttentionEvalRow {
     /// The schedule best over all shapes (geomean), on this shape.
     pub single: String,
     pub single_us: f64,
-    /// PyTorch SDPA on the padded batch (None: not given or not run).
-    pub sdpa_us: Option<f64>,
+    /// Outside baselines on this shape by name (`fa2_varlen`, `sdpa`), microseconds, timed in
+    /// the same mode as the schedules (those given and run).
+    pub baselines_us: BTreeMap<String, f64>,
     /// Live K and V bytes / selected time, GB/s.
     pub selected_gbs: f64,
     pub kv_bytes: f64,
 }
 
-/// Evaluate `model` on every shape of `runs` that ran every schedule of the model; `sdpa`:
-/// PyTorch SDPA seconds by shape spec.
+/// Evaluate `model` on every shape of `runs` that ran every schedule of the model;
+/// `baselines`: seconds by baseline name, then by shape spec ([`read_baselines`]).
 pub fn evaluate(
     model: &AttentionModel,
     runs: &AttentionRuns,
-    sdpa: &BTreeMap<String, f64>,
+    baselines: &Baselines,
 ) -> Result<Vec<AttentionEvalRow>, ModelError> {
     let cases: Vec<AttentionCase> = runs
         .cases()
@@ -717,7 +718,10 @@ pub fn evaluate(
             fa2_splits: c.fa2_splits,
             single: single.clone(),
             single_us: c.time(&single).expect("every schedule ran") * 1e6,
-            sdpa_us: sdpa.get(&c.spec).map(|t| t * 1e6),
+            baselines_us: baselines
+                .iter()
+                .filter_map(|(b, by)| Some((b.clone(), by.get(&c.spec)? * 1e6)))
+                .collect(),
             selected_gbs: kv_bytes / t / 1e9,
             kv_bytes,
         });
@@ -736,15 +740,25 @@ pub struct AttentionSummary {
     pub picks_fastest: f64,
     pub vs_fa2: f64,
     pub vs_single: f64,
-    pub vs_sdpa: Option<f64>,
-    pub vs_sdpa_least: Option<f64>,
+    /// Per outside baseline: its time / selected time, geomean and least, over the shapes it ran.
+    pub vs_baselines: BTreeMap<String, BaselineRatio>,
+}
+
+/// A baseline's time over augur's selected time on the shapes where it ran.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct BaselineRatio {
+    pub shapes: usize,
+    pub geomean: f64,
+    pub least: f64,
 }
 
 fn summary_of(label: &str, rows: &[&AttentionEvalRow]) -> AttentionSummary {
-    let sd: Vec<f64> = rows
-        .iter()
-        .filter_map(|r| r.sdpa_us.map(|s| s / r.selected_us))
-        .collect();
+    let mut ratios: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for r in rows {
+        for (b, t) in &r.baselines_us {
+            ratios.entry(b.clone()).or_default().push(t / r.selected_us);
+        }
+    }
     AttentionSummary {
         group: label.to_string(),
         shapes: rows.len(),
@@ -757,8 +771,17 @@ fn summary_of(label: &str, rows: &[&AttentionEvalRow]) -> AttentionSummary {
             / rows.len().max(1) as f64,
         vs_fa2: geomean(rows.iter().filter_map(|r| Some(r.fa2_us? / r.selected_us))),
         vs_single: geomean(rows.iter().map(|r| r.single_us / r.selected_us)),
-        vs_sdpa: (!sd.is_empty()).then(|| geomean(sd.iter().copied())),
-        vs_sdpa_least: sd.iter().copied().reduce(f64::min),
+        vs_baselines: ratios
+            .into_iter()
+            .map(|(b, v)| {
+                let r = BaselineRatio {
+                    shapes: v.len(),
+                    geomean: geomean(v.iter().copied()),
+                    least: v.iter().copied().fold(f64::INFINITY, f64::min),
+                };
+                (b, r)
+            })
+            .collect(),
     }
 }
 
@@ -790,27 +813,37 @@ pub fn summarize(rows: &[AttentionEvalRow]) -> Vec<AttentionSummary> {
     out
 }
 
-/// The summary as a text table.
+/// The summary as a text table; `timing` names the mode of every figure in it.
 pub fn summary_table(
     model: &AttentionModel,
     rows: &[AttentionEvalRow],
     s: &[AttentionSummary],
+    timing: &str,
 ) -> String {
     let single = rows.first().map_or("-", |r| r.single.as_str());
+    let names = baseline_names(rows);
     let mut out = format!(
-        "attention model for {}: selected vs per-shape oracle, FlashAttention-2's split rule (on augur's split-KV kernel), the best single schedule ({single}) and PyTorch SDPA (padded)\n",
-        model.device
+        "attention model for {}, {timing} timing (every figure, augur's and the baselines'): selected vs per-shape oracle, FlashAttention-2's split rule (on augur's split-KV kernel), the best single schedule ({single}){}\n",
+        model.device,
+        if names.is_empty() {
+            String::new()
+        } else {
+            format!(" and the outside baselines ({}: their time / selected time, geomean and least)", names.join(", "))
+        }
     );
-    let _ = writeln!(
+    let _ = write!(
         out,
-        "{:<22} {:>6} {:>7} {:>6} {:>5} {:>7} {:>8} {:>7} {:>9}",
-        "group", "shapes", "oracle", "worst", "acc", "x fa2", "x single", "x SDPA", "SDPA min"
+        "{:<22} {:>6} {:>7} {:>6} {:>5} {:>7} {:>8}",
+        "group", "shapes", "oracle", "worst", "acc", "x fa2", "x single"
     );
-    let opt = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.2}"));
+    for b in &names {
+        let _ = write!(out, " {:>13} {:>7}", format!("x {b}"), "least");
+    }
+    out.push('\n');
     for r in s {
-        let _ = writeln!(
+        let _ = write!(
             out,
-            "{:<22} {:>6} {:>7.4} {:>6.3} {:>4.0}% {:>7.3} {:>8.3} {:>7} {:>9}",
+            "{:<22} {:>6} {:>7.4} {:>6.3} {:>4.0}% {:>7.3} {:>8.3}",
             r.group,
             r.shapes,
             r.oracle_ratio,
@@ -818,21 +851,48 @@ pub fn summary_table(
             r.picks_fastest * 100.0,
             r.vs_fa2,
             r.vs_single,
-            opt(r.vs_sdpa),
-            opt(r.vs_sdpa_least)
         );
+        for b in &names {
+            match r.vs_baselines.get(b) {
+                Some(v) => {
+                    let _ = write!(out, " {:>13.3} {:>7.3}", v.geomean, v.least);
+                }
+                None => {
+                    let _ = write!(out, " {:>13} {:>7}", "-", "-");
+                }
+            }
+        }
+        out.push('\n');
     }
     out
 }
 
-/// Every shape as CSV.
+/// The baselines named in any row, sorted.
+fn baseline_names(rows: &[AttentionEvalRow]) -> Vec<String> {
+    let mut n: Vec<String> = rows
+        .iter()
+        .flat_map(|r| r.baselines_us.keys().cloned())
+        .collect();
+    n.sort();
+    n.dedup();
+    n
+}
+
+/// Every shape as CSV (one `<baseline>_us` column per baseline given).
 pub fn rows_csv(rows: &[AttentionEvalRow]) -> String {
-    let mut out = String::from("shape,group,unseen,selected,oracle,selected_us,oracle_us,fa2_us,fa2_splits,single,single_us,sdpa_us,selected_gbs\n");
+    let names = baseline_names(rows);
+    let mut out = String::from(
+        "shape,group,unseen,selected,oracle,selected_us,oracle_us,fa2_us,fa2_splits,single,single_us",
+    );
+    for b in &names {
+        let _ = write!(out, ",{b}_us");
+    }
+    out.push_str(",selected_gbs\n");
     let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.3}"));
     for r in rows {
-        let _ = writeln!(
+        let _ = write!(
             out,
-            "\"{}\",{},{},{},{},{:.3},{:.3},{},{},{},{:.3},{},{:.1}",
+            "\"{}\",{},{},{},{},{:.3},{:.3},{},{},{},{:.3}",
             r.spec,
             r.group,
             r.unseen,
@@ -844,38 +904,104 @@ pub fn rows_csv(rows: &[AttentionEvalRow]) -> String {
             r.fa2_splits,
             r.single,
             r.single_us,
-            opt(r.sdpa_us),
-            r.selected_gbs
         );
+        for b in &names {
+            let _ = write!(out, ",{}", opt(r.baselines_us.get(b).copied()));
+        }
+        let _ = writeln!(out, ",{:.1}", r.selected_gbs);
     }
     out
 }
 
-/// PyTorch SDPA times from `bench/attention_sdpa.py`'s CSV (shape, median_s, ..., status):
-/// seconds by shape spec, rows not `ok` left out.
-pub fn read_sdpa(path: &Path) -> Result<BTreeMap<String, f64>, ModelError> {
-    let mut rdr = csv::Reader::from_path(path).map_err(|e| ModelError::Io {
-        path: path.to_path_buf(),
-        msg: e.to_string(),
+/// Outside baselines' seconds per call: by baseline name, then by shape spec.
+pub type Baselines = BTreeMap<String, BTreeMap<String, f64>>;
+
+/// The columns of `bench/attention_baselines.py`'s CSV.
+pub const BASELINE_COLUMNS: [&str; 9] = [
+    "shape",
+    "baseline",
+    "median_s",
+    "latency_s",
+    "graph_s",
+    "batch",
+    "live_kv_bytes",
+    "status",
+    "check_max_error",
+];
+
+/// The timing modes an attention evaluation can use: `throughput` (the runs' `median_s`, the
+/// label figure), `graph` and `latency`.
+pub const TIMINGS: [&str; 3] = ["throughput", "graph", "latency"];
+
+fn check_timing(timing: &str) -> Result<(), ModelError> {
+    if TIMINGS.contains(&timing) {
+        Ok(())
+    } else {
+        Err(ModelError::Train(format!(
+            "timing `{timing}`: expected one of {}",
+            TIMINGS.join(", ")
+        )))
+    }
+}
+
+/// Baseline times from `bench/attention_baselines.py`'s CSV in one timing mode (`throughput`:
+/// `median_s`; `graph`; `latency`); rows not `ok`, or without that mode's figure, left out.
+/// Errors name the file and line.
+pub fn read_baselines(path: &Path, timing: &str) -> Result<Baselines, ModelError> {
+    check_timing(timing)?;
+    let expected: Vec<String> = BASELINE_COLUMNS.iter().map(|s| s.to_string()).collect();
+    let mut rdr = open_csv(path, &expected, |col, found, want| {
+        format!(
+            "not a baselines CSV of bench/attention_baselines.py at column {col}: found \
+             `{found}`, expected `{want}` (SDPA-only files of bench/attention_sdpa.py timed one \
+             eager call each: re-run the baselines script)"
+        )
     })?;
-    let mut out = BTreeMap::new();
-    for rec in rdr.records() {
-        let rec =
-            rec.map_err(|e| bad(path, e.position().map_or(0, |p| p.line()), e.to_string()))?;
-        let line = rec.position().map_or(0, |p| p.line());
-        if rec.get(4).unwrap_or("ok") != "ok" {
+    let col = match timing {
+        "throughput" => 2,
+        "latency" => 3,
+        _ => 4,
+    };
+    let mut out = Baselines::new();
+    for rec in crate::runs::records(path, &mut rdr) {
+        let (rec, line) = rec?;
+        let get = |i: usize| rec.get(i).unwrap_or("");
+        if get(7) != "ok" || get(col).is_empty() {
             continue;
         }
-        let t: f64 = rec.get(1).unwrap_or("").parse().map_err(|_| {
+        let t: f64 = get(col).parse().map_err(|_| {
             bad(
                 path,
                 line,
-                format!("median_s `{}` is not a number", rec.get(1).unwrap_or("")),
+                format!("column `{}`: `{}` is not a number", expected[col], get(col)),
             )
         })?;
-        out.insert(rec.get(0).unwrap_or("").to_string(), t);
+        if !(t > 0.0 && t.is_finite()) {
+            return Err(bad(path, line, format!("{} {t} must be finite and > 0", expected[col])));
+        }
+        out.entry(get(1).to_string())
+            .or_default()
+            .insert(get(0).to_string(), t);
     }
     Ok(out)
+}
+
+impl AttentionRuns {
+    /// The runs with `median_s` taken from another timing mode (`graph`: the graph replay,
+    /// None where not captured; `latency`: one launch from an idle stream; `throughput`: as
+    /// they are), so that evaluation compares every side in one mode.
+    pub fn in_timing(&self, timing: &str) -> Result<AttentionRuns, ModelError> {
+        check_timing(timing)?;
+        let mut out = self.clone();
+        for r in &mut out.runs {
+            r.median_s = match timing {
+                "graph" => r.median_s.and(r.graph_s),
+                "latency" => r.median_s.and(r.latency_s),
+                _ => r.median_s,
+            };
+        }
+        Ok(out)
+    }
 }
 
 #[cfg(test)]
@@ -976,7 +1102,8 @@ mod tests {
             runs.runs[0].spec.clone(),
             2.0 * runs.runs[0].median_s.unwrap(),
         );
-        let rows = evaluate(&m, &runs, &sdpa).unwrap();
+        let baselines: Baselines = [("sdpa".to_string(), sdpa)].into_iter().collect();
+        let rows = evaluate(&m, &runs, &baselines).unwrap();
         assert_eq!(rows.len(), 72);
         assert!(rows.iter().all(|r| r.selected == r.oracle));
         assert_eq!(rows.iter().filter(|r| r.unseen).count(), 12);
@@ -985,11 +1112,22 @@ mod tests {
         assert!((sums[0].oracle_ratio - 1.0).abs() < 1e-9);
         assert!((sums[0].vs_fa2 - 1.5).abs() < 1e-9, "{}", sums[0].vs_fa2);
         assert!(sums[0].vs_single > 1.0);
-        assert_eq!(sums[0].vs_sdpa, Some(2.0));
+        let sd = sums[0].vs_baselines["sdpa"];
+        assert_eq!((sd.shapes, sd.geomean, sd.least), (1, 2.0, 2.0));
         assert_eq!(sums[1].group, "held-out groups");
-        let table = summary_table(&m, &rows, &sums);
-        assert!(table.contains("held-out groups"), "{table}");
-        assert_eq!(rows_csv(&rows).lines().count(), 73);
+        let table = summary_table(&m, &rows, &sums, "throughput");
+        assert!(
+            table.contains("held-out groups") && table.contains("x sdpa"),
+            "{table}"
+        );
+        let csv = rows_csv(&rows);
+        assert_eq!(csv.lines().count(), 73);
+        assert!(csv.lines().next().unwrap().contains(",sdpa_us,"), "{csv}");
+        // The graph mode replaces every time by its graph figure (0.9x in `run`): the ratios
+        // stay, the oracle times move.
+        let g = evaluate(&m, &runs.in_timing("graph").unwrap(), &Baselines::new()).unwrap();
+        assert!((g[0].oracle_us - 0.9 * rows[0].oracle_us).abs() < 1e-9 * rows[0].oracle_us);
+        assert!(runs.in_timing("wall").is_err());
         // A model of another format is refused with its origin named.
         let wrong = m.to_json().replace(ATTENTION_FORMAT, "augur-comm-model");
         let e = AttentionModel::from_json(&wrong, "x.json")

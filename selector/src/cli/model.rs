@@ -386,20 +386,26 @@ pub struct EvalArgs {
     /// CSV here; attention runs: every shape (pick, oracle, FA2 rule, best single, SDPA).
     #[arg(long)]
     csv: Option<PathBuf>,
-    /// Attention runs: PyTorch SDPA times on the same shapes (`bench/attention_sdpa.py`'s CSV).
+    /// Attention runs: the outside baselines on the same shapes (FlashAttention-2 varlen,
+    /// PyTorch SDPA: `bench/attention_baselines.py`'s CSV), compared in the same timing mode.
     #[arg(long)]
-    sdpa: Option<PathBuf>,
+    baselines: Option<PathBuf>,
+    /// Attention runs: the timing mode of every figure compared: `throughput` (launches back to
+    /// back; the label figure), `graph` (replayed from a CUDA graph) or `latency` (one launch
+    /// from an idle stream, launch cost included).
+    #[arg(long, default_value = "throughput")]
+    timing: String,
 }
 
 /// `augur eval` of an attention model: every shape that ran every schedule (groups held out of
 /// training marked).
 fn eval_attention(m: &attention::AttentionModel, a: &EvalArgs) -> anyhow::Result<ExitCode> {
-    let runs = attention::AttentionRuns::read(&runs_files(&a.runs)?)?;
-    let sdpa = match &a.sdpa {
-        Some(p) => attention::read_sdpa(p)?,
+    let runs = attention::AttentionRuns::read(&runs_files(&a.runs)?)?.in_timing(&a.timing)?;
+    let baselines = match &a.baselines {
+        Some(p) => attention::read_baselines(p, &a.timing)?,
         None => Default::default(),
     };
-    let rows = attention::evaluate(m, &runs, &sdpa)?;
+    let rows = attention::evaluate(m, &runs, &baselines)?;
     if rows.is_empty() {
         anyhow::bail!("no shape in the runs ran every schedule of the model");
     }
@@ -410,7 +416,7 @@ fn eval_attention(m: &attention::AttentionModel, a: &EvalArgs) -> anyhow::Result
             serde_json::to_string_pretty(&serde_json::json!({ "summary": sums, "shapes": rows }))?
         );
     } else {
-        print!("{}", attention::summary_table(m, &rows, &sums));
+        print!("{}", attention::summary_table(m, &rows, &sums, &a.timing));
     }
     if let Some(p) = &a.csv {
         std::fs::write(p, attention::rows_csv(&rows))
