@@ -247,7 +247,7 @@ fn learns_a_known_feature_rule_and_the_iteration_count() {
         model.known.trees.iter().all(|t| t.tree.depth() <= 3),
         "a readable tree"
     );
-    let r = evaluate(&model, &runs, RowSelect::Unseen, None).unwrap();
+    let r = evaluate(&model, &runs, RowSelect::Unseen, None, None).unwrap();
     assert!(
         r.overall.samples >= 8 * 2,
         "{} held-out samples",
@@ -275,11 +275,18 @@ fn gathers_when_only_a_gathered_feature_tells_and_gathering_is_cheap() {
     // At k = 1 the known tree can only guess between rows and balanced, so gathering (1% of an
     // SpMV) pays. (At k = 1000 prep wins whatever the rows; gathering then costs 1e-5 of the
     // total, too little weight for the policy to split on, and it may gather anyway.)
-    let r = evaluate(&model, &runs, RowSelect::Unseen, None).unwrap();
+    let r = evaluate(&model, &runs, RowSelect::Unseen, None, None).unwrap();
     let at = |k: f64| r.samples.iter().filter(move |s| s.iterations == k);
     assert!(at(1.0).all(|s| s.gathered), "{:?}", r.samples);
     assert!(at(1000.0).all(|s| s.selected_kernel == "prep"));
     assert!(r.overall.oracle_ratio > 0.98, "{:?}", r.overall);
+    // A fixed inference charge replaces the measured one in every pick's time: a second per
+    // pick swamps every sample's microseconds; a charge of 0 leaves only the kernels' times.
+    let slow = evaluate(&model, &runs, RowSelect::Unseen, None, Some(1e9)).unwrap();
+    assert_eq!(slow.charged_inference_ns, 1e9);
+    assert!(slow.overall.oracle_ratio < 1e-3, "{:?}", slow.overall);
+    let free = evaluate(&model, &runs, RowSelect::Unseen, None, Some(0.0)).unwrap();
+    assert!(free.overall.oracle_ratio >= r.overall.oracle_ratio);
 }
 
 #[test]

@@ -81,13 +81,33 @@ pub fn model(backend: &str) -> Result<Model, ModelError> {
 mod tests {
     #[test]
     fn built_in_models_parse_validate_and_choose() {
-        for b in ["cpu", "cuda"] {
-            let m = super::model(b).unwrap();
-            assert_eq!(m.backend, b);
-            let f = augur_features::spmv::SpmvFeatures::from_values(&[1000.0; 22]).unwrap();
-            let c = m.choose(&f, 10);
-            assert!(c.kernel < m.kernels.len());
-        }
+        use augur_features::spmv::{CpuGatherer, CsrPattern, SpmvGatherer};
+        let small = augur_datasets::MatrixSource::parse("stencil2d:nx=20")
+            .unwrap()
+            .load::<f32>()
+            .unwrap()
+            .0;
+        let big = augur_datasets::MatrixSource::parse("banded:n=200000,bw=16")
+            .unwrap()
+            .load::<f32>()
+            .unwrap()
+            .0;
+        let f = |a: &augur_datasets::Csr<f32>| CpuGatherer.gather(CsrPattern::of(a)).unwrap();
+        // The shipped CPU model (2-core VM): sequential for small matrices, merge-path for
+        // large ones (its rule: nnz < 79.6k).
+        let cpu = super::model("cpu").unwrap();
+        assert_eq!(cpu.backend, "cpu");
+        let name = |m: &augur_models::Model, a: &augur_datasets::Csr<f32>, k: u32| {
+            m.kernels[m.choose(&f(a), k).kernel].clone()
+        };
+        assert_eq!(name(&cpu, &small, 10), "sequential");
+        assert_eq!(name(&cpu, &big, 10), "merge-path");
+        // The shipped CUDA model (H100) picks a GPU kernel of its pool, not a CPU one.
+        let cuda = super::model("cuda").unwrap();
+        assert_eq!(cuda.backend, "cuda");
+        assert!(cuda.device.contains("H100"), "{}", cuda.device);
+        let k = name(&cuda, &big, 100);
+        assert!(augur_kernels::cuda::GpuKernel::from_name(&k).is_ok(), "{k}");
         assert!(super::model("tpu").is_err());
     }
 

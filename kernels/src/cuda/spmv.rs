@@ -141,6 +141,20 @@ pub struct Prepared<T> {
     merge: Option<MergeBuffers<T>>,
     cusparse: Option<super::cusparse::CusparseSpmv>,
     bins: Option<BinBuffers>,
+    funcs: Funcs,
+}
+
+/// The entry points a prepared kernel launches, looked up once at setup: a launch then does no
+/// name formatting or `cuModuleGetFunction` (host time that throughput timing of small matrices
+/// would see on every call).
+#[derive(Default)]
+struct Funcs {
+    main: Option<CudaFunction>,
+    fixup: Option<CudaFunction>,
+    zero_rows: Option<CudaFunction>,
+    chunks: Option<CudaFunction>,
+    /// One per bin of [`BinBuffers::bins`], same order.
+    rows: Vec<CudaFunction>,
 }
 
 /// The binned kernel's row lists.
@@ -292,8 +306,39 @@ impl CudaSpmv {
     }
 
     /// Set kernel `k` up for `y = A x` (merge-path: its partition; cuSPARSE: descriptors, buffer
-    /// and preprocessing for these buffers).
+    /// and preprocessing for these buffers; every kernel: its entry points looked up).
     pub fn prepare<T: GpuScalar>(
+        &self,
+        k: GpuKernel,
+        a: &DeviceCsr<T>,
+        x: &CudaSlice<T>,
+        y: &mut CudaSlice<T>,
+    ) -> Result<Prepared<T>, KernelError> {
+        let mut p = self.prepare_buffers(k, a, x, y)?;
+        let t = Instant::now();
+        let sfx = T::SUFFIX;
+        let mut f = Funcs::default();
+        if let Some(b) = &p.bins {
+            if b.long.is_some() {
+                f.zero_rows = Some(self.function_named(&format!("zero_rows_{sfx}"))?);
+                f.chunks = Some(self.function_named(&format!("spmv_chunks_{sfx}"))?);
+            }
+            for (lanes, _, _) in &b.bins {
+                f.rows
+                    .push(self.function_named(&format!("spmv_rows{lanes}_{sfx}"))?);
+            }
+        } else if p.cusparse.is_none() {
+            f.main = Some(self.function(k, sfx)?);
+            if p.merge.is_some() {
+                f.fixup = Some(self.function_named(&format!("merge_path_fixup_{sfx}"))?);
+            }
+        }
+        p.funcs = f;
+        p.setup_s += t.elapsed().as_secs_f64();
+        Ok(p)
+    }
+
+    fn prepare_buffers<T: GpuScalar>(
         &self,
         k: GpuKernel,
         a: &DeviceCsr<T>,
@@ -313,6 +358,7 @@ impl CudaSpmv {
                 merge: None,
                 cusparse: Some(c),
                 bins: None,
+                funcs: Funcs::default(),
             });
         }
         if k == GpuKernel::Binned && a.rows > 0 {
@@ -324,6 +370,7 @@ impl CudaSpmv {
                 merge: None,
                 cusparse: None,
                 bins: Some(bins),
+                funcs: Funcs::default(),
             });
         }
         let tiled = k == GpuKernel::MergeTiled;
@@ -334,6 +381,7 @@ impl CudaSpmv {
                 merge: None,
                 cusparse: None,
                 bins: None,
+                funcs: Funcs::default(),
             });
         }
         let t = Instant::now();
@@ -380,6 +428,7 @@ impl CudaSpmv {
             }),
             cusparse: None,
             bins: None,
+            funcs: Funcs::default(),
         })
     }
 
@@ -431,6 +480,7 @@ impl CudaSpmv {
     fn launch_binned<T: GpuScalar>(
         &self,
         b: &BinBuffers,
+        funcs: &Funcs,
         a: &DeviceCsr<T>,
         x: &CudaSlice<T>,
         y: &mut CudaSlice<T>,
@@ -444,13 +494,13 @@ impl CudaSpmv {
             chunk_begin,
         }) = b.long.as_ref()
         {
-            let zero = self.function_named(&format!("zero_rows_{}", T::SUFFIX))?;
-            let mut l = s.launch_builder(&zero);
+            let zero = funcs.zero_rows.as_ref().ok_or_else(unprepared)?;
+            let mut l = s.launch_builder(zero);
             l.arg(n).arg(rows).arg(&mut *y);
             // SAFETY: (int, int*, T*): n row indices, all < rows.
             unsafe { l.launch(threads_config(*n as u64)) }.map_err(drv("cuLaunchKernel"))?;
-            let f = self.function_named(&format!("spmv_chunks_{}", T::SUFFIX))?;
-            let mut l = s.launch_builder(&f);
+            let f = funcs.chunks.as_ref().ok_or_else(unprepared)?;
+            let mut l = s.launch_builder(f);
             l.arg(nchunks)
                 .arg(chunk_row)
                 .arg(chunk_begin)
@@ -468,9 +518,11 @@ impl CudaSpmv {
             // chunk, chunk starts inside their rows.
             unsafe { l.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
         }
-        for (lanes, n, list) in &b.bins {
-            let f = self.function_named(&format!("spmv_rows{lanes}_{}", T::SUFFIX))?;
-            let mut l = s.launch_builder(&f);
+        if funcs.rows.len() != b.bins.len() {
+            return Err(unprepared());
+        }
+        for ((lanes, n, list), f) in b.bins.iter().zip(&funcs.rows) {
+            let mut l = s.launch_builder(f);
             l.arg(n)
                 .arg(list)
                 .arg(&a.ptr)
@@ -510,9 +562,9 @@ impl CudaSpmv {
             return c.run(self.cusparse_handle()?, &self.stream, x, y);
         }
         if let Some(b) = p.bins.as_ref() {
-            return self.launch_binned::<T>(b, a, x, y);
+            return self.launch_binned::<T>(b, &p.funcs, a, x, y);
         }
-        let f = self.function(k, T::SUFFIX)?;
+        let f = p.funcs.main.as_ref().ok_or_else(unprepared)?;
         let (rows, nnz) = (a.rows as i32, a.nnz as i32);
         let s = &self.stream;
         if k == GpuKernel::NnzSplit {
@@ -521,7 +573,7 @@ impl CudaSpmv {
                 return Ok(());
             }
         }
-        let mut b = s.launch_builder(&f);
+        let mut b = s.launch_builder(f);
         b.arg(&rows)
             .arg(&a.ptr)
             .arg(&a.idx)
@@ -551,8 +603,8 @@ impl CudaSpmv {
         // buffers hold rows+1, nnz, nnz, cols, rows, pieces+1 and pieces elements.
         unsafe { b.launch(k.config(a.rows, a.nnz)) }.map_err(drv("cuLaunchKernel"))?;
         if let Some(m) = p.merge.as_ref() {
-            let fix = self.function_named(&format!("merge_path_fixup_{}", T::SUFFIX))?;
-            let mut b = s.launch_builder(&fix);
+            let fix = p.funcs.fixup.as_ref().ok_or_else(unprepared)?;
+            let mut b = s.launch_builder(fix);
             b.arg(&rows)
                 .arg(&m.pieces)
                 .arg(&m.carry_row)
@@ -667,6 +719,11 @@ impl CudaSpmv {
         })?;
         Ok(2.0 * n as f64 / crate::median(times) / 1e9)
     }
+}
+
+/// A launch of a [`Prepared`] whose entry points were not looked up (not made by `prepare`).
+fn unprepared() -> KernelError {
+    KernelError::Cuda("SpMV kernel launched without prepare".into())
 }
 
 /// The GPU kernels as a [`crate::suite::SpmvBackend`]: each call uploads the matrix and x,

@@ -395,6 +395,10 @@ pub struct EvalArgs {
     /// from an idle stream, launch cost included).
     #[arg(long, default_value = "throughput")]
     timing: String,
+    /// SpMV runs: charge every pick this many nanoseconds of inference instead of the time
+    /// measured on this machine (reproducible figures; the measured time is still printed).
+    #[arg(long, value_name = "NS")]
+    charge_inference_ns: Option<f64>,
 }
 
 /// `augur eval` of an attention model: every shape that ran every schedule (groups held out of
@@ -491,7 +495,13 @@ pub fn eval(a: EvalArgs) -> anyhow::Result<ExitCode> {
         Rows::Unseen => RowSelect::Unseen,
         Rows::All => RowSelect::All,
     };
-    let r = eval::evaluate(&m, &runs, rows, iterations)?;
+    if let Some(ns) = a.charge_inference_ns {
+        anyhow::ensure!(
+            ns >= 0.0 && ns.is_finite(),
+            "--charge-inference-ns {ns}: expected a time >= 0"
+        );
+    }
+    let r = eval::evaluate(&m, &runs, rows, iterations, a.charge_inference_ns)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
