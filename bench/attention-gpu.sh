@@ -6,7 +6,8 @@
 #      f16/bf16, contiguous and paged): check.log;
 #   2. `augur attention bench` on a grid of decode shapes (uniform and skewed KV lengths, GQA):
 #      bench.csv (median us per schedule, live-KV GB/s, fraction of copy bandwidth, FA2 splits);
-#   3. PyTorch SDPA on the same shapes (padded batches with a mask): sdpa.csv.
+#   3. FlashAttention-2 varlen and PyTorch SDPA on the same shapes, timed as augur's schedules
+#      (bench/attention_baselines.py): baselines.csv.
 # SHAPES overrides the grid (space-separated specs).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -28,5 +29,5 @@ attention:q_heads=8,kv_heads=1,head_dim=256,dtype=bf16,lens=16384*4
 # shellcheck disable=SC2086
 timeout 300 "$A" attention bench $grid > "$OUT/bench.csv" 2> "$OUT/bench.log"; echo "bench rc=$?"
 # shellcheck disable=SC2086
-timeout 200 python3 bench/attention_sdpa.py $grid > "$OUT/sdpa.csv" 2> "$OUT/sdpa.log"; echo "sdpa rc=$?"
-head -5 "$OUT/bench.csv"; cat "$OUT/sdpa.csv"
+timeout 200 python3 bench/attention_baselines.py $grid > "$OUT/baselines.csv" 2> "$OUT/baselines.log"; echo "baselines rc=$?"
+head -5 "$OUT/bench.csv"; cat "$OUT/baselines.csv"

@@ -9,7 +9,8 @@
 # (held-out families vs the oracle, the best single kernel and a hand rule) -> run (a plan through
 # the library API, with the tree's reasons). Last, the communication-pattern selector is trained,
 # exported and evaluated on the comm runs measured on H200s (committed; no GPU needed here), and
-# the decode-attention schedule selector on the attention runs of one H200.
+# the decode-attention schedule selector on the attention runs of one H200 against FlashAttention-2
+# varlen and PyTorch SDPA timed the same way.
 # Outputs go to $AUGUR_OUT (default out/main-job).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -105,15 +106,18 @@ comm_runs=bench/results/comm-model-h200-2026-11-22/train-runs.csv
 
 echo "== decode attention: train, export and evaluate the schedule selector offline on the H200"
 echo "   attention runs committed under bench/results (\`augur collect attention\` on a GPU),"
-echo "   with PyTorch SDPA's times beside; then the built-in model's pick for two shapes"
-att=bench/results/attention-grid-h200-2026-11-22-w3
+echo "   with FlashAttention-2 varlen and PyTorch SDPA beside, in throughput and graph timing; then"
+echo "   the built-in model's pick for two shapes"
+att=bench/results/attention-grid-h200-2026-11-24
 "$augur" train "$att/attention-runs.csv" --out "$out/model-attention.json"
 "$augur" export "$out/model-attention.json" --format text | tee "$out/model-attention.txt"
-"$augur" eval "$att/attention-runs.csv" --model "$out/model-attention.json" \
-  --sdpa bench/results/attention-grid-h200-2026-11-22-w3/sdpa.csv \
-  --csv "$out/eval-attention.csv" | tee "$out/eval-attention.txt"
+for timing in throughput graph; do
+  "$augur" eval "$att/attention-runs.csv" --model "$out/model-attention.json" \
+    --baselines "$att/baselines.csv" --timing "$timing" \
+    --csv "$out/eval-attention-$timing.csv" | tee "$out/eval-attention-$timing.txt"
+done
 "$augur" attention plan 'attention:q_heads=32,kv_heads=8,head_dim=128,dtype=bf16,lens=131072' \
   'attention:q_heads=32,kv_heads=8,head_dim=128,dtype=bf16,lens=32000;64*63' | tee "$out/plan-attention.txt"
 
 echo
-echo "wrote $out/: matrices.csv features.csv spmv-cpu.csv runs-cpu.csv model-cpu.{json,txt,dot,rs} eval-cpu.{txt,svg} run-cpu.txt model-comm.{json,txt} eval-comm.{txt,csv,svg} eval-comm-bf16.svg model-attention.{json,txt} eval-attention.{txt,csv} plan-attention.txt"
+echo "wrote $out/: matrices.csv features.csv spmv-cpu.csv runs-cpu.csv model-cpu.{json,txt,dot,rs} eval-cpu.{txt,svg} run-cpu.txt model-comm.{json,txt} eval-comm.{txt,csv,svg} eval-comm-bf16.svg model-attention.{json,txt} eval-attention-{throughput,graph}.{txt,csv} plan-attention.txt"

@@ -236,7 +236,11 @@ impl AttentionRuns {
                     .flatten()
                     .any(|v| !(*v > 0.0 && v.is_finite()))
                 {
-                    return Err(bad(path, line, "latency_s and graph_s must be finite and > 0"));
+                    return Err(bad(
+                        path,
+                        line,
+                        "latency_s and graph_s must be finite and > 0",
+                    ));
                 }
                 let run = AttentionRun {
                     spec,
@@ -953,8 +957,8 @@ pub fn read_baselines(path: &Path, timing: &str) -> Result<Baselines, ModelError
     let mut rdr = open_csv(path, &expected, |col, found, want| {
         format!(
             "not a baselines CSV of bench/attention_baselines.py at column {col}: found \
-             `{found}`, expected `{want}` (SDPA-only files of bench/attention_sdpa.py timed one \
-             eager call each: re-run the baselines script)"
+             `{found}`, expected `{want}` (SDPA-only files of the former \
+             bench/attention_sdpa.py timed one eager call each: re-run the baselines script)"
         )
     })?;
     let col = match timing {
@@ -977,7 +981,11 @@ pub fn read_baselines(path: &Path, timing: &str) -> Result<Baselines, ModelError
             )
         })?;
         if !(t > 0.0 && t.is_finite()) {
-            return Err(bad(path, line, format!("{} {t} must be finite and > 0", expected[col])));
+            return Err(bad(
+                path,
+                line,
+                format!("{} {t} must be finite and > 0", expected[col]),
+            ));
         }
         out.entry(get(1).to_string())
             .or_default()

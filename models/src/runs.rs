@@ -76,9 +76,13 @@ impl LabelTiming {
     }
 
     pub fn parse(s: &str) -> Option<LabelTiming> {
-        [LabelTiming::Throughput, LabelTiming::Graph, LabelTiming::Wall]
-            .into_iter()
-            .find(|m| m.name() == s)
+        [
+            LabelTiming::Throughput,
+            LabelTiming::Graph,
+            LabelTiming::Wall,
+        ]
+        .into_iter()
+        .find(|m| m.name() == s)
     }
 }
 
@@ -351,8 +355,8 @@ impl Runs {
                             && timing.setup_s.is_finite()
                             && positive(timing.per_iter_s)
                             && positive(timing.latency_s)
-                            && timing.throughput_s.map_or(true, positive)
-                            && timing.graph_s.map_or(true, positive);
+                            && timing.throughput_s.is_none_or(positive)
+                            && timing.graph_s.is_none_or(positive);
                         if !valid {
                             return Err(bad(
                                 path,

@@ -146,12 +146,13 @@ fn runs_errors_name_file_line_and_value() {
     let r = synthetic(false);
     let p = write_runs(&r, "errors");
     let text = std::fs::read_to_string(&p).unwrap();
-    // A per-iteration time that is not a number, on the third line.
+    // A per-iteration time that is not a number, on the third line (the row ends with setup_s,
+    // per_iter_s, timing, latency_s, throughput_s, graph_s, batch, reps).
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
     let cols: Vec<&str> = lines[2].split(',').collect();
     let n = cols.len();
     let mut c: Vec<String> = cols.iter().map(|s| s.to_string()).collect();
-    c[n - 2] = "fast".into();
+    c[n - 7] = "fast".into();
     lines[2] = c.join(",");
     std::fs::write(&p, lines.join("\n") + "\n").unwrap();
     let e = Runs::read(std::slice::from_ref(&p))
@@ -163,14 +164,42 @@ fn runs_errors_name_file_line_and_value() {
     );
     // An unknown status.
     let mut c2 = c.clone();
-    c2[n - 2] = "1e-3".into();
-    c2[n - 5] = "maybe".into();
+    c2[n - 7] = "1e-3".into();
+    c2[n - 10] = "maybe".into();
     lines[2] = c2.join(",");
     std::fs::write(&p, lines.join("\n") + "\n").unwrap();
     let e = Runs::read(std::slice::from_ref(&p))
         .unwrap_err()
         .to_string();
     assert!(e.contains(":3:") && e.contains("maybe"), "{e}");
+    // A timing mode that is not one, and a latency of zero.
+    let mut c3 = c.clone();
+    c3[n - 7] = "1e-3".into();
+    c3[n - 6] = "eager".into();
+    lines[2] = c3.join(",");
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    let e = Runs::read(std::slice::from_ref(&p))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains(":3:") && e.contains("`eager`"), "{e}");
+    c3[n - 6] = "wall".into();
+    c3[n - 5] = "0".into();
+    lines[2] = c3.join(",");
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    let e = Runs::read(std::slice::from_ref(&p))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains(":3:") && e.contains("latency_s"), "{e}");
+    // A runs file of format 1 (per_iter_s then reps) is refused with what to do.
+    let old = lines[0].replace(
+        "per_iter_s,timing,latency_s,throughput_s,graph_s,batch,reps",
+        "per_iter_s,reps",
+    );
+    std::fs::write(&p, old + "\n").unwrap();
+    let e = Runs::read(std::slice::from_ref(&p))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("format 1") && e.contains("re-collect"), "{e}");
     // A header of another schema.
     lines[0] = lines[0].replace("f_row_len_max", "f_longest_row");
     std::fs::write(&p, lines.join("\n") + "\n").unwrap();
@@ -284,7 +313,7 @@ fn gathers_when_only_a_gathered_feature_tells_and_gathering_is_cheap() {
     // pick swamps every sample's microseconds; a charge of 0 leaves only the kernels' times.
     let slow = evaluate(&model, &runs, RowSelect::Unseen, None, Some(1e9)).unwrap();
     assert_eq!(slow.charged_inference_ns, 1e9);
-    assert!(slow.overall.oracle_ratio < 1e-3, "{:?}", slow.overall);
+    assert!(slow.overall.oracle_ratio < 0.1, "{:?}", slow.overall);
     let free = evaluate(&model, &runs, RowSelect::Unseen, None, Some(0.0)).unwrap();
     assert!(free.overall.oracle_ratio >= r.overall.oracle_ratio);
 }

@@ -42,7 +42,7 @@ fn parsed_once<T>(
 }
 
 /// The decode-attention schedule model's JSON (one H200; the grid of `augur collect attention`,
-/// runs under `bench/results/attention-grid-h200-2026-11-22-w3/`).
+/// runs under `bench/results/attention-grid-h200-2026-11-24/`, throughput timing).
 pub const ATTENTION_MODEL: &str = include_str!("../../models/trained/attention-h200.json");
 
 /// The built-in decode-attention schedule model, parsed once.

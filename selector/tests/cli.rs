@@ -477,7 +477,10 @@ fn train_export_eval_on_a_small_collection() {
     // The summary is what its samples say: the geomean of oracle / selected over every sample.
     let ratio = v["overall"]["oracle_ratio"].as_f64().unwrap();
     let samples = v["samples"].as_array().unwrap();
-    assert_eq!(samples.len() as u64, v["overall"]["samples"].as_u64().unwrap());
+    assert_eq!(
+        samples.len() as u64,
+        v["overall"]["samples"].as_u64().unwrap()
+    );
     let logs: f64 = samples
         .iter()
         .map(|s| (s["oracle_s"].as_f64().unwrap() / s["selected_s"].as_f64().unwrap()).ln())
@@ -929,7 +932,10 @@ fn bench_dispatch_reports_the_cached_plan_overhead() {
     assert_eq!((f[6], f[5]), ("400", "1920"), "{row}");
     let (lookup, bare, dispatched, overhead) = (num(4), num(3), num(2), num(1));
     assert!(lookup > 0.0 && bare > 0.0 && dispatched > 0.0, "{row}");
-    assert!((dispatched - bare - overhead).abs() < 1e-6 * dispatched, "{row}");
+    assert!(
+        (dispatched - bare - overhead).abs() < 1e-6 * dispatched,
+        "{row}"
+    );
 }
 
 #[test]
@@ -985,18 +991,13 @@ fn attention_runs_train_export_eval_and_merge() {
     let o = augur(&["export", m, "--format", "rust"]);
     assert!(text(&o.stdout).contains("pub fn select(f: &AttentionFeatures)"));
     let csv = dir.join("shapes.csv");
-    let o = augur(&[
-        "eval",
-        &runs,
-        "--model",
-        m,
-        "--baselines",
-        &baselines,
-        "--csv",
-        csv.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let t = text(&o.stdout);
+    let eval = |extra: &[&str]| {
+        let base: [&str; 6] = ["eval", &runs, "--model", m, "--baselines", &baselines];
+        let o = augur(&[&base[..], extra].concat());
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        o
+    };
+    let t = text(&eval(&["--csv", csv.to_str().unwrap()]).stdout);
     assert!(
         t.contains("held-out groups")
             && t.contains("throughput timing")
@@ -1016,24 +1017,17 @@ fn attention_runs_train_export_eval_and_merge() {
     let shapes = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(shapes.lines().count(), 283);
     assert!(
-        shapes.lines().next().unwrap().contains(",fa2_varlen_us,sdpa_us,"),
+        shapes
+            .lines()
+            .next()
+            .unwrap()
+            .contains(",fa2_varlen_us,sdpa_us,"),
         "{shapes}"
     );
     // The graph mode compares graph figures on both sides: FlashAttention-2 varlen without
     // PyTorch's per-call host time is nearer augur's pick than in throughput mode.
     let geo = |timing: &str| -> f64 {
-        let o = augur(&[
-            "eval",
-            &runs,
-            "--model",
-            m,
-            "--baselines",
-            &baselines,
-            "--timing",
-            timing,
-            "--json",
-        ]);
-        assert!(o.status.success(), "{}", text(&o.stderr));
+        let o = eval(&["--timing", timing, "--json"]);
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         v["summary"][0]["vs_baselines"]["fa2_varlen"]["geomean"]
             .as_f64()
@@ -1047,7 +1041,10 @@ fn attention_runs_train_export_eval_and_merge() {
     let old = format!("{root}/bench/results/attention-grid-h200-2026-11-22-w3/attention-runs.csv");
     let o = augur(&["train", &old, "--out", m]);
     let e = text(&o.stderr);
-    assert!(!o.status.success() && e.contains("format 1") && e.contains("re-run"), "{e}");
+    assert!(
+        !o.status.success() && e.contains("format 1") && e.contains("re-run"),
+        "{e}"
+    );
     // So are SDPA-only files of the old script as baselines.
     let sdpa = format!("{root}/bench/results/attention-grid-h200-2026-11-22-w3/sdpa.csv");
     let o = augur(&["eval", &runs, "--model", m, "--baselines", &sdpa]);

@@ -82,8 +82,7 @@ fn shipped_models_are_what_their_committed_runs_train() {
             "{model}: {}",
             String::from_utf8_lossy(&o.stderr)
         );
-        let again: Value =
-            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let again: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
         let digest = |v: &Value| v["training"]["digest"].as_str().unwrap().to_string();
         assert_eq!(
             digest(&again),
@@ -95,6 +94,14 @@ fn shipped_models_are_what_their_committed_runs_train() {
             "{model}: retraining on {runs} gives another model"
         );
     }
+}
+
+/// The summary group `name` of an attention or comm `eval --json`.
+fn group<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["summary"]
+        .as_array()
+        .and_then(|s| s.iter().find(|g| g["group"] == name))
+        .unwrap_or_else(|| panic!("no group `{name}` in {v}"))
 }
 
 /// Lines that README.md and docs/BENCHMARKS.md must both hold word for word.
@@ -174,12 +181,7 @@ fn headline_lines() -> Vec<String> {
             timing,
             "--json",
         ]);
-        let held = v["summary"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|g| g["group"] == "held-out groups")
-            .unwrap();
+        let held = group(&v, "held-out groups");
         let b = |name: &str, what: &str| held["vs_baselines"][name][what].as_f64().unwrap();
         lines.push(format!(
             "Decode attention on NVIDIA H200 ({timing} timing, held-out groups): {:.3} of the \
@@ -199,12 +201,7 @@ fn headline_lines() -> Vec<String> {
         &path("models/trained/comm-h200.json"),
         "--json",
     ]);
-    let unseen = v["summary"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|g| g["group"] == "all, unseen sizes")
-        .unwrap();
+    let unseen = group(&v, "all, unseen sizes");
     lines.push(format!(
         "Collectives on H200 x2 and x4 (throughput timing, held-out sizes): {:.3} of the \
          per-size oracle, {:.2} of NCCL's latency at <= 64 KiB",

@@ -113,9 +113,7 @@ pub fn time_mode(
         enqueue()?;
     }
     let graph = if mode == TimingMode::Graph {
-        stream
-            .synchronize()
-            .map_err(drv("cuStreamSynchronize"))?;
+        stream.synchronize().map_err(drv("cuStreamSynchronize"))?;
         Some(capture(stream, batch, &mut enqueue)?)
     } else {
         None
@@ -133,9 +131,7 @@ pub fn time_mode(
         if graph.is_some() || flush.is_some() {
             // The sample starts from an idle stream: the flush or the previous sample's replay
             // is not inside it.
-            stream
-                .synchronize()
-                .map_err(drv("cuStreamSynchronize"))?;
+            stream.synchronize().map_err(drv("cuStreamSynchronize"))?;
         }
         start.record(stream).map_err(drv("cuEventRecord"))?;
         match &graph {
@@ -210,16 +206,9 @@ pub fn time_modes(
         flush.as_deref_mut(),
         &mut enqueue,
     )?);
-    let graph = time_mode(
-        stream,
-        TimingMode::Graph,
-        again,
-        batch,
-        flush.as_deref_mut(),
-        &mut enqueue,
-    )
-    .map(median)
-    .map_err(|e| e.to_string());
+    let graph = time_mode(stream, TimingMode::Graph, again, batch, flush, &mut enqueue)
+        .map(median)
+        .map_err(|e| e.to_string());
     Ok(ModeTimes {
         latency_s: lat,
         throughput_s: tp,

@@ -352,7 +352,9 @@ fn bench_cuda<T: GpuScalar>(
                     (TimingMode::Graph, Err(e)) => {
                         anyhow::bail!("{}: {}: {e}", src.name(), k.name())
                     }
-                    _ => vec![t.get(mode).expect("latency and throughput are always measured")],
+                    _ => vec![t
+                        .get(mode)
+                        .expect("latency and throughput are always measured")],
                 }
             }
         };
