@@ -10,6 +10,7 @@ mod features;
 mod kernels;
 mod matrix;
 mod model;
+mod output;
 mod run;
 mod spmv;
 

@@ -1,5 +1,6 @@
 //! `augur train`, `augur export`, `augur eval`: the models stage.
 
+use super::output::Writes;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -15,9 +16,13 @@ pub struct TrainArgs {
     /// Runs CSVs from `augur collect` (one backend and precision), or directories of them.
     #[arg(required = true)]
     runs: Vec<PathBuf>,
-    /// Where to write the model (JSON; replaced atomically).
+    /// Where to write the model (JSON; replaced atomically). Never one of the runs files; an
+    /// existing file that is not a model is replaced only with --force.
     #[arg(long)]
     out: PathBuf,
+    /// Replace an existing --out that is not a model (e.g. a runs table).
+    #[arg(long)]
+    force: bool,
     /// Iteration counts to train for (default: those the runs were collected for).
     #[arg(long)]
     iterations: Option<String>,
@@ -165,6 +170,7 @@ fn train_attention(a: &TrainArgs, files: &[PathBuf]) -> anyhow::Result<ExitCode>
 
 pub fn train(a: TrainArgs) -> anyhow::Result<ExitCode> {
     let files = runs_files(&a.runs)?;
+    super::output::check(&a.out, "--out", &files, Writes::Model, a.force)?;
     if comm_runs(&files) {
         return train_comm(&a, &files);
     }
@@ -281,9 +287,13 @@ pub struct ExportArgs {
     model: String,
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
-    /// Write here instead of standard output.
+    /// Write here instead of standard output (replaced atomically; never the model itself; an
+    /// existing model or runs table is replaced only with --force).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Replace an existing --out that is a model or a runs table.
+    #[arg(long)]
+    force: bool,
 }
 
 /// A model file, or one of the built-in defaults by name.
@@ -318,6 +328,10 @@ fn class_model(arg: &str) -> anyhow::Result<ClassModel> {
 }
 
 pub fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
+    if let Some(out) = &a.out {
+        let input = [PathBuf::from(&a.model)];
+        super::output::check(out, "--out", &input, Writes::Report, a.force)?;
+    }
     let s = match class_model(&a.model)? {
         ClassModel::Comm(m) => match a.format {
             Format::Text => comm::export_text(&m),
@@ -334,11 +348,7 @@ pub fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
         ClassModel::Neither => export_spmv(&a)?,
     };
     match a.out {
-        Some(p) => {
-            let tmp = p.with_extension("tmp");
-            std::fs::write(&tmp, s).with_context(|| format!("write {}", tmp.display()))?;
-            std::fs::rename(&tmp, &p)?;
-        }
+        Some(p) => super::output::write(&p, s)?,
         None => print!("{s}"),
     }
     Ok(ExitCode::SUCCESS)
@@ -399,6 +409,9 @@ pub struct EvalArgs {
     /// measured on this machine (reproducible figures; the measured time is still printed).
     #[arg(long, value_name = "NS")]
     charge_inference_ns: Option<f64>,
+    /// Replace an existing --svg or --csv that is a model or a runs table (never an input).
+    #[arg(long)]
+    force: bool,
 }
 
 /// `augur eval` of an attention model: every shape that ran every schedule (groups held out of
@@ -423,8 +436,7 @@ fn eval_attention(m: &attention::AttentionModel, a: &EvalArgs) -> anyhow::Result
         print!("{}", attention::summary_table(m, &rows, &sums, &a.timing));
     }
     if let Some(p) = &a.csv {
-        std::fs::write(p, attention::rows_csv(&rows))
-            .with_context(|| format!("write {}", p.display()))?;
+        super::output::write(p, attention::rows_csv(&rows))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -445,8 +457,7 @@ fn eval_comm(m: &comm::CommModel, a: &EvalArgs) -> anyhow::Result<ExitCode> {
         print!("{}", comm::summary_table(m, &sums));
     }
     if let Some(p) = &a.csv {
-        std::fs::write(p, comm::rows_csv(&rows))
-            .with_context(|| format!("write {}", p.display()))?;
+        super::output::write(p, comm::rows_csv(&rows))?;
     }
     if let Some(p) = &a.svg {
         for dtype in ["f32", "bf16"] {
@@ -478,6 +489,22 @@ fn eval_comm(m: &comm::CommModel, a: &EvalArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn eval(a: EvalArgs) -> anyhow::Result<ExitCode> {
+    let mut inputs = runs_files(&a.runs)?;
+    inputs.push(PathBuf::from(&a.model));
+    inputs.extend(a.baselines.iter().cloned());
+    for (flag, out) in [("--svg", &a.svg), ("--csv", &a.csv)] {
+        if let Some(out) = out {
+            super::output::check(out, flag, &inputs, Writes::Report, a.force)?;
+            if flag == "--svg" {
+                // The comm plot also writes a `-bf16` twin beside it.
+                let twin = out.with_file_name(format!(
+                    "{}-bf16.svg",
+                    out.file_stem().and_then(|s| s.to_str()).unwrap_or("busbw")
+                ));
+                super::output::check(&twin, flag, &inputs, Writes::Report, a.force)?;
+            }
+        }
+    }
     match class_model(&a.model)? {
         ClassModel::Comm(m) => return eval_comm(&m, &a),
         ClassModel::Attention(m) => return eval_attention(&m, &a),

@@ -1,0 +1,127 @@
+//! Hostile and careless use of the `augur` binary (issue 19): nothing the command reads is
+//! overwritten, and files of another kind are replaced only when asked.
+
+use std::process::{Command, Output};
+
+use augur_tests::temp_dir;
+
+fn augur(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_augur"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `train --out`, `export --out` and `eval --csv/--svg` never replace one of the command's
+/// inputs (also spelled another way), replace a runs table or a model only with --force, and
+/// refuse a directory without leaving a temporary file.
+#[test]
+fn outputs_never_overwrite_inputs_or_other_kinds() {
+    let dir = temp_dir("hostile-outputs");
+    let committed = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../bench/results/comm-model-h200-2026-11-22/train-runs.csv"
+    );
+    let runs = dir.join("runs.csv");
+    std::fs::copy(committed, &runs).unwrap();
+    let original = std::fs::read(&runs).unwrap();
+    let r = runs.to_str().unwrap();
+    let model = dir.join("model.json");
+    let m = model.to_str().unwrap();
+
+    // A model written over its own runs file: refused, even with --force, the runs intact.
+    for args in [
+        vec!["train", r, "--out", r],
+        vec!["train", r, "--out", r, "--force"],
+    ] {
+        let o = augur(&args);
+        assert!(
+            !o.status.success() && err(&o).contains("an input"),
+            "{}",
+            err(&o)
+        );
+    }
+    let spelled = format!("{}/./runs.csv", dir.display());
+    let o = augur(&["train", r, "--out", &spelled]);
+    assert!(
+        !o.status.success() && err(&o).contains("an input"),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(std::fs::read(&runs).unwrap(), original);
+
+    // A model may replace a model (retraining).
+    let o = augur(&["train", r, "--out", m]);
+    assert!(o.status.success(), "{}", err(&o));
+    let o = augur(&["train", r, "--out", m]);
+    assert!(o.status.success(), "{}", err(&o));
+    let model_text = std::fs::read(&model).unwrap();
+
+    // Export over the model it reads, or over a runs table: refused; a runs table with --force.
+    let o = augur(&["export", m, "--out", m]);
+    assert!(
+        !o.status.success() && err(&o).contains("an input"),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(std::fs::read(&model).unwrap(), model_text);
+    let other_runs = dir.join("other-runs.csv");
+    std::fs::copy(committed, &other_runs).unwrap();
+    let o = augur(&["export", m, "--out", other_runs.to_str().unwrap()]);
+    assert!(
+        !o.status.success() && err(&o).contains("is a runs table") && err(&o).contains("--force"),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(std::fs::read(&other_runs).unwrap(), original);
+    let o = augur(&[
+        "export",
+        m,
+        "--out",
+        other_runs.to_str().unwrap(),
+        "--force",
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(std::fs::read_to_string(&other_runs)
+        .unwrap()
+        .contains("if "));
+
+    // Eval's reports: never an input, a model only with --force.
+    let o = augur(&["eval", r, "--model", m, "--csv", r]);
+    assert!(
+        !o.status.success() && err(&o).contains("an input"),
+        "{}",
+        err(&o)
+    );
+    let o = augur(&["eval", r, "--model", m, "--svg", m]);
+    assert!(
+        !o.status.success() && err(&o).contains("an input"),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(std::fs::read(&runs).unwrap(), original);
+    assert_eq!(std::fs::read(&model).unwrap(), model_text);
+
+    // A directory as an output: a clear error naming it, and no temporary left beside it.
+    let sub = dir.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    let o = augur(&["export", m, "--out", sub.to_str().unwrap()]);
+    assert!(
+        !o.status.success() && err(&o).contains("is a directory") && err(&o).contains("sub"),
+        "{}",
+        err(&o)
+    );
+    let o = augur(&["train", r, "--out", sub.to_str().unwrap()]);
+    assert!(!o.status.success() && err(&o).contains("is a directory"));
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
