@@ -303,6 +303,36 @@ impl<T> Triplets<T> {
     }
 }
 
+/// The longest line the reader takes (bytes, line break included): a Matrix Market line is a
+/// banner, a comment or one entry, far shorter. A file with a longer line (a stream of NULs, a
+/// binary file) is an error at that line instead of a buffer that grows with the file.
+pub const MAX_LINE_BYTES: u64 = 1 << 20;
+
+/// `read_until(b'\n')` that stops after [`MAX_LINE_BYTES`]: Ok(true) when `buf` got a whole line
+/// (or the end of the input), Ok(false) when the line is longer than the cap.
+fn read_line_capped<R: BufRead>(reader: &mut R, buf: &mut Vec<u8>) -> std::io::Result<bool> {
+    let start = buf.len();
+    let n = reader.take(MAX_LINE_BYTES).read_until(b'\n', buf)?;
+    let whole = buf.last() == Some(&b'\n') || (n as u64) < MAX_LINE_BYTES;
+    if !whole {
+        // Exactly at the cap: a whole line only if the input ends here.
+        return Ok(reader.fill_buf()?.is_empty() && buf.len() > start);
+    }
+    Ok(true)
+}
+
+fn too_long(path: &Path, line: u64) -> DatasetError {
+    DatasetError::Parse {
+        path: path.to_path_buf(),
+        line,
+        msg: format!(
+            "line longer than {} bytes (no line break): not Matrix Market text (binary data, \
+             or a file of NULs?)",
+            MAX_LINE_BYTES
+        ),
+    }
+}
+
 /// Up to `count` blocks of whole lines. `next_line` and `bytes` advance past what was read.
 fn read_batch<R: BufRead>(
     reader: &mut R,
@@ -315,10 +345,17 @@ fn read_batch<R: BufRead>(
     for _ in 0..count {
         let mut text = Vec::with_capacity(BLOCK_BYTES as usize + 256);
         let mut r = (&mut *reader).take(BLOCK_BYTES).read_to_end(&mut text);
+        let mut whole = true;
         if r.is_ok() && !text.is_empty() && text.last() != Some(&b'\n') {
-            r = reader.read_until(b'\n', &mut text);
+            r = read_line_capped(reader, &mut text).map(|w| {
+                whole = w;
+                0
+            });
         }
         let newlines = memchr::memchr_iter(b'\n', &text).count() as u64;
+        if !whole {
+            return Err(too_long(path, *next_line + newlines));
+        }
         if let Err(source) = r {
             return Err(DatasetError::Read {
                 path: path.to_path_buf(),
@@ -397,9 +434,11 @@ impl<R: BufRead> Lines<'_, R> {
     /// Read the next line into `buf` (without its line ending). False at end of file.
     fn next_line(&mut self) -> Result<bool, DatasetError> {
         self.buf.clear();
-        match self.reader.read_until(b'\n', &mut self.buf) {
-            Ok(0) => Ok(false),
-            Ok(n) => {
+        match read_line_capped(&mut self.reader, &mut self.buf) {
+            Ok(false) => Err(too_long(self.path, self.line + 1)),
+            Ok(true) if self.buf.is_empty() => Ok(false),
+            Ok(true) => {
+                let n = self.buf.len();
                 self.line += 1;
                 self.bytes += n as u64;
                 while matches!(self.buf.last(), Some(b'\n' | b'\r')) {

@@ -298,3 +298,24 @@ fn binary_garbage_is_an_error_not_a_panic() {
     let p = write_file("junk2.mtx", &junk);
     assert!(mtx::read::<f64>(&p).is_err());
 }
+
+/// A line without a break (a gzip of megabytes of NULs, a binary file) is an error at that line
+/// once it passes the cap, in the banner, a comment or the data, and the reader's memory stays
+/// bounded by the cap, not by the file.
+#[test]
+fn endless_lines_are_errors_at_their_line() {
+    let nuls = "\0".repeat(3 << 20);
+    let cases = [
+        ("nul-banner.mtx.gz", nuls.clone(), 1),
+        ("nul-comment.mtx.gz", format!("{BANNER}%{nuls}"), 2),
+        ("nul-data.mtx.gz", format!("{BANNER}3 3 2\n1 1 1\n{nuls}"), 4),
+        ("nul-data.mtx", format!("{BANNER}3 3 2\n1 1 1\n{nuls}"), 4),
+    ];
+    for (name, text, line) in cases {
+        parse_error(name, &text, line, "longer than 1048576 bytes");
+    }
+    // A long but legal comment line is still read.
+    let long = format!("{BANNER}%{}\n2 2 1\n1 2 3.5\n", "x".repeat(100_000));
+    let p = write_file("long-comment.mtx", long.as_bytes());
+    assert_eq!(mtx::read::<f64>(&p).unwrap().matrix.nnz(), 1);
+}
