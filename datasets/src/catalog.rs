@@ -183,7 +183,10 @@ impl Catalog {
             .ok_or_else(|| bad(2, "missing revision line".into()))?
             .trim()
             .to_string();
-        let mut entries = Vec::with_capacity(count);
+        // The count is checked against the entries at the end; it never sizes an allocation
+        // (an index claiming 10^12 matrices must be an error, not an abort). Each entry takes a
+        // line of at least 24 bytes.
+        let mut entries = Vec::with_capacity(count.min(text.len() / 24 + 1));
         for (i, line) in lines.enumerate() {
             let lineno = i + 3;
             if line.trim().is_empty() {
@@ -291,6 +294,21 @@ impl Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn absurd_counts_are_errors_not_allocations() {
+        for count in ["1000000000000", "18446744073709551615"] {
+            let text = format!(
+                "{count}\nrev\nHB,1138_bus,1138,1138,4054,1,0,0,1,1,1,power network problem,4054\n"
+            );
+            let e = Catalog::parse(&text, "idx").unwrap_err().to_string();
+            assert!(e.contains(&format!("says {count} matrices but lists 1")), "{e}");
+        }
+        let e = Catalog::parse("18446744073709551616\nrev\n", "idx")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("idx:1") && e.contains("number of matrices"), "{e}");
+    }
 
     const INDEX: &str = "3\n08-Oct-2020 17:09:58\n\
         HB,1138_bus,1138,1138,4054,1,0,0,1,1,1,power network problem,4054\n\
