@@ -302,12 +302,18 @@ mod tests {
                 "{count}\nrev\nHB,1138_bus,1138,1138,4054,1,0,0,1,1,1,power network problem,4054\n"
             );
             let e = Catalog::parse(&text, "idx").unwrap_err().to_string();
-            assert!(e.contains(&format!("says {count} matrices but lists 1")), "{e}");
+            assert!(
+                e.contains(&format!("says {count} matrices but lists 1")),
+                "{e}"
+            );
         }
         let e = Catalog::parse("18446744073709551616\nrev\n", "idx")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("idx:1") && e.contains("number of matrices"), "{e}");
+        assert!(
+            e.contains("idx:1") && e.contains("number of matrices"),
+            "{e}"
+        );
     }
 
     const INDEX: &str = "3\n08-Oct-2020 17:09:58\n\

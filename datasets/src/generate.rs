@@ -296,9 +296,64 @@ impl Generator {
         Ok(g)
     }
 
+    /// A count of nonzeros the parameters imply at the least (a lower estimate for the random
+    /// generators): checked before anything is allocated, so that a spec far beyond augur's i32
+    /// limit is refused at once instead of after gigabytes of per-row arrays. None for `expand`,
+    /// whose size depends on its file (checked once the file is read).
+    pub fn nnz_at_least(&self) -> Option<u128> {
+        let u = |x: usize| x as u128;
+        Some(match *self {
+            // A binomial row length: its mean, less a margin of 1% for the spread.
+            Generator::Uniform {
+                rows,
+                cols,
+                row_len,
+                ..
+            } => (rows as f64 * row_len.min(cols as f64) * 0.99) as u128,
+            // Every interior point has all its neighbours.
+            Generator::Stencil { dims, points } => {
+                let inner = |d: usize| u(d.saturating_sub(2));
+                let nz = if points == 7 || points == 27 {
+                    inner(dims[2])
+                } else {
+                    u(dims[2])
+                };
+                inner(dims[0]) * inner(dims[1]) * nz * u(points)
+            }
+            // Half-widths uniform in 0..=bw: a row spans about bw + 1 entries, less where it is
+            // cut at the edges (at most half of it).
+            Generator::Banded { n, bw, .. } => u(n) * (u(bw.min(n)) / 2 + 1),
+            Generator::PowerLaw { rows, min, .. } => u(rows) * u(min),
+            // Edges before duplicates merge (at most about half of them on R-MAT graphs).
+            Generator::Rmat { scale, ef, sym, .. } => {
+                (1u128 << scale.min(64)) * u(ef) / 2 * if sym { 2 } else { 1 }
+            }
+            Generator::BlockDiag { n, block, .. } => u(n / block.max(1) * block.max(1)) * u(block),
+            Generator::Hubs {
+                n,
+                hubs,
+                hub_len,
+                short,
+                ..
+            } => u(hubs) * u(hub_len) + u(n.saturating_sub(hubs)) * u(short),
+            Generator::Arrowhead { n, .. } => 3 * u(n.saturating_sub(1)),
+            Generator::Expand { .. } => return None,
+        })
+    }
+
     /// Generate the matrix.
     pub fn generate<T: Scalar>(&self) -> Result<Csr<T>, DatasetError> {
         let name = self.to_string();
+        if let Some(nnz) = self.nnz_at_least() {
+            if nnz > MAX_INDEX as u128 {
+                return Err(DatasetError::TooLarge {
+                    name,
+                    what: "nnz (implied by the parameters)",
+                    value: nnz,
+                    max: MAX_INDEX,
+                });
+            }
+        }
         match *self {
             Generator::Uniform {
                 rows,
@@ -408,6 +463,7 @@ impl Generator {
                 let per = if dense { k } else { 1 };
                 let rows = checked_mul(&name, "rows", base.rows(), k)?;
                 let cols = checked_mul(&name, "cols", base.cols(), k)?;
+                checked_mul(&name, "nnz", checked_mul(&name, "nnz", base.nnz(), k)?, per)?;
                 build(
                     &name,
                     rows,

@@ -245,3 +245,70 @@ fn spec_errors_are_clear() {
         other => panic!("expected Open, got {other:?}"),
     }
 }
+
+/// Specs whose parameters already imply more nonzeros than augur's i32 indices hold are refused
+/// at once, before any per-row array is allocated (these took seconds and gigabytes before).
+#[test]
+fn specs_beyond_the_limit_are_refused_before_allocating() {
+    let bcsstk16 = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/matrices/suitesparse/bcsstk16.mtx.gz"
+    );
+    let mut specs = vec![
+        "uniform:rows=1e9,row_len=8".to_string(),
+        "stencil3d:nx=1000".to_string(),
+        "banded:n=1e9,bw=1e9".to_string(),
+        "powerlaw:rows=1e9,min=4".to_string(),
+        "rmat:scale=30,ef=16".to_string(),
+        "blockdiag:n=1e8,block=64".to_string(),
+        "hubs:n=1e9,hubs=4,short=4".to_string(),
+        "arrowhead:n=1e9".to_string(),
+    ];
+    if std::path::Path::new(bcsstk16).is_file() {
+        specs.push(format!("expand:k=1e9,file={bcsstk16}"));
+        specs.push(format!("expand:k=100000,file={bcsstk16}"));
+    }
+    for spec in specs {
+        let t = std::time::Instant::now();
+        match MatrixSource::parse(&spec).and_then(|s| s.load::<f32>()) {
+            Err(e @ DatasetError::TooLarge { .. }) => {
+                let msg = e.to_string();
+                assert!(msg.contains("i32 limit"), "{spec}: {msg}");
+            }
+            other => panic!(
+                "{spec}: expected TooLarge, got {:?}",
+                other.map(|m| m.0.nnz())
+            ),
+        }
+        assert!(
+            t.elapsed().as_secs_f64() < 2.0,
+            "{spec}: refused only after {:?}",
+            t.elapsed()
+        );
+    }
+}
+
+/// The up-front estimate never exceeds what the structured generators build (it only refuses
+/// specs that are surely too large).
+#[test]
+fn the_nnz_estimate_is_a_lower_bound() {
+    for spec in [
+        "stencil2d:nx=50",
+        "stencil2d:nx=37,ny=5,points=9",
+        "stencil3d:nx=12,points=27",
+        "stencil3d:nx=3,points=7",
+        "banded:n=1000,bw=16",
+        "banded:n=100,bw=1000",
+        "banded:n=5,bw=0",
+        "powerlaw:rows=2000,alpha=2.1,min=3",
+        "blockdiag:n=1000,block=48",
+        "hubs:n=3000,hubs=4,short=6",
+        "arrowhead:n=500",
+        "uniform:rows=100000,row_len=16",
+    ] {
+        let g = Generator::parse(spec).unwrap();
+        let bound = g.nnz_at_least().unwrap();
+        let nnz = g.generate::<f32>().unwrap().nnz() as u128;
+        assert!(bound <= nnz, "{spec}: estimate {bound} > {nnz} built");
+    }
+}

@@ -308,7 +308,11 @@ fn endless_lines_are_errors_at_their_line() {
     let cases = [
         ("nul-banner.mtx.gz", nuls.clone(), 1),
         ("nul-comment.mtx.gz", format!("{BANNER}%{nuls}"), 2),
-        ("nul-data.mtx.gz", format!("{BANNER}3 3 2\n1 1 1\n{nuls}"), 4),
+        (
+            "nul-data.mtx.gz",
+            format!("{BANNER}3 3 2\n1 1 1\n{nuls}"),
+            4,
+        ),
         ("nul-data.mtx", format!("{BANNER}3 3 2\n1 1 1\n{nuls}"), 4),
     ];
     for (name, text, line) in cases {
