@@ -348,7 +348,13 @@ pub struct ShardTraffic {
     pub allgather_entries: usize,
 }
 
-/// [`ShardTraffic`] of each of `n` equal-nonzero shards of the square matrix `a`.
+/// The most shards [`shard_traffic`] analyses: far above any GPU count, far below what would
+/// make the per-shard column sets a problem.
+pub const MAX_SHARDS: usize = 4096;
+
+/// [`ShardTraffic`] of each of `n` equal-nonzero shards of the square matrix `a` (1 <= n <=
+/// rows, n <= [`MAX_SHARDS`]).
+
 pub fn shard_traffic<T: Sync>(a: &Csr<T>, n: usize) -> Result<Vec<ShardTraffic>, AugurError> {
     use rayon::prelude::*;
     if a.rows() != a.cols() {
@@ -360,6 +366,13 @@ pub fn shard_traffic<T: Sync>(a: &Csr<T>, n: usize) -> Result<Vec<ShardTraffic>,
     }
     if n == 0 {
         return Err(AugurError::Invalid("at least one shard".into()));
+    }
+    if n > MAX_SHARDS || n > a.rows().max(1) {
+        return Err(AugurError::Invalid(format!(
+            "{n} shards of a matrix of {} rows: at most one shard per row and at most \
+             {MAX_SHARDS} (each shard is one GPU)",
+            a.rows()
+        )));
     }
     let bounds = partition_rows(a, n);
     let ptr = a.indptr();

@@ -125,3 +125,27 @@ fn outputs_never_overwrite_inputs_or_other_kinds() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// Counts that would exhaust the machine are refused with the limit: more shards than rows (or
+/// than MAX_SHARDS), and tens of thousands of worker threads.
+#[test]
+fn absurd_counts_are_refused_with_their_limit() {
+    let o = augur(&["matrix", "shards", "--parts", "100000000", "stencil2d:nx=5"]);
+    assert!(
+        !o.status.success() && err(&o).contains("100000000 shards") && err(&o).contains("25 rows"),
+        "{}",
+        err(&o)
+    );
+    let o = augur(&["matrix", "shards", "--parts", "25", "stencil2d:nx=5"]);
+    assert!(o.status.success(), "{}", err(&o));
+    for n in ["100000", "0"] {
+        let o = augur(&["--threads", n, "matrix", "info", "stencil2d:nx=5"]);
+        assert!(
+            !o.status.success() && err(&o).contains(&format!("--threads {n}: expected 1 to 1024")),
+            "{}",
+            err(&o)
+        );
+    }
+    let o = augur(&["--threads", "2", "matrix", "info", "stencil2d:nx=5"]);
+    assert!(o.status.success(), "{}", err(&o));
+}

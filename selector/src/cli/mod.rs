@@ -100,8 +100,17 @@ pub enum Precision {
     F64,
 }
 
+/// The most worker threads `--threads` may ask for (each is an OS thread with its own stack).
+const MAX_THREADS: usize = 1024;
+
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Some(n) = cli.threads {
+        if !(1..=MAX_THREADS).contains(&n) {
+            anyhow::bail!(
+                "--threads {n}: expected 1 to {MAX_THREADS} (this machine has {} cores)",
+                std::thread::available_parallelism().map_or(1, |c| c.get())
+            );
+        }
         rayon::ThreadPoolBuilder::new()
             .num_threads(n)
             .build_global()
