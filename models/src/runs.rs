@@ -55,6 +55,10 @@ pub const TAIL_COLUMNS: [&str; 11] = [
     "reps",
 ];
 
+/// The longest time a runs file may record (seconds, about 28 hours): anything longer is damage,
+/// not a measurement.
+pub const MAX_SECONDS: f64 = 1e5;
+
 /// How a row's `per_iter_s` was timed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum LabelTiming {
@@ -295,8 +299,34 @@ impl Runs {
                 };
                 let mut features = Vec::with_capacity(nf);
                 for i in 0..nf {
-                    features.push(num(HEAD_COLUMNS.len() + i)?);
+                    let c = HEAD_COLUMNS.len() + i;
+                    let v = num(c)?;
+                    if !v.is_finite() {
+                        return Err(bad(
+                            path,
+                            line,
+                            format!("column `{}`: feature {v} is not finite", expected[c]),
+                        ));
+                    }
+                    features.push(v);
                 }
+                // Costs: finite, >= 0, and below MAX_SECONDS (a time of 1e308 is damage, not a
+                // measurement, and would turn every cost sum infinite).
+                let seconds = |i: usize| -> Result<f64, ModelError> {
+                    let v = num(i)?;
+                    if !(0.0..=MAX_SECONDS).contains(&v) {
+                        return Err(bad(
+                            path,
+                            line,
+                            format!(
+                                "column `{}`: {v} s is not a time in 0..={MAX_SECONDS:e} s",
+                                expected[i]
+                            ),
+                        ));
+                    }
+                    Ok(v)
+                };
+                let (known_s, gather_s) = (seconds(13)?, seconds(14)?);
                 let info = MatrixInfo {
                     matrix: get(0).to_string(),
                     family: get(1).to_string(),
@@ -311,8 +341,8 @@ impl Runs {
                     augur_version: get(10).to_string(),
                     schema_version: int(11)? as u32,
                     iterations: get(12).to_string(),
-                    known_s: num(13)?,
-                    gather_s: num(14)?,
+                    known_s,
+                    gather_s,
                     features,
                 };
                 if info.matrix.is_empty() {
@@ -350,9 +380,8 @@ impl Runs {
                             batch: int(t + 9)?,
                             reps: int(t + 10)?,
                         };
-                        let positive = |v: f64| v > 0.0 && v.is_finite();
-                        let valid = timing.setup_s >= 0.0
-                            && timing.setup_s.is_finite()
+                        let positive = |v: f64| v > 0.0 && v <= MAX_SECONDS;
+                        let valid = (0.0..=MAX_SECONDS).contains(&timing.setup_s)
                             && positive(timing.per_iter_s)
                             && positive(timing.latency_s)
                             && timing.throughput_s.is_none_or(positive)
@@ -362,9 +391,9 @@ impl Runs {
                                 path,
                                 line,
                                 format!(
-                                    "kernel `{kernel}`: setup {} s must be finite and >= 0, \
-                                     per_iter_s {} s, latency_s {} s and the mode figures \
-                                     finite and > 0",
+                                    "kernel `{kernel}`: setup {} s must be in 0..={MAX_SECONDS:e} \
+                                     s, per_iter_s {} s, latency_s {} s and the mode figures \
+                                     in (0, {MAX_SECONDS:e}] s",
                                     timing.setup_s, timing.per_iter_s, timing.latency_s
                                 ),
                             ));

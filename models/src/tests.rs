@@ -190,6 +190,24 @@ fn runs_errors_name_file_line_and_value() {
         .unwrap_err()
         .to_string();
     assert!(e.contains(":3:") && e.contains("latency_s"), "{e}");
+    // Damage that would poison every cost sum: a time of 1e308, a negative gathering cost, a
+    // feature that is not finite. Each is refused at its line and column.
+    for (col, value, needle) in [
+        (n - 7, "1e308", "per_iter_s"),
+        (14, "-1", "gather_s"),
+        (13, "inf", "known_s"),
+        (15, "NaN", "f_rows"),
+    ] {
+        let mut c4 = c.clone();
+        c4[n - 7] = "1e-3".into();
+        c4[col] = value.into();
+        lines[2] = c4.join(",");
+        std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+        let e = Runs::read(std::slice::from_ref(&p))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(":3:") && e.contains(needle), "{value}: {e}");
+    }
     // A runs file of format 1 (per_iter_s then reps) is refused with what to do.
     let old = lines[0].replace(
         "per_iter_s,timing,latency_s,throughput_s,graph_s,batch,reps",

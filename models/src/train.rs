@@ -596,7 +596,7 @@ impl CheckedTrainParams {
             }
         }
         // Per feature set: the best score, then the shallowest configuration within the slack.
-        let choose = |set: FeatureSet| -> (Config, CvScore, Vec<usize>) {
+        let choose = |set: FeatureSet| -> Result<(Config, CvScore, Vec<usize>), ModelError> {
             let best = cv
                 .iter()
                 .filter(|s| s.features == set.name())
@@ -613,11 +613,17 @@ impl CheckedTrainParams {
                         .cmp(&b.1.max_depth)
                         .then(b.1.oracle_ratio.total_cmp(&a.1.oracle_ratio))
                 })
-                .expect("every set has scores");
-            (oof[i].0, s.clone(), oof[i].1.clone())
+                .ok_or_else(|| {
+                    ModelError::Train(format!(
+                        "no {} configuration scored a finite oracle ratio in cross-validation \
+                         (non-finite or zero costs in the runs?)",
+                        set.name()
+                    ))
+                })?;
+            Ok((oof[i].0, s.clone(), oof[i].1.clone()))
         };
-        let (ck, sk, pk) = choose(FeatureSet::Known);
-        let (cg, sg, pg) = choose(FeatureSet::Gathered);
+        let (ck, sk, pk) = choose(FeatureSet::Known)?;
+        let (cg, sg, pg) = choose(FeatureSet::Gathered)?;
         let train: Vec<&Sample> = all.iter().collect();
         let mut known = trainer.selector(&train, ck)?;
         let mut gathered = trainer.selector(&train, cg)?;

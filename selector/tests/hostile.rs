@@ -149,3 +149,29 @@ fn absurd_counts_are_refused_with_their_limit() {
     let o = augur(&["--threads", "2", "matrix", "info", "stencil2d:nx=5"]);
     assert!(o.status.success(), "{}", err(&o));
 }
+
+/// A runs file naming a kernel its backend does not have is refused before training.
+#[test]
+fn unknown_kernels_are_not_trained_in() {
+    let dir = temp_dir("hostile-kernels");
+    let committed = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../datasets/runs/spmv-cpu-f32-vm.csv"
+    );
+    let text = std::fs::read_to_string(committed).unwrap();
+    let runs = dir.join("runs.csv");
+    std::fs::write(&runs, text.replacen(",sequential,ok,", ",sequental,ok,", 1)).unwrap();
+    let model = dir.join("m.json");
+    let o = augur(&[
+        "train",
+        runs.to_str().unwrap(),
+        "--out",
+        model.to_str().unwrap(),
+    ]);
+    assert!(
+        !o.status.success() && err(&o).contains("kernel `sequental`") && err(&o).contains("cpu"),
+        "{}",
+        err(&o)
+    );
+    assert!(!model.exists());
+}

@@ -4,7 +4,7 @@ use super::output::Writes;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 use augur_models::eval::{self, RowSelect};
 use augur_models::model::IterationMode;
 use augur_models::{attention, comm};
@@ -181,6 +181,7 @@ pub fn train(a: TrainArgs) -> anyhow::Result<ExitCode> {
         return train_attention(&a, &files);
     }
     let runs = Runs::read(&files)?;
+    check_kernels(&runs)?;
     let min_weight_leaf = a
         .min_leaf_weight
         .split(',')
@@ -294,6 +295,32 @@ pub struct ExportArgs {
     /// Replace an existing --out that is a model or a runs table.
     #[arg(long)]
     force: bool,
+}
+
+/// Every kernel of the runs is one of its backend's (a misspelt or foreign kernel would be
+/// trained into a model that cannot run it).
+fn check_kernels(runs: &Runs) -> anyhow::Result<()> {
+    for m in &runs.matrices {
+        for r in &m.kernels {
+            let known = match m.info.backend.as_str() {
+                "cpu" => augur::kernels::cpu::CpuKernel::from_name(&r.kernel).is_ok(),
+                "cuda" => augur::kernels::cuda::GpuKernel::from_name(&r.kernel).is_ok(),
+                other => bail!(
+                    "runs: matrix `{}` was collected on backend `{other}`, not cpu or cuda",
+                    m.info.matrix
+                ),
+            };
+            if !known {
+                bail!(
+                    "runs: kernel `{}` (matrix `{}`) is not a kernel of the {} backend",
+                    r.kernel,
+                    m.info.matrix,
+                    m.info.backend
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A model file, or one of the built-in defaults by name.
