@@ -921,10 +921,18 @@ impl<'a> Params<'a> {
     fn seed(&mut self) -> Result<u64, DatasetError> {
         match self.raw("seed") {
             None => Ok(1),
+            // Digits first (every u64), else the number forms the counts take (`1e3`, `2^20`)
+            // where they are whole and exact in a double.
             Some(v) => v
                 .replace('_', "")
                 .parse::<u64>()
-                .map_err(|_| self.err(format!("seed=`{v}` is not an unsigned integer"))),
+                .ok()
+                .or_else(|| {
+                    parse_number(v)
+                        .filter(|x| *x >= 0.0 && x.fract() == 0.0 && *x <= (1u64 << 53) as f64)
+                        .map(|x| x as u64)
+                })
+                .ok_or_else(|| self.err(format!("seed=`{v}` is not an unsigned integer"))),
         }
     }
 

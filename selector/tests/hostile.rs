@@ -175,3 +175,40 @@ fn unknown_kernels_are_not_trained_in() {
     );
     assert!(!model.exists());
 }
+
+/// Small things: zero iterations are refused; a seed takes the number forms counts take.
+#[test]
+fn zero_iterations_and_seed_forms() {
+    let o = augur(&[
+        "run",
+        "stencil2d:nx=5",
+        "--backend",
+        "cpu",
+        "--iterations",
+        "0",
+    ]);
+    assert!(
+        !o.status.success() && err(&o).contains("--iterations"),
+        "{}",
+        err(&o)
+    );
+    let info = |spec: &str| {
+        let o = augur(&["matrix", "info", "--json", spec]);
+        assert!(o.status.success(), "{spec}: {}", err(&o));
+        let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v[0]["load"] = serde_json::Value::Null; // its time differs between runs
+        v[0]["source"] = serde_json::Value::Null;
+        v
+    };
+    // seed=1e3 is the matrix of seed=1000, not an error.
+    assert_eq!(
+        info("uniform:rows=100,row_len=4,seed=1e3"),
+        info("uniform:rows=100,row_len=4,seed=1000")
+    );
+    let o = augur(&["matrix", "info", "uniform:rows=100,seed=1.5"]);
+    assert!(
+        !o.status.success() && err(&o).contains("seed=`1.5`"),
+        "{}",
+        err(&o)
+    );
+}

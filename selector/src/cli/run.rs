@@ -49,8 +49,9 @@ pub struct RunArgs {
     /// A Matrix Market file or a generator spec.
     #[arg(value_name = "MATRIX")]
     matrix: String,
-    /// Products to run (and the count the selector weighs setup and gathering against).
-    #[arg(long, default_value_t = 100)]
+    /// Products to run, at least 1 (and the count the selector weighs setup and gathering
+    /// against).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     iterations: u32,
     /// Default: cuda when a GPU is present, else cpu.
     #[arg(long, value_enum)]
