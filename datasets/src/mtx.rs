@@ -107,6 +107,21 @@ pub fn read_from<T: Scalar, R: BufRead + Send>(
             format!("a {symmetry:?} matrix must be square, but the size line says {rows} x {cols}"),
         ));
     }
+    // Memory follows the declared dimensions (row pointers, x and y), not the entries: a small
+    // file declaring billions of rows would make a process of gigabytes. Past 2^24 rows or
+    // columns, at most MAX_DIM_PER_ENTRY of them per entry.
+    let most = (entries as u128 * MAX_DIM_PER_ENTRY as u128).max(1 << 24);
+    if rows.max(cols) as u128 > most {
+        return Err(lines.error_at(
+            size_line,
+            format!(
+                "the size line declares {rows} x {cols} with {entries} entries: more than \
+                 {MAX_DIM_PER_ENTRY} rows or columns per entry past 2^24 (its row pointers alone \
+                 would take {:.1} GB); a damaged header?",
+                (rows as f64 + 1.0) * 4.0 / 1e9
+            ),
+        ));
+    }
 
     let body = Body {
         path,
@@ -132,6 +147,9 @@ pub fn read_from<T: Scalar, R: BufRead + Send>(
         text_bytes,
     })
 }
+
+/// Past 2^24 rows or columns, the most of them a file may declare per entry (see `read_from`).
+pub const MAX_DIM_PER_ENTRY: u64 = 64;
 
 /// Text per block of the body; blocks end at line ends and are parsed in parallel.
 const BLOCK_BYTES: u64 = 1 << 20;

@@ -323,3 +323,23 @@ fn endless_lines_are_errors_at_their_line() {
     let p = write_file("long-comment.mtx", long.as_bytes());
     assert_eq!(mtx::read::<f64>(&p).unwrap().matrix.nnz(), 1);
 }
+
+/// A tiny file declaring billions of rows is refused at its size line, before anything of that
+/// size is allocated; a sparse but plausible one (few rows per entry) is read.
+#[test]
+fn declared_sizes_far_beyond_the_entries_are_refused() {
+    for size in ["2000000000 2000000000 3", "200000000 5 3", "5 300000000 3"] {
+        let text = format!("{BANNER}{size}\n1 1 1\n2 2 2\n3 3 3\n");
+        let t = std::time::Instant::now();
+        parse_error(
+            &format!("huge-{}.mtx", size.len()),
+            &text,
+            2,
+            "rows or columns per entry",
+        );
+        assert!(t.elapsed().as_secs_f64() < 1.0, "{size}: {:?}", t.elapsed());
+    }
+    let ok = format!("{BANNER}10000000 10000000 3\n1 1 1\n2 2 2\n3 3 3\n");
+    let p = write_file("sparse-ok.mtx", ok.as_bytes());
+    assert_eq!(mtx::read::<f32>(&p).unwrap().matrix.rows(), 10_000_000);
+}
