@@ -50,11 +50,24 @@ pub enum ModelError {
 
 /// A file's text, or an I/O error naming it.
 pub(crate) fn read_text(path: &std::path::Path) -> Result<String, ModelError> {
-    std::fs::read_to_string(path).map_err(|e| ModelError::Io {
+    let io = |msg: String| ModelError::Io {
         path: path.to_path_buf(),
-        msg: e.to_string(),
-    })
+        msg,
+    };
+    let len = std::fs::metadata(path)
+        .map_err(|e| io(e.to_string()))?
+        .len();
+    if len > MAX_MODEL_BYTES {
+        return Err(io(format!(
+            "{len} bytes: a model file is at most {MAX_MODEL_BYTES} (trained ones are under 100 \
+             KB); not a model, or damaged"
+        )));
+    }
+    std::fs::read_to_string(path).map_err(|e| io(e.to_string()))
 }
+
+/// The largest model file read.
+pub const MAX_MODEL_BYTES: u64 = 16 << 20;
 
 /// Write `text` to `path` through `<path>.json.tmp` and a rename: an existing file is replaced
 /// only by a complete one.
@@ -108,12 +121,11 @@ pub(crate) fn check_header(
 
 /// Whether a JSON text has `"format": format` (how the CLI tells model files apart).
 pub(crate) fn has_format(text: &str, format: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(text)
-        .ok()
-        .and_then(|v| {
-            v.get("format")
-                .and_then(|f| f.as_str())
-                .map(|f| f == format)
-        })
-        .unwrap_or(false)
+    // A typed probe: other fields are skipped, not built (a large unknown field costs a scan,
+    // not a tree of values).
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        format: String,
+    }
+    serde_json::from_str::<Probe>(text).is_ok_and(|p| p.format == format)
 }

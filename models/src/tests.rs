@@ -268,6 +268,31 @@ fn tree_simplify_merges_equal_leaves_and_validate_catches_damage() {
         }
     ));
     assert!(t.validate(2, 2).is_ok());
+    // A 100000-level chain (a foreign model) is refused before anything walks it recursively.
+    let mut chain = Vec::new();
+    for i in 0..100_000 {
+        chain.push(Node::Split {
+            feature: 0,
+            threshold: i as f64,
+            left: 2 * i + 1,
+            right: 2 * i + 2,
+        });
+        chain.push(Node::Leaf {
+            class: 0,
+            samples: 1,
+            mean_regret: 0.0,
+        });
+    }
+    chain.push(Node::Leaf {
+        class: 0,
+        samples: 1,
+        mean_regret: 0.0,
+    });
+    let deep = Tree { nodes: chain };
+    assert!(
+        deep.validate(2, 2).unwrap_err().contains("deeper than 64"),
+        "a deep chain"
+    );
     assert!(t.validate(2, 1).unwrap_err().contains("class 1"));
     assert!(t.validate(0, 2).unwrap_err().contains("input 0"));
     let mut cyc = t.clone();

@@ -31,6 +31,10 @@ pub struct Tree {
     pub nodes: Vec<Node>,
 }
 
+/// The deepest tree a model file may hold: far above the deepest augur trains (20), low enough
+/// that export and inference (which walk a path per level) stay cheap.
+pub const MAX_TREE_DEPTH: usize = 64;
+
 /// Inputs are cleaned the same way in training and prediction: NaN (a feature undefined for
 /// this input, e.g. a ratio over zero rows) becomes -1, below every real value.
 #[inline]
@@ -271,8 +275,14 @@ impl Tree {
             return Err("tree has no nodes".into());
         }
         let mut seen = vec![false; self.nodes.len()];
-        let mut stack = vec![0usize];
-        while let Some(i) = stack.pop() {
+        let mut stack = vec![(0usize, 0usize)];
+        while let Some((i, depth)) = stack.pop() {
+            if depth > MAX_TREE_DEPTH {
+                return Err(format!(
+                    "tree deeper than {MAX_TREE_DEPTH} levels (node {i}); augur trains at most \
+                     20: a damaged or foreign model"
+                ));
+            }
             if i >= self.nodes.len() {
                 return Err(format!(
                     "node index {i} out of range ({} nodes)",
@@ -295,8 +305,8 @@ impl Tree {
                     if !threshold.is_finite() {
                         return Err(format!("node {i} has threshold {threshold}"));
                     }
-                    stack.push(*left);
-                    stack.push(*right);
+                    stack.push((*left, depth + 1));
+                    stack.push((*right, depth + 1));
                 }
                 Node::Leaf { class, .. } => {
                     if *class >= classes {
