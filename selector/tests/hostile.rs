@@ -212,3 +212,29 @@ fn zero_iterations_and_seed_forms() {
         err(&o)
     );
 }
+
+/// `--timeout` values that are not a usable number of seconds are refused by name (inf, NaN and
+/// 1e30 panicked converting to a Duration); so are absurd `--jobs`.
+#[test]
+fn fetch_timeouts_and_jobs_are_checked() {
+    for t in ["inf", "nan", "1e30", "5e18", "0", "-1"] {
+        let flag = format!("--timeout={t}");
+        for cmd in [
+            vec!["datasets", "index", &flag],
+            vec!["datasets", "fetch", "HB/1138_bus", &flag],
+        ] {
+            let o = augur(&cmd);
+            let e = err(&o);
+            assert!(
+                !o.status.success() && e.contains("--timeout") && !e.contains("panicked"),
+                "{cmd:?}: {e}"
+            );
+        }
+    }
+    let o = augur(&["datasets", "fetch", "HB/1138_bus", "--jobs", "100000"]);
+    assert!(
+        !o.status.success() && err(&o).contains("--jobs"),
+        "{}",
+        err(&o)
+    );
+}

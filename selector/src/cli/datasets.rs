@@ -137,14 +137,14 @@ pub struct FetchArgs {
     /// Keep each matrix gzip-compressed (.mtx.gz).
     #[arg(long)]
     gzip: bool,
-    /// Downloads at once.
-    #[arg(long, default_value_t = 4)]
-    jobs: usize,
+    /// Downloads at once (1 to 64).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    jobs: u16,
     /// Retries of a failure that may pass (cut connection, timeout, HTTP 5xx), with doubling waits.
     #[arg(long, default_value_t = 3)]
     retries: usize,
-    /// Seconds to wait for a connection, a response or the next bytes.
-    #[arg(long, default_value_t = 30.0)]
+    /// Seconds to wait for a connection, a response or the next bytes (0 < s <= 86400).
+    #[arg(long, default_value_t = 30.0, value_parser = parse_timeout)]
     timeout: f64,
     /// The collection's base URL.
     #[arg(long, default_value = DEFAULT_BASE_URL)]
@@ -161,8 +161,20 @@ pub struct IndexArgs {
     /// Where to write it (default: the cache, where `list` and `fetch` look).
     #[arg(long)]
     out: Option<PathBuf>,
-    #[arg(long, default_value_t = 60.0)]
+    /// Seconds to wait for a connection, a response or the next bytes (0 < s <= 86400).
+    #[arg(long, default_value_t = 60.0, value_parser = parse_timeout)]
     timeout: f64,
+}
+
+/// `--timeout`: seconds, finite, > 0 and at most a day (inf, NaN and 1e30 panicked converting
+/// to a Duration).
+fn parse_timeout(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(v),
+        _ => Err(format!(
+            "`{s}`: expected seconds, more than 0 and at most 86400"
+        )),
+    }
 }
 
 pub fn run(c: DatasetsCommand) -> anyhow::Result<ExitCode> {
@@ -362,7 +374,7 @@ fn fetch_cmd(a: FetchArgs) -> anyhow::Result<ExitCode> {
     let opts = FetchOptions {
         base_url: a.base_url.clone(),
         gzip: a.gzip,
-        jobs: a.jobs,
+        jobs: usize::from(a.jobs),
         retries: a.retries,
         timeout: Duration::from_secs_f64(a.timeout),
         ..FetchOptions::new(&a.dir)
