@@ -146,67 +146,46 @@ fn runs_errors_name_file_line_and_value() {
     let r = synthetic(false);
     let p = write_runs(&r, "errors");
     let text = std::fs::read_to_string(&p).unwrap();
-    // A per-iteration time that is not a number, on the third line (the row ends with setup_s,
-    // per_iter_s, timing, latency_s, throughput_s, graph_s, batch, reps).
+    // The third line with some cells changed (the row ends with setup_s, per_iter_s, timing,
+    // latency_s, throughput_s, graph_s, batch, reps): the error of reading it.
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
-    let cols: Vec<&str> = lines[2].split(',').collect();
-    let n = cols.len();
-    let mut c: Vec<String> = cols.iter().map(|s| s.to_string()).collect();
-    c[n - 7] = "fast".into();
-    lines[2] = c.join(",");
-    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
-    let e = Runs::read(std::slice::from_ref(&p))
-        .unwrap_err()
-        .to_string();
+    let cells: Vec<String> = lines[2].split(',').map(String::from).collect();
+    let n = cells.len();
+    let third_with = |changes: &[(usize, &str)]| -> String {
+        let mut c = cells.clone();
+        for &(i, v) in changes {
+            c[i] = v.to_string();
+        }
+        let mut l = lines.clone();
+        l[2] = c.join(",");
+        std::fs::write(&p, l.join("\n") + "\n").unwrap();
+        Runs::read(std::slice::from_ref(&p))
+            .unwrap_err()
+            .to_string()
+    };
+    // A per-iteration time that is not a number.
+    let e = third_with(&[(n - 7, "fast")]);
     assert!(
         e.contains("runs.csv:3:") && e.contains("`fast`") && e.contains("per_iter_s"),
         "{e}"
     );
-    // An unknown status.
-    let mut c2 = c.clone();
-    c2[n - 7] = "1e-3".into();
-    c2[n - 10] = "maybe".into();
-    lines[2] = c2.join(",");
-    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
-    let e = Runs::read(std::slice::from_ref(&p))
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains(":3:") && e.contains("maybe"), "{e}");
-    // A timing mode that is not one, and a latency of zero.
-    let mut c3 = c.clone();
-    c3[n - 7] = "1e-3".into();
-    c3[n - 6] = "eager".into();
-    lines[2] = c3.join(",");
-    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
-    let e = Runs::read(std::slice::from_ref(&p))
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains(":3:") && e.contains("`eager`"), "{e}");
-    c3[n - 6] = "wall".into();
-    c3[n - 5] = "0".into();
-    lines[2] = c3.join(",");
-    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
-    let e = Runs::read(std::slice::from_ref(&p))
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains(":3:") && e.contains("latency_s"), "{e}");
-    // Damage that would poison every cost sum: a time of 1e308, a negative gathering cost, a
-    // feature that is not finite. Each is refused at its line and column.
+    // An unknown status, a timing mode that is not one, a latency of zero; damage that would
+    // poison every cost sum (a time of 1e308, a negative gathering cost, a feature that is not
+    // finite). Each is refused at its line, naming the value or column.
     for (col, value, needle) in [
+        (n - 10, "maybe", "maybe"),
+        (n - 6, "eager", "`eager`"),
+        (n - 5, "0", "latency_s"),
         (n - 7, "1e308", "per_iter_s"),
         (14, "-1", "gather_s"),
         (13, "inf", "known_s"),
         (15, "NaN", "f_rows"),
     ] {
-        let mut c4 = c.clone();
-        c4[n - 7] = "1e-3".into();
-        c4[col] = value.into();
-        lines[2] = c4.join(",");
-        std::fs::write(&p, lines.join("\n") + "\n").unwrap();
-        let e = Runs::read(std::slice::from_ref(&p))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains(":3:") && e.contains(needle), "{value}: {e}");
+        let e = third_with(&[(col, value)]);
+        assert!(
+            e.contains("runs.csv:3:") && e.contains(needle),
+            "{value}: {e}"
+        );
     }
     // A runs file of format 1 (per_iter_s then reps) is refused with what to do.
     let old = lines[0].replace(

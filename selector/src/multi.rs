@@ -354,7 +354,6 @@ pub const MAX_SHARDS: usize = 4096;
 
 /// [`ShardTraffic`] of each of `n` equal-nonzero shards of the square matrix `a` (1 <= n <=
 /// rows, n <= [`MAX_SHARDS`]).
-
 pub fn shard_traffic<T: Sync>(a: &Csr<T>, n: usize) -> Result<Vec<ShardTraffic>, AugurError> {
     use rayon::prelude::*;
     if a.rows() != a.cols() {
