@@ -256,6 +256,25 @@ impl Selector {
                 backend: backend.into(),
             });
         }
+        // Every kernel the model can pick must be one of the backend's, named with the model's
+        // origin (a foreign or damaged model file failed later, at a pick, without its name).
+        let unknown: Vec<&str> = m
+            .kernels
+            .iter()
+            .filter(|k| match backend {
+                "cpu" => augur_kernels::cpu::CpuKernel::from_name(k).is_err(),
+                _ => augur_kernels::cuda::GpuKernel::from_name(k).is_err(),
+            })
+            .map(String::as_str)
+            .collect();
+        if !unknown.is_empty() {
+            return Err(AugurError::Invalid(format!(
+                "model {}: kernels {} are not kernels of the {backend} backend (a model of \
+                 another augur, or damaged): retrain it",
+                self.origin,
+                unknown.join(", ")
+            )));
+        }
         let mut notes = Vec::new();
         // The CPU model's device names the thread count it was trained with; only GPUs differ
         // in kind.

@@ -238,3 +238,30 @@ fn fetch_timeouts_and_jobs_are_checked() {
         err(&o)
     );
 }
+
+/// A model file whose kernels are not the backend's is refused with its file named, before any
+/// pick (it failed at the pick, without the file).
+#[test]
+fn a_model_with_foreign_kernels_names_its_file() {
+    let dir = temp_dir("hostile-model-kernels");
+    let shipped = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../models/trained/spmv-cpu-f32-vm.json"
+    );
+    let text = std::fs::read_to_string(shipped).unwrap();
+    let model = dir.join("foreign.json");
+    std::fs::write(&model, text.replace("\"sequential\"", "\"sequential2\"")).unwrap();
+    let o = augur(&[
+        "run",
+        "stencil2d:nx=20",
+        "--backend",
+        "cpu",
+        "--model",
+        model.to_str().unwrap(),
+    ]);
+    let e = err(&o);
+    assert!(
+        !o.status.success() && e.contains("foreign.json") && e.contains("sequential2"),
+        "{e}"
+    );
+}
