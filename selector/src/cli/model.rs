@@ -443,8 +443,12 @@ pub struct EvalArgs {
 
 /// `augur eval` of an attention model: every shape that ran every schedule (groups held out of
 /// training marked).
-fn eval_attention(m: &attention::AttentionModel, a: &EvalArgs) -> anyhow::Result<ExitCode> {
-    let runs = attention::AttentionRuns::read(&runs_files(&a.runs)?)?.in_timing(&a.timing)?;
+fn eval_attention(
+    m: &attention::AttentionModel,
+    a: &EvalArgs,
+    files: &[PathBuf],
+) -> anyhow::Result<ExitCode> {
+    let runs = attention::AttentionRuns::read(files)?.in_timing(&a.timing)?;
     let baselines = match &a.baselines {
         Some(p) => attention::read_baselines(p, &a.timing)?,
         None => Default::default(),
@@ -469,8 +473,8 @@ fn eval_attention(m: &attention::AttentionModel, a: &EvalArgs) -> anyhow::Result
 }
 
 /// `augur eval` of a comm model: every message (sizes held out of training marked unseen).
-fn eval_comm(m: &comm::CommModel, a: &EvalArgs) -> anyhow::Result<ExitCode> {
-    let runs = comm::CommRuns::read(&runs_files(&a.runs)?)?;
+fn eval_comm(m: &comm::CommModel, a: &EvalArgs, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
+    let runs = comm::CommRuns::read(files)?;
     let rows = comm::evaluate(m, &runs)?;
     let sums = comm::summarize(&rows);
     if a.json {
@@ -491,10 +495,7 @@ fn eval_comm(m: &comm::CommModel, a: &EvalArgs) -> anyhow::Result<ExitCode> {
             let path = if dtype == "f32" {
                 p.clone()
             } else {
-                p.with_file_name(format!(
-                    "{}-bf16.svg",
-                    p.file_stem().and_then(|s| s.to_str()).unwrap_or("busbw")
-                ))
+                bf16_twin(p)
             };
             if rows.iter().any(|r| r.dtype == dtype) {
                 comm::plot_busbw(
@@ -515,30 +516,34 @@ fn eval_comm(m: &comm::CommModel, a: &EvalArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The comm plot's bf16 twin of `--svg p`: `<stem>-bf16.svg` beside it.
+fn bf16_twin(p: &std::path::Path) -> PathBuf {
+    p.with_file_name(format!(
+        "{}-bf16.svg",
+        p.file_stem().and_then(|s| s.to_str()).unwrap_or("busbw")
+    ))
+}
+
 pub fn eval(a: EvalArgs) -> anyhow::Result<ExitCode> {
-    let mut inputs = runs_files(&a.runs)?;
+    let files = runs_files(&a.runs)?;
+    let mut inputs = files.clone();
     inputs.push(PathBuf::from(&a.model));
     inputs.extend(a.baselines.iter().cloned());
     for (flag, out) in [("--svg", &a.svg), ("--csv", &a.csv)] {
         if let Some(out) = out {
             super::output::check(out, flag, &inputs, Writes::Report, a.force)?;
             if flag == "--svg" {
-                // The comm plot also writes a `-bf16` twin beside it.
-                let twin = out.with_file_name(format!(
-                    "{}-bf16.svg",
-                    out.file_stem().and_then(|s| s.to_str()).unwrap_or("busbw")
-                ));
-                super::output::check(&twin, flag, &inputs, Writes::Report, a.force)?;
+                super::output::check(&bf16_twin(out), flag, &inputs, Writes::Report, a.force)?;
             }
         }
     }
     match class_model(&a.model)? {
-        ClassModel::Comm(m) => return eval_comm(&m, &a),
-        ClassModel::Attention(m) => return eval_attention(&m, &a),
+        ClassModel::Comm(m) => return eval_comm(&m, &a, &files),
+        ClassModel::Attention(m) => return eval_attention(&m, &a, &files),
         ClassModel::Neither => {}
     }
     let m = load_model(&a.model)?;
-    let runs = Runs::read(&runs_files(&a.runs)?)?;
+    let runs = Runs::read(&files)?;
     let iterations = match &a.iterations {
         Some(s) => Some(augur_models::train::parse_iterations(s).with_context(|| {
             format!("--iterations `{s}`: expected counts >= 1 separated by commas")
