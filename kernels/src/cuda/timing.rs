@@ -187,7 +187,7 @@ pub fn time_modes(
     mut flush: Option<&mut CudaSlice<u8>>,
     mut enqueue: impl FnMut() -> Result<(), KernelError>,
 ) -> Result<ModeTimes, KernelError> {
-    let median = |v: Vec<f64>| crate::median(v);
+    use crate::median;
     let lat = median(time_mode(
         stream,
         TimingMode::Latency,

@@ -640,12 +640,13 @@ fn one_matrix<T: GpuScalar>(
                         }
                         // Throughput labels (what a loop of plan.launch sees); latency and the
                         // graph figure apart.
+                        let throughput_s = m.throughput_s.max(1e-9);
                         Ok(Timing {
                             setup_s: p.setup_s,
-                            per_iter_s: m.throughput_s.max(1e-9),
+                            per_iter_s: throughput_s,
                             timing: LabelTiming::Throughput,
                             latency_s: m.latency_s.max(1e-9),
-                            throughput_s: Some(m.throughput_s.max(1e-9)),
+                            throughput_s: Some(throughput_s),
                             graph_s: m.graph_s.ok().map(|g| g.max(1e-9)),
                             batch: m.batch,
                             reps: m.samples,
