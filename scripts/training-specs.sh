@@ -70,5 +70,31 @@ for rl in (8,):
 if d:
     for name, nnz, k in (("bcsstk16", 3e5, 8), ("rgg_n_2_15_s0", 3.2e5, 16), ("luxembourg_osm", 2.4e5, 32)):
         add(f"expand:k={k},file={d}/suitesparse/{name}.mtx.gz", nnz * k)
+    # Real structure at scale (issue 18): the two largest matrices of every family in the
+    # manifest (of at least 200 stored entries), grown to ~1.5e6 and ~1.5e7 entries by A (x) I_k,
+    # with a dense k x k block per entry (A (x) ones(k): several unknowns per node), and at
+    # ~1.5e6 with the locality destroyed (a random symmetric permutation) and restored (reverse
+    # Cuthill-McKee). `augur collect` gives each the family of the matrix it came from.
+    import csv, collections, os
+    man = os.path.join(d, "MANIFEST.tsv")
+    if os.path.isfile(man):
+        fams = collections.defaultdict(list)
+        with open(man) as fh:
+            for r in csv.DictReader(fh, delimiter="\t"):
+                nz = int(r["nnz_full"])
+                if nz >= 200:
+                    fams[r["family"]].append((nz, r["name"], r["rows"] == r["cols"]))
+        for fam in sorted(fams):
+            for nz, name, square in sorted(fams[fam], reverse=True)[:2]:
+                f = f"{d}/suitesparse/{name}.mtx.gz"
+                for target in (1.5e6, 1.5e7):
+                    k = max(2, round(target / nz))
+                    add(f"expand:k={k},file={f}", nz * k)
+                kd = min(8, max(2, round((1.5e6 / nz) ** 0.5)))
+                add(f"expand:k={kd},pattern=dense,file={f}", nz * kd * kd)
+                k = max(2, round(1.5e6 / nz))
+                add(f"expand:k={k},order=random,seed=1,file={f}", nz * k)
+                if square:
+                    add(f"expand:k={k},order=rcm,file={f}", nz * k)
 print("\n".join(out))
 PY

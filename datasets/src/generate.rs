@@ -17,7 +17,7 @@
 //! | `blockdiag` | `n`, `block`(64), `seed` | dense `block` x `block` blocks on the diagonal |
 //! | `hubs` | `n`, `hubs`(4), `hub_len`(=n), `short`(4), `seed` | a few very long rows among short random rows |
 //! | `arrowhead` | `n`, `seed` | dense first row and first column plus the diagonal |
-//! | `expand` | `file`, `k`(2), `pattern` identity or dense (identity) | A ⊗ P: a real matrix grown k-fold; identity keeps every row length, dense multiplies it by k |
+//! | `expand` | `file`, `k`(2), `pattern` identity or dense (identity), `order` natural, random or rcm (natural), `seed` | A ⊗ P: a real matrix grown k-fold; identity keeps every row length, dense multiplies it by k; then its rows and columns reordered: a seeded random symmetric permutation (locality destroyed) or reverse Cuthill-McKee (restored; square only) |
 //!
 //! Values are uniform in [0.1, 1) for random structures and the Laplacian (-1 off the diagonal)
 //! for stencils; `expand` keeps the file's values.
@@ -31,6 +31,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Binomial, Distribution};
 use rayon::prelude::*;
 
+use crate::reorder::{reorder, Order};
 use crate::{build, mtx, Csr, DatasetError, Scalar, MAX_INDEX};
 
 /// A parsed generator spec.
@@ -91,6 +92,8 @@ pub enum Generator {
         file: PathBuf,
         k: usize,
         dense: bool,
+        /// Rows and columns of the grown matrix reordered (`order=random|rcm`, `seed=` for random).
+        order: Order,
     },
 }
 
@@ -283,7 +286,19 @@ impl Generator {
                         )))
                     }
                 };
-                Generator::Expand { file, k, dense }
+                let seed = p.seed()?;
+                let order_s = p.text_or("order", "natural");
+                let order = Order::parse(&order_s, seed).ok_or_else(|| {
+                    p.err(format!(
+                        "order must be `natural`, `random` or `rcm`, not `{order_s}`"
+                    ))
+                })?;
+                Generator::Expand {
+                    file,
+                    k,
+                    dense,
+                    order,
+                }
             }
             other => {
                 return Err(DatasetError::spec(
@@ -455,7 +470,12 @@ impl Generator {
                     random_values(rng, val);
                 },
             ),
-            Generator::Expand { ref file, k, dense } => {
+            Generator::Expand {
+                ref file,
+                k,
+                dense,
+                order,
+            } => {
                 let base: Csr<T> = mtx::read(file)?.matrix;
                 let (bp, bi, bv) = (base.indptr(), base.indices(), base.data());
                 let bp = bp.raw_storage();
@@ -464,7 +484,7 @@ impl Generator {
                 let rows = checked_mul(&name, "rows", base.rows(), k)?;
                 let cols = checked_mul(&name, "cols", base.cols(), k)?;
                 checked_mul(&name, "nnz", checked_mul(&name, "nnz", base.nnz(), k)?, per)?;
-                build(
+                let grown = build(
                     &name,
                     rows,
                     cols,
@@ -488,7 +508,8 @@ impl Generator {
                             }
                         }
                     },
-                )
+                )?;
+                reorder(&name, grown, order)
             }
         }
     }
@@ -556,12 +577,24 @@ impl fmt::Display for Generator {
                 "hubs:n={n},hubs={hubs},hub_len={hub_len},short={short},seed={seed}"
             ),
             Generator::Arrowhead { n, seed } => write!(f, "arrowhead:n={n},seed={seed}"),
-            Generator::Expand { file, k, dense } => write!(
-                f,
-                "expand:k={k},pattern={},file={}",
-                if *dense { "dense" } else { "identity" },
-                file.display()
-            ),
+            Generator::Expand {
+                file,
+                k,
+                dense,
+                order,
+            } => {
+                write!(
+                    f,
+                    "expand:k={k},pattern={}",
+                    if *dense { "dense" } else { "identity" }
+                )?;
+                match order {
+                    Order::Natural => {}
+                    Order::Random { seed } => write!(f, ",order=random,seed={seed}")?,
+                    Order::Rcm => write!(f, ",order=rcm")?,
+                }
+                write!(f, ",file={}", file.display())
+            }
         }
     }
 }
@@ -999,7 +1032,8 @@ mod tests {
             Generator::Expand {
                 file: PathBuf::from("/a,b/c.mtx"),
                 k: 3,
-                dense: false
+                dense: false,
+                order: Order::Natural,
             }
         );
     }

@@ -18,6 +18,7 @@ pub mod fetch;
 pub mod generate;
 pub mod manifest;
 pub mod mtx;
+pub mod reorder;
 pub mod scalar;
 pub mod source;
 pub mod stats;

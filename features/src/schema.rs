@@ -2,11 +2,13 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Whether a feature is free (known from the input's shape) or needs a pass over the data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// What a feature costs: free (known from the input's shape), estimated from a fixed-size sample
+/// of the data (cost bounded whatever the input's size), or a full pass over the data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FeatureKind {
     Known,
+    Sampled,
     Gathered,
 }
 
@@ -104,7 +106,7 @@ impl FeatureSchema {
 }
 
 /// Define a feature struct (one `f64` field per feature, documented) with its schema and
-/// `values()` in schema order: one list of `name: "unit", Known|Gathered, "doc";` lines is the
+/// `values()` in schema order: one list of `name: "unit", Known|Sampled|Gathered, "doc";` lines is the
 /// single source of names, order, units and documentation.
 macro_rules! feature_struct {
     (

@@ -1,8 +1,15 @@
 //! SpMV matrix features, the gatherer interface and the CPU gatherer.
 //!
-//! *Known* features come from the shape alone (O(1)). *Gathered* ones take one pass over the row
-//! pointers and column indices (values are never read). A gatherer reports what gathering cost,
-//! so the selector can weigh it against what a better kernel choice saves.
+//! *Known* features come from the shape alone (O(1)). *Sampled* ones are estimated from a fixed
+//! number of row blocks spread over the matrix (a bounded cost, whatever its size: see
+//! [`sampled`]). *Gathered* ones take one pass over the row pointers and column indices (values
+//! are never read). A gatherer reports what gathering cost, so the selector can weigh it against
+//! what a better kernel choice saves.
+
+mod sampled;
+pub use sampled::{
+    extract_sampled, sample_into, SAMPLE_BLOCKS, SAMPLE_BLOCK_ENTRIES, SAMPLE_BLOCK_ROWS,
+};
 
 use std::time::Instant;
 
@@ -14,7 +21,9 @@ use crate::schema::{feature_struct, FeatureError};
 
 /// Version of the SpMV feature schema; bump on any change to the list below or how a feature is
 /// computed.
-pub const SPMV_SCHEMA_VERSION: u32 = 1;
+///
+/// Version 2 (issue 18) added the sampled tier.
+pub const SPMV_SCHEMA_VERSION: u32 = 2;
 
 /// Columns per segment of x in `x_segments_per_row`: 128 bytes of f32.
 pub const X_SEGMENT_COLS: usize = 32;
@@ -28,6 +37,15 @@ feature_struct! {
         nnz: "entries", Known, "Stored entries: the bulk of the bytes an SpMV moves.";
         density: "fraction", Known, "nnz / (rows x cols): near-dense matrices favour dense-like schedules.";
         mean_row_len: "entries", Known, "nnz / rows: picks the lanes per row of vector (subwarp) kernels.";
+        sampled_row_len_cv: "ratio", Sampled, "std / mean of row lengths over the sampled rows: load imbalance, estimated.";
+        sampled_max_mean_ratio: "ratio", Sampled, "Longest sampled row / mean row (all rows): how far a long row is from typical, estimated.";
+        sampled_seg_per_entry: "ratio", Sampled, "Distinct 128-byte x segments per row / entries per row, sampled: 1 = every entry its own x transaction, 1/32 = contiguous columns.";
+        sampled_warp_seg_per_entry: "ratio", Sampled, "Distinct 128-byte x segments touched by 32 consecutive rows / their entries, sampled: x reuse across the rows one warp of a row-per-thread kernel reads (low for meshes grown by A x I_k, about 1 for random columns).";
+        sampled_warp_span: "fraction", Sampled, "(largest - smallest column + 1) / columns over 32 consecutive rows, sampled: the footprint of x that one warp touches.";
+        sampled_diag_dist: "fraction", Sampled, "Mean |col - row x cols / rows| / columns, sampled: global column locality (about 1/3 for random columns).";
+        sampled_near_diag_frac: "fraction", Sampled, "Share of sampled entries within 4096 columns of the scaled diagonal: x accesses that stay in a small window.";
+        sampled_col_run_len: "entries", Sampled, "Mean length of runs of consecutive columns in a row, sampled: dense blocks (A x ones(k), several unknowns per node) give runs of k.";
+        sampled_same_pattern_frac: "fraction", Sampled, "Share of sampled rows whose columns equal the row before's: block rows (BSR-like) that vector kernels read as one.";
         row_len_min: "entries", Gathered, "Shortest row: lanes idle on short rows under wide schedules.";
         row_len_max: "entries", Gathered, "Longest row: one long row serialises a row-per-thread kernel.";
         row_len_std: "entries", Gathered, "Standard deviation of row lengths: spread that causes load imbalance.";
@@ -97,7 +115,7 @@ pub trait SpmvGatherer {
     fn gather(&self, m: CsrPattern<'_>) -> Result<SpmvFeatures, FeatureError>;
 }
 
-/// The known features alone (gathered ones NaN).
+/// The known features alone (sampled and gathered ones NaN).
 pub fn known(m: CsrPattern<'_>) -> SpmvFeatures {
     let (rows, cols, nnz) = (m.rows as f64, m.cols as f64, m.nnz() as f64);
     SpmvFeatures {
@@ -183,9 +201,11 @@ pub fn hist_bucket(len: u64) -> usize {
         .unwrap_or(5)
 }
 
-/// All features from the known ones and the exact sums. Shared by every gatherer.
+/// All features from the known ones, the sampled ones (computed here, on the host) and the exact
+/// sums. Shared by every gatherer.
 pub fn finish_features(m: CsrPattern<'_>, sums: &RowSums) -> SpmvFeatures {
     let mut f = known(m);
+    sample_into(m, &mut f);
     let rows = m.rows;
     let n = rows as f64;
     let nnz = m.nnz() as f64;

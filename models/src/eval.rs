@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::model::{Model, MAX_INPUTS};
+use crate::model::{Model, Tier, MAX_INPUTS};
 use crate::runs::Runs;
 use crate::train::{geomean, samples, Sample};
 use crate::ModelError;
@@ -33,9 +33,11 @@ pub struct EvalSample {
     pub oracle_kernel: String,
     pub oracle_s: f64,
     pub selected_kernel: String,
-    /// Whether the policy chose to gather features (their cost is in selected_s).
-    pub gathered: bool,
-    /// Gathering (if chosen) + inference + k iterations of the selected kernel.
+    /// The feature tier the policy chose (its cost is in selected_s).
+    pub tier: Tier,
+    /// What that tier's features cost (seconds; 0 for the known tier).
+    pub features_s: f64,
+    /// The tier's features + inference + k iterations of the selected kernel.
     pub selected_s: f64,
     pub single_s: f64,
     pub alg1_s: Option<f64>,
@@ -63,8 +65,15 @@ pub struct Summary {
     pub accuracy: f64,
     /// Share within 5% of the oracle (gathering charged).
     pub within_5pct: f64,
-    /// Share where the policy gathered.
+    /// Share where the policy chose the sampled tier.
+    pub sampled: f64,
+    /// Share where the policy gathered every feature.
     pub gathered: f64,
+    /// Seconds spent on features / seconds selected (features, inference and the k SpMVs), summed
+    /// over the samples: the share of the time the choice itself cost.
+    pub features_share: f64,
+    /// The oracle's geomean over ALG1 (what a perfect pick gains over cuSPARSE), next to vs_alg1.
+    pub oracle_vs_alg1: Option<f64>,
 }
 
 /// The whole evaluation.
@@ -87,6 +96,10 @@ pub struct EvalReport {
     pub inference_from_struct_ns: f64,
     pub overall: Summary,
     pub buckets: Vec<Summary>,
+    /// Per iteration count, over all samples.
+    pub by_k: Vec<Summary>,
+    /// Per iteration count, over the samples with nnz >= 1e6.
+    pub large_by_k: Vec<Summary>,
     /// vs ALG1 over samples with nnz >= 1e5 (the issue's target), when ALG1 was measured.
     pub vs_alg1_nnz_ge_1e5: Option<f64>,
     pub samples: Vec<EvalSample>,
@@ -129,14 +142,12 @@ fn summarize(bucket: &str, s: &[&EvalSample]) -> Summary {
         .map(|x| (x.oracle_s / x.selected_s, x.matrix.clone()))
         .min_by(|a, b| a.0.total_cmp(&b.0))
         .unwrap_or((f64::NAN, String::new()));
-    let alg1 = if s.iter().all(|x| x.alg1_s.is_some()) && !s.is_empty() {
-        Some(geomean(
-            s.iter()
-                .map(|x| x.alg1_s.unwrap_or(f64::NAN) / x.selected_s),
-        ))
-    } else {
-        None
+    let has_alg1 = s.iter().all(|x| x.alg1_s.is_some()) && !s.is_empty();
+    let vs_alg1 = |of: &dyn Fn(&EvalSample) -> f64| {
+        has_alg1.then(|| geomean(s.iter().map(|x| x.alg1_s.unwrap_or(f64::NAN) / of(x))))
     };
+    let alg1 = vs_alg1(&|x| x.selected_s);
+    let oracle_vs_alg1 = vs_alg1(&|x| x.oracle_s);
     let n = s.len().max(1) as f64;
     Summary {
         bucket: bucket.into(),
@@ -157,7 +168,11 @@ fn summarize(bucket: &str, s: &[&EvalSample]) -> Summary {
             .filter(|x| x.selected_s <= 1.05 * x.oracle_s)
             .count() as f64
             / n,
-        gathered: s.iter().filter(|x| x.gathered).count() as f64 / n,
+        sampled: s.iter().filter(|x| x.tier == Tier::Sampled).count() as f64 / n,
+        gathered: s.iter().filter(|x| x.tier == Tier::Gathered).count() as f64 / n,
+        features_share: s.iter().map(|x| x.features_s).sum::<f64>()
+            / s.iter().map(|x| x.selected_s).sum::<f64>().max(1e-300),
+        oracle_vs_alg1,
     }
 }
 
@@ -267,8 +282,8 @@ pub fn evaluate(
         let f = &m.info.features;
         buf[..f.len()].copy_from_slice(f);
         let c = model.choose_values(&buf[..f.len()], s.k);
-        let selected_s =
-            s.costs[c.kernel] + if c.gathered { s.gather_s } else { 0.0 } + charged_ns * 1e-9;
+        let features_s = s.tier_cost(c.tier);
+        let selected_s = s.costs[c.kernel] + features_s + charged_ns * 1e-9;
         let hand = hand_rule(&model.kernels, f[i_nnz], f[i_max], f[i_mean]).unwrap_or(single);
         out.push(EvalSample {
             matrix: m.info.matrix.clone(),
@@ -278,7 +293,8 @@ pub fn evaluate(
             oracle_kernel: model.kernels[s.best].clone(),
             oracle_s: s.oracle,
             selected_kernel: model.kernels[c.kernel].clone(),
-            gathered: c.gathered,
+            tier: c.tier,
+            features_s,
             selected_s,
             single_s: s.costs[single],
             alg1_s: alg1.map(|a| s.costs[a]),
@@ -304,6 +320,18 @@ pub fn evaluate(
         summarize(name, &v)
     })
     .collect();
+    let per_k = |min_nnz: usize| -> Vec<Summary> {
+        ks.iter()
+            .map(|&k| {
+                let v: Vec<&EvalSample> = out
+                    .iter()
+                    .filter(|x| x.iterations == k as f64 && x.nnz >= min_nnz)
+                    .collect();
+                summarize(&format!("k = {k}"), &v)
+            })
+            .collect()
+    };
+    let (by_k, large_by_k) = (per_k(0), per_k(1_000_000));
     let big: Vec<&EvalSample> = out.iter().filter(|x| x.nnz >= 100_000).collect();
     let vs_alg1_nnz_ge_1e5 = if alg1.is_some() && !big.is_empty() {
         summarize("nnz >= 1e5", &big).vs_alg1
@@ -329,6 +357,8 @@ pub fn evaluate(
         charged_inference_ns: charged_ns,
         overall,
         buckets,
+        by_k,
+        large_by_k,
         vs_alg1_nnz_ge_1e5,
         samples: out,
     })
@@ -363,42 +393,66 @@ pub fn table(r: &EvalReport) -> String {
     );
     let _ = writeln!(
         o,
-        "selected/oracle = oracle time / selected time, gathering and inference charged (1 = always the fastest)\n"
+        "selected/oracle = oracle time / selected time, features and inference charged (1 = always the fastest); \
+         sampled/gathered: the feature tier the policy chose; features: their share of the time; \
+         oracle/ALG1: what a perfect pick gains over cuSPARSE ALG1 (compare vs ALG1)\n"
     );
-    let _ = writeln!(
-        o,
-        "{:<18} {:>7} {:>10} {:>7} {:>9} {:>8} {:>9} {:>8} {:>8} {:>8}  worst matrix",
-        "bucket",
-        "samples",
-        "sel/oracle",
-        "worst",
-        "vs single",
-        "vs ALG1",
-        "vs hand",
-        "accuracy",
-        "within5%",
-        "gathered"
-    );
-    for s in std::iter::once(&r.overall).chain(&r.buckets) {
+    let head = |o: &mut String, title: &str| {
+        let _ = writeln!(
+            o,
+            "{:<18} {:>7} {:>10} {:>7} {:>9} {:>8} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8}  worst matrix",
+            title,
+            "samples",
+            "sel/oracle",
+            "worst",
+            "vs single",
+            "vs ALG1",
+            "oracle/ALG1",
+            "vs hand",
+            "accuracy",
+            "within5%",
+            "sampled",
+            "gathered",
+            "features"
+        );
+    };
+    let line = |o: &mut String, s: &Summary| {
         if s.samples == 0 {
             let _ = writeln!(o, "{:<18} {:>7}", s.bucket, 0);
-            continue;
+            return;
         }
         let _ = writeln!(
             o,
-            "{:<18} {:>7} {:>10.3} {:>7.3} {:>9.3} {:>8} {:>9.3} {:>7.0}% {:>7.0}% {:>7.0}%  {}",
+            "{:<18} {:>7} {:>10.3} {:>7.3} {:>9.3} {:>8} {:>10} {:>9.3} {:>7.0}% {:>7.0}% {:>7.0}% {:>7.0}% {:>7.1}%  {}",
             s.bucket,
             s.samples,
             s.oracle_ratio,
             s.worst,
             s.vs_single,
             opt(s.vs_alg1),
+            opt(s.oracle_vs_alg1),
             s.vs_hand,
             s.accuracy * 100.0,
             s.within_5pct * 100.0,
+            s.sampled * 100.0,
             s.gathered * 100.0,
+            s.features_share * 100.0,
             s.worst_matrix
         );
+    };
+    head(&mut o, "bucket");
+    for s in std::iter::once(&r.overall).chain(&r.buckets) {
+        line(&mut o, s);
+    }
+    let _ = writeln!(o);
+    head(&mut o, "iterations");
+    for s in &r.by_k {
+        line(&mut o, s);
+    }
+    let _ = writeln!(o);
+    head(&mut o, "nnz >= 1e6, iter.");
+    for s in &r.large_by_k {
+        line(&mut o, s);
     }
     if let Some(a) = r.vs_alg1_nnz_ge_1e5 {
         let _ = writeln!(o, "\nvs cuSPARSE ALG1 over nnz >= 1e5: {a:.3}x");

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::model::{IterationMode, Model, Selector};
+use crate::model::{IterationMode, Model, Selector, Tier};
 use crate::tree::{Node, Tree};
 
 /// A number with the unit of the input it is compared with, for people: counts with k/M/G,
@@ -69,10 +69,10 @@ fn unit_of(model: &Model, input: &str) -> String {
 
 fn leaf_text(model: &Model, class: usize, samples: usize, regret: f64, policy: bool) -> String {
     let what = if policy {
-        if class == 1 {
-            "gather: use the gathered-features tree".to_string()
-        } else {
-            "don't gather: use the known-features tree".to_string()
+        match Tier::from_class(class) {
+            Tier::Known => "known features only: use the known-features tree".to_string(),
+            Tier::Sampled => "sample rows: use the sampled-features tree".to_string(),
+            Tier::Gathered => "gather every feature: use the gathered-features tree".to_string(),
         }
     } else {
         model.kernels[class].clone()
@@ -204,7 +204,10 @@ pub fn text(model: &Model) -> String {
     );
     let _ = writeln!(
         out,
-        "\nGather features? (inputs: the known features and iterations; gathering paid on {:.0}% of training samples)",
+        "\nWhich features pay for their cost? (inputs: the known features and iterations; out of fold, \
+         sampling paid best on {:.0}% of training samples, gathering every feature on {:.0}%; regrets \
+         include the features' cost)",
+        t.sample_paid_share * 100.0,
         t.gather_paid_share * 100.0
     );
     tree_text(
@@ -216,6 +219,7 @@ pub fn text(model: &Model) -> String {
         &mut out,
     );
     selector_text(model, &model.known, "known-features", &mut out);
+    selector_text(model, &model.sampled, "sampled-features", &mut out);
     selector_text(model, &model.gathered, "gathered-features", &mut out);
     out
 }
@@ -259,7 +263,7 @@ pub fn dot(model: &Model) -> String {
                     mean_regret,
                 } => {
                     let what = if policy {
-                        if *class == 1 { "gather" } else { "known only" }.to_string()
+                        Tier::from_class(*class).name().to_string()
                     } else {
                         model.kernels[*class].clone()
                     };
@@ -276,7 +280,7 @@ pub fn dot(model: &Model) -> String {
         cluster += 1;
     };
     add(
-        "gather features?",
+        "which features?",
         &model.policy,
         &model.policy_inputs,
         true,
@@ -284,6 +288,7 @@ pub fn dot(model: &Model) -> String {
     );
     for (name, s) in [
         ("known features", &model.known),
+        ("sampled features", &model.sampled),
         ("gathered features", &model.gathered),
     ] {
         for kt in &s.trees {
@@ -421,23 +426,19 @@ pub fn rust(model: &Model) -> String {
     }
     out.push_str("        }\n    }\n}\n\n");
     out.push_str("/// NaN (a feature undefined for this input) compares below every value, as in training.\n#[inline]\nfn c(v: f64) -> f64 {\n    if v.is_nan() { -1.0 } else { v }\n}\n\n");
-    out.push_str("/// The kernel for a matrix with these features, for `iterations` SpMVs.\npub fn select(f: &SpmvFeatures, iterations: u32) -> SpmvKernel {\n    let k = iterations as f64;\n    if gather_pays(f, k) {\n        select_gathered(f, k)\n    } else {\n        select_known(f, k)\n    }\n}\n\n");
-    out.push_str("/// Whether gathering the features pays (from the known features and the iterations).\n#[allow(clippy::all, unused_variables)]\npub fn gather_pays(f: &SpmvFeatures, k: f64) -> bool {\n");
+    out.push_str("/// The feature tiers, cheapest first.\n#[derive(Debug, Clone, Copy, PartialEq, Eq)]\npub enum Tier {\n    Known,\n    Sampled,\n    Gathered,\n}\n\n");
+    out.push_str("/// The kernel for a matrix with these features, for `iterations` SpMVs (the features of\n/// the tier `tier` says are computed).\npub fn select(f: &SpmvFeatures, iterations: u32) -> SpmvKernel {\n    let k = iterations as f64;\n    match tier(f, k) {\n        Tier::Known => select_known(f, k),\n        Tier::Sampled => select_sampled(f, k),\n        Tier::Gathered => select_gathered(f, k),\n    }\n}\n\n");
+    out.push_str("/// Which features pay for their cost (from the known features and the iterations).\n#[allow(clippy::all, unused_variables)]\npub fn tier(f: &SpmvFeatures, k: f64) -> Tier {\n");
     rust_tree(
         &model.policy,
         &model.policy_inputs,
-        &|c| {
-            if c == 1 {
-                "true".into()
-            } else {
-                "false".into()
-            }
-        },
+        &|c| format!("Tier::{:?}", Tier::from_class(c)),
         1,
         &mut out,
     );
     out.push_str("}\n\n");
     rust_selector(model, &model.known, "select_known", &mut out);
+    rust_selector(model, &model.sampled, "select_sampled", &mut out);
     rust_selector(model, &model.gathered, "select_gathered", &mut out);
     out
 }

@@ -14,6 +14,7 @@
 //!   bucket, with an SVG plot.
 
 pub mod attention;
+mod cart;
 pub mod comm;
 pub mod eval;
 pub mod export;
@@ -112,7 +113,7 @@ pub(crate) fn check_header(
 ) -> Result<(), String> {
     if format != want_format || version != want_version {
         return Err(format!(
-            "format `{format}` v{version}, this augur reads `{want_format}` v{want_version}"
+            "format `{format}` v{version}, this augur reads `{want_format}` v{want_version}: retrain the model with this augur"
         ));
     }
     this.check_same(schema)

@@ -1,5 +1,6 @@
-//! The model file: two selectors (known features only; all features), the policy that decides
-//! per input whether gathering the features pays, and what they were trained on.
+//! The model file: three selectors, one per feature tier (known features only; known and
+//! sampled; every feature), the policy that decides per input which tier pays for its cost, and
+//! what they were trained on.
 
 use std::path::Path;
 
@@ -12,9 +13,10 @@ use crate::ModelError;
 
 /// Format name and version of model files.
 pub const FORMAT: &str = "augur-model";
-pub const FORMAT_VERSION: u32 = 1;
+/// Version 2 (issue 18): a third selector over the sampled tier, and a three-way policy.
+pub const FORMAT_VERSION: u32 = 2;
 /// Most inputs a selector can take (features + iterations).
-pub const MAX_INPUTS: usize = 32;
+pub const MAX_INPUTS: usize = 48;
 
 /// How the iteration count enters a selector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -125,7 +127,7 @@ impl Selector {
 /// Cross-validation result of one configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CvScore {
-    /// `known` or `gathered`.
+    /// `known`, `sampled` or `gathered`.
     pub features: String,
     pub mode: IterationMode,
     pub max_depth: usize,
@@ -158,8 +160,10 @@ pub struct Training {
     pub cv: Vec<CvScore>,
     /// Chosen per feature set.
     pub chosen: Vec<CvScore>,
-    /// Policy training: share of (matrix, k) samples on which gathering paid.
+    /// Policy training: share of (matrix, k) samples on which gathering every feature paid best.
     pub gather_paid_share: f64,
+    /// Policy training: share of (matrix, k) samples on which the sampled tier paid best.
+    pub sample_paid_share: f64,
 }
 
 /// A trained SpMV kernel selector.
@@ -180,21 +184,61 @@ pub struct Model {
     pub iterations: Vec<u32>,
     /// Picks from the known features alone.
     pub known: Selector,
+    /// Picks from the known and sampled features.
+    pub sampled: Selector,
     /// Picks from every feature.
     pub gathered: Selector,
-    /// Over the known features and `iterations`: 1 = gathering pays, use `gathered`.
+    /// Over the known features and `iterations`: the tier whose features pay for their cost
+    /// (classes: 0 known, 1 sampled, 2 gathered; see [`Tier`]).
     pub policy: Tree,
     /// Inputs of the policy tree.
     pub policy_inputs: Vec<String>,
     pub training: Training,
 }
 
+/// The feature tiers, cheapest first: what a selection read, and paid for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    /// The shape and nnz: free.
+    Known,
+    /// Estimates from a fixed-size sample of rows: a bounded cost.
+    Sampled,
+    /// A full pass over the pattern.
+    Gathered,
+}
+
+impl Tier {
+    pub const ALL: [Tier; 3] = [Tier::Known, Tier::Sampled, Tier::Gathered];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Known => "known",
+            Tier::Sampled => "sampled",
+            Tier::Gathered => "gathered",
+        }
+    }
+
+    /// The policy's class of this tier.
+    pub fn class(self) -> usize {
+        self as usize
+    }
+
+    pub fn from_class(c: usize) -> Tier {
+        Tier::ALL[c.min(2)]
+    }
+
+    pub fn parse(s: &str) -> Option<Tier> {
+        Tier::ALL.into_iter().find(|t| t.name() == s)
+    }
+}
+
 /// A selection and how it was made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Choice {
     pub kernel: usize,
-    /// Whether the gathered features were used (their cost is paid).
-    pub gathered: bool,
+    /// The features the selector read (their cost is paid).
+    pub tier: Tier,
 }
 
 impl Model {
@@ -210,28 +254,40 @@ impl Model {
         n + 1
     }
 
-    /// Whether gathering pays for this input, from known features (schema order) and `k`.
+    /// The tier whose features pay for this input, from known features (schema order) and `k`.
     #[inline]
-    pub fn gather_pays(&self, values: &[f64], k: f64) -> bool {
+    pub fn tier_for(&self, values: &[f64], k: f64) -> Tier {
         let mut buf = [0.0; MAX_INPUTS];
         let n = self.policy_inputs_into(values, k, &mut buf);
-        self.policy.predict(&buf[..n]) == 1
+        Tier::from_class(self.policy.predict(&buf[..n]))
     }
 
-    /// The choice for schema-order feature values (gathered ones may be NaN if the policy says no)
+    /// The selector of a tier.
+    pub fn selector(&self, t: Tier) -> &Selector {
+        match t {
+            Tier::Known => &self.known,
+            Tier::Sampled => &self.sampled,
+            Tier::Gathered => &self.gathered,
+        }
+    }
+
+    /// The choice for schema-order feature values (the tiers above the policy's may be NaN)
     /// and `k` iterations, without allocating.
     #[inline]
     pub fn choose_values(&self, values: &[f64], k: f64) -> Choice {
-        if self.gather_pays(values, k) {
-            Choice {
-                kernel: self.gathered.predict(values, k),
-                gathered: true,
-            }
-        } else {
-            Choice {
-                kernel: self.known.predict(values, k),
-                gathered: false,
-            }
+        let tier = self.tier_for(values, k);
+        Choice {
+            kernel: self.selector(tier).predict(values, k),
+            tier,
+        }
+    }
+
+    /// The choice when the tier is given (the caller decided what to compute).
+    #[inline]
+    pub fn choose_at(&self, values: &[f64], k: f64, tier: Tier) -> Choice {
+        Choice {
+            kernel: self.selector(tier).predict(values, k),
+            tier,
         }
     }
 
@@ -284,6 +340,9 @@ impl Model {
         self.known
             .validate(n, self.kernels.len())
             .map_err(|e| format!("known selector: {e}"))?;
+        self.sampled
+            .validate(n, self.kernels.len())
+            .map_err(|e| format!("sampled selector: {e}"))?;
         self.gathered
             .validate(n, self.kernels.len())
             .map_err(|e| format!("gathered selector: {e}"))?;
@@ -291,7 +350,7 @@ impl Model {
             return Err("policy inputs do not match the known selector".into());
         }
         self.policy
-            .validate(self.policy_inputs.len(), 2)
+            .validate(self.policy_inputs.len(), 3)
             .map_err(|e| format!("policy: {e}"))?;
         Ok(())
     }

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::ModelError;
 
 /// The fixed columns before the features.
-pub const HEAD_COLUMNS: [&str; 15] = [
+pub const HEAD_COLUMNS: [&str; 16] = [
     "matrix",
     "family",
     "source",
@@ -39,6 +39,7 @@ pub const HEAD_COLUMNS: [&str; 15] = [
     "iterations",
     "known_s",
     "gather_s",
+    "sample_s",
 ];
 /// The fixed columns after the features.
 pub const TAIL_COLUMNS: [&str; 11] = [
@@ -122,8 +123,11 @@ pub struct MatrixInfo {
     pub iterations: String,
     /// Seconds for the known features.
     pub known_s: f64,
-    /// Seconds to gather all features on the backend (median).
+    /// Seconds to compute every feature on the backend (median; on a GPU the device pass plus the
+    /// sampled tier on the host).
     pub gather_s: f64,
+    /// Seconds to compute the sampled tier on the host (median): what the sampled features cost.
+    pub sample_s: f64,
     /// Every feature, schema order.
     pub features: Vec<f64>,
 }
@@ -326,7 +330,7 @@ impl Runs {
                     }
                     Ok(v)
                 };
-                let (known_s, gather_s) = (seconds(13)?, seconds(14)?);
+                let (known_s, gather_s, sample_s) = (seconds(13)?, seconds(14)?, seconds(15)?);
                 let info = MatrixInfo {
                     matrix: get(0).to_string(),
                     family: get(1).to_string(),
@@ -343,6 +347,7 @@ impl Runs {
                     iterations: get(12).to_string(),
                     known_s,
                     gather_s,
+                    sample_s,
                     features,
                 };
                 if info.matrix.is_empty() {
@@ -499,6 +504,7 @@ pub fn record(info: &MatrixInfo, run: &KernelRun) -> Vec<String> {
         info.iterations.clone(),
         format!("{:e}", info.known_s),
         format!("{:e}", info.gather_s),
+        format!("{:e}", info.sample_s),
     ];
     r.extend(info.features.iter().map(|v| format!("{v}")));
     r.push(run.kernel.clone());

@@ -92,6 +92,7 @@ fn synthetic(hidden: bool) -> Runs {
                     iterations: "1;1000".into(),
                     known_s: 1e-9,
                     gather_s: base * 0.01,
+                    sample_s: base * 0.001,
                     features: f,
                 },
                 kernels,
@@ -179,7 +180,8 @@ fn runs_errors_name_file_line_and_value() {
         (n - 7, "1e308", "per_iter_s"),
         (14, "-1", "gather_s"),
         (13, "inf", "known_s"),
-        (15, "NaN", "f_rows"),
+        (15, "-2e-6", "sample_s"),
+        (16, "NaN", "f_rows"),
     ] {
         let e = third_with(&[(col, value)]);
         assert!(
@@ -318,7 +320,7 @@ fn learns_a_known_feature_rule_and_the_iteration_count() {
 fn gathers_when_only_a_gathered_feature_tells_and_gathering_is_cheap() {
     let runs = synthetic(true);
     let model = fit(&runs, 4);
-    let (k, g) = (&model.training.chosen[0], &model.training.chosen[1]);
+    let (k, g) = (&model.training.chosen[0], &model.training.chosen[2]);
     assert!(
         g.oracle_ratio > 0.99 && k.oracle_ratio < 0.9,
         "known {k:?} gathered {g:?}"
@@ -328,7 +330,11 @@ fn gathers_when_only_a_gathered_feature_tells_and_gathering_is_cheap() {
     // total, too little weight for the policy to split on, and it may gather anyway.)
     let r = evaluate(&model, &runs, RowSelect::Unseen, None, None).unwrap();
     let at = |k: f64| r.samples.iter().filter(move |s| s.iterations == k);
-    assert!(at(1.0).all(|s| s.gathered), "{:?}", r.samples);
+    assert!(
+        at(1.0).all(|s| s.tier == crate::model::Tier::Gathered),
+        "{:?}",
+        r.samples
+    );
     assert!(at(1000.0).all(|s| s.selected_kernel == "prep"));
     assert!(r.overall.oracle_ratio > 0.98, "{:?}", r.overall);
     // A fixed inference charge replaces the measured one in every pick's time: a second per
@@ -399,7 +405,8 @@ fn exports_read_and_the_rust_function_compiles_and_agrees() {
     let model = fit(&runs, 4);
     let text = crate::export::text(&model);
     assert!(
-        text.contains("Gather features?") && text.contains("samples, mean regret"),
+        text.contains("Which features pay for their cost?")
+            && text.contains("samples, mean regret"),
         "{text}"
     );
     let dot = crate::export::dot(&model);

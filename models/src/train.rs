@@ -9,13 +9,10 @@ use std::collections::BTreeMap;
 
 use augur_features::spmv::SpmvFeatures;
 use augur_features::FeatureKind;
-use linfa::prelude::*;
-use linfa_trees::DecisionTree;
-use ndarray::{Array1, Array2};
 use sha2::{Digest, Sha256};
 
 use crate::model::{
-    CvScore, Hyper, IterationMode, KTree, Model, Selector, Training, FORMAT, FORMAT_VERSION,
+    CvScore, Hyper, IterationMode, KTree, Model, Selector, Tier, Training, FORMAT, FORMAT_VERSION,
 };
 use crate::runs::{MatrixRuns, Runs};
 use crate::tree::{clean, Node, Tree};
@@ -34,8 +31,10 @@ pub struct Sample {
     /// The cheapest kernel and its cost.
     pub best: usize,
     pub oracle: f64,
-    /// Seconds to gather the features.
+    /// Seconds to gather every feature.
     pub gather_s: f64,
+    /// Seconds to compute the sampled tier.
+    pub sample_s: f64,
 }
 
 impl Sample {
@@ -88,6 +87,7 @@ pub fn samples(
                 best,
                 oracle,
                 gather_s: m.info.gather_s,
+                sample_s: m.info.sample_s,
             });
         }
     }
@@ -214,28 +214,32 @@ pub fn held_out_families(runs: &Runs, holdout: f64, seed: u64) -> Vec<String> {
     h
 }
 
-/// Which features a selector reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum FeatureSet {
-    Known,
-    Gathered,
+/// Which features a selector reads: those of its tier and the cheaper ones.
+type FeatureSet = Tier;
+
+/// Schema indices of the features a selector of tier `t` reads.
+fn tier_indices(t: Tier) -> Vec<usize> {
+    SpmvFeatures::schema()
+        .features
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| match f.kind {
+            FeatureKind::Known => true,
+            FeatureKind::Sampled => t >= Tier::Sampled,
+            FeatureKind::Gathered => t == Tier::Gathered,
+        })
+        .map(|(i, _)| i)
+        .collect()
 }
 
-impl FeatureSet {
-    fn name(self) -> &'static str {
-        match self {
-            FeatureSet::Known => "known",
-            FeatureSet::Gathered => "gathered",
+impl Sample {
+    /// What computing the features of tier `t` cost on this sample.
+    pub fn tier_cost(&self, t: Tier) -> f64 {
+        match t {
+            Tier::Known => 0.0,
+            Tier::Sampled => self.sample_s,
+            Tier::Gathered => self.gather_s,
         }
-    }
-    fn indices(self) -> Vec<usize> {
-        SpmvFeatures::schema()
-            .features
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| self == FeatureSet::Gathered || f.kind == FeatureKind::Known)
-            .map(|(i, _)| i)
-            .collect()
     }
 }
 
@@ -349,26 +353,30 @@ fn grow(
     hyper: Hyper,
 ) -> Result<Tree, ModelError> {
     let n = rows.len();
-    let d = rows[0].len();
-    let x = Array2::from_shape_fn((n, d), |(i, j)| clean(rows[i][j]));
-    let y = Array1::from_vec(labels.to_vec());
+    let x: Vec<Vec<f64>> = rows
+        .iter()
+        .map(|r| r.iter().map(|&v| clean(v)).collect())
+        .collect();
     let mean = weights.iter().sum::<f64>() / n as f64;
-    // Integer weights (in units of 1/WEIGHT_UNITS of the mean): linfa-trees sums class weights in
-    // HashMap order, which differs from run to run; sums of integers are exact in any order, so
-    // equal cuts stay equal and the tree does not change between runs.
-    let w = Array1::from_iter(
-        weights
-            .iter()
-            .map(|w| (w / mean.max(1e-300) * WEIGHT_UNITS).round().max(1.0) as f32),
-    );
-    let ds = Dataset::new(x, y).with_weights(w);
-    let t = DecisionTree::params()
-        .max_depth(Some(hyper.max_depth))
-        .min_weight_leaf(hyper.min_weight_leaf * WEIGHT_UNITS as f32)
-        .min_weight_split(2.0 * hyper.min_weight_leaf)
-        .fit(&ds)
-        .map_err(|e| ModelError::Train(format!("linfa-trees: {e}")))?;
-    Ok(Tree::from_linfa(&t))
+    // Integer weights (in units of 1/WEIGHT_UNITS of the mean): sums of integers are exact in any
+    // order, so equal cuts stay equal.
+    let w: Vec<f64> = weights
+        .iter()
+        .map(|w| (w / mean.max(1e-300) * WEIGHT_UNITS).round().max(1.0))
+        .collect();
+    let classes = labels.iter().copied().max().unwrap_or(0) + 1;
+    Ok(crate::cart::grow(
+        &x,
+        labels,
+        &w,
+        classes,
+        crate::cart::CartParams {
+            max_depth: hyper.max_depth,
+            min_weight_leaf: hyper.min_weight_leaf as f64 * WEIGHT_UNITS,
+            min_samples_split: 2.0 * hyper.min_weight_leaf as f64,
+            min_impurity_decrease: 1e-5,
+        },
+    ))
 }
 
 /// Sample weight: mean log-regret of the kernels other than the best (what a wrong pick costs,
@@ -390,7 +398,7 @@ impl Trainer<'_> {
     /// The input row of a sample for a selector of `set` in `mode`.
     fn input(&self, s: &Sample, set: FeatureSet, mode: IterationMode) -> Vec<f64> {
         let f = &self.runs.matrices[s.matrix].info.features;
-        let mut v: Vec<f64> = set.indices().iter().map(|&i| clean(f[i])).collect();
+        let mut v: Vec<f64> = tier_indices(set).iter().map(|&i| clean(f[i])).collect();
         if mode == IterationMode::Joint {
             v.push(s.k);
         }
@@ -399,7 +407,7 @@ impl Trainer<'_> {
 
     fn selector(&self, train: &[&Sample], c: Config) -> Result<Selector, ModelError> {
         let schema = SpmvFeatures::schema();
-        let features = c.set.indices();
+        let features = tier_indices(c.set);
         let mut inputs: Vec<String> = features
             .iter()
             .map(|&i| schema.features[i].name.clone())
@@ -532,7 +540,7 @@ impl CheckedTrainParams {
         let mut cv = Vec::new();
         // Out-of-fold predictions per configuration, kept for the policy.
         let mut oof: Vec<(Config, Vec<usize>)> = Vec::new();
-        for set in [FeatureSet::Known, FeatureSet::Gathered] {
+        for set in Tier::ALL {
             for &mode in &modes {
                 for depth in 1..=p.max_depth {
                     for &mwl in &p.min_weight_leaf {
@@ -622,27 +630,43 @@ impl CheckedTrainParams {
                 })?;
             Ok((oof[i].0, s.clone(), oof[i].1.clone()))
         };
-        let (ck, sk, pk) = choose(FeatureSet::Known)?;
-        let (cg, sg, pg) = choose(FeatureSet::Gathered)?;
+        let (ck, sk, pk) = choose(Tier::Known)?;
+        let (cs, ss, ps) = choose(Tier::Sampled)?;
+        let (cg, sg, pg) = choose(Tier::Gathered)?;
         let train: Vec<&Sample> = all.iter().collect();
         let mut known = trainer.selector(&train, ck)?;
+        let mut sampled = trainer.selector(&train, cs)?;
         let mut gathered = trainer.selector(&train, cg)?;
-        // Policy: from out-of-fold picks, did gathering pay on this sample?
+        // Policy: from out-of-fold picks, which tier paid best on this sample, its features'
+        // cost included? Leaves take the tier with the least summed log-slowdown (the geometric
+        // mean the evaluation reports).
+        let tier_costs = |i: usize, s: &Sample| -> [f64; 3] {
+            [
+                s.costs[pk[i]],
+                s.tier_cost(Tier::Sampled) + s.costs[ps[i]],
+                s.tier_cost(Tier::Gathered) + s.costs[pg[i]],
+            ]
+        };
         let mut prow = Vec::new();
         let (mut plabel, mut pweight, mut pregret) = (Vec::new(), Vec::new(), Vec::new());
+        let mut prows: Vec<(Vec<f64>, Vec<f64>)> = Vec::new();
         for (i, s) in all.iter().enumerate() {
-            let ck_ = s.costs[pk[i]];
-            let cg_ = s.gather_s + s.costs[pg[i]];
-            let mut row = trainer.input(s, FeatureSet::Known, IterationMode::PerK);
+            let c = tier_costs(i, s);
+            let best = c.iter().copied().fold(f64::INFINITY, f64::min);
+            let label = (0..3).find(|&t| c[t] == best).unwrap_or(0);
+            let mut row = trainer.input(s, Tier::Known, IterationMode::PerK);
             row.push(s.k);
+            let logs: Vec<f64> = c.iter().map(|x| (x / best).ln()).collect();
+            pweight.push((logs.iter().sum::<f64>() / 2.0).max(1e-3));
+            prows.push((row.clone(), c.iter().map(|x| x / best - 1.0).collect()));
             prow.push(row);
-            plabel.push(usize::from(cg_ < ck_));
-            pweight.push((ck_ / cg_).ln().abs().max(1e-3));
-            let b = ck_.min(cg_);
-            pregret.push(vec![ck_ / b, cg_ / b]);
+            plabel.push(label);
+            pregret.push(logs);
         }
-        let gather_paid_share =
-            plabel.iter().filter(|&&l| l == 1).count() as f64 / plabel.len() as f64;
+        let share = |t: Tier| {
+            plabel.iter().filter(|&&l| l == t.class()).count() as f64 / plabel.len() as f64
+        };
+        let (gather_paid_share, sample_paid_share) = (share(Tier::Gathered), share(Tier::Sampled));
         let mut policy = fit_tree(
             &prow,
             &plabel,
@@ -654,7 +678,11 @@ impl CheckedTrainParams {
             },
         )?;
         // Leaf statistics on the training samples.
-        for (sel, set) in [(&mut known, ck.set), (&mut gathered, cg.set)] {
+        for (sel, set) in [
+            (&mut known, ck.set),
+            (&mut sampled, cs.set),
+            (&mut gathered, cg.set),
+        ] {
             let mode = sel.mode;
             for kt in &mut sel.trees {
                 let rows: Vec<(Vec<f64>, Vec<f64>)> = all
@@ -666,17 +694,6 @@ impl CheckedTrainParams {
                     .annotate(rows.iter().map(|(x, r)| (x.as_slice(), r.clone())));
             }
         }
-        let prows: Vec<(Vec<f64>, Vec<f64>)> = all
-            .iter()
-            .zip(&prow)
-            .zip(pk.iter().zip(&pg))
-            .map(|((s, row), (&a, &b))| {
-                let ck_ = s.costs[a];
-                let cg_ = s.gather_s + s.costs[b];
-                let best = ck_.min(cg_);
-                (row.clone(), vec![ck_ / best - 1.0, cg_ / best - 1.0])
-            })
-            .collect();
         policy.annotate(prows.iter().map(|(x, r)| (x.as_slice(), r.clone())));
         let mut h = Sha256::new();
         for s in &all {
@@ -691,6 +708,7 @@ impl CheckedTrainParams {
                 }
             }
             h.update(m.info.gather_s.to_le_bytes());
+            h.update(m.info.sample_s.to_le_bytes());
         }
         let digest = hex(&h.finalize());
         let schema = SpmvFeatures::schema();
@@ -717,6 +735,7 @@ impl CheckedTrainParams {
             kernels,
             iterations: ks,
             known,
+            sampled,
             gathered,
             policy,
             policy_inputs,
@@ -733,8 +752,9 @@ impl CheckedTrainParams {
                 split_seed: p.split_seed,
                 folds,
                 cv,
-                chosen: vec![sk, sg],
+                chosen: vec![sk, ss, sg],
                 gather_paid_share,
+                sample_paid_share,
             },
         })
     }

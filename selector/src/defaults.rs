@@ -1,6 +1,7 @@
 //! The trained models built into augur (`models/trained/`), used when no model file is given:
-//! the CUDA one trained on an H100 (shared SuiteSparse matrices plus the generated training set up
-//! to 1e8 nonzeros), the CPU one on the 2-core development VM. Their runs CSVs are under
+//! CUDA ones trained on an H100 and an H200 (shared SuiteSparse matrices, the same grown,
+//! permuted and reordered, and the generated training set up to 1e8 nonzeros), chosen by the
+//! GPU's name; the CPU one on the 2-core development VM. Their runs CSVs are under
 //! `datasets/runs/`; their evaluation is in `docs/BENCHMARKS.md`. The communication-pattern model
 //! was trained on H200 groups of 2 and 4 GPUs (runs under `bench/results/comm-*`).
 
@@ -53,12 +54,57 @@ pub fn attention_model() -> Result<Arc<AttentionModel>, ModelError> {
     })
 }
 
-/// The CUDA model's JSON.
-pub const CUDA_MODEL: &str = include_str!("../../models/trained/spmv-cuda-f32-h100.json");
+/// The built-in CUDA models: (the GPU name they are for, a key found in that name, JSON, file).
+pub const CUDA_MODELS: [(&str, &str, &str, &str); 2] = [
+    (
+        "NVIDIA H100 80GB HBM3",
+        "H100",
+        include_str!("../../models/trained/spmv-cuda-f32-h100.json"),
+        "spmv-cuda-f32-h100.json",
+    ),
+    (
+        "NVIDIA H200",
+        "H200",
+        include_str!("../../models/trained/spmv-cuda-f32-h200.json"),
+        "spmv-cuda-f32-h200.json",
+    ),
+];
+/// The CUDA model `default-cuda` names, and the one used on a GPU no built-in model is for.
+pub const CUDA_MODEL: &str = CUDA_MODELS[0].2;
 /// The CPU model's JSON.
 pub const CPU_MODEL: &str = include_str!("../../models/trained/spmv-cpu-f32-vm.json");
 
-/// The built-in model for `backend` (`cpu` or `cuda`), parsed and validated.
+/// Which built-in CUDA model serves a GPU of this name (an index into [`CUDA_MODELS`]), and a
+/// note when none is for it (the H100's is used: the nearest in kind of those shipped).
+pub fn cuda_model_index(device: &str) -> (usize, Option<String>) {
+    match CUDA_MODELS.iter().position(|m| device.contains(m.1)) {
+        Some(i) => (i, None),
+        None => (
+            0,
+            Some(format!(
+                "no built-in model was trained on a {device}: the {}'s is used (built-in: {}); \
+                 collect runs there and `augur train` one for this GPU",
+                CUDA_MODELS[0].1,
+                CUDA_MODELS.map(|m| m.1).join(", ")
+            )),
+        ),
+    }
+}
+
+/// The built-in CUDA model of index `i` of [`CUDA_MODELS`].
+pub fn cuda_model(i: usize) -> Result<Model, ModelError> {
+    let (_, key, json, file) = CUDA_MODELS[i];
+    Model::from_json(
+        json,
+        &format!(
+            "default-cuda-{} (models/trained/{file})",
+            key.to_lowercase()
+        ),
+    )
+}
+
+/// The built-in model for `backend` (`cpu` or `cuda`; `cuda-h100`, `cuda-h200` for one GPU's),
+/// parsed and validated.
 pub fn model(backend: &str) -> Result<Model, ModelError> {
     match backend {
         "cuda" => Model::from_json(
@@ -69,11 +115,18 @@ pub fn model(backend: &str) -> Result<Model, ModelError> {
             CPU_MODEL,
             "default-cpu (models/trained/spmv-cpu-f32-vm.json)",
         ),
-        other => Err(ModelError::Model {
-            origin: format!("default-{other}"),
-            msg: "no built-in model for this backend: there are default-cpu and default-cuda"
-                .into(),
-        }),
+        other => match CUDA_MODELS
+            .iter()
+            .position(|m| other == format!("cuda-{}", m.1.to_lowercase()))
+        {
+            Some(i) => cuda_model(i),
+            None => Err(ModelError::Model {
+                origin: format!("default-{other}"),
+                msg: "no built-in model for this backend: there are default-cpu, default-cuda, \
+                      default-cuda-h100 and default-cuda-h200"
+                    .into(),
+            }),
+        },
     }
 }
 
@@ -109,6 +162,13 @@ mod tests {
         let k = name(&cuda, &big, 100);
         assert!(augur_kernels::cuda::GpuKernel::from_name(&k).is_ok(), "{k}");
         assert!(super::model("tpu").is_err());
+        // One per GPU, chosen by its name; another GPU gets the H100's with a note.
+        assert!(super::model("cuda-h200").unwrap().device.contains("H200"));
+        assert_eq!(super::cuda_model_index("NVIDIA H200").0, 1);
+        assert_eq!(super::cuda_model_index("NVIDIA H100 80GB HBM3"), (0, None));
+        let (i, note) = super::cuda_model_index("NVIDIA A100-SXM4-80GB");
+        assert_eq!(i, 0);
+        assert!(note.unwrap().contains("A100"));
     }
 
     #[test]

@@ -28,6 +28,7 @@ use augur_kernels::cpu::{CpuKernel, PreparedSpmv};
 use augur_kernels::cuda::gather::GpuGatherer;
 use augur_kernels::cuda::{self, CudaSpmv, DeviceCsr, GpuKernel, GpuScalar, Prepared};
 use augur_kernels::KernelError;
+use augur_models::model::Tier;
 use cudarc::driver::CudaSlice;
 use serde::Serialize;
 
@@ -105,14 +106,18 @@ impl Backend {
     }
 }
 
-/// Whether to gather the features beyond the known ones (shape and nnz) before selecting.
+/// Which features to compute beyond the known ones (shape and nnz) before selecting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GatherPolicy {
     /// The model's policy decides from the known features and the expected iteration count.
     #[default]
     Auto,
+    /// Every feature (a full pass).
     Always,
+    /// The sampled tier only (a bounded cost), never a full pass.
+    Sample,
+    /// The known features only.
     Never,
 }
 
@@ -269,27 +274,33 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
         let (selector, mut notes) = if opts.kernel.is_some() {
             (None, Vec::new())
         } else {
-            let s = match &opts.selector {
-                Some(s) => s.clone(),
-                None => Selector::builtin(backend.kind())?,
+            let (s, note) = match &opts.selector {
+                Some(s) => (s.clone(), None),
+                None => Selector::builtin_for(backend.kind(), &backend.device())?,
             };
-            let notes = s.check_for(
+            let mut notes = s.check_for(
                 backend.kind(),
                 &backend.device(),
                 T::NAME,
                 opts.allow_other_device,
             )?;
+            notes.extend(note);
             (Some(s), notes)
         };
         setup.model_s = t.elapsed().as_secs_f64();
 
         let t = Instant::now();
         let mut features = fs::known(pattern);
-        let gather = match (&selector, opts.gather) {
-            (None, GatherPolicy::Auto) | (_, GatherPolicy::Never) => false,
-            (_, GatherPolicy::Always) => true,
-            (Some(s), GatherPolicy::Auto) => s.gather_pays(&features, k),
+        let tier = match (&selector, opts.gather) {
+            (None, GatherPolicy::Auto) | (_, GatherPolicy::Never) => Tier::Known,
+            (_, GatherPolicy::Always) => Tier::Gathered,
+            (_, GatherPolicy::Sample) => Tier::Sampled,
+            (Some(s), GatherPolicy::Auto) => s.tier_for(&features, k),
         };
+        if tier == Tier::Sampled {
+            fs::sample_into(pattern, &mut features);
+        }
+        let gather = tier == Tier::Gathered;
         setup.features_s = t.elapsed().as_secs_f64();
 
         // Upload first on a GPU: the device gatherer reads the uploaded pattern.

@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 use augur_features::spmv::SpmvFeatures;
 use augur_features::FeatureKind;
-use augur_models::model::{IterationMode, MAX_INPUTS};
+use augur_models::model::{IterationMode, Tier, MAX_INPUTS};
 use augur_models::tree::{Node, Tree};
 use augur_models::Model;
 use serde::Serialize;
@@ -70,13 +70,15 @@ pub struct Decision {
     pub forced: bool,
     /// The iteration count the choice was made for.
     pub iterations: u32,
-    /// The gathered features were used (their cost paid).
+    /// The feature tier the choice read (its features' cost paid).
+    pub tier: Tier,
+    /// Shorthand: the gathered tier was read (every feature).
     pub gathered: bool,
-    /// The path through the gathering policy (empty when the caller decided).
+    /// The path through the tier policy (empty when the caller decided).
     pub policy: Vec<Step>,
-    /// The policy said gathering pays.
-    pub gather_pays: bool,
-    /// Which tree chose: `known` or `gathered` selector, and for which iteration count.
+    /// The tier the policy says pays for its cost here.
+    pub policy_tier: Tier,
+    /// Which tree chose: `known`, `sampled` or `gathered` selector, and for which iteration count.
     pub tree: String,
     /// The path through that tree.
     pub path: Vec<Step>,
@@ -97,9 +99,10 @@ impl Decision {
             kernel: kernel.to_string(),
             forced: true,
             iterations,
+            tier: Tier::Known,
             gathered: false,
             policy: Vec::new(),
-            gather_pays: false,
+            policy_tier: Tier::Known,
             tree: String::new(),
             path: Vec::new(),
             leaf_samples: 0,
@@ -120,18 +123,15 @@ impl fmt::Display for Decision {
                 "kernel {} for {} iterations, chosen by model {}",
                 self.kernel, self.iterations, self.model
             )?;
-            let pays = if self.gather_pays {
-                "pays"
-            } else {
-                "does not pay"
+            let pays = match self.policy_tier {
+                Tier::Known => "the known features alone pay best (no sampling, no gathering)",
+                Tier::Sampled => "sampling rows pays (not a full gather)",
+                Tier::Gathered => "gathering every feature pays",
             };
             if self.policy.is_empty() {
-                writeln!(
-                    f,
-                    "  gathering the features {pays} (the policy is one leaf)"
-                )?;
+                writeln!(f, "  features: {pays} (the policy is one leaf)")?;
             } else {
-                writeln!(f, "  gathering the features {pays}:")?;
+                writeln!(f, "  features: {pays}:")?;
                 for s in &self.policy {
                     writeln!(f, "    {s}")?;
                 }
@@ -204,6 +204,32 @@ impl Selector {
     }
 
     /// The model built into augur for `backend` (`cpu` or `cuda`), parsed once per process.
+    /// The built-in selector for a backend on a device: on CUDA the model trained on that GPU
+    /// (by its name), else the nearest one with a note (returned beside it).
+    pub fn builtin_for(
+        backend: &str,
+        device: &str,
+    ) -> Result<(Arc<Selector>, Option<String>), AugurError> {
+        if backend != "cuda" {
+            return Ok((Selector::builtin(backend)?, None));
+        }
+        static CUDA: [OnceLock<Arc<Selector>>; 2] = [OnceLock::new(), OnceLock::new()];
+        let (i, note) = crate::defaults::cuda_model_index(device);
+        if let Some(s) = CUDA[i].get() {
+            return Ok((s.clone(), note));
+        }
+        let model = crate::defaults::cuda_model(i)?;
+        let s = Arc::new(Selector {
+            model,
+            origin: format!(
+                "default-cuda-{}",
+                crate::defaults::CUDA_MODELS[i].1.to_lowercase()
+            ),
+            builtin: true,
+        });
+        Ok((CUDA[i].get_or_init(|| s).clone(), note))
+    }
+
     pub fn builtin(backend: &str) -> Result<Arc<Selector>, AugurError> {
         static CPU: OnceLock<Arc<Selector>> = OnceLock::new();
         static CUDA: OnceLock<Arc<Selector>> = OnceLock::new();
@@ -297,12 +323,12 @@ impl Selector {
         Ok(notes)
     }
 
-    /// Whether the policy says gathering the features pays for this input (known features are
-    /// read; gathered ones may be NaN) over `iterations` products.
-    pub fn gather_pays(&self, f: &SpmvFeatures, iterations: u32) -> bool {
+    /// The feature tier the policy says pays for its cost on this input (known features are
+    /// read; the others may be NaN) over `iterations` products.
+    pub fn tier_for(&self, f: &SpmvFeatures, iterations: u32) -> Tier {
         let mut v = [0.0; MAX_INPUTS];
         f.write_values(&mut v);
-        self.model.gather_pays(&v, iterations as f64)
+        self.model.tier_for(&v, iterations as f64)
     }
 
     /// Schema-order feature values, checked: one per feature of the model's schema.
@@ -320,9 +346,9 @@ impl Selector {
     }
 
     /// The kernel for an input with features `f` over `iterations` products, and the path that
-    /// led there. The gathered-feature selector decides when the gathered features are given
-    /// (not NaN), else the known-feature one; the policy's verdict (does gathering pay here?) is
-    /// reported, and a note says when it says yes but the gathered features are missing.
+    /// led there. The selector of the highest tier whose features are all given (not NaN)
+    /// decides; the policy's verdict (which tier pays here?) is reported, and a note says when it
+    /// asked for a tier whose features were not given.
     pub fn select(&self, f: &SpmvFeatures, iterations: u32) -> Decision {
         let m = &self.model;
         let k = iterations as f64;
@@ -331,29 +357,39 @@ impl Selector {
         let mut pin = [0.0; MAX_INPUTS];
         let n = m.policy_inputs_into(&values, k, &mut pin);
         let (policy, pays, _, _) = walk(&m.policy, &m.policy_inputs, &pin[..n]);
-        let pays = pays == 1;
-        let have_gathered = m
-            .schema
-            .features
-            .iter()
-            .zip(values.iter())
-            .any(|(s, v)| s.kind == FeatureKind::Gathered && !v.is_nan());
+        let policy_tier = Tier::from_class(pays);
+        let given = |kind: FeatureKind| {
+            m.schema
+                .features
+                .iter()
+                .zip(values.iter())
+                .filter(|(s, _)| s.kind == kind)
+                .all(|(_, v)| !v.is_nan())
+        };
+        // Features already paid for are used even where the policy would not have computed them
+        // (GatherPolicy::Always, Sample).
+        let tier = if given(FeatureKind::Gathered) && given(FeatureKind::Sampled) {
+            Tier::Gathered
+        } else if given(FeatureKind::Sampled) {
+            Tier::Sampled
+        } else {
+            Tier::Known
+        };
         let mut notes = Vec::new();
-        // Gathered features already paid for are used even where the policy would not have
-        // gathered them (GatherPolicy::Always).
-        let gathered = have_gathered;
-        if pays && !have_gathered {
-            notes.push(
-                "the policy says gathering pays, but only known features were given: the \
-                 known selector decided"
-                    .into(),
-            );
+        if policy_tier > tier {
+            notes.push(format!(
+                "the policy says the {} features pay, but only the {} ones were given: the {} \
+                 selector decided",
+                policy_tier.name(),
+                tier.name(),
+                tier.name()
+            ));
         }
-        let sel = if gathered { &m.gathered } else { &m.known };
+        let sel = m.selector(tier);
         let mut buf = [0.0; MAX_INPUTS];
         let len = sel.inputs_into(&values, k, &mut buf);
         let (path, class, samples, regret) = walk(sel.tree_for(k), &sel.inputs, &buf[..len]);
-        let which = if gathered { "gathered" } else { "known" };
+        let which = tier.name();
         let tree = match (sel.mode, sel.ktree_for(k).iterations) {
             (IterationMode::PerK, Some(i)) => {
                 format!("{which}-feature selector, tree trained for k = {i}")
@@ -365,9 +401,10 @@ impl Selector {
             kernel: m.kernels[class].clone(),
             forced: false,
             iterations,
-            gathered,
+            tier,
+            gathered: tier == Tier::Gathered,
             policy,
-            gather_pays: pays,
+            policy_tier,
             tree,
             path,
             leaf_samples: samples,

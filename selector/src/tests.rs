@@ -9,6 +9,7 @@ use augur_kernels::cpu::CpuKernel;
 use augur_kernels::cuda::GpuScalar;
 use augur_kernels::suite::edge_cases;
 use augur_kernels::KernelError;
+use augur_models::model::Tier;
 use augur_models::tree::clean;
 
 use crate::multi::partition_rows;
@@ -59,12 +60,22 @@ fn decisions_agree_with_the_model_and_their_paths_hold() {
         let m = sel.model();
         for (name, a) in matrices() {
             let p = CsrPattern::of(&a);
-            for f in [fs::known(p), CpuGatherer.gather(p).unwrap()] {
+            let sampled = {
+                let mut f = fs::known(p);
+                fs::sample_into(p, &mut f);
+                f
+            };
+            for (f, tier) in [
+                (fs::known(p), Tier::Known),
+                (sampled, Tier::Sampled),
+                (CpuGatherer.gather(p).unwrap(), Tier::Gathered),
+            ] {
                 for k in [1, 10, 100, 1000, 20000] {
                     let d = sel.select(&f, k);
-                    let gathered = !f.row_len_max.is_nan();
-                    assert_eq!(d.gathered, gathered, "{name}");
-                    let tree = if gathered { &m.gathered } else { &m.known };
+                    // The selector of the highest tier given decides.
+                    assert_eq!(d.tier, tier, "{name}");
+                    assert_eq!(d.gathered, tier == Tier::Gathered, "{name}");
+                    let tree = m.selector(tier);
                     let mut v = [0.0; augur_models::model::MAX_INPUTS];
                     f.write_values(&mut v);
                     let want = &m.kernels[tree.predict(&v, k as f64)];
@@ -74,7 +85,7 @@ fn decisions_agree_with_the_model_and_their_paths_hold() {
                         assert_eq!(clean(s.value) < s.threshold, s.below, "{name}: {s}");
                         assert!(!s.input.is_empty());
                     }
-                    assert_eq!(d.gather_pays, sel.gather_pays(&f, k), "{name}");
+                    assert_eq!(d.policy_tier, sel.tier_for(&f, k), "{name}");
                     let text = d.to_string();
                     assert!(text.contains(&d.kernel), "{text}");
                     for s in &d.path {
@@ -247,8 +258,12 @@ fn forced_kernels_are_checked_and_gathering_follows_the_policy() {
     assert!(e.to_string().contains("unknown kernel `vector32`"), "{e}");
     let p = SpmvPlan::new(&a, &b, opts(None, GatherPolicy::Always)).unwrap();
     assert!(p.decision().gathered && !p.features().row_len_max.is_nan());
+    let p = SpmvPlan::new(&a, &b, opts(None, GatherPolicy::Sample)).unwrap();
+    assert_eq!(p.decision().tier, Tier::Sampled);
+    assert!(!p.features().sampled_warp_span.is_nan() && p.features().row_len_max.is_nan());
     let p = SpmvPlan::new(&a, &b, opts(None, GatherPolicy::Never)).unwrap();
     assert!(!p.decision().gathered && p.features().row_len_max.is_nan());
+    assert!(p.features().sampled_warp_span.is_nan());
     assert_eq!(p.features().nnz, a.nnz() as f64);
 }
 

@@ -197,7 +197,7 @@ fn features_csv_and_json() {
     let out = augur(&["features", "--json", "--known-only", "banded:n=50,bw=2"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v[0]["schema_version"], 1);
+    assert_eq!(v[0]["schema_version"], 2);
     assert_eq!(v[0]["features"]["rows"], 50.0);
     assert!(
         v[0]["features"]["row_len_max"].is_null(),
@@ -236,12 +236,12 @@ fn features_of_shapes_and_schemas() {
     assert_eq!(v.as_array().unwrap().len(), 1);
     assert_eq!(v[0]["features"]["bus_bytes"], 1048576.0);
 
-    for kind in ["spmv", "attention", "message"] {
+    for (kind, version) in [("spmv", 2), ("attention", 1), ("message", 1)] {
         let out = augur(&["features", "--kind", kind, "--schema"]);
         assert!(out.status.success(), "{}", text(&out.stderr));
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["name"], kind);
-        assert_eq!(v["version"], 1);
+        assert_eq!(v["version"], version);
         assert!(v["features"].as_array().unwrap().len() >= 16);
     }
 }
@@ -453,7 +453,9 @@ fn train_export_eval_on_a_small_collection() {
     let r = augur(&["export", ms]);
     let t = text(&r.stdout);
     assert!(
-        r.status.success() && t.contains("Gather features?") && t.contains("samples, mean regret"),
+        r.status.success()
+            && t.contains("Which features pay for their cost?")
+            && t.contains("samples, mean regret"),
         "{t}"
     );
     let r = augur(&["export", ms, "--format", "rust"]);
@@ -782,7 +784,7 @@ fn run_plans_explains_checks_and_reports() {
         "matrix    stencil2d:nx=60,ny=60,points=5: 3600 x 3600, 17760 nonzeros (f32)",
         "backend   cpu (",
         "chosen by model default-cpu",
-        "gathering the features",
+        "features: ",
         "training samples reached this leaf",
         "setup     ",
         "run       20 iterations: ",

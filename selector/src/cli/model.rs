@@ -266,7 +266,8 @@ pub fn train(a: TrainArgs) -> anyhow::Result<ExitCode> {
         );
     }
     println!(
-        "gathering paid on {:.0}% of training samples; policy tree depth {}",
+        "out of fold, sampling paid best on {:.0}% of training samples and gathering every feature on {:.0}%; policy tree depth {}",
+        t.sample_paid_share * 100.0,
         t.gather_paid_share * 100.0,
         model.policy.depth()
     );
@@ -284,7 +285,7 @@ enum Format {
 
 #[derive(Args, Debug)]
 pub struct ExportArgs {
-    /// A model file, or `default-cpu` / `default-cuda` for the models built into augur.
+    /// A model file, or `default-cpu` / `default-cuda` (the H100's) / `default-cuda-h100` / `default-cuda-h200` for the models built into augur.
     model: String,
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
@@ -326,7 +327,9 @@ fn check_kernels(runs: &Runs) -> anyhow::Result<()> {
 /// A model file, or one of the built-in defaults by name.
 pub fn load_model(arg: &str) -> anyhow::Result<Model> {
     match arg {
-        "default-cpu" | "default-cuda" => Ok(augur::defaults::model(&arg[8..])?),
+        "default-cpu" | "default-cuda" | "default-cuda-h100" | "default-cuda-h200" => {
+            Ok(augur::defaults::model(&arg[8..])?)
+        }
         _ => Ok(Model::read(std::path::Path::new(arg))?),
     }
 }
@@ -404,7 +407,7 @@ pub struct EvalArgs {
     /// Runs CSVs from `augur collect`.
     #[arg(required = true)]
     runs: Vec<PathBuf>,
-    /// A model file, or `default-cpu` / `default-cuda`.
+    /// A model file, or `default-cpu` / `default-cuda` / `default-cuda-h100` / `default-cuda-h200`.
     #[arg(long)]
     model: String,
     #[arg(long, value_enum, default_value = "unseen")]

@@ -41,6 +41,7 @@ pub enum GatherModeArg {
 pub enum GatherArg {
     Auto,
     Always,
+    Sample,
     Never,
 }
 
@@ -86,8 +87,8 @@ pub struct RunArgs {
     /// Accept a model file trained on another GPU or precision.
     #[arg(long)]
     any_device: bool,
-    /// Gather the features beyond shape and nnz: when the model's policy says it pays (auto),
-    /// always, or never.
+    /// The features beyond shape and nnz: the tier the model's policy says pays (auto), every
+    /// feature (always), the sampled tier alone (sample), or none (never).
     #[arg(long, value_enum, default_value = "auto")]
     gather: GatherArg,
     #[arg(long, value_enum, default_value = "f32")]
@@ -143,6 +144,9 @@ fn options(a: &RunArgs, backend: &str) -> anyhow::Result<PlanOptions> {
     let selector = match a.model.as_deref() {
         None => None,
         Some(m @ ("default-cpu" | "default-cuda")) => Some(Selector::builtin(&m[8..])?),
+        Some(m @ ("default-cuda-h100" | "default-cuda-h200")) => Some(Arc::new(
+            Selector::from_model(augur::defaults::model(&m[8..])?, m),
+        )),
         Some(path) => Some(Arc::new(Selector::from_file(std::path::Path::new(path))?)),
     };
     if let Some(s) = &selector {
@@ -159,6 +163,7 @@ fn options(a: &RunArgs, backend: &str) -> anyhow::Result<PlanOptions> {
         gather: match a.gather {
             GatherArg::Auto => GatherPolicy::Auto,
             GatherArg::Always => GatherPolicy::Always,
+            GatherArg::Sample => GatherPolicy::Sample,
             GatherArg::Never => GatherPolicy::Never,
         },
         kernel: a.kernel.clone(),
@@ -468,10 +473,12 @@ fn print_report(r: &Report, explain: bool) {
             s.decision.kernel,
             if s.decision.forced {
                 " (forced)"
-            } else if s.decision.gathered {
-                " (gathered features)"
             } else {
-                " (known features)"
+                match s.decision.tier {
+                    augur_models::model::Tier::Known => " (known features)",
+                    augur_models::model::Tier::Sampled => " (sampled features)",
+                    augur_models::model::Tier::Gathered => " (gathered features)",
+                }
             }
         );
         if explain {

@@ -1,0 +1,355 @@
+//! The sampled tier: SpMV features estimated from [`SAMPLE_BLOCKS`] blocks of
+//! [`SAMPLE_BLOCK_ROWS`] consecutive rows (a warp's worth for a row-per-thread kernel), spread
+//! over the matrix at fixed, seeded positions, reading at most [`SAMPLE_BLOCK_ENTRIES`] column
+//! indices per block. The cost is bounded by the sample, not the matrix: about 4,000 entries and
+//! 1,000 row pointers for any matrix, on the host that holds the CSR before upload.
+//!
+//! What the known features cannot tell and these can: whether the columns of neighbouring rows
+//! fall in the same part of x (a mesh or a graph in a good order) or are scattered (a random
+//! order); whether a row's columns come in dense runs (several unknowns per node); whether rows
+//! repeat their neighbour's pattern (block rows).
+//!
+//! The estimates are deterministic: the positions come from a fixed seed and the row count, so
+//! one matrix always gives one set of values, on any machine and with any gatherer.
+
+use std::time::Instant;
+
+use super::{known, CsrPattern, FeatureCost, SpmvFeatureRecord, SpmvFeatures, X_SEGMENT_COLS};
+
+/// Blocks sampled.
+pub const SAMPLE_BLOCKS: usize = 32;
+/// Consecutive rows per block: one warp of a row-per-thread kernel.
+pub const SAMPLE_BLOCK_ROWS: usize = 32;
+/// Column indices read per block at most (the rows of a block are read in order until this many
+/// entries were read; row lengths are read for every row of the block).
+pub const SAMPLE_BLOCK_ENTRIES: usize = 128;
+/// A column within this many columns of the (scaled) diagonal counts as near it.
+const NEAR_DIAG_COLS: f64 = 4096.0;
+/// The seed of the block positions.
+const SEED: u64 = 0x5eed_a6_0c_18;
+
+/// SplitMix64: a deterministic, well-mixed hash of a block index.
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d4_9bb1_3311_1eb);
+    z ^ (z >> 31)
+}
+
+/// First rows of the sampled blocks: block b lies at a seeded position inside the b-th of
+/// SAMPLE_BLOCKS equal strata of the rows (every row when there are few).
+fn block_starts(rows: usize) -> Vec<usize> {
+    let w = SAMPLE_BLOCK_ROWS;
+    if rows <= SAMPLE_BLOCKS * w {
+        return (0..rows).step_by(w).collect();
+    }
+    let stride = rows as f64 / SAMPLE_BLOCKS as f64;
+    (0..SAMPLE_BLOCKS)
+        .map(|b| {
+            let u = (splitmix(SEED ^ b as u64) >> 11) as f64 / (1u64 << 53) as f64;
+            let start = b as f64 * stride + u * (stride - w as f64).max(0.0);
+            (start as usize).min(rows - w)
+        })
+        .collect()
+}
+
+/// A tiny set of segment ids, cleared in O(1) between blocks (generation stamps).
+struct SegSet {
+    keys: Vec<u64>,
+    stamp: Vec<u32>,
+    gen: u32,
+}
+
+impl SegSet {
+    fn new() -> Self {
+        // Twice the most entries a block reads, a power of two: load factor <= 1/2.
+        let n = (2 * SAMPLE_BLOCK_ENTRIES).next_power_of_two();
+        SegSet {
+            keys: vec![0; n],
+            stamp: vec![0; n],
+            gen: 0,
+        }
+    }
+    fn clear(&mut self) {
+        self.gen += 1;
+    }
+    /// Insert; true when new.
+    fn insert(&mut self, key: u64) -> bool {
+        let mask = self.keys.len() - 1;
+        let mut i = (splitmix(key) as usize) & mask;
+        loop {
+            if self.stamp[i] != self.gen {
+                self.stamp[i] = self.gen;
+                self.keys[i] = key;
+                return true;
+            }
+            if self.keys[i] == key {
+                return false;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+}
+
+/// Fill the sampled features of `f` from `m` (known ones are left as they are).
+pub fn sample_into(m: CsrPattern<'_>, f: &mut SpmvFeatures) {
+    let (rows, cols) = (m.rows, m.cols);
+    let (ptr, idx) = (m.indptr, m.indices);
+    let nnz = m.nnz();
+    if rows == 0 || nnz == 0 || cols == 0 {
+        f.sampled_row_len_cv = 0.0;
+        f.sampled_max_mean_ratio = 0.0;
+        f.sampled_seg_per_entry = 0.0;
+        f.sampled_warp_seg_per_entry = 0.0;
+        f.sampled_warp_span = 0.0;
+        f.sampled_diag_dist = 0.0;
+        f.sampled_near_diag_frac = 0.0;
+        f.sampled_col_run_len = 0.0;
+        f.sampled_same_pattern_frac = 0.0;
+        return;
+    }
+    let mean = nnz as f64 / rows as f64;
+    let scale = cols as f64 / rows as f64;
+    let seg = X_SEGMENT_COLS as u64;
+    let mut set = SegSet::new();
+    // Row lengths.
+    let (mut n_rows, mut sum_len, mut sum_len2, mut max_len) = (0u64, 0f64, 0f64, 0u64);
+    // Entries read and what they show.
+    let (mut read, mut row_segs, mut runs, mut dist, mut near) = (0u64, 0u64, 0u64, 0f64, 0u64);
+    // Blocks.
+    let (mut warp_segs, mut warp_read, mut span_sum, mut blocks) = (0u64, 0u64, 0f64, 0u64);
+    // Rows compared with the row before (both read whole) and how many matched.
+    let (mut compared, mut same) = (0u64, 0u64);
+    for start in block_starts(rows) {
+        let end = (start + SAMPLE_BLOCK_ROWS).min(rows);
+        set.clear();
+        let mut budget = SAMPLE_BLOCK_ENTRIES;
+        let (mut lo, mut hi) = (u64::MAX, 0u64);
+        let (mut b_read, mut b_segs) = (0u64, 0u64);
+        let mut prev: Option<&[i32]> = None;
+        for r in start..end {
+            let (s, e) = (ptr[r] as usize, ptr[r + 1] as usize);
+            let len = (e - s) as u64;
+            n_rows += 1;
+            sum_len += len as f64;
+            sum_len2 += (len * len) as f64;
+            max_len = max_len.max(len);
+            if budget == 0 {
+                continue;
+            }
+            let take = (e - s).min(budget);
+            budget -= take;
+            let cols_r = &idx[s..s + take];
+            if take == e - s {
+                if let Some(p) = prev {
+                    compared += 1;
+                    same += u64::from(p == cols_r);
+                }
+                prev = Some(cols_r);
+            } else {
+                prev = None;
+            }
+            let diag = r as f64 * scale;
+            let (mut last_seg, mut last_col) = (u64::MAX, u64::MAX - 1);
+            for &c in cols_r {
+                let c = c as u64;
+                let sg = c / seg;
+                row_segs += u64::from(sg != last_seg);
+                runs += u64::from(c != last_col.wrapping_add(1));
+                b_segs += u64::from(set.insert(sg));
+                last_seg = sg;
+                last_col = c;
+                let d = (c as f64 - diag).abs();
+                dist += d;
+                near += u64::from(d <= NEAR_DIAG_COLS);
+                lo = lo.min(c);
+                hi = hi.max(c);
+            }
+            read += take as u64;
+            b_read += take as u64;
+        }
+        if b_read > 0 {
+            warp_segs += b_segs;
+            warp_read += b_read;
+            span_sum += (hi - lo + 1) as f64 / cols as f64;
+            blocks += 1;
+        }
+    }
+    let n = n_rows.max(1) as f64;
+    let s_mean = sum_len / n;
+    let s_std = (sum_len2 / n - s_mean * s_mean).max(0.0).sqrt();
+    let ratio = |a: f64, b: u64| if b > 0 { a / b as f64 } else { 0.0 };
+    f.sampled_row_len_cv = if s_mean > 0.0 { s_std / s_mean } else { 0.0 };
+    f.sampled_max_mean_ratio = max_len as f64 / mean;
+    f.sampled_seg_per_entry = ratio(row_segs as f64, read);
+    f.sampled_warp_seg_per_entry = ratio(warp_segs as f64, warp_read);
+    f.sampled_warp_span = ratio(span_sum, blocks);
+    f.sampled_diag_dist = ratio(dist, read) / cols as f64;
+    f.sampled_near_diag_frac = ratio(near as f64, read);
+    f.sampled_col_run_len = ratio(read as f64, runs);
+    f.sampled_same_pattern_frac = ratio(same as f64, compared);
+}
+
+/// Known and sampled features (gathered ones NaN), timed.
+pub fn extract_sampled(m: CsrPattern<'_>) -> SpmvFeatureRecord {
+    let t = Instant::now();
+    let mut features = known(m);
+    let known_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    sample_into(m, &mut features);
+    SpmvFeatureRecord {
+        schema_version: super::SPMV_SCHEMA_VERSION,
+        features,
+        cost: FeatureCost {
+            gatherer: "sampled".into(),
+            known_s,
+            gathered_s: Some(t.elapsed().as_secs_f64()),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pattern<'a>(rows: usize, cols: usize, ptr: &'a [i32], idx: &'a [i32]) -> CsrPattern<'a> {
+        CsrPattern {
+            rows,
+            cols,
+            indptr: ptr,
+            indices: idx,
+        }
+    }
+
+    /// Build a CSR pattern from a row -> columns function.
+    fn build(rows: usize, row: impl Fn(usize) -> Vec<i32>) -> (Vec<i32>, Vec<i32>) {
+        let (mut ptr, mut idx) = (vec![0i32], Vec::new());
+        for r in 0..rows {
+            idx.extend(row(r));
+            ptr.push(idx.len() as i32);
+        }
+        (ptr, idx)
+    }
+
+    fn sampled(rows: usize, cols: usize, ptr: &[i32], idx: &[i32]) -> SpmvFeatures {
+        let m = pattern(rows, cols, ptr, idx);
+        let mut f = known(m);
+        sample_into(m, &mut f);
+        f
+    }
+
+    #[test]
+    fn blocks_are_spread_fixed_and_in_range() {
+        for rows in [1, 31, 32, 1023, 1024, 1025, 5000, 1 << 20, 123_456_789] {
+            let b = block_starts(rows);
+            assert_eq!(b, block_starts(rows), "deterministic");
+            assert!(b.iter().all(|&s| s < rows), "{rows}");
+            assert!(b.windows(2).all(|w| w[0] < w[1]), "{rows}: increasing");
+            if rows > SAMPLE_BLOCKS * SAMPLE_BLOCK_ROWS {
+                assert_eq!(b.len(), SAMPLE_BLOCKS);
+                // The last block lies in the last stratum: the whole matrix is covered.
+                assert!(*b.last().unwrap() as f64 >= rows as f64 * 0.9, "{rows}");
+            }
+        }
+    }
+
+    #[test]
+    fn local_and_random_columns_differ() {
+        // A 5-point stencil's rows (columns r-100, r-1, r, r+1, r+100): neighbours share x.
+        let n = 100_000;
+        let (p, i) = build(n, |r| {
+            let r = r as i64;
+            [r - 100, r - 1, r, r + 1, r + 100]
+                .into_iter()
+                .filter(|&c| (0..n as i64).contains(&c))
+                .map(|c| c as i32)
+                .collect()
+        });
+        let local = sampled(n, n, &p, &i);
+        // The same row lengths, columns scattered by a multiplicative hash.
+        let (p2, i2) = build(n, |r| {
+            let mut v: Vec<i32> = (0..5u64)
+                .map(|j| (splitmix(r as u64 * 7 + j) % n as u64) as i32)
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        });
+        let random = sampled(n, n, &p2, &i2);
+        assert!(local.sampled_warp_seg_per_entry < 0.3, "{local:?}");
+        assert!(random.sampled_warp_seg_per_entry > 0.9, "{random:?}");
+        assert!(local.sampled_near_diag_frac > 0.99);
+        assert!(random.sampled_near_diag_frac < 0.2);
+        assert!(local.sampled_diag_dist < 0.01 && random.sampled_diag_dist > 0.2);
+        assert!(local.sampled_warp_span < 0.01 && random.sampled_warp_span > 0.8);
+    }
+
+    #[test]
+    fn dense_runs_and_repeated_rows_are_seen() {
+        // A (x) ones(4): each row is runs of 4 consecutive columns; 4 rows in a row share them.
+        let n = 40_000;
+        let (p, i) = build(n, |r| {
+            let b = (r / 4) as i32;
+            [b - 7, b, b + 3]
+                .into_iter()
+                .filter(|&c| c >= 0 && (c as usize) < n / 4)
+                .flat_map(|c| (0..4).map(move |q| 4 * c + q))
+                .collect()
+        });
+        let f = sampled(n, n, &p, &i);
+        assert!((f.sampled_col_run_len - 4.0).abs() < 0.01, "{f:?}");
+        // 3 of every 4 rows repeat the row before (the block's first does not).
+        assert!((f.sampled_same_pattern_frac - 0.75).abs() < 0.05, "{f:?}");
+        // At most one segment per run of 4 (runs 28 columns apart often share one).
+        assert!((0.15..=0.25).contains(&f.sampled_seg_per_entry), "{f:?}");
+    }
+
+    #[test]
+    fn row_lengths_estimate_the_spread() {
+        // Lengths 1 and 9 alternating: mean 5, std 4.
+        let n = 200_000;
+        let (p, i) = build(n, |r| {
+            let len = if r % 2 == 0 { 1 } else { 9 };
+            (0..len).map(|j| ((r + j) % n) as i32).collect()
+        });
+        let f = sampled(n, n, &p, &i);
+        assert!((f.sampled_row_len_cv - 0.8).abs() < 0.02, "{f:?}");
+        assert!((f.sampled_max_mean_ratio - 1.8).abs() < 1e-9, "{f:?}");
+    }
+
+    #[test]
+    fn empty_and_tiny_patterns_give_finite_values() {
+        for (rows, cols, p, i) in [
+            (0usize, 0usize, vec![0i32], vec![]),
+            (3, 3, vec![0, 0, 0, 0], vec![]),
+            (1, 1, vec![0, 1], vec![0]),
+            (2, 5, vec![0, 0, 2], vec![1, 4]),
+        ] {
+            let f = sampled(rows, cols, &p, &i);
+            for v in [
+                f.sampled_row_len_cv,
+                f.sampled_max_mean_ratio,
+                f.sampled_seg_per_entry,
+                f.sampled_warp_seg_per_entry,
+                f.sampled_warp_span,
+                f.sampled_diag_dist,
+                f.sampled_near_diag_frac,
+                f.sampled_col_run_len,
+                f.sampled_same_pattern_frac,
+            ] {
+                assert!(v.is_finite() && v >= 0.0, "{rows}x{cols}: {f:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_read_is_bounded_whatever_the_size() {
+        // One block's budget caps the entries read: a matrix of 64-entry rows reads 2 rows per
+        // block, so the estimate of runs sees rows 0..2 of each block only.
+        let n = 1 << 16;
+        let (p, i) = build(n, |r| (0..64).map(|j| ((r * 64 + j) % n) as i32).collect());
+        let f = sampled(n, n, &p, &i);
+        assert!((f.sampled_col_run_len - 64.0).abs() < 1.0, "{f:?}");
+        assert!(SAMPLE_BLOCKS * SAMPLE_BLOCK_ENTRIES <= 4096);
+    }
+}
