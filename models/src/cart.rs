@@ -258,21 +258,25 @@ mod tests {
                 }
             })
             .collect();
-        let w: Vec<f64> = (0..n).map(|_| (1.0 + next() * 15.0).round()).collect();
+        // Generic weights: no two sums of them are equal, so no split or modal class ties.
+        let w: Vec<f64> = (0..n).map(|_| 1.0 + next() * 15.0).collect();
         (x, y, w)
+    }
+
+    fn params(max_depth: usize, min_weight_leaf: f64) -> CartParams {
+        CartParams {
+            max_depth,
+            min_weight_leaf,
+            min_samples_split: 2.0,
+            min_impurity_decrease: 1e-5,
+        }
     }
 
     #[test]
     fn same_partition_as_linfa_trees_on_data_without_ties() {
         for seed in 1..6 {
             let (x, y, w) = data(300, 4, 3, seed);
-            let p = CartParams {
-                max_depth: 4,
-                min_weight_leaf: 16.0,
-                min_samples_split: 2.0,
-                min_impurity_decrease: 1e-5,
-            };
-            let ours = grow(&x, &y, &w, 3, p);
+            let ours = grow(&x, &y, &w, 3, params(4, 16.0));
             let arr = Array2::from_shape_fn((x.len(), 4), |(i, j)| x[i][j]);
             let ds = Dataset::new(arr, Array1::from_vec(y.clone()))
                 .with_weights(Array1::from_iter(w.iter().map(|&v| v as f32)));
@@ -284,8 +288,8 @@ mod tests {
                     .fit(&ds)
                     .unwrap(),
             );
-            // Same structure: every training row reaches leaves of the same class... and the
-            // same tree shape (node count).
+            // The same tree shape (node count), and every training row reaches a leaf of the
+            // same class.
             assert_eq!(ours.nodes.len(), theirs.nodes.len(), "seed {seed}");
             for r in &x {
                 assert_eq!(ours.predict(r), theirs.predict(r), "seed {seed}");
@@ -301,12 +305,7 @@ mod tests {
             .collect();
         let y: Vec<usize> = (0..40).map(|i| (i % 2) + ((i / 2) % 2)).collect();
         let w = vec![1.0; 40];
-        let p = CartParams {
-            max_depth: 3,
-            min_weight_leaf: 1.0,
-            min_samples_split: 2.0,
-            min_impurity_decrease: 1e-5,
-        };
+        let p = params(3, 1.0);
         let first = grow(&x, &y, &w, 3, p);
         for _ in 0..20 {
             assert_eq!(grow(&x, &y, &w, 3, p), first);
