@@ -183,7 +183,11 @@ fn schema_round_trips_and_refuses_a_mismatch() {
     newer.version += 1;
     let e = s.check_same(&newer).unwrap_err();
     assert!(
-        e.to_string().contains("expected `spmv` v1, got `spmv` v2"),
+        e.to_string().contains(&format!(
+            "expected `spmv` v{}, got `spmv` v{}",
+            s.version,
+            s.version + 1
+        )),
         "{e}"
     );
     let mut reordered = s.clone();
