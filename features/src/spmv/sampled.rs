@@ -76,7 +76,9 @@ impl SegSet {
     /// Insert; true when new.
     fn insert(&mut self, key: u64) -> bool {
         let mask = self.keys.len() - 1;
-        let mut i = (splitmix(key) as usize) & mask;
+        // Fibonacci hashing: one multiply (the set's contents, so the counts, do not depend on
+        // the hash).
+        let mut i = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) as usize & mask;
         loop {
             if self.stamp[i] != self.gen {
                 self.stamp[i] = self.gen;
@@ -91,8 +93,37 @@ impl SegSet {
     }
 }
 
+/// Load every cache line the blocks will read (their row pointers, then up to
+/// SAMPLE_BLOCK_ENTRIES column indices each) before reading any block in full: the loads do not
+/// depend on each other, so the CPU keeps many misses in flight instead of waiting for one block
+/// after another (the data of a large matrix is rarely in cache when it is planned).
+fn touch(ptr: &[i32], idx: &[i32], starts: &[usize]) {
+    let rows = ptr.len() - 1;
+    let mut acc = 0i64;
+    for &s in starts {
+        acc = acc.wrapping_add(ptr[s] as i64 + ptr[(s + SAMPLE_BLOCK_ROWS).min(rows)] as i64);
+    }
+    // 16 i32 per 64-byte line.
+    for &s in starts {
+        let (a, b) = (
+            ptr[s] as usize,
+            ptr[(s + SAMPLE_BLOCK_ROWS).min(rows)] as usize,
+        );
+        let b = b.min(a + SAMPLE_BLOCK_ENTRIES);
+        for i in (a..b).step_by(16) {
+            acc = acc.wrapping_add(idx[i] as i64);
+        }
+    }
+    std::hint::black_box(acc);
+}
+
 /// Fill the sampled features of `f` from `m` (known ones are left as they are).
 pub fn sample_into(m: CsrPattern<'_>, f: &mut SpmvFeatures) {
+    sample_with(m, f, true)
+}
+
+/// [`sample_into`], with or without the loads issued ahead ([`touch`]): the same values.
+fn sample_with(m: CsrPattern<'_>, f: &mut SpmvFeatures, ahead: bool) {
     let (rows, cols) = (m.rows, m.cols);
     let (ptr, idx) = (m.indptr, m.indices);
     let nnz = m.nnz();
@@ -120,7 +151,11 @@ pub fn sample_into(m: CsrPattern<'_>, f: &mut SpmvFeatures) {
     let (mut warp_segs, mut warp_read, mut span_sum, mut blocks) = (0u64, 0u64, 0f64, 0u64);
     // Rows compared with the row before (both read whole) and how many matched.
     let (mut compared, mut same) = (0u64, 0u64);
-    for start in block_starts(rows) {
+    let starts = block_starts(rows);
+    if ahead {
+        touch(ptr, idx, &starts);
+    }
+    for start in starts {
         let end = (start + SAMPLE_BLOCK_ROWS).min(rows);
         set.clear();
         let mut budget = SAMPLE_BLOCK_ENTRIES;
@@ -340,6 +375,54 @@ mod tests {
                 assert!(v.is_finite() && v >= 0.0, "{rows}x{cols}: {f:?}");
             }
         }
+    }
+
+    /// Not a test: the cost of the tier on a large pattern out of cache, with and without the
+    /// loads issued ahead (`cargo test -p augur-features --release -- --ignored --nocapture
+    /// sample_cost`).
+    #[test]
+    #[ignore]
+    fn sample_cost() {
+        let n = 3_000_000;
+        let (p, i) = build(n, |r| {
+            (0..5u64)
+                .map(|j| (splitmix(r as u64 * 5 + j) % n as u64) as i32)
+                .collect()
+        });
+        let m = pattern(n, n, &p, &i);
+        let big = vec![1u8; 512 << 20];
+        for ahead in [false, true, false, true] {
+            let mut t = Vec::new();
+            for _ in 0..7 {
+                if std::env::var_os("WARM").is_none() {
+                    std::hint::black_box(big.iter().step_by(64).map(|&b| b as u64).sum::<u64>());
+                }
+                let mut f = known(m);
+                let s = Instant::now();
+                sample_with(m, &mut f, ahead);
+                t.push(s.elapsed().as_secs_f64() * 1e6);
+                std::hint::black_box(f);
+            }
+            t.sort_by(f64::total_cmp);
+            eprintln!("loads ahead {ahead}: median {:.1} us", t[3]);
+        }
+    }
+
+    #[test]
+    fn loads_ahead_do_not_change_a_value() {
+        let n = 50_000;
+        let (p, i) = build(n, |r| {
+            (0..7u64)
+                .map(|j| (splitmix(r as u64 * 7 + j) % n as u64) as i32)
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect()
+        });
+        let m = pattern(n, n, &p, &i);
+        let (mut a, mut b) = (known(m), known(m));
+        sample_with(m, &mut a, true);
+        sample_with(m, &mut b, false);
+        assert_eq!(a, b);
     }
 
     #[test]
