@@ -375,11 +375,7 @@ fn read_batch<R: BufRead>(
             return Err(too_long(path, *next_line + newlines));
         }
         if let Err(source) = r {
-            return Err(DatasetError::Read {
-                path: path.to_path_buf(),
-                line: *next_line + newlines,
-                source,
-            });
+            return Err(read_error(path, *next_line + newlines, source));
         }
         if text.is_empty() {
             break;
@@ -464,11 +460,7 @@ impl<R: BufRead> Lines<'_, R> {
                 }
                 Ok(true)
             }
-            Err(source) => Err(DatasetError::Read {
-                path: self.path.to_path_buf(),
-                line: self.line + 1,
-                source,
-            }),
+            Err(source) => Err(read_error(self.path, self.line + 1, source)),
         }
     }
 
@@ -511,6 +503,26 @@ impl<R: BufRead> Lines<'_, R> {
     }
 }
 
+/// A read error at `line`. A gzip decoder that finished one stream and finds bytes that are not
+/// another gzip member after it reports "invalid gzip header": past the first line that is data
+/// appended to a complete file, and the message says so.
+fn read_error(path: &Path, line: u64, source: std::io::Error) -> DatasetError {
+    let source = if line > 1 && source.to_string().contains("invalid gzip header") {
+        std::io::Error::new(
+            source.kind(),
+            "bytes after the end of the gzip stream are not another gzip member (junk appended \
+             to a complete file?)",
+        )
+    } else {
+        source
+    };
+    DatasetError::Read {
+        path: path.to_path_buf(),
+        line,
+        source,
+    }
+}
+
 fn read_banner<R: BufRead>(lines: &mut Lines<R>) -> Result<(Field, Symmetry), DatasetError> {
     if !lines.next_line()? {
         return Err(lines.error("empty file: expected a `%%MatrixMarket` banner".into()));
@@ -519,6 +531,21 @@ fn read_banner<R: BufRead>(lines: &mut Lines<R>) -> Result<(Field, Symmetry), Da
         .tokens()
         .map(|t| String::from_utf8_lossy(t).to_ascii_lowercase())
         .collect();
+    if lines.buf.starts_with(b"\xef\xbb\xbf") {
+        return Err(lines.error(
+            "the file starts with a UTF-8 byte-order mark (bytes EF BB BF) before `%%MatrixMarket`: \
+             remove it (Matrix Market files are plain ASCII)"
+                .into(),
+        ));
+    }
+    if lines.buf.contains(&b'\r') && lines.buf[..lines.buf.len().saturating_sub(1)].contains(&b'\r')
+    {
+        return Err(lines.error(
+            "the banner line holds carriage returns (CR, `\\r`) inside it: lines end with CR alone \
+             (old Mac line endings); convert them to LF (e.g. `tr '\\r' '\\n'`)"
+                .into(),
+        ));
+    }
     if words.first().map(String::as_str) != Some("%%matrixmarket") {
         let shown = String::from_utf8_lossy(&lines.buf[..lines.buf.len().min(60)]).into_owned();
         return Err(lines.error(format!(

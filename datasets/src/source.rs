@@ -34,6 +34,21 @@ impl MatrixSource {
         if path.exists() {
             return Ok(MatrixSource::File(path.to_path_buf()));
         }
+        // A path that names something but does not resolve (a symbolic link to nothing, or a
+        // loop of them): say that, not "no such file".
+        if let Ok(meta) = path.symlink_metadata() {
+            return Err(DatasetError::Open {
+                path: path.to_path_buf(),
+                source: match std::fs::metadata(path) {
+                    Err(e) if meta.file_type().is_symlink() => std::io::Error::new(
+                        e.kind(),
+                        format!("a symbolic link that does not resolve ({e})"),
+                    ),
+                    Err(e) => e,
+                    Ok(_) => std::io::Error::other("not readable"),
+                },
+            });
+        }
         match arg.split_once(':') {
             Some((kind, _)) if KINDS.contains(&kind.trim()) || arg.contains('=') => {
                 Generator::parse(arg).map(MatrixSource::Generated)

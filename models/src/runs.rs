@@ -10,7 +10,9 @@
 //! (`latency_s`, launch cost included) and on a GPU the throughput and graph-replay figures side
 //! by side (`throughput_s`, `graph_s`, `batch` calls per timed sample). Format 1 had one
 //! per-launch figure that included the host's launch latency; it is refused with "re-collect". The file is append-only: a row that is
-//! repeated later (a resumed or re-run collection) replaces the earlier one when read.
+//! repeated later (a resumed or re-run collection) replaces the earlier one when read. A matrix is
+//! identified by its name and its source (file path or spec): two files of one name in two folders
+//! are two matrices (issue 19).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -130,6 +132,14 @@ pub struct MatrixInfo {
     pub sample_s: f64,
     /// Every feature, schema order.
     pub features: Vec<f64>,
+}
+
+impl MatrixInfo {
+    /// The matrix's identity in a runs table: its name and where it came from (two files named
+    /// `foo.mtx.gz` in different folders are two matrices; the name stays what is displayed).
+    pub fn key(&self) -> (String, String) {
+        (self.matrix.clone(), self.source.clone())
+    }
 }
 
 /// One kernel measured on one matrix.
@@ -257,8 +267,8 @@ impl Runs {
     /// Read one or more runs CSVs (rows of later files and later lines replace earlier ones with the
     /// same matrix and kernel). Errors name the file and line.
     pub fn read(paths: &[PathBuf]) -> Result<Runs, ModelError> {
-        let mut order: Vec<String> = Vec::new();
-        let mut by: BTreeMap<String, (MatrixInfo, Vec<KernelRun>)> = BTreeMap::new();
+        let mut order: Vec<(String, String)> = Vec::new();
+        let mut by: BTreeMap<(String, String), (MatrixInfo, Vec<KernelRun>)> = BTreeMap::new();
         let expected = header();
         for path in paths {
             let mut rdr = open_csv(path, &expected, |col, found, want| {
@@ -422,12 +432,12 @@ impl Runs {
                         ))
                     }
                 };
-                let entry = by.entry(info.matrix.clone()).or_insert_with(|| {
-                    order.push(info.matrix.clone());
+                let entry = by.entry(info.key()).or_insert_with(|| {
+                    order.push(info.key());
                     (info.clone(), Vec::new())
                 });
                 if entry.0.family != info.family || entry.0.nnz != info.nnz {
-                    // A re-collection of the same name: the later one wins wholesale.
+                    // A re-collection of the same matrix: the later one wins wholesale.
                     entry.1.clear();
                 }
                 entry.0 = info;
@@ -441,7 +451,7 @@ impl Runs {
             matrices: order
                 .into_iter()
                 .map(|m| {
-                    let (info, kernels) = by.remove(&m).expect("every name was inserted");
+                    let (info, kernels) = by.remove(&m).expect("every key was inserted");
                     MatrixRuns { info, kernels }
                 })
                 .collect(),

@@ -18,8 +18,25 @@ fn main() -> ExitCode {
     match cli::run(args) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("augur: error: {e:#}");
+            eprintln!("augur: error: {}", chain(&e));
             ExitCode::from(2)
         }
     }
+}
+
+/// The error and its causes, `: `-joined, leaving out a cause whose text the message already
+/// holds (many errors name their cause in their own text, and `{:#}` would print it twice).
+fn chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let c = cause.to_string();
+        if out.contains(&c) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&c);
+    }
+    out
 }

@@ -265,3 +265,99 @@ fn a_model_with_foreign_kernels_names_its_file() {
         "{e}"
     );
 }
+
+/// Two files with one name in different folders are two matrices: both are collected, both stay
+/// in the runs table, and `--resume` skips both (issue 19, item 7).
+#[test]
+fn same_named_files_in_two_folders_stay_two_matrices() {
+    let dir = temp_dir("hostile-same-name");
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let write = |p: &std::path::Path, n: usize| {
+        let mut s = format!("%%MatrixMarket matrix coordinate real general\n{n} {n} {n}\n");
+        for i in 1..=n {
+            s += &format!("{i} {} 1.5\n", (i % n) + 1);
+        }
+        std::fs::write(p, s).unwrap();
+    };
+    write(&a.join("foo.mtx"), 40);
+    write(&b.join("foo.mtx"), 60);
+    let out = dir.join("runs.csv");
+    let (fa, fb) = (a.join("foo.mtx"), b.join("foo.mtx"));
+    let args = [
+        "collect",
+        "--reps",
+        "1",
+        "--warmup",
+        "0",
+        "--rounds",
+        "1",
+        "--kernel",
+        "sequential",
+        "--out",
+        out.to_str().unwrap(),
+        fa.to_str().unwrap(),
+        fb.to_str().unwrap(),
+    ];
+    let o = augur(&args);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(err(&o).contains("2 matrices measured"), "{}", err(&o));
+    let runs = augur_models::runs::Runs::read(&[out.clone()]).unwrap();
+    let mut sizes: Vec<usize> = runs.matrices.iter().map(|m| m.info.rows).collect();
+    sizes.sort_unstable();
+    assert_eq!(sizes, [40, 60], "both kept, under one name");
+    assert!(runs.matrices.iter().all(|m| m.info.matrix == "foo"));
+    let mut resume = args.to_vec();
+    resume.push("--resume");
+    let o = augur(&resume);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(
+        err(&o).contains("0 matrices measured") && err(&o).contains("2 already in"),
+        "{}",
+        err(&o)
+    );
+}
+
+/// A symbolic link loop is called what it is, each cause is printed once, and a runs file whose
+/// header was cut short by an interrupted start is written again on --resume (issue 19, item 9).
+#[test]
+fn symlink_loops_single_causes_and_cut_headers() {
+    let dir = temp_dir("hostile-item9");
+    let link = dir.join("loop.mtx");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&link, &link).unwrap();
+    let o = augur(&["matrix", "info", link.to_str().unwrap()]);
+    let e = err(&o);
+    assert!(!o.status.success());
+    assert!(
+        e.contains("symbolic link") && !e.contains("no such file"),
+        "{e}"
+    );
+    let o = augur(&["matrix", "info", dir.join("absent.mtx").to_str().unwrap()]);
+    let e = err(&o);
+    assert_eq!(e.matches("not a generator spec").count(), 1, "{e}");
+
+    let out = dir.join("runs.csv");
+    let header = augur_models::runs::header().join(",");
+    std::fs::write(&out, &header[..header.len() / 2]).unwrap();
+    let o = augur(&[
+        "collect",
+        "--reps",
+        "1",
+        "--warmup",
+        "0",
+        "--rounds",
+        "1",
+        "--kernel",
+        "sequential",
+        "--resume",
+        "--out",
+        out.to_str().unwrap(),
+        "banded:n=50,bw=2",
+    ]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(err(&o).contains("cut short"), "{}", err(&o));
+    let runs = augur_models::runs::Runs::read(&[out]).unwrap();
+    assert_eq!(runs.matrices.len(), 1);
+}

@@ -411,7 +411,11 @@ fn collect(a: CollectArgs) -> anyhow::Result<ExitCode> {
     for src in &sources {
         let name = src.name();
         pb.set_message(name.clone());
-        if done.contains(&name) {
+        let source = match src {
+            MatrixSource::File(p) => p.display().to_string(),
+            MatrixSource::Generated(g) => g.to_string(),
+        };
+        if done.contains(&(name.clone(), source.clone())) {
             skipped_done += 1;
             pb.inc(1);
             continue;
@@ -419,10 +423,7 @@ fn collect(a: CollectArgs) -> anyhow::Result<ExitCode> {
         let family = fams.family(src);
         let meta = Meta {
             family,
-            source: match src {
-                MatrixSource::File(p) => p.display().to_string(),
-                MatrixSource::Generated(g) => g.to_string(),
-            },
+            source,
             device: device.clone(),
             driver: driver.clone(),
             iterations: iterations.clone(),
@@ -463,13 +464,13 @@ fn collect(a: CollectArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Create the runs CSV with its header, or check an existing one for --resume (dropping a partial
-/// last line) and return the matrices already complete.
+/// last line) and return the matrices already complete, by identity (name, source).
 fn prepare_out(
     path: &Path,
     resume: bool,
     kernels: &[String],
     (backend, precision): (&str, &str),
-) -> anyhow::Result<std::collections::HashSet<String>> {
+) -> anyhow::Result<std::collections::HashSet<(String, String)>> {
     let header = runs::header().join(",") + "\n";
     let exists = path.metadata().map(|m| m.len() > 0).unwrap_or(false);
     if !exists {
@@ -490,6 +491,19 @@ fn prepare_out(
     let mut text = String::new();
     f.read_to_string(&mut text)
         .with_context(|| format!("read {}", path.display()))?;
+    if header.starts_with(&text) {
+        // Only a part of the header: a run interrupted as it created the file. Nothing was
+        // measured; start the file again.
+        eprintln!(
+            "augur: {}: its header was cut short ({} of {} bytes, a run interrupted at its start); writing it again",
+            path.display(),
+            text.len(),
+            header.len()
+        );
+        drop(f);
+        std::fs::write(path, &header).with_context(|| format!("rewrite {}", path.display()))?;
+        return Ok(Default::default());
+    }
     if !text.starts_with(&header) {
         bail!(
             "{}: its header is not this augur's (SpMV schema v{SPMV_SCHEMA_VERSION}); collect into a new file",
@@ -529,7 +543,7 @@ fn prepare_out(
                 .iter()
                 .all(|k| m.kernels.iter().any(|r| &r.kernel == k))
         })
-        .map(|m| m.info.matrix.clone())
+        .map(|m| m.info.key())
         .collect())
 }
 

@@ -231,6 +231,47 @@ fn truncated_gzip() {
     );
 }
 
+/// A byte-order mark, CR-only line endings and junk after a gzip stream are named for what they
+/// are (issue 19, item 9), and CRLF line endings still read.
+#[test]
+fn bom_cr_only_and_junk_after_gzip_say_what_they_are() {
+    parse_error(
+        "bom.mtx",
+        &format!("\u{feff}{BANNER}2 2 1\n1 1 1.5\n"),
+        1,
+        "byte-order mark",
+    );
+    parse_error(
+        "cr.mtx",
+        &format!("{BANNER}2 2 1\n1 1 1.5\n").replace('\n', "\r"),
+        1,
+        "CR alone",
+    );
+    let crlf = write_file(
+        "crlf.mtx",
+        format!("{BANNER}2 2 1\n1 1 1.5\n")
+            .replace('\n', "\r\n")
+            .as_bytes(),
+    );
+    assert_eq!(mtx::read::<f64>(&crlf).unwrap().matrix.nnz(), 1);
+    let full = write_file(
+        "junk.mtx.gz",
+        format!("{BANNER}2 2 1\n1 1 1.5\n").as_bytes(),
+    );
+    let mut bytes = std::fs::read(&full).unwrap();
+    bytes.extend_from_slice(b"JUNK APPENDED");
+    std::fs::write(&full, &bytes).unwrap();
+    match mtx::read::<f64>(&full) {
+        Err(e @ DatasetError::Read { .. }) => {
+            assert!(
+                e.to_string().contains("after the end of the gzip stream"),
+                "{e}"
+            )
+        }
+        other => panic!("expected a read error, got {other:?}"),
+    }
+}
+
 #[test]
 fn sizes_beyond_i32() {
     for (size, what) in [
