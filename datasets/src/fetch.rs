@@ -100,6 +100,33 @@ enum Failure {
     Permanent(String),
 }
 
+/// A download may be this many times the catalog's size estimate (archives hold extra files,
+/// and the estimate is rough), and at least [`MIN_BODY_CAP`] bytes: a body past it is stopped.
+pub const BODY_CAP_FACTOR: u64 = 8;
+pub const MIN_BODY_CAP: u64 = 4 << 20;
+/// Decompressed bytes an archive may expand to: 128 bytes per stored entry and per row (the
+/// matrix and the vectors some archives carry beside it), plus [`MIN_EXPANSION_CAP`].
+pub const EXPANSION_BYTES_PER_ENTRY: u64 = 128;
+pub const MIN_EXPANSION_CAP: u64 = 16 << 20;
+/// The body's deadline grows with its expected size: `--timeout` plus a second per this many
+/// bytes of the capped size (a slow but moving link is not cut off; a stalled one is).
+pub const BODY_BYTES_PER_SECOND: u64 = 256 << 10;
+
+/// The largest body accepted for an entry.
+pub fn body_cap(e: &CatalogEntry) -> u64 {
+    e.estimated_download_bytes()
+        .saturating_mul(BODY_CAP_FACTOR)
+        .max(MIN_BODY_CAP)
+}
+
+/// The most bytes an entry's archive may expand to.
+pub fn expansion_cap(e: &CatalogEntry) -> u64 {
+    e.pattern_entries
+        .saturating_add(e.rows.saturating_mul(4))
+        .saturating_mul(EXPANSION_BYTES_PER_ENTRY)
+        .saturating_add(MIN_EXPANSION_CAP)
+}
+
 /// Fetch every entry (in parallel, `opts.jobs` at a time); one outcome per entry, in order. The
 /// manifest of `opts.dir` is updated after each verified matrix.
 pub fn fetch(
@@ -218,7 +245,7 @@ fn one(
         if attempts == 1 {
             resumed_from = have;
         }
-        let r = download(agent, &url, &part, &e.name, progress)
+        let r = download(agent, &url, &part, e, opts.timeout, progress)
             .and_then(|bytes| finish(e, opts, &part, &dest).map(|(m, path)| (bytes, m, path)));
         match r {
             Ok((bytes, entry, path)) => {
@@ -261,11 +288,19 @@ fn download(
     agent: &ureq::Agent,
     url: &str,
     part: &Path,
-    name: &str,
+    e: &CatalogEntry,
+    timeout: Duration,
     progress: &dyn FetchProgress,
 ) -> Result<u64, Failure> {
+    let name = e.name.as_str();
+    let cap = body_cap(e);
     let have = part.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut req = agent.get(url);
+    let deadline = timeout + Duration::from_secs(cap / BODY_BYTES_PER_SECOND);
+    let mut req = agent
+        .get(url)
+        .config()
+        .timeout_recv_body(Some(deadline))
+        .build();
     if have > 0 {
         req = req.header("Range", format!("bytes={have}-"));
     }
@@ -314,6 +349,18 @@ fn download(
         }
         s => return Err(Failure::Transient(format!("GET {url}: HTTP {s}"))),
     };
+    let too_big = |n: u64| {
+        Failure::Permanent(format!(
+            "GET {url}: the body is {n} bytes or more, past the cap of {cap} ({BODY_CAP_FACTOR}x \
+             the catalog's estimate of {} bytes for `{name}`, at least {MIN_BODY_CAP}): stopped \
+             (a wrong URL or a misbehaving server?)",
+            e.estimated_download_bytes()
+        ))
+    };
+    if let Some(t) = total.filter(|&t| t > cap) {
+        let _ = std::fs::remove_file(part);
+        return Err(too_big(t));
+    }
     let mut f = std::fs::OpenOptions::new()
         .create(true)
         .write(true)
@@ -337,6 +384,11 @@ fn download(
                 )));
             }
         };
+        if got + n as u64 > cap {
+            drop(f);
+            let _ = std::fs::remove_file(part);
+            return Err(too_big(got + n as u64));
+        }
         f.write_all(&buf[..n])
             .map_err(|e| Failure::Permanent(format!("{}: {e}", part.display())))?;
         got += n as u64;
@@ -354,6 +406,29 @@ fn download(
     Ok(got)
 }
 
+/// A reader that fails once more than `cap` bytes were read through it: an archive that expands
+/// past its cap (a decompression bomb) stops there, with an error that says so.
+struct Capped<R> {
+    inner: R,
+    left: u64,
+    cap: u64,
+}
+
+impl<R: Read> Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n as u64 > self.left {
+            return Err(std::io::Error::other(format!(
+                "the archive expands past {} bytes, the cap for this matrix ({EXPANSION_BYTES_PER_ENTRY} \
+                 bytes per stored entry and per row, plus {MIN_EXPANSION_CAP}): stopped",
+                self.cap
+            )));
+        }
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
 /// Extract the main `.mtx` of the archive, verify it against the catalog, move it in place.
 fn finish(
     e: &CatalogEntry,
@@ -367,13 +442,23 @@ fn finish(
         if opts.gzip { ".gz" } else { "" }
     ));
     let corrupt = |msg: String| {
-        // A damaged archive is not resumed: the next attempt downloads it afresh.
+        // A damaged archive is not resumed: the next attempt downloads it afresh. One that
+        // expands past its cap would do so again: not retried.
         let _ = std::fs::remove_file(part);
         let _ = std::fs::remove_file(&tmp);
-        Failure::Transient(format!("corrupt archive: {msg}"))
+        if msg.contains("expands past") {
+            Failure::Permanent(msg)
+        } else {
+            Failure::Transient(format!("corrupt archive: {msg}"))
+        }
     };
     let file = std::fs::File::open(part).map_err(|x| corrupt(x.to_string()))?;
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    let cap = expansion_cap(e);
+    let mut archive = tar::Archive::new(Capped {
+        inner: flate2::read::GzDecoder::new(file),
+        left: cap,
+        cap,
+    });
     let want = format!("{}.mtx", e.name);
     let mut found = false;
     let mut md5 = Md5::new();

@@ -143,7 +143,8 @@ pub struct FetchArgs {
     /// Retries of a failure that may pass (cut connection, timeout, HTTP 5xx), with doubling waits.
     #[arg(long, default_value_t = 3)]
     retries: usize,
-    /// Seconds to wait for a connection, a response or the next bytes (0 < s <= 86400).
+    /// Seconds to wait for a connection or a response (0 < s <= 86400); a body may take this
+    /// plus a second per 256 KiB of its size cap (8x the catalog's estimate, at least 4 MiB).
     #[arg(long, default_value_t = 30.0, value_parser = parse_timeout)]
     timeout: f64,
     /// The collection's base URL.
@@ -161,7 +162,8 @@ pub struct IndexArgs {
     /// Where to write it (default: the cache, where `list` and `fetch` look).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Seconds to wait for a connection, a response or the next bytes (0 < s <= 86400).
+    /// Seconds to wait for a connection, a response or the body (0 < s <= 86400; the whole
+    /// download at most 4x this).
     #[arg(long, default_value_t = 60.0, value_parser = parse_timeout)]
     timeout: f64,
 }

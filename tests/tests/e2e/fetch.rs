@@ -198,3 +198,60 @@ fn a_partial_download_is_resumed_not_restarted() {
     assert_eq!(server.requests("/MM/Test/part.tar.gz"), (1, 1));
     assert!(matrix_path(&dir, "part", false).is_file());
 }
+
+/// A body far past the catalog's size estimate and an archive that expands past its cap are
+/// stopped with errors that say so, leave no partial file, and are not retried (issue 19, item 5).
+#[test]
+fn oversized_bodies_and_decompression_bombs_are_stopped() {
+    use augur_datasets::fetch::{body_cap, expansion_cap};
+    let index = format!(
+        "2\nrev\n{}\n{}\n",
+        index_line("huge", 10, 10, 10, true),
+        index_line("bomb", 10, 10, 10, true)
+    );
+    let catalog = Catalog::parse(&index, "idx").unwrap();
+    let (huge, bomb) = (&catalog.entries[0], &catalog.entries[1]);
+    // Incompressible bytes past the body cap; a gigantic run of spaces that gzips to little.
+    let mut x = 0x2545f4914f6cdd1du64;
+    let junk: Vec<u8> = (0..body_cap(huge) + (1 << 20))
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let spaces = vec![b' '; (expansion_cap(bomb) + (4 << 20)) as usize];
+    let bomb_archive = mtx_archive("bomb", &spaces);
+    assert!(
+        bomb_archive.len() < (1 << 20),
+        "{} bytes",
+        bomb_archive.len()
+    );
+    let server = LoopbackServer::start(vec![
+        ("/MM/Test/huge.tar.gz".into(), Serve::Ok(junk)),
+        ("/MM/Test/bomb.tar.gz".into(), Serve::Ok(bomb_archive)),
+    ]);
+    let dir = temp_dir("caps");
+    let opts = FetchOptions {
+        base_url: server.base_url.clone(),
+        retries: 2,
+        backoff: Duration::from_millis(10),
+        ..FetchOptions::new(&dir)
+    };
+    let out = fetch(&[huge, bomb], &opts, &Quiet).unwrap();
+    for (o, needle) in out.iter().zip(["past the cap", "expands past"]) {
+        match o {
+            Outcome::Failed { error, attempts } => {
+                assert!(error.contains(needle), "{error}");
+                assert_eq!(*attempts, 1, "not retried: {error}");
+            }
+            o => panic!("{o:?}"),
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.join(".partial"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
