@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked -p augur
-augur=target/release/augur
+augur="${CARGO_TARGET_DIR:-target}/release/augur"
 tag="$(hostname)-$(date +%Y-%m-%d)"
 res=bench/results
 mkdir -p "$res"

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked -p augur
 rm -rf .carry/augur .carry/matrices && mkdir -p .carry/matrices
-cp target/release/augur .carry/augur && strip .carry/augur
+cp "${CARGO_TARGET_DIR:-target}/release/augur" .carry/augur && strip .carry/augur
 shared=${AUGUR_SHARED_MATRICES:-../shared/matrices}
 cp -r "$shared/suitesparse" "$shared/MANIFEST.tsv" .carry/matrices/
 du -sh .carry

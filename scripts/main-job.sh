@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo build --release --locked -p augur
-augur=target/release/augur
+augur="${CARGO_TARGET_DIR:-target}/release/augur"
 out=${AUGUR_OUT:-out/main-job}
 mkdir -p "$out"
 

@@ -97,6 +97,24 @@ pub enum Generator {
     },
 }
 
+/// The generators and their parameters, for `augur matrix --help` (the table of this module's
+/// documentation, as plain text).
+pub const SPEC_HELP: &str = "\
+Generator specs (a MATRIX argument may be one): kind:key=value,... e.g. rmat:scale=20,ef=16,seed=1.
+Numbers may be written 1000000, 1e6, 1_000_000 or 2^20; the same spec gives the same matrix anywhere.
+  uniform    rows, cols(=rows), row_len(8) or nnz, seed(1)   Erdos-Renyi, binomial row lengths
+  tall, wide as uniform; tall needs rows > cols, wide rows < cols   rectangular uniform
+  stencil2d  nx, ny(=nx), points 5 or 9 (5)                  2D grid Laplacian
+  stencil3d  nx, ny(=nx), nz(=nx), points 7 or 27 (7)        3D grid Laplacian
+  banded     n, bw(16), seed                                 row i spans [i-lo, i+hi], lo, hi in 0..=bw
+  powerlaw   rows, cols(=rows), alpha(2.5), min(1), max(=cols), seed   Pareto row lengths
+  rmat       scale, ef(16), a(0.57) b(0.19) c(0.19), sym(0), perm(1), seed   R-MAT / Kronecker graph
+  blockdiag  n, block(64), seed                              dense blocks on the diagonal
+  hubs       n, hubs(4), hub_len(=n), short(4), seed         a few very long rows among short ones
+  arrowhead  n, seed                                         dense first row and column, diagonal
+  expand     file, k(2), pattern identity|dense, order natural|random|rcm, seed
+             a real matrix grown k-fold (A x I_k or A x ones(k)), then reordered";
+
 /// The generator kinds, as written before the `:` of a spec.
 pub const KINDS: &[&str] = &[
     "uniform",

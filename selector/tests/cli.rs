@@ -1271,3 +1271,15 @@ fn a_closed_stdout_ends_quietly() {
 fn libc_sigpipe() -> i32 {
     13 // SIGPIPE on Linux and the BSDs
 }
+
+/// `augur matrix --help` lists every generator with its parameters (the top help points there).
+#[test]
+fn matrix_help_lists_every_generator() {
+    let out = augur(&["matrix", "--help"]);
+    assert!(out.status.success());
+    let t = text(&out.stdout);
+    for kind in augur_datasets::generate::KINDS {
+        assert!(t.contains(kind), "`{kind}` missing from:\n{t}");
+    }
+    assert!(t.contains("order natural|random|rcm"), "{t}");
+}

@@ -43,7 +43,7 @@ enum Command {
     #[command(subcommand)]
     Datasets(datasets::DatasetsCommand),
     /// Inspect, convert and generate matrices.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = augur_datasets::generate::SPEC_HELP)]
     Matrix(matrix::MatrixCommand),
     /// Check every kernel of a backend against the f64 reference on the edge cases and the shared
     /// matrices, in f32 and f64; exits non-zero on any failure.
