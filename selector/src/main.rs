@@ -26,7 +26,7 @@ fn main() -> ExitCode {
 
 /// The error and its causes, `: `-joined, leaving out a cause whose text the message already
 /// holds (many errors name their cause in their own text, and `{:#}` would print it twice).
-fn chain(e: &anyhow::Error) -> String {
+pub(crate) fn chain(e: &anyhow::Error) -> String {
     let mut out = String::new();
     for cause in e.chain() {
         let c = cause.to_string();

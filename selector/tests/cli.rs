@@ -254,11 +254,20 @@ fn devices_lists_gpus_or_says_clearly_there_are_none() {
     } else {
         assert_eq!(out.status.code(), Some(2));
         let se = text(&out.stderr);
+        // `devices` has no --backend flag: no hint to use one.
         assert!(
-            se.contains("no CUDA device") && se.contains("use --backend cpu"),
+            se.contains("no CUDA device")
+                && se.contains("no GPUs to list")
+                && !se.contains("--backend"),
             "{se}"
         );
         assert!(!se.contains("panicked"), "{se}");
+        let out = augur(&["kernels", "build"]);
+        let se = text(&out.stderr);
+        assert!(
+            se.contains("needs only NVRTC") && !se.contains("--backend"),
+            "{se}"
+        );
     }
 }
 

@@ -57,7 +57,7 @@ pub fn device_info(ordinal: usize) -> Result<DeviceInfo, KernelError> {
         .nth(ordinal)
         .ok_or_else(|| KernelError::NotAvailable {
             backend: "cuda".into(),
-            why: format!("no GPU {ordinal}; use --backend cpu"),
+            why: format!("no GPU {ordinal}"),
         })
 }
 
@@ -98,7 +98,7 @@ impl PeerInfo {
 fn not_available(why: impl Into<String>) -> KernelError {
     KernelError::NotAvailable {
         backend: "cuda".into(),
-        why: format!("{}; use --backend cpu", why.into()),
+        why: why.into(),
     }
 }
 

@@ -91,7 +91,7 @@ pub fn compile(src: Source, arch: (i32, i32)) -> Result<String, KernelError> {
     if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
         return Err(KernelError::NotAvailable {
             backend: "cuda".into(),
-            why: "NVRTC (libnvrtc.so) is not installed; use --backend cpu".into(),
+            why: "NVRTC (libnvrtc.so) is not installed".into(),
         });
     }
     let opts = CompileOptions {

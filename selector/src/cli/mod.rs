@@ -118,20 +118,62 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     match cli.command {
         Command::Matrix(m) => matrix::run(m),
-        Command::Spmv(a) => spmv::run(a),
+        Command::Spmv(a) => spmv::run(a).map_err(cpu_hint),
         Command::Features(a) => features::run(a),
-        Command::Devices(a) => devices::run(a),
-        Command::Kernels(k) => kernels::run(k),
-        Command::Check(a) => check::run(a),
-        Command::Bench(BenchCommand::Spmv(a)) => spmv::run_bench(a),
-        Command::Collect(c) => collect::run(c),
+        Command::Devices(a) => devices::run(a).map_err(|e| {
+            if not_available(&e) {
+                anyhow::anyhow!("{}: there are no GPUs to list", super::chain(&e))
+            } else {
+                e
+            }
+        }),
+        Command::Kernels(k) => kernels::run(k).map_err(|e| {
+            if not_available(&e) {
+                anyhow::anyhow!(
+                    "{}: `augur kernels check --arch 9.0` needs only NVRTC, no GPU (`pip \
+                     install nvidia-cuda-nvrtc`, then LD_LIBRARY_PATH=<its nvidia/cu13/lib>); \
+                     `kernels build` needs a GPU",
+                    super::chain(&e)
+                )
+            } else {
+                e
+            }
+        }),
+        Command::Check(a) => check::run(a).map_err(cpu_hint),
+        Command::Bench(BenchCommand::Spmv(a)) => spmv::run_bench(a).map_err(cpu_hint),
+        Command::Collect(c) => collect::run(c).map_err(cpu_hint),
         Command::Datasets(c) => datasets::run(c),
         Command::Train(a) => model::train(a),
         Command::Export(a) => model::export(a),
         Command::Eval(a) => model::eval(a),
-        Command::Run(a) => run::run(a),
+        Command::Run(a) => run::run(a).map_err(cpu_hint),
         Command::Attention(c) => attention::run(c),
         Command::Bench(BenchCommand::Dispatch(a)) => run::dispatch(a),
+    }
+}
+
+/// Whether an error comes from a backend that cannot run here (no GPU, no driver, no NVRTC).
+fn not_available(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<augur_kernels::KernelError>(),
+            Some(augur_kernels::KernelError::NotAvailable { .. })
+        ) || matches!(
+            c.downcast_ref::<augur::AugurError>(),
+            Some(augur::AugurError::Kernel(
+                augur_kernels::KernelError::NotAvailable { .. }
+            ))
+        )
+    })
+}
+
+/// For commands with a `--backend` flag: a backend that cannot run here gets the hint to use the
+/// CPU one (the library's message names what is missing, not a flag of this tool).
+fn cpu_hint(e: anyhow::Error) -> anyhow::Error {
+    if not_available(&e) {
+        anyhow::anyhow!("{}; use --backend cpu", super::chain(&e))
+    } else {
+        e
     }
 }
 
@@ -148,7 +190,7 @@ pub(crate) fn gpu_only(what: &'static str) -> impl Fn(augur_kernels::KernelError
     move |e| match e {
         augur_kernels::KernelError::NotAvailable { backend, why } => anyhow::anyhow!(
             "backend `{backend}` is not available: {} ({what} runs on CUDA GPUs only)",
-            why.trim_end_matches("; use --backend cpu")
+            why
         ),
         e => e.into(),
     }
