@@ -1292,3 +1292,61 @@ fn matrix_help_lists_every_generator() {
     }
     assert!(t.contains("order natural|random|rcm"), "{t}");
 }
+
+/// An input augur does not read by design (complex values) is reported and skipped with exit 0 by
+/// `spmv`, `features` and `collect` alike; a malformed one is a failure (exit 1).
+#[test]
+fn skipped_by_design_is_not_failure_and_exit_codes_agree() {
+    let complex = write_file(
+        "complex.mtx",
+        b"%%MatrixMarket matrix coordinate complex general\n2 2 1\n1 1 1.0 2.0\n",
+    );
+    let broken = write_file(
+        "broken-exit.mtx",
+        b"%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1.0\n",
+    );
+    let c = complex.to_str().unwrap();
+    let b = broken.to_str().unwrap();
+    let dir = temp_dir("exit-codes");
+    let runs = dir.join("runs.csv");
+    let r = runs.to_str().unwrap();
+    for args in [
+        vec!["spmv", "--csv", "stencil2d:nx=8", c],
+        vec!["features", "stencil2d:nx=8", c],
+        vec![
+            "collect",
+            "--reps",
+            "1",
+            "--warmup",
+            "0",
+            "--out",
+            r,
+            "stencil2d:nx=8",
+            c,
+        ],
+    ] {
+        let out = augur(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(
+            text(&out.stderr).contains("skipping"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    for args in [vec!["spmv", "--csv", b], vec!["features", b]] {
+        let out = augur(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    let out = augur(&["--help"]);
+    assert!(text(&out.stdout).contains("Exit codes: 0"));
+}

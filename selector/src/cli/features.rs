@@ -169,8 +169,14 @@ fn matrices(a: FeaturesArgs) -> anyhow::Result<ExitCode> {
         .map(|(arg, src)| {
             let r = one(arg, src, a.known_only);
             bar.inc(1);
-            r.map_err(|e| errors.lock().unwrap().push(format!("{e:#}")))
-                .ok()
+            r.map_err(|e| {
+                if super::skipped_by_design(&e) {
+                    eprintln!("augur: skipping {arg}: {e:#}");
+                } else {
+                    errors.lock().unwrap().push(format!("{e:#}"));
+                }
+            })
+            .ok()
         })
         .collect();
     bar.finish_and_clear();

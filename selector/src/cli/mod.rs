@@ -27,7 +27,11 @@ use clap::{Parser, Subcommand, ValueEnum};
         A MATRIX argument is a Matrix Market file (.mtx or .mtx.gz) or a generator spec such as\n\
         `rmat:scale=20,ef=16,seed=1`, `stencil3d:nx=100,points=27`, `powerlaw:rows=1e6,alpha=2.2`.\n\
         Generators: uniform tall wide stencil2d stencil3d banded powerlaw rmat blockdiag hubs\n\
-        arrowhead expand (see `augur matrix --help`)."
+        arrowhead expand (see `augur matrix --help`).",
+    after_help = "Exit codes: 0 done (inputs augur does not read by design, complex values or the dense \
+        `array` format, are reported and skipped); 1 an input failed (a malformed file, a kernel that \
+        failed its check; `collect`, a long resumable job, reports and skips every input it cannot \
+        load and exits 0); 2 the command could not run (bad arguments, no such backend here)."
 )]
 pub struct Cli {
     /// Worker threads for CPU kernels and generators (default: all cores).
@@ -175,6 +179,18 @@ fn cpu_hint(e: anyhow::Error) -> anyhow::Error {
     } else {
         e
     }
+}
+
+/// Whether an error is an input augur does not read by design (complex values, the dense `array`
+/// format): such an input is reported and skipped, not a failure, and the exit code stays 0
+/// (`collect`, `spmv` and `features` agree).
+pub(crate) fn skipped_by_design(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<augur_datasets::DatasetError>(),
+            Some(augur_datasets::DatasetError::Unsupported { .. })
+        )
+    })
 }
 
 /// Parse every MATRIX argument up front, so a typo fails before any work is done.

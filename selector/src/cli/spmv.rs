@@ -271,6 +271,9 @@ pub fn run(a: SpmvArgs) -> anyhow::Result<ExitCode> {
                 }
                 rows.append(&mut r);
             }
+            Err(e) if super::skipped_by_design(&e) => {
+                eprintln!("augur: skipping {}: {e:#}", src.name());
+            }
             Err(e) => {
                 failed += 1;
                 eprintln!("augur: error: {e:#}");
