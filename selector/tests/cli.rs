@@ -801,6 +801,12 @@ fn run_plans_explains_checks_and_reports() {
     ] {
         assert!(s.contains(want), "missing {want:?} in:\n{s}");
     }
+    // One plan: its setup is said once.
+    let setups = s
+        .lines()
+        .filter(|l| l.trim_start().starts_with("setup "))
+        .count();
+    assert_eq!(setups, 1, "{s}");
     // JSON, a forced kernel, f64, gathering always.
     let out = augur(&[
         "run",

@@ -486,7 +486,8 @@ fn print_report(r: &Report, explain: bool) {
                 println!("          {line}");
             }
         }
-        if r.shards.len() > 1 || explain {
+        // Per shard only when there are several: one plan's setup is the line below.
+        if r.shards.len() > 1 {
             println!(
                 "          setup {}: {}",
                 ms(s.setup.total_s),
