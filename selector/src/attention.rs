@@ -85,7 +85,14 @@ pub fn choose_schedule(
     let path = model
         .path(shape)
         .into_iter()
-        .map(|(f, v, t, left)| format!("{f} = {v} {} {t}", if left { "<" } else { ">=" }))
+        .map(|(f, v, t, left)| {
+            format!(
+                "{f} = {} {} {}",
+                crate::select::num(v),
+                if left { "<" } else { ">=" },
+                crate::select::num(t)
+            )
+        })
         .collect();
     Ok(ScheduleChoice {
         schedule,

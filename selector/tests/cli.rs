@@ -1356,3 +1356,33 @@ fn skipped_by_design_is_not_failure_and_exit_codes_agree() {
     let out = augur(&["--help"]);
     assert!(text(&out.stdout).contains("Exit codes: 0"));
 }
+
+/// `attention plan` (offline, the built-in model) names the shape in the words of its spec and
+/// rounds the numbers of its reasons as `export` does.
+#[test]
+fn attention_plan_reads_like_its_spec() {
+    let out = augur(&[
+        "attention",
+        "plan",
+        "attention:q_heads=32,kv_heads=8,head_dim=128,dtype=bf16,lens=32000;64*63",
+        "attention:q_heads=32,kv_heads=8,head_dim=128,dtype=bf16,lens=4096,page=16",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let s = text(&out.stdout);
+    for want in [
+        "dtype=bf16, 64 sequences, contiguous KV",
+        "1 sequence, paged KV (16 tokens a page)",
+        "because ",
+    ] {
+        assert!(s.contains(want), "missing {want:?} in:\n{s}");
+    }
+    assert!(!s.contains("Bf16") && !s.contains("Contiguous"), "{s}");
+    // No number with more than 4 decimals.
+    for w in s.split_whitespace() {
+        if let Some((_, frac)) = w.split_once('.') {
+            if w.parse::<f64>().is_ok() {
+                assert!(frac.len() <= 4, "`{w}` in:\n{s}");
+            }
+        }
+    }
+}

@@ -555,14 +555,19 @@ fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn spec_of(s: &AttentionShape) -> String {
+    let n = s.kv_lens.len();
     format!(
-        "q_heads={} kv_heads={} head_dim={} {:?} {} sequences {:?}",
+        "q_heads={} kv_heads={} head_dim={} dtype={}, {n} sequence{}, {}",
         s.q_heads,
         s.kv_heads,
         s.head_dim,
-        s.dtype,
-        s.kv_lens.len(),
-        s.layout
+        format!("{:?}", s.dtype).to_lowercase(),
+        if n == 1 { "" } else { "s" },
+        match s.layout {
+            augur_features::attention::KvLayout::Contiguous => "contiguous KV".to_string(),
+            augur_features::attention::KvLayout::Paged { page_size } =>
+                format!("paged KV ({page_size} tokens a page)"),
+        }
     )
 }
 
