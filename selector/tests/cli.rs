@@ -1386,3 +1386,17 @@ fn attention_plan_reads_like_its_spec() {
         }
     }
 }
+
+/// Every built-in model is reachable by name in `export` (and `eval`), not only the SpMV ones.
+#[test]
+fn built_in_comm_and_attention_models_export_by_name() {
+    for (name, want) in [
+        ("default-comm", "communication-pattern model"),
+        ("default-attention", "decode-attention schedule model"),
+        ("default-cuda-h200", "NVIDIA H200"),
+    ] {
+        let out = augur(&["export", name]);
+        assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+        assert!(text(&out.stdout).contains(want), "{name}");
+    }
+}

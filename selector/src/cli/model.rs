@@ -285,7 +285,7 @@ enum Format {
 
 #[derive(Args, Debug)]
 pub struct ExportArgs {
-    /// A model file, or `default-cpu` / `default-cuda` (the H100's) / `default-cuda-h100` / `default-cuda-h200` for the models built into augur.
+    /// A model file, or a built-in one: `default-cpu`, `default-cuda` (the H100's), `default-cuda-h100`, `default-cuda-h200`, `default-comm`, `default-attention`.
     model: String,
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
@@ -343,6 +343,16 @@ enum ClassModel {
 }
 
 fn class_model(arg: &str) -> anyhow::Result<ClassModel> {
+    // The built-in comm and attention models, by name, as the SpMV ones.
+    match arg {
+        "default-comm" => return Ok(ClassModel::Comm((*augur::defaults::comm_model()?).clone())),
+        "default-attention" => {
+            return Ok(ClassModel::Attention(
+                (*augur::defaults::attention_model()?).clone(),
+            ))
+        }
+        _ => {}
+    }
     let p = std::path::Path::new(arg);
     if !p.is_file() {
         return Ok(ClassModel::Neither);
@@ -407,7 +417,7 @@ pub struct EvalArgs {
     /// Runs CSVs from `augur collect`.
     #[arg(required = true)]
     runs: Vec<PathBuf>,
-    /// A model file, or `default-cpu` / `default-cuda` / `default-cuda-h100` / `default-cuda-h200`.
+    /// A model file, or a built-in one: `default-cpu`, `default-cuda` (the H100's), `default-cuda-h100`, `default-cuda-h200`, `default-comm`, `default-attention`.
     #[arg(long)]
     model: String,
     #[arg(long, value_enum, default_value = "unseen")]
