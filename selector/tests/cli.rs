@@ -1400,3 +1400,20 @@ fn built_in_comm_and_attention_models_export_by_name() {
         assert!(text(&out.stdout).contains(want), "{name}");
     }
 }
+
+/// The README's library example is `selector/examples/readme.rs` word for word (CI runs the
+/// example, so the README's code compiles and works).
+#[test]
+fn readme_library_example_is_the_example_ci_runs() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    let example = std::fs::read_to_string(format!("{root}/selector/examples/readme.rs")).unwrap();
+    let at = readme.find("### Using augur from a program").unwrap();
+    let start = readme[at..].find("```rust\n").unwrap() + at + "```rust\n".len();
+    let end = readme[start..].find("\n```").unwrap() + start;
+    assert_eq!(
+        &readme[start..end],
+        example.trim_end(),
+        "README and the example differ"
+    );
+}
