@@ -33,6 +33,13 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// Every one of `wants` is in `s`.
+fn contains_all(s: &str, wants: &[&str]) {
+    for want in wants {
+        assert!(s.contains(want), "missing {want:?} in:\n{s}");
+    }
+}
+
 #[test]
 fn matrix_info_json_on_specs_and_files() {
     let f = write_file(
@@ -789,18 +796,19 @@ fn run_plans_explains_checks_and_reports() {
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let s = text(&out.stdout);
-    for want in [
-        "matrix    stencil2d:nx=60,ny=60,points=5: 3600 x 3600, 17760 nonzeros (f32)",
-        "backend   cpu (",
-        "chosen by model default-cpu",
-        "features: ",
-        "training samples reached this leaf",
-        "setup     ",
-        "run       20 iterations: ",
-        "check     y = A x: passed",
-    ] {
-        assert!(s.contains(want), "missing {want:?} in:\n{s}");
-    }
+    contains_all(
+        &s,
+        &[
+            "matrix    stencil2d:nx=60,ny=60,points=5: 3600 x 3600, 17760 nonzeros (f32)",
+            "backend   cpu (",
+            "chosen by model default-cpu",
+            "features: ",
+            "training samples reached this leaf",
+            "setup     ",
+            "run       20 iterations: ",
+            "check     y = A x: passed",
+        ],
+    );
     // One plan: its setup is said once.
     let setups = s
         .lines()
@@ -1369,13 +1377,14 @@ fn attention_plan_reads_like_its_spec() {
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let s = text(&out.stdout);
-    for want in [
-        "dtype=bf16, 64 sequences, contiguous KV",
-        "1 sequence, paged KV (16 tokens a page)",
-        "because ",
-    ] {
-        assert!(s.contains(want), "missing {want:?} in:\n{s}");
-    }
+    contains_all(
+        &s,
+        &[
+            "dtype=bf16, 64 sequences, contiguous KV",
+            "1 sequence, paged KV (16 tokens a page)",
+            "because ",
+        ],
+    );
     assert!(!s.contains("Bf16") && !s.contains("Contiguous"), "{s}");
     // No number with more than 4 decimals.
     for w in s.split_whitespace() {

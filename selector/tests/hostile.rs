@@ -16,6 +16,25 @@ fn err(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// `collect` with one quick CPU kernel, one sample, into `out`, then `rest`.
+fn quick_collect<'a>(out: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec![
+        "collect",
+        "--reps",
+        "1",
+        "--warmup",
+        "0",
+        "--rounds",
+        "1",
+        "--kernel",
+        "sequential",
+        "--out",
+        out,
+    ];
+    a.extend_from_slice(rest);
+    a
+}
+
 /// `train --out`, `export --out` and `eval --csv/--svg` never replace one of the command's
 /// inputs (also spelled another way), replace a runs table or a model only with --force, and
 /// refuse a directory without leaving a temporary file.
@@ -285,21 +304,10 @@ fn same_named_files_in_two_folders_stay_two_matrices() {
     write(&b.join("foo.mtx"), 60);
     let out = dir.join("runs.csv");
     let (fa, fb) = (a.join("foo.mtx"), b.join("foo.mtx"));
-    let args = [
-        "collect",
-        "--reps",
-        "1",
-        "--warmup",
-        "0",
-        "--rounds",
-        "1",
-        "--kernel",
-        "sequential",
-        "--out",
+    let args = quick_collect(
         out.to_str().unwrap(),
-        fa.to_str().unwrap(),
-        fb.to_str().unwrap(),
-    ];
+        &[fa.to_str().unwrap(), fb.to_str().unwrap()],
+    );
     let o = augur(&args);
     assert!(o.status.success(), "{}", err(&o));
     assert!(err(&o).contains("2 matrices measured"), "{}", err(&o));
@@ -308,7 +316,7 @@ fn same_named_files_in_two_folders_stay_two_matrices() {
     sizes.sort_unstable();
     assert_eq!(sizes, [40, 60], "both kept, under one name");
     assert!(runs.matrices.iter().all(|m| m.info.matrix == "foo"));
-    let mut resume = args.to_vec();
+    let mut resume = args.clone();
     resume.push("--resume");
     let o = augur(&resume);
     assert!(o.status.success(), "{}", err(&o));
@@ -341,21 +349,10 @@ fn symlink_loops_single_causes_and_cut_headers() {
     let out = dir.join("runs.csv");
     let header = augur_models::runs::header().join(",");
     std::fs::write(&out, &header[..header.len() / 2]).unwrap();
-    let o = augur(&[
-        "collect",
-        "--reps",
-        "1",
-        "--warmup",
-        "0",
-        "--rounds",
-        "1",
-        "--kernel",
-        "sequential",
-        "--resume",
-        "--out",
+    let o = augur(&quick_collect(
         out.to_str().unwrap(),
-        "banded:n=50,bw=2",
-    ]);
+        &["--resume", "banded:n=50,bw=2"],
+    ));
     assert!(o.status.success(), "{}", err(&o));
     assert!(err(&o).contains("cut short"), "{}", err(&o));
     let runs = augur_models::runs::Runs::read(&[out]).unwrap();
