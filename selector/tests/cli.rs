@@ -33,6 +33,13 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// The standard output of a run that must succeed.
+fn stdout_ok(args: &[&str]) -> String {
+    let out = augur(args);
+    assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+    text(&out.stdout)
+}
+
 /// Every one of `wants` is in `s`.
 fn contains_all(s: &str, wants: &[&str]) {
     for want in wants {
@@ -784,7 +791,7 @@ fn ctrl_c_during_fetch_removes_temporaries_and_keeps_partial_downloads() {
 
 #[test]
 fn run_plans_explains_checks_and_reports() {
-    let out = augur(&[
+    let s = stdout_ok(&[
         "run",
         "stencil2d:nx=60",
         "--backend",
@@ -794,8 +801,6 @@ fn run_plans_explains_checks_and_reports() {
         "--explain",
         "--check",
     ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let s = text(&out.stdout);
     contains_all(
         &s,
         &[
@@ -1369,14 +1374,12 @@ fn skipped_by_design_is_not_failure_and_exit_codes_agree() {
 /// rounds the numbers of its reasons as `export` does.
 #[test]
 fn attention_plan_reads_like_its_spec() {
-    let out = augur(&[
+    let s = stdout_ok(&[
         "attention",
         "plan",
         "attention:q_heads=32,kv_heads=8,head_dim=128,dtype=bf16,lens=32000;64*63",
         "attention:q_heads=32,kv_heads=8,head_dim=128,dtype=bf16,lens=4096,page=16",
     ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let s = text(&out.stdout);
     contains_all(
         &s,
         &[
