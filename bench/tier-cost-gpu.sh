@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The cost of the feature tiers with the current sampler on a GPU machine, without re-timing the
+# pool: `augur collect` with one kernel (scalar), one sample, over the whole training set, so the
+# runs CSV records known_s, sample_s and gather_s (GPU pass + sampled tier) per matrix as a full
+# collection would. Compare with the committed runs by `python3 bench/tier_costs.py`.
+# After `bash bench/prepare-carry.sh`, through the device tool with carry [".carry"]:
+#   SHARD=1/1 bash bench/tier-cost-gpu.sh
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0
+A=.carry/augur
+M=.carry/matrices
+OUT=${OUT:-/tmp/out}
+SHARD=${SHARD:-1/1}
+mapfile -t specs < <(bash scripts/training-specs.sh 1e8 "$M")
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+timeout "${LIMIT:-540}" $A collect --backend cuda --precision f32 --kernel scalar \
+  --reps 1 --warmup 0 --rounds 1 --shard "$SHARD" --out "$OUT/tier-cost.csv" \
+  "$M/suitesparse" "${specs[@]}" 2> "$OUT/tier-cost.err"
+echo "collect rc=$?"
+tail -2 "$OUT/tier-cost.err"
