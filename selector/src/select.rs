@@ -46,7 +46,7 @@ impl fmt::Display for Step {
 }
 
 /// A number as a person reads it: integers plain, others with 4 significant digits.
-pub(crate) fn num(v: f64) -> String {
+pub fn num(v: f64) -> String {
     if v.is_nan() {
         "undefined (NaN, read as -1)".into()
     } else if v == v.trunc() && v.abs() < 1e15 {

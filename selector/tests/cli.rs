@@ -1429,3 +1429,23 @@ fn readme_library_example_is_the_example_ci_runs() {
         "README and the example differ"
     );
 }
+
+/// `augur comm plan` asks the built-in comm model offline, as `attention plan` does for
+/// attention: the pattern per message and the path through its tree.
+#[test]
+fn comm_plan_answers_offline_with_its_reasons() {
+    let s = stdout_ok(&[
+        "comm",
+        "plan",
+        "message:collective=all-gather,bytes=4KiB,world=2",
+        "message:collective=all-reduce,bytes=256MiB,world=4",
+    ]);
+    assert_eq!(s.matches("pattern   ").count(), 2, "{s}");
+    contains_all(&s, &["(model for NVIDIA H200)", "because bus_bytes = "]);
+    let out = augur(&[
+        "comm",
+        "plan",
+        "message:collective=broadcast,bytes=4KiB,world=2",
+    ]);
+    assert!(!out.status.success());
+}

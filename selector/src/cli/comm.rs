@@ -323,3 +323,47 @@ mod tests {
         assert!(parse_sizes("1KiB,x").is_err());
     }
 }
+
+#[derive(clap::Subcommand, Debug)]
+pub enum CommCommand {
+    /// The pattern the comm model (built in, or --model) picks for each message, and why.
+    Plan(CommPlanArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CommPlanArgs {
+    /// Messages `message:collective=all-gather,bytes=4MiB,world=4[,dtype=bf16,link=nvlink|pcie]`.
+    #[arg(required = true, value_name = "MESSAGE")]
+    messages: Vec<String>,
+    /// A comm model file (default: the built-in one).
+    #[arg(long)]
+    model: Option<PathBuf>,
+}
+
+/// `augur comm plan`: the model's pick per message and the path through its tree, offline.
+pub fn plan(a: CommPlanArgs) -> anyhow::Result<ExitCode> {
+    let model = match &a.model {
+        Some(p) => std::sync::Arc::new(augur_models::comm::CommModel::read(p)?),
+        None => augur::defaults::comm_model()?,
+    };
+    for spec in &a.messages {
+        let shape = MessageShape::parse(spec)?;
+        let Some(pattern) = model.choose(&shape) else {
+            anyhow::bail!(
+                "{spec}: the comm model ({}) has no tree for this collective",
+                model.device
+            );
+        };
+        println!("message   {spec}");
+        println!("pattern   {pattern} (model for {})", model.device);
+        for (input, value, threshold, left) in model.path(&shape) {
+            println!(
+                "  because {input} = {} {} {}",
+                augur::select::num(value),
+                if left { "<" } else { ">=" },
+                augur::select::num(threshold)
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -85,6 +85,10 @@ enum Command {
     /// f64 reference, `bench` them, `plan`: the attention model's pick for a shape, and why.
     #[command(subcommand)]
     Attention(attention::AttentionCommand),
+    /// Collectives offline: `augur comm plan MESSAGE...` asks the comm model (built in, or
+    /// --model) which pattern it picks for each message, and why.
+    #[command(subcommand)]
+    Comm(comm::CommCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -152,6 +156,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Eval(a) => model::eval(a),
         Command::Run(a) => run::run(a).map_err(cpu_hint),
         Command::Attention(c) => attention::run(c),
+        Command::Comm(comm::CommCommand::Plan(a)) => comm::plan(a),
         Command::Bench(BenchCommand::Dispatch(a)) => run::dispatch(a),
     }
 }
