@@ -220,7 +220,7 @@ pub(crate) fn grow(x: &[Vec<f64>], y: &[usize], w: &[f64], classes: usize, p: Ca
 mod tests {
     use super::*;
     use linfa::prelude::*;
-    use linfa_trees::DecisionTree;
+    use linfa_trees::{DecisionTree, TreeNode};
     use ndarray::{Array1, Array2};
 
     /// Pseudo-random data without ties (distinct values, generic weights).
@@ -263,6 +263,40 @@ mod tests {
         (x, y, w)
     }
 
+    /// A linfa-trees tree in augur's form, to compare with.
+    fn from_linfa(t: &DecisionTree<f64, usize>) -> Tree {
+        fn walk(n: &TreeNode<f64, usize>, out: &mut Vec<Node>) -> usize {
+            let at = out.len();
+            if let Some(class) = n.prediction() {
+                out.push(Node::Leaf {
+                    class,
+                    samples: 0,
+                    mean_regret: 0.0,
+                });
+                return at;
+            }
+            let (feature, threshold, _) = n.split();
+            out.push(Node::Leaf {
+                class: 0,
+                samples: 0,
+                mean_regret: 0.0,
+            });
+            let ch = n.children();
+            let left = walk(ch[0].as_deref().expect("a split has two children"), out);
+            let right = walk(ch[1].as_deref().expect("a split has two children"), out);
+            out[at] = Node::Split {
+                feature,
+                threshold,
+                left,
+                right,
+            };
+            at
+        }
+        let mut nodes = Vec::new();
+        walk(t.root_node(), &mut nodes);
+        Tree { nodes }
+    }
+
     fn params(max_depth: usize, min_weight_leaf: f64) -> CartParams {
         CartParams {
             max_depth,
@@ -280,7 +314,7 @@ mod tests {
             let arr = Array2::from_shape_fn((x.len(), 4), |(i, j)| x[i][j]);
             let ds = Dataset::new(arr, Array1::from_vec(y.clone()))
                 .with_weights(Array1::from_iter(w.iter().map(|&v| v as f32)));
-            let theirs = Tree::from_linfa(
+            let theirs = from_linfa(
                 &DecisionTree::params()
                     .max_depth(Some(4))
                     .min_weight_leaf(16.0)

@@ -5,7 +5,8 @@
 //! - [`runs`]: the runs table `augur collect` writes (features, gathering cost, every kernel's
 //!   setup and per-iteration medians per matrix), read back with file:line errors;
 //! - [`train`]: samples labelled by the cheapest kernel for k iterations and weighted by regret,
-//!   trees grown by linfa-trees, hyper-parameters chosen by cross-validation grouped by family;
+//!   trees grown by a deterministic CART with linfa-trees' rules (`cart`), hyper-parameters
+//!   chosen by cross-validation grouped by family;
 //! - [`model`]: the model file (two selectors, the gathering policy, training record) and
 //!   allocation-free inference;
 //! - [`tree`]: augur's flat tree form;

@@ -227,10 +227,6 @@ impl Tier {
     pub fn from_class(c: usize) -> Tier {
         Tier::ALL[c.min(2)]
     }
-
-    pub fn parse(s: &str) -> Option<Tier> {
-        Tier::ALL.into_iter().find(|t| t.name() == s)
-    }
 }
 
 /// A selection and how it was made.
@@ -276,15 +272,6 @@ impl Model {
     #[inline]
     pub fn choose_values(&self, values: &[f64], k: f64) -> Choice {
         let tier = self.tier_for(values, k);
-        Choice {
-            kernel: self.selector(tier).predict(values, k),
-            tier,
-        }
-    }
-
-    /// The choice when the tier is given (the caller decided what to compute).
-    #[inline]
-    pub fn choose_at(&self, values: &[f64], k: f64, tier: Tier) -> Choice {
         Choice {
             kernel: self.selector(tier).predict(values, k),
             tier,

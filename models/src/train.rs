@@ -1,5 +1,6 @@
 //! Training: runs -> (matrix, iterations) samples labelled by the cheapest kernel and weighted by
-//! what a wrong pick costs -> trees grown by linfa-trees, hyper-parameters chosen by
+//! what a wrong pick costs -> trees grown by a CART with linfa-trees' rules ([`crate::cart`],
+//! deterministic), hyper-parameters chosen by
 //! cross-validation grouped by matrix family -> a [`Model`].
 //!
 //! linfa style: [`TrainParams`] (hyper-parameters) -> [`TrainParams::check`] ->
@@ -214,9 +215,6 @@ pub fn held_out_families(runs: &Runs, holdout: f64, seed: u64) -> Vec<String> {
     h
 }
 
-/// Which features a selector reads: those of its tier and the cheaper ones.
-type FeatureSet = Tier;
-
 /// Schema indices of the features a selector of tier `t` reads.
 fn tier_indices(t: Tier) -> Vec<usize> {
     SpmvFeatures::schema()
@@ -246,7 +244,8 @@ impl Sample {
 /// One (features, mode, hyper) configuration.
 #[derive(Debug, Clone, Copy)]
 struct Config {
-    set: FeatureSet,
+    /// The tier whose features (and the cheaper ones) the selector reads.
+    set: Tier,
     mode: IterationMode,
     hyper: Hyper,
 }
@@ -256,7 +255,7 @@ struct Trainer<'a> {
     ks: Vec<u32>,
 }
 
-/// Grow a tree on (rows, labels, weights) with linfa-trees, then give every leaf the class with
+/// Grow a tree on (rows, labels, weights) with [`crate::cart`], then give every leaf the class with
 /// the least summed slowdown over the samples that reach it (`slowdown[i][c]` = cost of class c /
 /// cost of the best, for sample i): the mean slowdown weighs a 100x loss on one matrix above 5%
 /// losses on twenty, so a leaf whose majority kernel is a little faster on most samples but
@@ -287,7 +286,7 @@ pub(crate) fn fit_tree(
     }
     for (n, s) in tree.nodes.iter_mut().zip(&sums) {
         if let Node::Leaf { class, .. } = n {
-            // Ties go to the lowest class index (linfa-trees breaks ties by HashMap order).
+            // Ties go to the lowest class index.
             if let Some((c, _)) = s
                 .iter()
                 .enumerate()
@@ -302,11 +301,10 @@ pub(crate) fn fit_tree(
     Ok(tree)
 }
 
-/// Make the splits independent of how linfa-trees broke ties: it sums class weights in HashMap
-/// order, so two features that cut the node's samples identically (rows and cols of a square
-/// matrix, say) win by rounding noise that changes from run to run. Each split is moved to the
-/// lowest-index input that separates the node's training samples the same way, with the threshold
-/// halfway between the two sides, so one training set always gives one tree.
+/// Make each split the plainest of its equals: two features that cut the node's samples
+/// identically (rows and cols of a square matrix, say) can win by f32 rounding in the Gini
+/// scores. Each split is moved to the lowest-index input that separates the node's training
+/// samples the same way, with the threshold halfway between the two sides (augur's `<` rule).
 fn canonicalize(tree: &mut Tree, rows: &[Vec<f64>]) {
     fn go(tree: &mut Tree, rows: &[Vec<f64>], node: usize, members: Vec<usize>) {
         let Node::Split {
@@ -396,7 +394,7 @@ fn weight(s: &Sample) -> f64 {
 
 impl Trainer<'_> {
     /// The input row of a sample for a selector of `set` in `mode`.
-    fn input(&self, s: &Sample, set: FeatureSet, mode: IterationMode) -> Vec<f64> {
+    fn input(&self, s: &Sample, set: Tier, mode: IterationMode) -> Vec<f64> {
         let f = &self.runs.matrices[s.matrix].info.features;
         let mut v: Vec<f64> = tier_indices(set).iter().map(|&i| clean(f[i])).collect();
         if mode == IterationMode::Joint {
@@ -604,7 +602,7 @@ impl CheckedTrainParams {
             }
         }
         // Per feature set: the best score, then the shallowest configuration within the slack.
-        let choose = |set: FeatureSet| -> Result<(Config, CvScore, Vec<usize>), ModelError> {
+        let choose = |set: Tier| -> Result<(Config, CvScore, Vec<usize>), ModelError> {
             let best = cv
                 .iter()
                 .filter(|s| s.features == set.name())

@@ -1,11 +1,9 @@
 //! augur's own decision-tree form: a flat node list that serialises to JSON, predicts in a few
-//! nanoseconds and exports to text, DOT and Rust. linfa-trees grows the trees; they are copied here.
+//! nanoseconds and exports to text, DOT and Rust. [`crate::cart`] grows the trees.
 
-use linfa_trees::{DecisionTree, TreeNode};
 use serde::{Deserialize, Serialize};
 
-/// One node. A split sends an input to `left` when `x[feature] < threshold` (linfa-trees' rule),
-/// else to `right`.
+/// One node. A split sends an input to `left` when `x[feature] < threshold`, else to `right`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "node", rename_all = "lowercase")]
 pub enum Node {
@@ -56,40 +54,6 @@ impl Tree {
                 mean_regret: 0.0,
             }],
         }
-    }
-
-    /// Copy a linfa-trees tree.
-    pub fn from_linfa(t: &DecisionTree<f64, usize>) -> Tree {
-        fn walk(n: &TreeNode<f64, usize>, out: &mut Vec<Node>) -> usize {
-            let at = out.len();
-            if let Some(class) = n.prediction() {
-                out.push(Node::Leaf {
-                    class,
-                    samples: 0,
-                    mean_regret: 0.0,
-                });
-                return at;
-            }
-            let (feature, threshold, _) = n.split();
-            out.push(Node::Leaf {
-                class: 0,
-                samples: 0,
-                mean_regret: 0.0,
-            });
-            let ch = n.children();
-            let left = walk(ch[0].as_deref().expect("a split has two children"), out);
-            let right = walk(ch[1].as_deref().expect("a split has two children"), out);
-            out[at] = Node::Split {
-                feature,
-                threshold,
-                left,
-                right,
-            };
-            at
-        }
-        let mut nodes = Vec::new();
-        walk(t.root_node(), &mut nodes);
-        Tree { nodes }
     }
 
     /// The child `x` goes to from node `i`, or None when `i` is a leaf.
@@ -186,8 +150,8 @@ impl Tree {
         }
     }
 
-    /// Merge splits whose two sides are leaves of the same class (linfa-trees keeps splits that
-    /// lower impurity without changing the answer), bottom-up, then drop unreachable nodes.
+    /// Merge splits whose two sides are leaves of the same class (a CART keeps splits that lower
+    /// impurity without changing the answer), bottom-up, then drop unreachable nodes.
     /// Leaf statistics are summed; call before or after [`Tree::annotate`].
     pub fn simplify(&mut self) {
         fn go(nodes: &mut Vec<Node>, i: usize) {
