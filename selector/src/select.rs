@@ -203,7 +203,6 @@ impl Selector {
         ))
     }
 
-    /// The model built into augur for `backend` (`cpu` or `cuda`), parsed once per process.
     /// The built-in selector for a backend on a device: on CUDA the model trained on that GPU
     /// (by its name), else the nearest one with a note (returned beside it).
     pub fn builtin_for(
@@ -215,21 +214,11 @@ impl Selector {
         }
         static CUDA: [OnceLock<Arc<Selector>>; 2] = [OnceLock::new(), OnceLock::new()];
         let (i, note) = crate::defaults::cuda_model_index(device);
-        if let Some(s) = CUDA[i].get() {
-            return Ok((s.clone(), note));
-        }
-        let model = crate::defaults::cuda_model(i)?;
-        let s = Arc::new(Selector {
-            model,
-            origin: format!(
-                "default-cuda-{}",
-                crate::defaults::CUDA_MODELS[i].1.to_lowercase()
-            ),
-            builtin: true,
-        });
-        Ok((CUDA[i].get_or_init(|| s).clone(), note))
+        let name = format!("cuda-{}", crate::defaults::CUDA_MODELS[i].1.to_lowercase());
+        Ok((Selector::builtin_in(&CUDA[i], &name)?, note))
     }
 
+    /// The model built into augur for `backend` (`cpu` or `cuda`), parsed once per process.
     pub fn builtin(backend: &str) -> Result<Arc<Selector>, AugurError> {
         static CPU: OnceLock<Arc<Selector>> = OnceLock::new();
         static CUDA: OnceLock<Arc<Selector>> = OnceLock::new();
@@ -238,13 +227,20 @@ impl Selector {
             "cuda" => &CUDA,
             _ => return Err(crate::defaults::model(backend).unwrap_err().into()),
         };
+        Selector::builtin_in(cell, backend)
+    }
+
+    /// The built-in model `default-<name>` as a selector, parsed once into `cell`.
+    fn builtin_in(
+        cell: &'static OnceLock<Arc<Selector>>,
+        name: &str,
+    ) -> Result<Arc<Selector>, AugurError> {
         if let Some(s) = cell.get() {
             return Ok(s.clone());
         }
-        let model = crate::defaults::model(backend)?;
         let s = Arc::new(Selector {
-            model,
-            origin: format!("default-{backend}"),
+            model: crate::defaults::model(name)?,
+            origin: format!("default-{name}"),
             builtin: true,
         });
         Ok(cell.get_or_init(|| s).clone())
