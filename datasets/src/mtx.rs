@@ -538,8 +538,8 @@ fn read_banner<R: BufRead>(lines: &mut Lines<R>) -> Result<(Field, Symmetry), Da
                 .into(),
         ));
     }
-    if lines.buf.contains(&b'\r') && lines.buf[..lines.buf.len().saturating_sub(1)].contains(&b'\r')
-    {
+    // Line breaks and a trailing CR are stripped: a CR left is inside the line.
+    if lines.buf.contains(&b'\r') {
         return Err(lines.error(
             "the banner line holds carriage returns (CR, `\\r`) inside it: lines end with CR alone \
              (old Mac line endings); convert them to LF (e.g. `tr '\\r' '\\n'`)"

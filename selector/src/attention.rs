@@ -85,14 +85,7 @@ pub fn choose_schedule(
     let path = model
         .path(shape)
         .into_iter()
-        .map(|(f, v, t, left)| {
-            format!(
-                "{f} = {} {} {}",
-                crate::select::num(v),
-                if left { "<" } else { ">=" },
-                crate::select::num(t)
-            )
-        })
+        .map(|step| crate::Step::from(step).to_string())
         .collect();
     Ok(ScheduleChoice {
         schedule,

@@ -45,8 +45,20 @@ impl fmt::Display for Step {
     }
 }
 
+impl From<(String, f64, f64, bool)> for Step {
+    /// From a tree's named path entry: (input, value, threshold, went left).
+    fn from((input, value, threshold, below): (String, f64, f64, bool)) -> Step {
+        Step {
+            input,
+            value,
+            threshold,
+            below,
+        }
+    }
+}
+
 /// A number as a person reads it: integers plain, others with 4 significant digits.
-pub fn num(v: f64) -> String {
+fn num(v: f64) -> String {
     if v.is_nan() {
         "undefined (NaN, read as -1)".into()
     } else if v == v.trunc() && v.abs() < 1e15 {

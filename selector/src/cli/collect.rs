@@ -257,7 +257,6 @@ struct Families {
 impl Families {
     fn family(&mut self, src: &MatrixSource) -> String {
         match src {
-            // A real matrix grown k-fold: the family of the file, expanded.
             // A real matrix grown k-fold or reordered: the family of the file it came from, so
             // that no expansion or permutation of a held-out matrix is trained on.
             MatrixSource::Generated(Generator::Expand { file, .. }) => {

@@ -356,13 +356,8 @@ pub fn plan(a: CommPlanArgs) -> anyhow::Result<ExitCode> {
         };
         println!("message   {spec}");
         println!("pattern   {pattern} (model for {})", model.device);
-        for (input, value, threshold, left) in model.path(&shape) {
-            println!(
-                "  because {input} = {} {} {}",
-                augur::select::num(value),
-                if left { "<" } else { ">=" },
-                augur::select::num(threshold)
-            );
+        for step in model.path(&shape) {
+            println!("  because {}", augur::Step::from(step));
         }
     }
     Ok(ExitCode::SUCCESS)

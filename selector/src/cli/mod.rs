@@ -128,24 +128,16 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Matrix(m) => matrix::run(m),
         Command::Spmv(a) => spmv::run(a).map_err(cpu_hint),
         Command::Features(a) => features::run(a),
-        Command::Devices(a) => devices::run(a).map_err(|e| {
-            if not_available(&e) {
-                anyhow::anyhow!("{}: there are no GPUs to list", super::chain(&e))
-            } else {
-                e
-            }
-        }),
+        Command::Devices(a) => {
+            devices::run(a).map_err(|e| next_step(e, ": there are no GPUs to list"))
+        }
         Command::Kernels(k) => kernels::run(k).map_err(|e| {
-            if not_available(&e) {
-                anyhow::anyhow!(
-                    "{}: `augur kernels check --arch 9.0` needs only NVRTC, no GPU (`pip \
-                     install nvidia-cuda-nvrtc`, then LD_LIBRARY_PATH=<its nvidia/cu13/lib>); \
-                     `kernels build` needs a GPU",
-                    super::chain(&e)
-                )
-            } else {
-                e
-            }
+            next_step(
+                e,
+                ": `augur kernels check --arch 9.0` needs only NVRTC, no GPU (`pip install \
+                 nvidia-cuda-nvrtc`, then LD_LIBRARY_PATH=<its nvidia/cu13/lib>); `kernels \
+                 build` needs a GPU",
+            )
         }),
         Command::Check(a) => check::run(a).map_err(cpu_hint),
         Command::Bench(BenchCommand::Spmv(a)) => spmv::run_bench(a).map_err(cpu_hint),
@@ -176,14 +168,19 @@ fn not_available(e: &anyhow::Error) -> bool {
     })
 }
 
-/// For commands with a `--backend` flag: a backend that cannot run here gets the hint to use the
-/// CPU one (the library's message names what is missing, not a flag of this tool).
-fn cpu_hint(e: anyhow::Error) -> anyhow::Error {
+/// A backend that cannot run here gets the command's next step after the library's message
+/// (which names what is missing, not a flag of this tool); other errors pass as they are.
+fn next_step(e: anyhow::Error, step: &str) -> anyhow::Error {
     if not_available(&e) {
-        anyhow::anyhow!("{}; use --backend cpu", super::chain(&e))
+        anyhow::anyhow!("{}{step}", super::chain(&e))
     } else {
         e
     }
+}
+
+/// For commands with a `--backend` flag: the hint to use the CPU one.
+fn cpu_hint(e: anyhow::Error) -> anyhow::Error {
+    next_step(e, "; use --backend cpu")
 }
 
 /// Whether an error is an input augur does not read by design (complex values, the dense `array`
