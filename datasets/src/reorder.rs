@@ -166,6 +166,10 @@ mod tests {
         rows
     }
 
+    fn gen(spec: &str) -> Csr<f64> {
+        Generator::parse(spec).unwrap().generate().unwrap()
+    }
+
     /// The bandwidth: max |col - row|.
     fn bandwidth(a: &Csr<f64>) -> usize {
         a.iter()
@@ -176,10 +180,7 @@ mod tests {
 
     #[test]
     fn random_permutes_rows_and_columns_alike_and_keeps_every_entry() {
-        let a: Csr<f64> = Generator::parse("banded:n=300,bw=3")
-            .unwrap()
-            .generate()
-            .unwrap();
+        let a = gen("banded:n=300,bw=3");
         let p = reorder("t", a.clone(), Order::Random { seed: 7 }).unwrap();
         assert_eq!(p.nnz(), a.nnz());
         assert_eq!(
@@ -209,10 +210,7 @@ mod tests {
 
     #[test]
     fn rcm_restores_a_narrow_band() {
-        let a: Csr<f64> = Generator::parse("banded:n=400,bw=2")
-            .unwrap()
-            .generate()
-            .unwrap();
+        let a = gen("banded:n=400,bw=2");
         let scrambled = reorder("t", a.clone(), Order::Random { seed: 3 }).unwrap();
         let restored = reorder("t", scrambled.clone(), Order::Rcm).unwrap();
         assert!(bandwidth(&scrambled) > 100);
@@ -226,10 +224,7 @@ mod tests {
 
     #[test]
     fn rectangular_random_and_rcm_refused() {
-        let a: Csr<f64> = Generator::parse("tall:rows=50,cols=7,row_len=3")
-            .unwrap()
-            .generate()
-            .unwrap();
+        let a = gen("tall:rows=50,cols=7,row_len=3");
         let p = reorder("t", a.clone(), Order::Random { seed: 1 }).unwrap();
         assert_eq!(row_values(&a), row_values(&p), "rows are moved whole");
         assert_ne!(a, p);

@@ -266,6 +266,19 @@ mod tests {
         (ptr, idx)
     }
 
+    /// `per_row` columns per row scattered by a hash of (row x `stride` + j), sorted, repeats
+    /// dropped: the columns of a randomly ordered matrix.
+    fn random_rows(n: usize, per_row: u64, stride: u64) -> (Vec<i32>, Vec<i32>) {
+        build(n, |r| {
+            let mut v: Vec<i32> = (0..per_row)
+                .map(|j| (splitmix(r as u64 * stride + j) % n as u64) as i32)
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        })
+    }
+
     fn sampled(rows: usize, cols: usize, ptr: &[i32], idx: &[i32]) -> SpmvFeatures {
         let m = pattern(rows, cols, ptr, idx);
         let mut f = known(m);
@@ -302,14 +315,7 @@ mod tests {
         });
         let local = sampled(n, n, &p, &i);
         // The same row lengths, columns scattered by a multiplicative hash.
-        let (p2, i2) = build(n, |r| {
-            let mut v: Vec<i32> = (0..5u64)
-                .map(|j| (splitmix(r as u64 * 7 + j) % n as u64) as i32)
-                .collect();
-            v.sort_unstable();
-            v.dedup();
-            v
-        });
+        let (p2, i2) = random_rows(n, 5, 7);
         let random = sampled(n, n, &p2, &i2);
         assert!(local.sampled_warp_seg_per_entry < 0.3, "{local:?}");
         assert!(random.sampled_warp_seg_per_entry > 0.9, "{random:?}");
@@ -384,11 +390,7 @@ mod tests {
     #[ignore]
     fn sample_cost() {
         let n = 3_000_000;
-        let (p, i) = build(n, |r| {
-            (0..5u64)
-                .map(|j| (splitmix(r as u64 * 5 + j) % n as u64) as i32)
-                .collect()
-        });
+        let (p, i) = random_rows(n, 5, 5);
         let m = pattern(n, n, &p, &i);
         let big = vec![1u8; 512 << 20];
         for ahead in [false, true, false, true] {
@@ -411,13 +413,7 @@ mod tests {
     #[test]
     fn loads_ahead_do_not_change_a_value() {
         let n = 50_000;
-        let (p, i) = build(n, |r| {
-            (0..7u64)
-                .map(|j| (splitmix(r as u64 * 7 + j) % n as u64) as i32)
-                .collect::<std::collections::BTreeSet<_>>()
-                .into_iter()
-                .collect()
-        });
+        let (p, i) = random_rows(n, 7, 7);
         let m = pattern(n, n, &p, &i);
         let (mut a, mut b) = (known(m), known(m));
         sample_with(m, &mut a, true);
