@@ -1,25 +1,40 @@
 // SpMV feature gathering on the device: exact integer sums over the rows and entries of a CSR
 // pattern (kernels::cuda::gather turns them into features with the same code as the CPU
-// gatherer, so both give identical values). Grid-stride loops over a fixed grid keep the global
-// atomics to one per block and quantity.
+// gatherer, so both give identical values), in two launches and no set-up: eight launches cost
+// 80 us at any size on an H100 host (issue 18). feat_rows reads the row pointers (length
+// statistics, one exact bin per length below LONG, the long rows listed apart; its last block
+// finds the k longest rows and numbers the long rows' pieces); feat_cols reads the column
+// indices (L lanes per short row; the long rows' entries split in pieces of LONG over the grid,
+// so one row of 10^6 entries does not stall one group) and its last block writes the results and
+// leaves every counter zeroed for the next gather. Grid-stride loops over a fixed grid keep the
+// global atomics to one per block and quantity.
 
 typedef unsigned long long u64;
 
 #define XSEG 32          // columns per 128-byte segment of f32 x (X_SEGMENT_COLS)
+#define LONG 4096        // rows of at least this many entries are "long"
+#define BINS 4096        // one exact bin per length below LONG
 
-// acc layout, shared with kernels::cuda::gather:
+// acc layout (u64):
+//  results, read back by kernels::cuda::gather:
 //  0 min_len  1 max_len  2 len2  3 len3 bits 0..31  4 len3 bits 32..63  5 len3 bits 64..
 //  6 empty  7..12 hist  13 bandwidth  14 dist  15 segments  16 top-1% entries
-//  17 radix prefix  18 radix mask  19 rows still wanted (k at the start)  20 count above  21 sum above
-//  22 blocks finished (the last block of a grid-wide step finishes the step, then resets it)
-#define ACC_N 23
-#define DONE 22
+//  accumulators, zero between gathers (min_len's accumulator starts at ~0):
+//  17..33 the accumulators of slots 0..16 (17 is min_len)  34 long rows  35 their entries
+//  36 blocks finished  37 pieces of the long rows
+#define OUT_N 17
+#define ACC 17
+#define N_LONG 34
+#define SUM_LONG 35
+#define DONE 36
+#define PIECES 37
+#define ACC_N 38
 
-// Set acc and the radix histogram up for one gather (replaces a host-to-device copy).
-extern "C" __global__ void feat_init(u64* __restrict__ acc, u64* __restrict__ hist, u64 k) {
-    for (int i = threadIdx.x; i < 256; i += blockDim.x) {
-        hist[i] = 0;
-        if (i < ACC_N) acc[i] = i == 0 ? ~0ull : (i == 19 ? k : 0ull);
+// Once, when the buffers are allocated: every accumulator zero, min_len's at ~0.
+extern "C" __global__ void feat_init(u64* __restrict__ acc, unsigned* __restrict__ bins) {
+    for (int i = threadIdx.x; i < BINS; i += blockDim.x) {
+        bins[i] = 0;
+        if (i < ACC_N) acc[i] = i == ACC ? ~0ull : 0ull;
     }
 }
 
@@ -71,89 +86,211 @@ __device__ __forceinline__ void block_reduce(u64 v, int op, u64* acc, int slot, 
 }
 
 
-extern "C" __global__ void feat_rows(int rows, const int* __restrict__ ptr, u64* __restrict__ acc) {
+
+
+// Block-wide sum of one value per thread, in every thread (blocks of 256). `scratch`: 8 words.
+__device__ __forceinline__ u64 block_sum(u64 v, u64* scratch) {
+    v = warp_sum(v);
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    __syncthreads();
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    u64 t = 0;
+    for (int w = 0; w < (int)(blockDim.x >> 5); ++w) t += scratch[w];
+    __syncthreads();
+    return t;
+}
+
+// Inclusive prefix sum over the block (blocks of 256), in every thread. `scratch`: 8 words.
+__device__ __forceinline__ u64 block_scan(u64 v, u64* scratch) {
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+#pragma unroll
+    for (int o = 1; o < 32; o *= 2) {
+        u64 w = __shfl_up_sync(0xffffffffu, v, o);
+        if (lane >= o) v += w;
+    }
+    __syncthreads();
+    if (lane == 31) scratch[warp] = v;
+    __syncthreads();
+    for (int w = 0; w < warp; ++w) v += scratch[w];
+    __syncthreads();
+    return v;
+}
+
+// Long rows are listed as (row << 32) | length.
+__device__ __forceinline__ unsigned long_length(u64 e) { return (unsigned)(e & 0xffffffffu); }
+
+// The entries of the k longest rows (ties of the k-th length counted up to k), in the last
+// block of feat_rows, from the exact bins below LONG and the list of long rows. `sh`: BINS words.
+__device__ u64 top_k_entries(u64 k, const unsigned* __restrict__ bins,
+                             const u64* __restrict__ longs, u64 n_long, u64 sum_long,
+                             unsigned* sh, u64* scratch) {
+    __shared__ unsigned s_digit, s_t;
+    __shared__ u64 s_want;
+    if (k <= n_long) {
+        // Radix select of the k-th largest length among the long rows, 8 bits a pass.
+        unsigned prefix = 0, mask = 0;
+        u64 want = k;
+        for (int shift = 24; shift >= 0; shift -= 8) {
+            for (int i = threadIdx.x; i < 256; i += blockDim.x) sh[i] = 0;
+            __syncthreads();
+            for (u64 i = threadIdx.x; i < n_long; i += blockDim.x) {
+                unsigned len = long_length(__ldcg(longs + i));
+                if ((len & mask) == prefix) atomicAdd(&sh[(len >> shift) & 255u], 1u);
+            }
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                unsigned digit = 0;
+                for (int d = 255; d >= 0; --d) {
+                    if (sh[d] >= want) { digit = (unsigned)d; break; }
+                    want -= sh[d];
+                }
+                s_digit = digit;
+                s_want = want;
+            }
+            __syncthreads();
+            prefix |= s_digit << shift;
+            mask |= 255u << shift;
+            want = s_want;
+            __syncthreads();
+        }
+        u64 above = 0, count = 0;
+        for (u64 i = threadIdx.x; i < n_long; i += blockDim.x) {
+            unsigned len = long_length(__ldcg(longs + i));
+            if (len > prefix) { above += len; count += 1; }
+        }
+        above = block_sum(above, scratch);
+        count = block_sum(count, scratch);
+        return above + (k - count) * (u64)prefix;
+    }
+    // The k-th longest row is shorter than LONG: every long row is in, and the rest come from the
+    // bins, longest first. Thread t owns the 16 bins BINS-16(t+1) .. BINS-16t-1.
+    for (int i = threadIdx.x; i < BINS; i += blockDim.x) sh[i] = __ldcg(bins + i);
+    __syncthreads();
+    u64 want = k - n_long;
+    const int per = BINS / 256;
+    int hi = BINS - per * threadIdx.x;  // exclusive
+    u64 mine = 0;
+    for (int b = hi - per; b < hi; ++b) mine += sh[b];
+    u64 incl = block_scan(mine, scratch);
+    u64 before = incl - mine;
+    if (before < want && want <= incl) {
+        u64 left = want - before;
+        for (int b = hi - 1; b >= hi - per; --b) {
+            if ((u64)sh[b] >= left) { s_t = (unsigned)b; s_want = left; break; }
+            left -= sh[b];
+        }
+    }
+    __syncthreads();
+    unsigned t = s_t;
+    u64 rest = s_want;
+    u64 part = 0;
+    for (int b = hi - per; b < hi; ++b)
+        if ((unsigned)b > t) part += (u64)sh[b] * (u64)b;
+    return sum_long + block_sum(part, scratch) + rest * (u64)t;
+}
+
+// Row statistics, one row per thread. Rows of LONG entries or more are listed in `longs`; the
+// last block works out the top-1% entries and numbers the long rows' pieces of LONG entries
+// (`first_piece`, an exclusive prefix over the list) for feat_cols.
+extern "C" __global__ void __launch_bounds__(256)
+feat_rows(int rows, const int* __restrict__ ptr, u64* __restrict__ acc,
+          unsigned* __restrict__ bins, u64* __restrict__ longs,
+          u64* __restrict__ first_piece, u64 k) {
+    __shared__ unsigned sh[BINS];
     __shared__ u64 scratch[32];
+    for (int i = threadIdx.x; i < BINS; i += blockDim.x) sh[i] = 0;
+    __syncthreads();
     u64 mn = ~0ull, mx = 0, l2 = 0, l3a = 0, l3b = 0, l3c = 0, empty = 0;
-    u64 h0 = 0, h1 = 0, h2 = 0, h3 = 0, h4 = 0, h5 = 0;
-    for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < rows;
-         r += (long long)gridDim.x * blockDim.x) {
-        u64 len = (u64)(ptr[r + 1] - ptr[r]);
-        mn = len < mn ? len : mn;
-        mx = len > mx ? len : mx;
-        u64 sq = len * len;
-        u64 lo = sq * len, hi = __umul64hi(sq, len);
-        l2 += sq;
-        l3a += lo & 0xffffffffull;
-        l3b += lo >> 32;
-        l3c += hi;
-        empty += len == 0;
-        // The row-length histogram buckets (<= 2, 8, 32, 128, 1024, more) as six registers (an indexed local array would spill).
-        h0 += len <= 2;
-        h1 += len > 2 && len <= 8;
-        h2 += len > 8 && len <= 32;
-        h3 += len > 32 && len <= 128;
-        h4 += len > 128 && len <= 1024;
-        h5 += len > 1024;
-    }
-    block_reduce(mn, 1, acc, 0, scratch);
-    block_reduce(mx, 2, acc, 1, scratch);
-    block_reduce(l2, 0, acc, 2, scratch);
-    block_reduce(l3a, 0, acc, 3, scratch);
-    block_reduce(l3b, 0, acc, 4, scratch);
-    block_reduce(l3c, 0, acc, 5, scratch);
-    block_reduce(empty, 0, acc, 6, scratch);
-    block_reduce(h0, 0, acc, 7, scratch);
-    block_reduce(h1, 0, acc, 8, scratch);
-    block_reduce(h2, 0, acc, 9, scratch);
-    block_reduce(h3, 0, acc, 10, scratch);
-    block_reduce(h4, 0, acc, 11, scratch);
-    block_reduce(h5, 0, acc, 12, scratch);
-}
-
-// Column statistics balanced by entries: each thread takes COL_CHUNK consecutive entries (after a
-// binary search for their first row). For matrices with very long rows.
-#define COL_CHUNK 32
-
-__device__ __forceinline__ void feat_cols_chunked(int rows, int nnz, const int* __restrict__ ptr,
-                                                  const int* __restrict__ idx, u64* __restrict__ acc) {
-    __shared__ u64 scratch[32];
-    u64 bw = 0, dist = 0, segs = 0;
-    long long chunks = ((long long)nnz + COL_CHUNK - 1) / COL_CHUNK;
-    for (long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x; c < chunks;
-         c += (long long)gridDim.x * blockDim.x) {
-        int k0 = (int)(c * COL_CHUNK);
-        int k1 = k0 + COL_CHUNK < nnz ? k0 + COL_CHUNK : nnz;
-        // The row holding entry k0: the last row whose start is <= k0 and that is not empty.
-        int lo = 0, hi = rows - 1;
-        while (lo < hi) {
-            int mid = (lo + hi + 1) >> 1;
-            if (ptr[mid] <= k0) lo = mid; else hi = mid - 1;
+    u64 h0 = 0, h1 = 0, h2 = 0, h3 = 0, h4 = 0, h5 = 0, sum_long = 0;
+    long long stride = (long long)gridDim.x * blockDim.x;
+    // Every thread runs the same number of iterations, so the warp-wide vote below sees full
+    // warps (rows past the end count as no row).
+    long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    long long span = ((long long)rows + stride - 1) / stride * stride;
+    for (long long r = first; r < span; r += stride) {
+        bool row = r < rows;
+        u64 len = row ? (u64)(ptr[r + 1] - ptr[r]) : 0;
+        if (row) {
+            mn = len < mn ? len : mn;
+            mx = len > mx ? len : mx;
+            u64 sq = len * len;
+            u64 lo = sq * len, hi = __umul64hi(sq, len);
+            l2 += sq;
+            l3a += lo & 0xffffffffull;
+            l3b += lo >> 32;
+            l3c += hi;
+            empty += len == 0;
+            // The row-length histogram buckets (<= 2, 8, 32, 128, 1024, more) as six registers.
+            h0 += len <= 2;
+            h1 += len > 2 && len <= 8;
+            h2 += len > 8 && len <= 32;
+            h3 += len > 32 && len <= 128;
+            h4 += len > 128 && len <= 1024;
+            h5 += len > 1024;
         }
-        int row = lo, end = ptr[row + 1];
-        while (k0 >= end) end = ptr[++row + 1];
-        int prev_seg = k0 > ptr[row] ? idx[k0 - 1] / XSEG : -1;
-        for (int k = k0; k < k1; ++k) {
-            while (k >= end) { end = ptr[++row + 1]; prev_seg = -1; }
-            int col = idx[k];
-            u64 d = (u64)(col > row ? col - row : row - col);
-            bw = d > bw ? d : bw;
-            dist += d;
-            int seg = col / XSEG;
-            segs += seg != prev_seg;
-            prev_seg = seg;
+        // One exact bin per short length: rows of a warp mostly share a length, so one shared
+        // atomic per distinct length and warp.
+        bool binned = row && len < LONG;
+        unsigned active = __ballot_sync(0xffffffffu, binned);
+        if (binned) {
+            unsigned same = __match_any_sync(active, (unsigned)len);
+            if ((threadIdx.x & 31) == __ffs(same) - 1) atomicAdd(&sh[len], __popc(same));
+        } else if (row) {
+            sum_long += len;
+            longs[atomicAdd(acc + N_LONG, 1ull)] = ((u64)r << 32) | len;
         }
     }
-    block_reduce(bw, 2, acc, 13, scratch);
-    block_reduce(dist, 0, acc, 14, scratch);
-    block_reduce(segs, 0, acc, 15, scratch);
+    __syncthreads();
+    for (int i = threadIdx.x; i < BINS; i += blockDim.x)
+        if (sh[i]) atomicAdd(bins + i, sh[i]);
+    block_reduce(mn, 1, acc, ACC + 0, scratch);
+    block_reduce(mx, 2, acc, ACC + 1, scratch);
+    block_reduce(l2, 0, acc, ACC + 2, scratch);
+    block_reduce(l3a, 0, acc, ACC + 3, scratch);
+    block_reduce(l3b, 0, acc, ACC + 4, scratch);
+    block_reduce(l3c, 0, acc, ACC + 5, scratch);
+    block_reduce(empty, 0, acc, ACC + 6, scratch);
+    block_reduce(h0, 0, acc, ACC + 7, scratch);
+    block_reduce(h1, 0, acc, ACC + 8, scratch);
+    block_reduce(h2, 0, acc, ACC + 9, scratch);
+    block_reduce(h3, 0, acc, ACC + 10, scratch);
+    block_reduce(h4, 0, acc, ACC + 11, scratch);
+    block_reduce(h5, 0, acc, ACC + 12, scratch);
+    block_reduce(sum_long, 0, acc, SUM_LONG, scratch);
+    if (!last_block(acc)) return;
+    u64 n_long = __ldcg(acc + N_LONG);
+    u64 top = top_k_entries(k, bins, longs, n_long, __ldcg(acc + SUM_LONG), sh, scratch);
+    // Number the long rows' pieces, 256 rows at a time.
+    u64 carry = 0;
+    for (u64 base = 0; base < n_long; base += blockDim.x) {
+        u64 i = base + threadIdx.x;
+        u64 pieces = i < n_long ? (long_length(__ldcg(longs + i)) + LONG - 1) / LONG : 0;
+        u64 incl = block_scan(pieces, scratch);
+        if (i < n_long) first_piece[i] = carry + incl - pieces;
+        __syncthreads();
+        if (threadIdx.x == blockDim.x - 1) scratch[8] = incl;
+        __syncthreads();
+        carry += scratch[8];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        acc[ACC + 16] = top;
+        acc[PIECES] = carry;
+        __threadfence();
+        acc[DONE] = 0;
+    }
 }
 
-// Column statistics with L lanes per row (coalesced over a row's entries), rows in grid-stride
-// order. An entry starts a new x segment when it is its row's first or its segment differs from
-// the previous entry's (columns are sorted within a row).
+// Column statistics (bandwidth, distance to the diagonal, x segments) with L lanes per short row
+// (coalesced over its entries), rows in grid-stride order; then the long rows' pieces, one per
+// warp. The last block writes the results and zeroes every counter, the bins and the list.
 template <int L>
-__device__ __forceinline__ void feat_cols_lanes(int rows, const int* __restrict__ ptr,
-                                                const int* __restrict__ idx, u64* __restrict__ acc) {
+__device__ __forceinline__ void feat_cols(int rows, const int* __restrict__ ptr,
+                                          const int* __restrict__ idx, u64* __restrict__ acc,
+                                          unsigned* __restrict__ bins,
+                                          const u64* __restrict__ longs,
+                                          const u64* __restrict__ first_piece) {
     __shared__ u64 scratch[32];
     u64 bw = 0, dist = 0, segs = 0;
     long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -161,30 +298,62 @@ __device__ __forceinline__ void feat_cols_lanes(int rows, const int* __restrict_
     int lane = (int)(t % L);
     for (long long r = t / L; r < rows; r += groups) {
         int start = ptr[r], end = ptr[r + 1];
-        for (int k = start + lane; k < end; k += L) {
-            int col = idx[k];
+        if (end - start >= LONG) continue;
+        for (int e = start + lane; e < end; e += L) {
+            int col = idx[e];
             u64 d = (u64)(col > r ? col - r : r - col);
+            bw = d > bw ? d : bw;
+            dist += d;
+            segs += e == start || idx[e - 1] / XSEG != col / XSEG;
+        }
+    }
+    u64 n_long = __ldcg(acc + N_LONG), pieces = __ldcg(acc + PIECES);
+    int wlane = threadIdx.x & 31;
+    long long warps = (long long)gridDim.x * blockDim.x / 32;
+    for (long long p = t / 32; p < (long long)pieces; p += warps) {
+        // The long row holding piece p: the last list entry whose first piece is <= p.
+        u64 lo = 0, hi = n_long - 1;
+        while (lo < hi) {
+            u64 mid = (lo + hi + 1) >> 1;
+            if (__ldcg(first_piece + mid) <= (u64)p) lo = mid; else hi = mid - 1;
+        }
+        u64 e = __ldcg(longs + lo);
+        int row = (int)(e >> 32);
+        int start = ptr[row], end = ptr[row + 1];
+        long long q = p - (long long)__ldcg(first_piece + lo);
+        int e0 = start + (int)(q * LONG);
+        int e1 = e0 + LONG < end ? e0 + LONG : end;
+        for (int k = e0 + wlane; k < e1; k += 32) {
+            int col = idx[k];
+            u64 d = (u64)(col > row ? col - row : row - col);
             bw = d > bw ? d : bw;
             dist += d;
             segs += k == start || idx[k - 1] / XSEG != col / XSEG;
         }
     }
-    block_reduce(bw, 2, acc, 13, scratch);
-    block_reduce(dist, 0, acc, 14, scratch);
-    block_reduce(segs, 0, acc, 15, scratch);
+    block_reduce(bw, 2, acc, ACC + 13, scratch);
+    block_reduce(dist, 0, acc, ACC + 14, scratch);
+    block_reduce(segs, 0, acc, ACC + 15, scratch);
+    if (!last_block(acc)) return;
+    // Results out; every accumulator, the bins and the list count back to zero.
+    if (threadIdx.x < OUT_N) acc[threadIdx.x] = __ldcg(acc + ACC + threadIdx.x);
+    for (int i = threadIdx.x; i < BINS; i += blockDim.x) bins[i] = 0;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        acc[ACC] = ~0ull;
+        for (int i = ACC + 1; i < ACC_N; ++i)
+            if (i != DONE) acc[i] = 0;
+        __threadfence();
+        acc[DONE] = 0;
+    }
 }
 
-// Column statistics: balanced by entries when a few rows are very long (the longest over 1024
-// entries and 16x the mean), else L lanes per row. The longest row is read from acc, where
-// feat_rows left it, so no host round trip decides between the two.
 #define AUGUR_COLS(L) \
-    extern "C" __global__ void feat_cols##L(int rows, int nnz, const int* __restrict__ ptr, \
-                                           const int* __restrict__ idx, u64* __restrict__ acc) { \
-        u64 max_len = acc[1]; \
-        if (max_len > 1024 && (double)max_len * rows > 16.0 * (double)nnz) \
-            feat_cols_chunked(rows, nnz, ptr, idx, acc); \
-        else \
-            feat_cols_lanes<L>(rows, ptr, idx, acc); \
+    extern "C" __global__ void __launch_bounds__(256) feat_cols##L( \
+        int rows, const int* __restrict__ ptr, const int* __restrict__ idx, \
+        u64* __restrict__ acc, unsigned* __restrict__ bins, const u64* __restrict__ longs, \
+        const u64* __restrict__ first_piece) { \
+        feat_cols<L>(rows, ptr, idx, acc, bins, longs, first_piece); \
     }
 AUGUR_COLS(1)
 AUGUR_COLS(2)
@@ -192,72 +361,3 @@ AUGUR_COLS(4)
 AUGUR_COLS(8)
 AUGUR_COLS(16)
 AUGUR_COLS(32)
-
-// Radix select of the k-th longest row on the device, 8 bits a pass: each pass counts the lengths
-// that match the prefix found so far by their next 8 bits; the last block to finish picks the digit
-// holding the k-th largest, narrows the prefix and clears the histogram. A pass above the longest
-// row's highest bit has nothing to count (every digit is 0, which the pick then keeps).
-extern "C" __global__ void len_radix_step(int rows, const int* __restrict__ ptr,
-                                          u64* __restrict__ acc, int shift,
-                                          u64* __restrict__ hist) {
-    __shared__ unsigned local[256];
-    unsigned prefix = (unsigned)acc[17], mask = (unsigned)acc[18];
-    bool skip = shift > 0 && (acc[1] >> shift) == 0;
-    if (!skip) {
-        for (int i = threadIdx.x; i < 256; i += blockDim.x) local[i] = 0;
-        __syncthreads();
-        for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < rows;
-             r += (long long)gridDim.x * blockDim.x) {
-            unsigned len = (unsigned)(ptr[r + 1] - ptr[r]);
-            // Lengths in a warp mostly share a digit: one shared atomic per distinct digit and warp.
-            bool match = (len & mask) == prefix;
-            unsigned active = __ballot_sync(__activemask(), match);
-            if (match) {
-                unsigned digit = (len >> shift) & 255u;
-                unsigned same = __match_any_sync(active, digit);
-                if ((threadIdx.x & 31) == __ffs(same) - 1) atomicAdd(&local[digit], __popc(same));
-            }
-        }
-        __syncthreads();
-        for (int i = threadIdx.x; i < 256; i += blockDim.x)
-            if (local[i]) atomicAdd(hist + i, (u64)local[i]);
-    }
-    if (!last_block(acc)) return;
-    __shared__ u64 bins[256];
-    for (int i = threadIdx.x; i < 256; i += blockDim.x) bins[i] = __ldcg(hist + i);
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        u64 want = acc[19];
-        unsigned digit = 0;
-        for (int d = 255; d >= 0; --d) {
-            if (bins[d] >= want) { digit = (unsigned)d; break; }
-            want -= bins[d];
-        }
-        acc[17] |= (u64)digit << shift;
-        acc[18] |= (u64)255u << shift;
-        acc[19] = want;
-        acc[DONE] = 0;
-    }
-    for (int i = threadIdx.x; i < 256; i += blockDim.x) hist[i] = 0;
-}
-
-// Count and sum of the lengths above the k-th largest (acc[17] after the four passes); the last
-// block then sets the entries in the k longest rows: those above, plus ties of the k-th up to k.
-extern "C" __global__ void len_sum_above(int rows, const int* __restrict__ ptr,
-                                         u64* __restrict__ acc, u64 k) {
-    __shared__ u64 scratch[32];
-    unsigned t = (unsigned)acc[17];
-    u64 count = 0, sum = 0;
-    for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < rows;
-         r += (long long)gridDim.x * blockDim.x) {
-        unsigned len = (unsigned)(ptr[r + 1] - ptr[r]);
-        if (len > t) { count += 1; sum += len; }
-    }
-    block_reduce(count, 0, acc, 20, scratch);
-    block_reduce(sum, 0, acc, 21, scratch);
-    if (!last_block(acc)) return;
-    if (threadIdx.x == 0) {
-        acc[16] = __ldcg(acc + 21) + (k - __ldcg(acc + 20)) * (u64)t;
-        acc[DONE] = 0;
-    }
-}

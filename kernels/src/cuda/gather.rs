@@ -14,9 +14,24 @@ use cudarc::driver::{
 use super::module;
 use crate::KernelError;
 
-const ACC_N: usize = 23;
+/// Counters of `features.cu` (results, accumulators, the long rows' count, entries and pieces,
+/// the block counter).
+const ACC_N: usize = 38;
+/// The results at the front of the counters.
+const OUT_N: usize = 17;
+/// One exact bin per row length below this (`BINS`, = `LONG` in features.cu).
+const BINS: usize = 4096;
 
 use super::drv;
+
+/// The device buffers of the gather: counters, length bins, the long rows (row and length) and
+/// the number of each one's first piece.
+struct Bufs {
+    acc: CudaSlice<u64>,
+    bins: CudaSlice<u32>,
+    longs: CudaSlice<u64>,
+    first_piece: CudaSlice<u64>,
+}
 
 /// The feature kernels, loaded on one GPU.
 pub struct GpuGatherer {
@@ -24,13 +39,14 @@ pub struct GpuGatherer {
     /// Kept alive for the functions below.
     _module: Arc<CudaModule>,
     blocks: u32,
-    /// The counters and the radix histogram, allocated once and reused by every gather.
-    bufs: std::cell::RefCell<Option<(CudaSlice<u64>, CudaSlice<u64>)>>,
+    /// Allocated and zeroed once (grown for a matrix with more long rows); each gather leaves
+    /// them zeroed for the next. Dropped after a failed gather, so the next one starts clean.
+    bufs: std::cell::RefCell<Option<Bufs>>,
     /// Entry points, looked up once.
     functions: std::collections::HashMap<&'static str, CudaFunction>,
 }
 
-const ENTRY_POINTS: [&str; 10] = [
+const ENTRY_POINTS: [&str; 8] = [
     "feat_init",
     "feat_rows",
     "feat_cols1",
@@ -39,8 +55,6 @@ const ENTRY_POINTS: [&str; 10] = [
     "feat_cols8",
     "feat_cols16",
     "feat_cols32",
-    "len_radix_step",
-    "len_sum_above",
 ];
 
 impl GpuGatherer {
@@ -82,10 +96,47 @@ impl GpuGatherer {
         }
     }
 
-    /// The exact sums of a device-resident pattern (row pointers and column indices): seven
-    /// kernels enqueued back to back (set-up, row statistics, column statistics, four radix
-    /// passes with the pick folded into their last block, the top-1% sum), then one copy brings
-    /// the counters back. No allocation and no other host round trip.
+    fn function(&self, name: &str) -> Result<&CudaFunction, KernelError> {
+        self.functions
+            .get(name)
+            .ok_or_else(|| KernelError::Cuda(format!("no kernel `{name}` in features.cu")))
+    }
+
+    /// Buffers for a matrix of `nnz` entries: allocated (and zeroed by `feat_init`) the first
+    /// time, and again when its long rows (at most nnz / 4096) outgrow the list.
+    fn ready(&self, bufs: &mut Option<Bufs>, nnz: usize) -> Result<(), KernelError> {
+        let need = nnz / BINS + 1;
+        let s = &self.stream;
+        if let Some(b) = bufs.as_mut() {
+            if b.longs.len() < need {
+                b.longs = s.alloc_zeros::<u64>(need).map_err(drv("cuMemAlloc"))?;
+                b.first_piece = s.alloc_zeros::<u64>(need).map_err(drv("cuMemAlloc"))?;
+            }
+            return Ok(());
+        }
+        let need = need.max(1024);
+        let mut b = Bufs {
+            acc: s.alloc_zeros::<u64>(ACC_N).map_err(drv("cuMemAlloc"))?,
+            bins: s.alloc_zeros::<u32>(BINS).map_err(drv("cuMemAlloc"))?,
+            longs: s.alloc_zeros::<u64>(need).map_err(drv("cuMemAlloc"))?,
+            first_piece: s.alloc_zeros::<u64>(need).map_err(drv("cuMemAlloc"))?,
+        };
+        let mut l = s.launch_builder(self.function("feat_init")?);
+        l.arg(&mut b.acc).arg(&mut b.bins);
+        let one_block = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: (u64*, unsigned*) as in feat_init; acc holds ACC_N counters and bins BINS.
+        unsafe { l.launch(one_block) }.map_err(drv("cuLaunchKernel"))?;
+        *bufs = Some(b);
+        Ok(())
+    }
+
+    /// The exact sums of a device-resident pattern (row pointers and column indices): two
+    /// kernels, then one copy brings the results back. No allocation after the first gather (of
+    /// a matrix this large) and no other host round trip.
     pub fn sums(
         &self,
         rows: usize,
@@ -93,74 +144,79 @@ impl GpuGatherer {
         ptr: &CudaSlice<i32>,
         idx: &CudaSlice<i32>,
     ) -> Result<RowSums, KernelError> {
+        if rows == 0 {
+            return Ok(RowSums {
+                min_len: 0,
+                max_len: 0,
+                len2: 0,
+                len3: 0,
+                empty: 0,
+                hist: [0; 6],
+                bandwidth: 0,
+                dist: 0,
+                segments: 0,
+                top1pct: 0,
+            });
+        }
+        let mut guard = self.bufs.borrow_mut();
+        let r = self.sums_with(&mut guard, rows, nnz, ptr, idx);
+        if r.is_err() {
+            // The counters may be half-updated: start from fresh ones next time.
+            *guard = None;
+        }
+        r
+    }
+
+    fn sums_with(
+        &self,
+        bufs: &mut Option<Bufs>,
+        rows: usize,
+        nnz: usize,
+        ptr: &CudaSlice<i32>,
+        idx: &CudaSlice<i32>,
+    ) -> Result<RowSums, KernelError> {
+        self.ready(bufs, nnz)?;
+        let b = bufs.as_mut().expect("allocated above");
         let s = &self.stream;
-        let f = |name: &str| -> Result<&CudaFunction, KernelError> {
-            self.functions
-                .get(name)
-                .ok_or_else(|| KernelError::Cuda(format!("no kernel `{name}` in features.cu")))
-        };
-        let mut bufs = self.bufs.borrow_mut();
-        if bufs.is_none() {
-            *bufs = Some((
-                s.alloc_zeros::<u64>(ACC_N).map_err(drv("cuMemAlloc"))?,
-                s.alloc_zeros::<u64>(256).map_err(drv("cuMemAlloc"))?,
-            ));
-        }
-        let (acc, hist) = bufs.as_mut().expect("allocated above");
         let k = rows.div_ceil(100) as u64;
-        let one_block = LaunchConfig {
-            grid_dim: (1, 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let init = f("feat_init")?;
-        let mut b = s.launch_builder(init);
-        b.arg(&mut *acc).arg(&mut *hist).arg(&k);
-        // SAFETY: (u64*, u64*, u64) as in feat_init; acc holds ACC_N and hist 256 counters.
-        unsafe { b.launch(one_block) }.map_err(drv("cuLaunchKernel"))?;
-        let rows_i = rows as i32;
-        if rows > 0 {
-            let kr = f("feat_rows")?;
-            let mut b = s.launch_builder(kr);
-            b.arg(&rows_i).arg(ptr).arg(&mut *acc);
-            // SAFETY: (int, int*, u64*) as in feat_rows; acc holds ACC_N counters.
-            unsafe { b.launch(self.cfg(rows as u64)) }.map_err(drv("cuLaunchKernel"))?;
-            // L lanes per row (about half the mean length); the kernel itself switches to
-            // balancing by entries when feat_rows found a few very long rows.
-            let mean = nnz as f64 / rows as f64;
-            let lanes = [32u32, 16, 8, 4, 2, 1]
-                .into_iter()
-                .find(|&l| l as f64 <= mean / 2.0)
-                .unwrap_or(1);
-            let kc = f(&format!("feat_cols{lanes}"))?;
-            let nnz_i = nnz as i32;
-            let mut b = s.launch_builder(kc);
-            b.arg(&rows_i).arg(&nnz_i).arg(ptr).arg(idx).arg(&mut *acc);
-            // SAFETY: (int, int, int*, int*, u64*) as in feat_cols<L>.
-            let threads = (rows as u64 * lanes as u64).max(nnz as u64 / 32);
-            unsafe { b.launch(self.cfg(threads)) }.map_err(drv("cuLaunchKernel"))?;
-            let step = f("len_radix_step")?;
-            for shift in [24i32, 16, 8, 0] {
-                let mut b = s.launch_builder(step);
-                b.arg(&rows_i)
-                    .arg(ptr)
-                    .arg(&mut *acc)
-                    .arg(&shift)
-                    .arg(&mut *hist);
-                // SAFETY: (int, int*, u64*, int, u64*) as in len_radix_step; 256 bins, blocks of
-                // 256 threads (the pick clears one bin per thread).
-                unsafe { b.launch(self.cfg(rows as u64)) }.map_err(drv("cuLaunchKernel"))?;
-            }
-            let above = f("len_sum_above")?;
-            let mut b = s.launch_builder(above);
-            b.arg(&rows_i).arg(ptr).arg(&mut *acc).arg(&k);
-            // SAFETY: (int, int*, u64*, u64) as in len_sum_above.
-            unsafe { b.launch(self.cfg(rows as u64)) }.map_err(drv("cuLaunchKernel"))?;
-        }
-        let a: Vec<u64> = s.clone_dtoh(&*acc).map_err(drv("device to host copy"))?;
+        let (rows_i, k_rows) = (rows as i32, rows as u64);
+        let mut l = s.launch_builder(self.function("feat_rows")?);
+        l.arg(&rows_i)
+            .arg(ptr)
+            .arg(&mut b.acc)
+            .arg(&mut b.bins)
+            .arg(&mut b.longs)
+            .arg(&mut b.first_piece)
+            .arg(&k);
+        // SAFETY: (int, int*, u64*, unsigned*, u64*, u64*, u64) as in feat_rows; acc holds
+        // ACC_N counters, bins BINS, longs and first_piece at least nnz / 4096 + 1 entries (a
+        // listed row has 4096 entries or more).
+        unsafe { l.launch(self.cfg(k_rows)) }.map_err(drv("cuLaunchKernel"))?;
+        // L lanes per short row (about half the mean length); rows of 4096 entries or more are
+        // split over the grid, whatever L is.
+        let mean = nnz as f64 / rows as f64;
+        let lanes = [32u32, 16, 8, 4, 2, 1]
+            .into_iter()
+            .find(|&l| l as f64 <= mean / 2.0)
+            .unwrap_or(1);
+        let mut l = s.launch_builder(self.function(&format!("feat_cols{lanes}"))?);
+        l.arg(&rows_i)
+            .arg(ptr)
+            .arg(idx)
+            .arg(&mut b.acc)
+            .arg(&mut b.bins)
+            .arg(&b.longs)
+            .arg(&b.first_piece);
+        let threads = (rows as u64 * lanes as u64).max(nnz as u64 / 32);
+        // SAFETY: (int, int*, int*, u64*, unsigned*, u64*, u64*) as in feat_cols<L>, the list
+        // and piece numbers as feat_rows left them (same stream).
+        unsafe { l.launch(self.cfg(threads)) }.map_err(drv("cuLaunchKernel"))?;
+        let a: Vec<u64> = s
+            .clone_dtoh(&b.acc.slice(0..OUT_N))
+            .map_err(drv("device to host copy"))?;
         let len3 = ((a[5] as u128) << 64) + ((a[4] as u128) << 32) + a[3] as u128;
         Ok(RowSums {
-            min_len: if rows == 0 { 0 } else { a[0] },
+            min_len: a[0],
             max_len: a[1],
             len2: a[2],
             len3,
@@ -169,12 +225,12 @@ impl GpuGatherer {
             bandwidth: a[13],
             dist: a[14],
             segments: a[15],
-            top1pct: if rows == 0 { 0 } else { a[16] },
+            top1pct: a[16],
         })
     }
 
     /// Seconds to gather the sums of a device-resident pattern, median of `reps` after one
-    /// warm-up, wall clock including the host round trips the radix select makes.
+    /// warm-up, wall clock including the launch and the copy back.
     pub fn time(
         &self,
         rows: usize,

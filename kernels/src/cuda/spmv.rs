@@ -327,7 +327,9 @@ impl CudaSpmv {
                 f.rows
                     .push(self.function_named(&format!("spmv_rows{lanes}_{sfx}"))?);
             }
-        } else if p.cusparse.is_none() {
+        } else if p.cusparse.is_none() && k != GpuKernel::Binned {
+            // (The binned kernel has no single entry point: with no rows it has no bins and
+            // launches nothing.)
             f.main = Some(self.function(k, sfx)?);
             if p.merge.is_some() {
                 f.fixup = Some(self.function_named(&format!("merge_path_fixup_{sfx}"))?);
