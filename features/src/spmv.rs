@@ -204,8 +204,15 @@ pub fn hist_bucket(len: u64) -> usize {
 /// All features from the known ones, the sampled ones (computed here, on the host) and the exact
 /// sums. Shared by every gatherer.
 pub fn finish_features(m: CsrPattern<'_>, sums: &RowSums) -> SpmvFeatures {
-    let mut f = known(m);
+    let mut f = exact_features(m, sums);
     sample_into(m, &mut f);
+    f
+}
+
+/// The known and the exact (gathered) features from the exact sums, the sampled ones left NaN:
+/// what the gathered tier reads (a plan that gathers on the GPU does not also sample on the host).
+pub fn exact_features(m: CsrPattern<'_>, sums: &RowSums) -> SpmvFeatures {
+    let mut f = known(m);
     let rows = m.rows;
     let n = rows as f64;
     let nnz = m.nnz() as f64;

@@ -67,7 +67,7 @@ pub struct Summary {
     pub within_5pct: f64,
     /// Share where the policy chose the sampled tier.
     pub sampled: f64,
-    /// Share where the policy gathered every feature.
+    /// Share where the policy gathered the exact features.
     pub gathered: f64,
     /// Seconds spent on features / seconds selected (features, inference and the k SpMVs), summed
     /// over the samples: the share of the time the choice itself cost.

@@ -72,7 +72,9 @@ fn leaf_text(model: &Model, class: usize, samples: usize, regret: f64, policy: b
         match Tier::from_class(class) {
             Tier::Known => "known features only: use the known-features tree".to_string(),
             Tier::Sampled => "sample rows: use the sampled-features tree".to_string(),
-            Tier::Gathered => "gather every feature: use the gathered-features tree".to_string(),
+            Tier::Gathered => {
+                "gather the exact features: use the gathered-features tree".to_string()
+            }
         }
     } else {
         model.kernels[class].clone()
@@ -205,7 +207,7 @@ pub fn text(model: &Model) -> String {
     let _ = writeln!(
         out,
         "\nWhich features pay for their cost? (inputs: the known features and iterations; out of fold, \
-         sampling paid best on {:.0}% of training samples, gathering every feature on {:.0}%; regrets \
+         sampling paid best on {:.0}% of training samples, gathering the exact features on {:.0}%; regrets \
          include the features' cost)",
         t.sample_paid_share * 100.0,
         t.gather_paid_share * 100.0

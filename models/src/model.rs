@@ -1,5 +1,5 @@
 //! The model file: three selectors, one per feature tier (known features only; known and
-//! sampled; every feature), the policy that decides per input which tier pays for its cost, and
+//! sampled; known and exact), the policy that decides per input which tier pays for its cost, and
 //! what they were trained on.
 
 use std::path::Path;
@@ -14,7 +14,9 @@ use crate::ModelError;
 /// Format name and version of model files.
 pub const FORMAT: &str = "augur-model";
 /// Version 2 (issue 18): a third selector over the sampled tier, and a three-way policy.
-pub const FORMAT_VERSION: u32 = 2;
+/// Version 3: the gathered selector reads the known and exact features only (a GPU gather no
+/// longer samples on the host as well), and trees may be grown with the regret criterion.
+pub const FORMAT_VERSION: u32 = 3;
 /// Most inputs a selector can take (features + iterations).
 pub const MAX_INPUTS: usize = 48;
 
@@ -43,8 +45,33 @@ pub struct KTree {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Hyper {
     pub max_depth: usize,
-    /// Least total sample weight in a leaf (weights average 1 over the training set).
+    /// Least total sample weight in a leaf (weights average 1 over the training set; with the
+    /// regret criterion, the least number of samples).
     pub min_weight_leaf: f32,
+    /// How splits are chosen (models before it grew every tree with Gini).
+    #[serde(default)]
+    pub criterion: Criterion,
+}
+
+/// How a tree's splits are chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Criterion {
+    /// The weighted Gini impurity of the labels "which kernel was fastest" (linfa-trees' rule);
+    /// leaves then take the class of least summed slowdown.
+    #[default]
+    Gini,
+    /// The summed log slowdown of each child's best class: the regret of the picks, directly.
+    Regret,
+}
+
+impl Criterion {
+    pub fn name(self) -> &'static str {
+        match self {
+            Criterion::Gini => "gini",
+            Criterion::Regret => "regret",
+        }
+    }
 }
 
 /// Kernel choice from a set of inputs.
@@ -132,6 +159,8 @@ pub struct CvScore {
     pub mode: IterationMode,
     pub max_depth: usize,
     pub min_weight_leaf: f32,
+    #[serde(default)]
+    pub criterion: Criterion,
     /// Geomean over held-out-fold samples of oracle / selected cost (gathering not charged).
     pub oracle_ratio: f64,
     /// Mean of selected / oracle cost (weighs a catastrophic pick in full).
@@ -160,7 +189,8 @@ pub struct Training {
     pub cv: Vec<CvScore>,
     /// Chosen per feature set.
     pub chosen: Vec<CvScore>,
-    /// Policy training: share of (matrix, k) samples on which gathering every feature paid best.
+    /// Policy training: share of (matrix, k) samples on which gathering the exact features paid
+    /// best.
     pub gather_paid_share: f64,
     /// Policy training: share of (matrix, k) samples on which the sampled tier paid best.
     pub sample_paid_share: f64,
@@ -186,7 +216,7 @@ pub struct Model {
     pub known: Selector,
     /// Picks from the known and sampled features.
     pub sampled: Selector,
-    /// Picks from every feature.
+    /// Picks from the known and exact features.
     pub gathered: Selector,
     /// Over the known features and `iterations`: the tier whose features pay for their cost
     /// (classes: 0 known, 1 sampled, 2 gathered; see [`Tier`]).
@@ -204,7 +234,7 @@ pub enum Tier {
     Known,
     /// Estimates from a fixed-size sample of rows: a bounded cost.
     Sampled,
-    /// A full pass over the pattern.
+    /// An exact pass over the pattern: the known and exact features (not the sampled ones).
     Gathered,
 }
 
@@ -333,6 +363,36 @@ impl Model {
         self.gathered
             .validate(n, self.kernels.len())
             .map_err(|e| format!("gathered selector: {e}"))?;
+        // Each selector reads only what its tier computes.
+        use augur_features::FeatureKind;
+        for (name, sel, bad) in [
+            (
+                "known",
+                &self.known,
+                [FeatureKind::Sampled, FeatureKind::Gathered],
+            ),
+            (
+                "sampled",
+                &self.sampled,
+                [FeatureKind::Gathered, FeatureKind::Gathered],
+            ),
+            (
+                "gathered",
+                &self.gathered,
+                [FeatureKind::Sampled, FeatureKind::Sampled],
+            ),
+        ] {
+            if let Some(&i) = sel
+                .features
+                .iter()
+                .find(|&&i| bad.contains(&self.schema.features[i].kind))
+            {
+                return Err(format!(
+                    "the {name} selector reads `{}`, which its tier does not compute",
+                    self.schema.features[i].name
+                ));
+            }
+        }
         if self.policy_inputs.len() != self.known.features.len() + 1 {
             return Err("policy inputs do not match the known selector".into());
         }

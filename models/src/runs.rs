@@ -125,8 +125,9 @@ pub struct MatrixInfo {
     pub iterations: String,
     /// Seconds for the known features.
     pub known_s: f64,
-    /// Seconds to compute every feature on the backend (median; on a GPU the device pass plus the
-    /// sampled tier on the host).
+    /// Seconds to compute the gathered tier (the known and exact features) on the backend, as a
+    /// plan computes it (median; on a GPU the device pass and the copy back). Runs collected
+    /// before the tiers were separated also count the sampled tier here (a conservative charge).
     pub gather_s: f64,
     /// Seconds to compute the sampled tier on the host (median): what the sampled features cost.
     pub sample_s: f64,

@@ -390,6 +390,29 @@ fn model_files_refuse_damage_and_other_schemas() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("known selector"), "{e}");
+    // Each selector reads only what its tier computes: a gathered tree reading a sampled
+    // feature (what a format-2 model did) is refused.
+    let sampled = augur_features::spmv::SpmvFeatures::schema()
+        .features
+        .iter()
+        .position(|f| f.kind == augur_features::FeatureKind::Sampled)
+        .unwrap();
+    let mut reads = model.clone();
+    reads.gathered.features.push(sampled);
+    reads.gathered.inputs.push("x".into());
+    let e = Model::from_json(&reads.to_json(), "r.json")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("gathered selector reads") && e.contains("does not compute"),
+        "{e}"
+    );
+    let mut v2 = model.clone();
+    v2.format_version = 2;
+    let e = Model::from_json(&v2.to_json(), "v2.json")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("v2.json") && e.contains("retrain"), "{e}");
     let e = TrainParams {
         folds: 1,
         ..TrainParams::default()

@@ -13,7 +13,8 @@ use augur_features::FeatureKind;
 use sha2::{Digest, Sha256};
 
 use crate::model::{
-    CvScore, Hyper, IterationMode, KTree, Model, Selector, Tier, Training, FORMAT, FORMAT_VERSION,
+    Criterion, CvScore, Hyper, IterationMode, KTree, Model, Selector, Tier, Training, FORMAT,
+    FORMAT_VERSION,
 };
 use crate::runs::{MatrixRuns, Runs};
 use crate::tree::{clean, Node, Tree};
@@ -32,7 +33,7 @@ pub struct Sample {
     /// The cheapest kernel and its cost.
     pub best: usize,
     pub oracle: f64,
-    /// Seconds to gather every feature.
+    /// Seconds to gather the exact features (the gathered tier).
     pub gather_s: f64,
     /// Seconds to compute the sampled tier.
     pub sample_s: f64,
@@ -116,6 +117,8 @@ pub struct TrainParams {
     pub policy_depth: usize,
     /// Seed of the family order behind the holdout and the folds (another seed, another split).
     pub split_seed: u64,
+    /// Split criteria tried by cross-validation.
+    pub criteria: Vec<Criterion>,
 }
 
 impl Default for TrainParams {
@@ -130,6 +133,7 @@ impl Default for TrainParams {
             slack: 0.01,
             policy_depth: 3,
             split_seed: 0,
+            criteria: vec![Criterion::Gini, Criterion::Regret],
         }
     }
 }
@@ -162,6 +166,9 @@ impl TrainParams {
         }
         if !(0.0..0.5).contains(&self.slack) {
             return p(format!("slack {} outside [0, 0.5)", self.slack));
+        }
+        if self.criteria.is_empty() {
+            return p("at least one split criterion".into());
         }
         if !(1..=6).contains(&self.policy_depth) {
             return p(format!("policy depth {} outside 1..=6", self.policy_depth));
@@ -223,7 +230,7 @@ fn tier_indices(t: Tier) -> Vec<usize> {
         .enumerate()
         .filter(|(_, f)| match f.kind {
             FeatureKind::Known => true,
-            FeatureKind::Sampled => t >= Tier::Sampled,
+            FeatureKind::Sampled => t == Tier::Sampled,
             FeatureKind::Gathered => t == Tier::Gathered,
         })
         .map(|(i, _)| i)
@@ -255,17 +262,27 @@ struct Trainer<'a> {
     ks: Vec<u32>,
 }
 
-/// Grow a tree on (rows, labels, weights) with [`crate::cart`], then give every leaf the class with
-/// the least summed slowdown over the samples that reach it (`slowdown[i][c]` = cost of class c /
-/// cost of the best, for sample i): the mean slowdown weighs a 100x loss on one matrix above 5%
-/// losses on twenty, so a leaf whose majority kernel is a little faster on most samples but
-/// catastrophic on a few picks a safe one.
+/// How a leaf picks its class from the samples that reach it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Leaves {
+    /// The least summed slowdown (the arithmetic mean): a 100x loss on one matrix weighs more
+    /// than 5% losses on twenty, so a leaf whose majority kernel is a little faster on most
+    /// samples but catastrophic on a few picks a safe one.
+    MeanSlowdown,
+    /// The least summed log slowdown (the geometric mean the evaluation reports).
+    LogSlowdown,
+}
+
+/// Grow a tree on (rows, labels, weights) with [`crate::cart`] (Gini on the labels) or on the
+/// log slowdowns (the regret criterion), then give every leaf its class by `leaves`.
+/// `slowdown[i][c]` = cost of class c / cost of the best, for sample i (>= 1).
 pub(crate) fn fit_tree(
     rows: &[Vec<f64>],
     labels: &[usize],
     weights: &[f64],
     slowdown: &[Vec<f64>],
     hyper: Hyper,
+    leaves: Leaves,
 ) -> Result<Tree, ModelError> {
     if rows.is_empty() {
         return Ok(Tree::constant(0));
@@ -274,14 +291,40 @@ pub(crate) fn fit_tree(
     if labels.iter().all(|&l| l == first) {
         return Ok(Tree::constant(first));
     }
-    let mut tree = grow(rows, labels, weights, hyper)?;
+    // A class that did not run on a sample costs as much as a 10^20-fold slowdown there.
+    let log = |v: f64| if v.is_finite() { v.max(1.0).ln() } else { 46.0 };
+    let mut tree = match hyper.criterion {
+        Criterion::Regret => {
+            let cost: Vec<Vec<f64>> = slowdown
+                .iter()
+                .map(|r| r.iter().map(|&v| log(v)).collect())
+                .collect();
+            let x: Vec<Vec<f64>> = rows
+                .iter()
+                .map(|r| r.iter().map(|&v| clean(v)).collect())
+                .collect();
+            crate::cart::grow_cost(
+                &x,
+                &cost,
+                crate::cart::CostParams {
+                    max_depth: hyper.max_depth,
+                    min_leaf: (hyper.min_weight_leaf.round() as usize).max(1),
+                    min_gain: 1e-3,
+                },
+            )
+        }
+        Criterion::Gini => grow(rows, labels, weights, hyper)?,
+    };
     canonicalize(&mut tree, rows);
     let classes = slowdown[0].len();
     let mut sums = vec![vec![0.0f64; classes]; tree.nodes.len()];
     for (x, r) in rows.iter().zip(slowdown) {
         let l = tree.leaf(x);
-        for (s, v) in sums[l].iter_mut().zip(r) {
-            *s += v;
+        for (s, &v) in sums[l].iter_mut().zip(r) {
+            *s += match leaves {
+                Leaves::MeanSlowdown => v,
+                Leaves::LogSlowdown => log(v),
+            };
         }
     }
     for (n, s) in tree.nodes.iter_mut().zip(&sums) {
@@ -421,7 +464,14 @@ impl Trainer<'_> {
                 .iter()
                 .map(|s| s.costs.iter().map(|c| c / s.oracle).collect())
                 .collect();
-            fit_tree(&rows, &labels, &weights, &regret, c.hyper)
+            fit_tree(
+                &rows,
+                &labels,
+                &weights,
+                &regret,
+                c.hyper,
+                Leaves::MeanSlowdown,
+            )
         };
         let trees = match c.mode {
             IterationMode::Joint => {
@@ -540,14 +590,19 @@ impl CheckedTrainParams {
         let mut oof: Vec<(Config, Vec<usize>)> = Vec::new();
         for set in Tier::ALL {
             for &mode in &modes {
-                for depth in 1..=p.max_depth {
-                    for &mwl in &p.min_weight_leaf {
+                for (depth, &criterion, &mwl) in (1..=p.max_depth).flat_map(|d| {
+                    p.criteria
+                        .iter()
+                        .flat_map(move |c| p.min_weight_leaf.iter().map(move |w| (d, c, w)))
+                }) {
+                    {
                         let c = Config {
                             set,
                             mode,
                             hyper: Hyper {
                                 max_depth: depth,
                                 min_weight_leaf: mwl,
+                                criterion,
                             },
                         };
                         let mut pred = vec![0usize; all.len()];
@@ -578,6 +633,7 @@ impl CheckedTrainParams {
                             mode,
                             max_depth: depth,
                             min_weight_leaf: mwl,
+                            criterion,
                             oracle_ratio: geomean(
                                 all.iter().zip(&pred).map(|(s, &k)| s.oracle / s.costs[k]),
                             ),
@@ -635,9 +691,11 @@ impl CheckedTrainParams {
         let mut known = trainer.selector(&train, ck)?;
         let mut sampled = trainer.selector(&train, cs)?;
         let mut gathered = trainer.selector(&train, cg)?;
-        // Policy: from out-of-fold picks, which tier paid best on this sample, its features'
-        // cost included? Leaves take the tier with the least summed log-slowdown (the geometric
-        // mean the evaluation reports).
+        // Policy: from out-of-fold picks, what each tier cost on this sample, its features'
+        // cost included; the tree is grown on those costs directly (the regret criterion: on the
+        // split seeds 0-4 it did as well as or better than Gini on the label "which tier paid"),
+        // and leaves take the tier with the least summed log-slowdown (the geometric mean the
+        // evaluation reports).
         let tier_costs = |i: usize, s: &Sample| -> [f64; 3] {
             [
                 s.costs[pk[i]],
@@ -646,7 +704,7 @@ impl CheckedTrainParams {
             ]
         };
         let mut prow = Vec::new();
-        let (mut plabel, mut pweight, mut pregret) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut plabel, mut pweight, mut pslow) = (Vec::new(), Vec::new(), Vec::new());
         let mut prows: Vec<(Vec<f64>, Vec<f64>)> = Vec::new();
         for (i, s) in all.iter().enumerate() {
             let c = tier_costs(i, s);
@@ -659,7 +717,7 @@ impl CheckedTrainParams {
             prows.push((row.clone(), c.iter().map(|x| x / best - 1.0).collect()));
             prow.push(row);
             plabel.push(label);
-            pregret.push(logs);
+            pslow.push(c.iter().map(|x| x / best).collect::<Vec<f64>>());
         }
         let share = |t: Tier| {
             plabel.iter().filter(|&&l| l == t.class()).count() as f64 / plabel.len() as f64
@@ -669,11 +727,13 @@ impl CheckedTrainParams {
             &prow,
             &plabel,
             &pweight,
-            &pregret,
+            &pslow,
             Hyper {
                 max_depth: p.policy_depth,
                 min_weight_leaf: 1.0,
+                criterion: Criterion::Regret,
             },
+            Leaves::LogSlowdown,
         )?;
         // Leaf statistics on the training samples.
         for (sel, set) in [
@@ -819,7 +879,9 @@ pub(crate) fn fit_costs(
         Hyper {
             max_depth: depth,
             min_weight_leaf: leaf,
+            criterion: Criterion::Gini,
         },
+        Leaves::MeanSlowdown,
     )?;
     t.annotate(
         rows.iter()

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use augur_datasets::Csr;
-use augur_features::spmv::{self as fs, CsrPattern, SpmvFeatures, SpmvGatherer};
+use augur_features::spmv::{self as fs, CsrPattern, SpmvFeatures};
 use augur_kernels::cpu::{CpuKernel, PreparedSpmv};
 use augur_kernels::cuda::gather::GpuGatherer;
 use augur_kernels::cuda::{self, CudaSpmv, DeviceCsr, GpuKernel, GpuScalar, Prepared};
@@ -308,7 +308,7 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
             Backend::Cpu => {
                 if gather {
                     let t = Instant::now();
-                    features = fs::CpuGatherer.gather(pattern)?;
+                    features = fs::exact_features(pattern, &fs::cpu_sums(pattern));
                     setup.features_s += t.elapsed().as_secs_f64();
                 }
                 None
@@ -322,7 +322,7 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
                     let t = Instant::now();
                     let (ptr, idx) = da.pattern();
                     let sums = g.gatherer()?.sums(a.rows(), a.nnz(), ptr, idx)?;
-                    features = fs::finish_features(pattern, &sums);
+                    features = fs::exact_features(pattern, &sums);
                     setup.features_s += t.elapsed().as_secs_f64();
                 }
                 Some((g.clone(), da))

@@ -84,7 +84,7 @@ pub struct Decision {
     pub iterations: u32,
     /// The feature tier the choice read (its features' cost paid).
     pub tier: Tier,
-    /// Shorthand: the gathered tier was read (every feature).
+    /// Shorthand: the gathered tier was read (the exact features).
     pub gathered: bool,
     /// The path through the tier policy (empty when the caller decided).
     pub policy: Vec<Step>,
@@ -138,7 +138,7 @@ impl fmt::Display for Decision {
             let pays = match self.policy_tier {
                 Tier::Known => "the known features alone pay best (no sampling, no gathering)",
                 Tier::Sampled => "sampling rows pays (not a full gather)",
-                Tier::Gathered => "gathering every feature pays",
+                Tier::Gathered => "gathering the exact features pays",
             };
             if self.policy.is_empty() {
                 writeln!(f, "  features: {pays} (the policy is one leaf)")?;
@@ -376,7 +376,7 @@ impl Selector {
         };
         // Features already paid for are used even where the policy would not have computed them
         // (GatherPolicy::Always, Sample).
-        let tier = if given(FeatureKind::Gathered) && given(FeatureKind::Sampled) {
+        let tier = if given(FeatureKind::Gathered) {
             Tier::Gathered
         } else if given(FeatureKind::Sampled) {
             Tier::Sampled

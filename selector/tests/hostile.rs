@@ -311,7 +311,7 @@ fn same_named_files_in_two_folders_stay_two_matrices() {
     let o = augur(&args);
     assert!(o.status.success(), "{}", err(&o));
     assert!(err(&o).contains("2 matrices measured"), "{}", err(&o));
-    let runs = augur_models::runs::Runs::read(&[out.clone()]).unwrap();
+    let runs = augur_models::runs::Runs::read(std::slice::from_ref(&out)).unwrap();
     let mut sizes: Vec<usize> = runs.matrices.iter().map(|m| m.info.rows).collect();
     sizes.sort_unstable();
     assert_eq!(sizes, [40, 60], "both kept, under one name");
