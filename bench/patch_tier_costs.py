@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""Replace the feature tiers' costs (sample_s, gather_s) of a full runs CSV with those of a
+tier-cost CSV measured later on the same device (`bench/tier-cost-gpu.sh`), matched by (matrix,
+source): the pool's timings stay, the tiers' costs are the current code's. Refuses a tier-cost CSV
+from another device or one that lacks a matrix of the runs. The runs file is rewritten in place
+through a temporary file. Usage: python3 bench/patch_tier_costs.py RUNS.csv TIER_COST.csv"""
+import csv, os, sys
+
+runs_path, cost_path = sys.argv[1], sys.argv[2]
+cost = {}
+for r in csv.DictReader(open(cost_path)):
+    cost[(r["matrix"], r["source"])] = r
+with open(runs_path, newline="") as f:
+    rd = csv.reader(f)
+    header = next(rd)
+    rows = list(rd)
+col = {name: i for i, name in enumerate(header)}
+missing, devices = set(), set()
+for row in rows:
+    key = (row[col["matrix"]], row[col["source"]])
+    c = cost.get(key)
+    if c is None:
+        missing.add(key)
+        continue
+    devices.add((row[col["device"]], c["device"]))
+    row[col["sample_s"]] = c["sample_s"]
+    row[col["gather_s"]] = c["gather_s"]
+if missing:
+    sys.exit(f"{cost_path} lacks {len(missing)} matrices of {runs_path}, e.g. {sorted(missing)[0]}")
+if any(a != b for a, b in devices):
+    sys.exit(f"devices differ: {sorted(devices)}")
+tmp = runs_path + ".tmp"
+with open(tmp, "w", newline="") as f:
+    w = csv.writer(f, lineterminator="\n")
+    w.writerow(header)
+    w.writerows(rows)
+os.replace(tmp, runs_path)
+print(f"{runs_path}: tier costs of {len({(r[col['matrix']], r[col['source']]) for r in rows})} matrices replaced from {cost_path}")
