@@ -47,6 +47,9 @@ pub struct TrainArgs {
     /// Seed of the family split behind the holdout and the folds.
     #[arg(long, default_value_t = 0)]
     split_seed: u64,
+    /// Depth of the policy tree (which feature tier pays for its cost), 1..=6.
+    #[arg(long, default_value_t = 3)]
+    policy_depth: usize,
     /// Split criteria tried by cross-validation, comma-separated: `gini` (linfa-trees' rule on
     /// the label "fastest kernel") and `regret` (the summed log slowdown of the picks).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "gini,regret")]
@@ -219,6 +222,7 @@ pub fn train(a: TrainArgs) -> anyhow::Result<ExitCode> {
         }),
         slack: a.slack,
         split_seed: a.split_seed,
+        policy_depth: a.policy_depth,
         criteria: a
             .criterion
             .iter()
