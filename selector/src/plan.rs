@@ -113,7 +113,7 @@ pub enum GatherPolicy {
     /// The model's policy decides from the known features and the expected iteration count.
     #[default]
     Auto,
-    /// Every feature (a full pass).
+    /// The exact features (a full pass over the pattern; the gathered tier).
     Always,
     /// The sampled tier only (a bounded cost), never a full pass.
     Sample,

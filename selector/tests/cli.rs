@@ -1313,7 +1313,7 @@ fn matrix_help_lists_every_generator() {
 }
 
 /// An input augur does not read by design (complex values) is reported and skipped with exit 0 by
-/// `spmv`, `features` and `collect` alike; a malformed one is a failure (exit 1).
+/// `spmv`, `features`, `collect` and `check` alike; a malformed one is a failure (exit 1).
 #[test]
 fn skipped_by_design_is_not_failure_and_exit_codes_agree() {
     let complex = write_file(
@@ -1332,6 +1332,7 @@ fn skipped_by_design_is_not_failure_and_exit_codes_agree() {
     for args in [
         vec!["spmv", "--csv", "stencil2d:nx=8", c],
         vec!["features", "stencil2d:nx=8", c],
+        vec!["check", "stencil2d:nx=8", c],
         vec![
             "collect",
             "--reps",
@@ -1357,7 +1358,11 @@ fn skipped_by_design_is_not_failure_and_exit_codes_agree() {
             text(&out.stderr)
         );
     }
-    for args in [vec!["spmv", "--csv", b], vec!["features", b]] {
+    for args in [
+        vec!["spmv", "--csv", b],
+        vec!["features", b],
+        vec!["check", b],
+    ] {
         let out = augur(&args);
         assert_eq!(
             out.status.code(),

@@ -87,8 +87,8 @@ pub struct RunArgs {
     /// Accept a model file trained on another GPU or precision.
     #[arg(long)]
     any_device: bool,
-    /// The features beyond shape and nnz: the tier the model's policy says pays (auto), every
-    /// feature (always), the sampled tier alone (sample), or none (never).
+    /// The features beyond shape and nnz: the tier the model's policy says pays (auto), the exact
+    /// features (always), the sampled tier alone (sample), or none (never).
     #[arg(long, value_enum, default_value = "auto")]
     gather: GatherArg,
     #[arg(long, value_enum, default_value = "f32")]
