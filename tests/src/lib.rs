@@ -7,7 +7,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use augur_datasets::manifest::{read_manifest, ManifestEntry};
 
-/// The shared matrices folder, or None after printing why the caller skips.
+/// Say that a test skips its work, in `cargo test`'s normal output: libtest captures what the
+/// print macros write (and shows it only for failing tests), so the line goes to the standard
+/// error handle directly and shows beside the test's `ok`.
+pub fn skip(test: &str, why: &str) {
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+}
+
+/// The shared matrices folder, or None after saying why the caller skips ([`skip`]).
 pub fn shared_dir(test: &str) -> Option<PathBuf> {
     let dir = std::env::var_os("AUGUR_SHARED_MATRICES")
         .map(PathBuf::from)
@@ -15,9 +22,12 @@ pub fn shared_dir(test: &str) -> Option<PathBuf> {
     if dir.join("MANIFEST.tsv").is_file() {
         Some(dir)
     } else {
-        eprintln!(
-            "SKIPPED {test}: no shared matrices at {} (set AUGUR_SHARED_MATRICES)",
-            dir.display()
+        skip(
+            test,
+            &format!(
+                "no shared matrices at {} (set AUGUR_SHARED_MATRICES)",
+                dir.display()
+            ),
         );
         None
     }

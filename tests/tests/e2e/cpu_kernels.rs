@@ -201,7 +201,7 @@ backend_suite! {
     backend_cuda => match augur_kernels::cuda::available() {
         Ok(_) => Some(augur_kernels::cuda::CudaBackend::new(0).expect("a present GPU opens")),
         Err(e) => {
-            eprintln!("SKIPPED backend_cuda: {e}");
+            augur_tests::skip("backend_cuda", &e.to_string());
             None
         }
     },
