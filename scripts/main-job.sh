@@ -15,8 +15,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build --release --locked -p augur
-augur="${CARGO_TARGET_DIR:-target}/release/augur"
+# The dev profile (its hot crates fully optimised: Cargo.toml): the build `cargo test` makes too,
+# so the README's two commands compile the workspace once.
+cargo build --locked -p augur
+augur="${CARGO_TARGET_DIR:-target}/debug/augur"
 out=${AUGUR_OUT:-out/main-job}
 mkdir -p "$out"
 

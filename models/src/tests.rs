@@ -482,8 +482,29 @@ fn main() {
 "#,
     )
     .unwrap();
-    let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/export-check");
-    let out = std::process::Command::new(env!("CARGO"))
+    // The workspace's lock file and dev profile, and its target folder: the dependencies the
+    // workspace's own build compiled (augur-features, serde_json, ...) are reused, not rebuilt.
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    let profile = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let profile = &profile[profile
+        .find("[profile.")
+        .expect("the workspace sets profiles")..];
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    std::fs::write(dir.join("Cargo.toml"), format!("{manifest}\n{profile}")).unwrap();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    // Without the variables the outer `cargo test` set for this test (CARGO_PKG_*, ...): build
+    // scripts that watch the environment would see another one and rebuild.
+    let mut cmd = std::process::Command::new(env!("CARGO"));
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy().into_owned();
+        if k.starts_with("CARGO_") && k != "CARGO_HOME" {
+            cmd.env_remove(k);
+        }
+    }
+    let out = cmd
         .args(["run", "--quiet", "--offline"])
         .env("CARGO_TARGET_DIR", target)
         .current_dir(&dir)
