@@ -15,9 +15,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The dev profile (its hot crates fully optimised: Cargo.toml): the build `cargo test` makes too,
-# so the README's two commands compile the workspace once.
-cargo build --locked -p augur
+# The dev profile (its hot crates fully optimised: Cargo.toml) and every target, as `cargo test
+# --workspace` builds them: the same features are unified (dev-dependencies turn on features of
+# shared crates), so the README's two commands compile the workspace once, whichever runs first.
+cargo build --locked --workspace --all-targets
 augur="${CARGO_TARGET_DIR:-target}/debug/augur"
 out=${AUGUR_OUT:-out/main-job}
 mkdir -p "$out"

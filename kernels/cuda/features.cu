@@ -117,6 +117,42 @@ __device__ __forceinline__ u64 block_scan(u64 v, u64* scratch) {
     return v;
 }
 
+// Reduce N quantities over the block at once (op per quantity: 0 sum, 1 min, 2 max) into
+// acc[slot[q]]: shuffles within each warp, one exchange through shared memory, then thread q
+// combines quantity q over the warps and issues its one atomic. One barrier pair for all N
+// (fourteen block_reduce calls cost 28). Blocks of 256 threads; `sh` holds 8 * N words.
+template <int N>
+__device__ __forceinline__ void block_reduce_n(u64 (&v)[N], const int (&op)[N],
+                                               const int (&slot)[N], u64* acc, u64* sh) {
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
+#pragma unroll
+    for (int q = 0; q < N; ++q) {
+        v[q] = op[q] == 0 ? warp_sum(v[q]) : (op[q] == 1 ? warp_min(v[q]) : warp_max(v[q]));
+        if (lane == 0) sh[warp * N + q] = v[q];
+    }
+    __syncthreads();
+    if ((int)threadIdx.x < N) {
+        int q = threadIdx.x;
+        int o = 0;
+#pragma unroll
+        for (int i = 0; i < N; ++i)
+            if (i == q) o = op[i];
+        u64 r = sh[q];
+        for (int w = 1; w < nwarps; ++w) {
+            u64 x = sh[w * N + q];
+            r = o == 0 ? r + x : (o == 1 ? (x < r ? x : r) : (x > r ? x : r));
+        }
+        int at = 0;
+#pragma unroll
+        for (int i = 0; i < N; ++i)
+            if (i == q) at = slot[i];
+        if (o == 0) atomicAdd(acc + at, r);
+        else if (o == 1) atomicMin(acc + at, r);
+        else atomicMax(acc + at, r);
+    }
+    __syncthreads();
+}
+
 // Long rows are listed as (row << 32) | length.
 __device__ __forceinline__ unsigned long_length(u64 e) { return (unsigned)(e & 0xffffffffu); }
 
@@ -124,7 +160,7 @@ __device__ __forceinline__ unsigned long_length(u64 e) { return (unsigned)(e & 0
 // block of feat_rows, from the exact bins below LONG and the list of long rows. `sh`: BINS words.
 __device__ u64 top_k_entries(u64 k, const unsigned* __restrict__ bins,
                              const u64* __restrict__ longs, u64 n_long, u64 sum_long,
-                             unsigned* sh, u64* scratch) {
+                             u64 max_len, unsigned* sh, u64* scratch) {
     __shared__ unsigned s_digit, s_t;
     __shared__ u64 s_want;
     if (k <= n_long) {
@@ -164,19 +200,23 @@ __device__ u64 top_k_entries(u64 k, const unsigned* __restrict__ bins,
         return above + (k - count) * (u64)prefix;
     }
     // The k-th longest row is shorter than LONG: every long row is in, and the rest come from the
-    // bins, longest first. Thread t owns the 16 bins BINS-16(t+1) .. BINS-16t-1.
-    for (int i = threadIdx.x; i < BINS; i += blockDim.x) sh[i] = __ldcg(bins + i);
+    // bins, longest first; only bins up to the longest short row can be non-zero. Thread t owns
+    // the `per` bins below hi = top + 1 - per * t.
+    int top = max_len < BINS ? (int)max_len : BINS - 1;
+    for (int i = threadIdx.x; i <= top; i += blockDim.x) sh[i] = __ldcg(bins + i);
     __syncthreads();
     u64 want = k - n_long;
-    const int per = BINS / 256;
-    int hi = BINS - per * threadIdx.x;  // exclusive
+    const int per = (top + 256) / 256;
+    int hi = top + 1 - per * (int)threadIdx.x;  // exclusive; <= 0 for threads past the bins
+    if (hi < 0) hi = 0;
+    int lo = hi - per > 0 ? hi - per : 0;
     u64 mine = 0;
-    for (int b = hi - per; b < hi; ++b) mine += sh[b];
+    for (int b = lo; b < hi; ++b) mine += sh[b];
     u64 incl = block_scan(mine, scratch);
     u64 before = incl - mine;
     if (before < want && want <= incl) {
         u64 left = want - before;
-        for (int b = hi - 1; b >= hi - per; --b) {
+        for (int b = hi - 1; b >= lo; --b) {
             if ((u64)sh[b] >= left) { s_t = (unsigned)b; s_want = left; break; }
             left -= sh[b];
         }
@@ -185,7 +225,7 @@ __device__ u64 top_k_entries(u64 k, const unsigned* __restrict__ bins,
     unsigned t = s_t;
     u64 rest = s_want;
     u64 part = 0;
-    for (int b = hi - per; b < hi; ++b)
+    for (int b = lo; b < hi; ++b)
         if ((unsigned)b > t) part += (u64)sh[b] * (u64)b;
     return sum_long + block_sum(part, scratch) + rest * (u64)t;
 }
@@ -199,10 +239,14 @@ feat_rows(int rows, const int* __restrict__ ptr, u64* __restrict__ acc,
           u64* __restrict__ first_piece, u64 k) {
     __shared__ unsigned sh[BINS];
     __shared__ u64 scratch[32];
+    __shared__ u64 reduce_sh[8 * 14];
+    __shared__ unsigned block_top;
+    if (threadIdx.x == 0) block_top = 0;
     for (int i = threadIdx.x; i < BINS; i += blockDim.x) sh[i] = 0;
     __syncthreads();
     u64 mn = ~0ull, mx = 0, l2 = 0, l3a = 0, l3b = 0, l3c = 0, empty = 0;
     u64 h0 = 0, h1 = 0, h2 = 0, h3 = 0, h4 = 0, h5 = 0, sum_long = 0;
+    unsigned top_short = 0;  // this thread's longest row below LONG
     long long stride = (long long)gridDim.x * blockDim.x;
     // Every thread runs the same number of iterations, so the warp-wide vote below sees full
     // warps (rows past the end count as no row).
@@ -236,31 +280,29 @@ feat_rows(int rows, const int* __restrict__ ptr, u64* __restrict__ acc,
         if (binned) {
             unsigned same = __match_any_sync(active, (unsigned)len);
             if ((threadIdx.x & 31) == __ffs(same) - 1) atomicAdd(&sh[len], __popc(same));
+            top_short = (unsigned)len > top_short ? (unsigned)len : top_short;
         } else if (row) {
             sum_long += len;
             longs[atomicAdd(acc + N_LONG, 1ull)] = ((u64)r << 32) | len;
         }
     }
+    // Flush the bins up to this block's longest short row (the rest are zero).
+    top_short = __reduce_max_sync(0xffffffffu, top_short);
+    if ((threadIdx.x & 31) == 0) atomicMax(&block_top, top_short);
     __syncthreads();
-    for (int i = threadIdx.x; i < BINS; i += blockDim.x)
+    for (int i = threadIdx.x; i <= (int)block_top; i += blockDim.x)
         if (sh[i]) atomicAdd(bins + i, sh[i]);
-    block_reduce(mn, 1, acc, ACC + 0, scratch);
-    block_reduce(mx, 2, acc, ACC + 1, scratch);
-    block_reduce(l2, 0, acc, ACC + 2, scratch);
-    block_reduce(l3a, 0, acc, ACC + 3, scratch);
-    block_reduce(l3b, 0, acc, ACC + 4, scratch);
-    block_reduce(l3c, 0, acc, ACC + 5, scratch);
-    block_reduce(empty, 0, acc, ACC + 6, scratch);
-    block_reduce(h0, 0, acc, ACC + 7, scratch);
-    block_reduce(h1, 0, acc, ACC + 8, scratch);
-    block_reduce(h2, 0, acc, ACC + 9, scratch);
-    block_reduce(h3, 0, acc, ACC + 10, scratch);
-    block_reduce(h4, 0, acc, ACC + 11, scratch);
-    block_reduce(h5, 0, acc, ACC + 12, scratch);
-    block_reduce(sum_long, 0, acc, SUM_LONG, scratch);
+    {
+        u64 v[14] = {mn, mx, l2, l3a, l3b, l3c, empty, h0, h1, h2, h3, h4, h5, sum_long};
+        const int op[14] = {1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        const int slot[14] = {ACC + 0, ACC + 1,  ACC + 2,  ACC + 3,  ACC + 4,  ACC + 5, ACC + 6,
+                              ACC + 7, ACC + 8,  ACC + 9,  ACC + 10, ACC + 11, ACC + 12, SUM_LONG};
+        block_reduce_n<14>(v, op, slot, acc, reduce_sh);
+    }
     if (!last_block(acc)) return;
     u64 n_long = __ldcg(acc + N_LONG);
-    u64 top = top_k_entries(k, bins, longs, n_long, __ldcg(acc + SUM_LONG), sh, scratch);
+    u64 top = top_k_entries(k, bins, longs, n_long, __ldcg(acc + SUM_LONG),
+                            __ldcg(acc + ACC + 1), sh, scratch);
     // Number the long rows' pieces, 256 rows at a time.
     u64 carry = 0;
     for (u64 base = 0; base < n_long; base += blockDim.x) {
