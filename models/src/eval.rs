@@ -393,9 +393,8 @@ pub fn table(r: &EvalReport) -> String {
     );
     let _ = writeln!(
         o,
-        "selected/oracle = oracle time / selected time, features and inference charged (1 = always the fastest); \
-         sampled/gathered: the feature tier the policy chose; features: their share of the time; \
-         oracle/ALG1: what a perfect pick gains over cuSPARSE ALG1 (compare vs ALG1)\n"
+        "(a sample is one matrix at one iteration count; every time is k products plus setup, and the \
+         selection's also pays its features and inference; the columns are explained below the tables)\n"
     );
     let head = |o: &mut String, title: &str| {
         let _ = writeln!(
@@ -456,6 +455,70 @@ pub fn table(r: &EvalReport) -> String {
     }
     if let Some(a) = r.vs_alg1_nnz_ge_1e5 {
         let _ = writeln!(o, "\nvs cuSPARSE ALG1 over nnz >= 1e5: {a:.3}x");
+    }
+    let _ = write!(o, "{}", legend(&r.single_kernel));
+    o
+}
+
+/// What the table's columns mean (ratios above 1 favour the selection, except oracle/ALG1).
+fn legend(single: &str) -> String {
+    let rows: [(&str, String); 13] = [
+        (
+            "samples",
+            "(matrix, iteration count) pairs in the row".into(),
+        ),
+        (
+            "sel/oracle",
+            "geometric mean of oracle time / selected time: 1 = always the fastest kernel".into(),
+        ),
+        (
+            "worst",
+            "the least oracle time / selected time of the row".into(),
+        ),
+        (
+            "vs single",
+            format!(
+                "always-{single} time / selected time (the best single kernel over all samples, \
+                 chosen with hindsight); > 1: selecting beats it"
+            ),
+        ),
+        (
+            "vs ALG1",
+            "cuSPARSE CSR ALG1 time / selected time (GPU only)".into(),
+        ),
+        (
+            "oracle/ALG1",
+            "ALG1 time / oracle time: what a perfect pick would gain over ALG1".into(),
+        ),
+        (
+            "vs hand",
+            "hand-rule time / selected time; the rule (Ginkgo style): a load-balancing kernel \
+             above 1e6 nonzeros or rows over 1024, else a vector kernel with lanes for the mean \
+             row length"
+                .into(),
+        ),
+        (
+            "accuracy",
+            "share of picks that are the fastest kernel".into(),
+        ),
+        ("within5%", "share of picks within 5% of the fastest".into()),
+        (
+            "sampled",
+            "share of picks made from the sampled features".into(),
+        ),
+        (
+            "gathered",
+            "share of picks made from the exact (gathered) features".into(),
+        ),
+        (
+            "features",
+            "time spent computing features / total selected time".into(),
+        ),
+        ("worst matrix", "the matrix of the worst sample".into()),
+    ];
+    let mut o = String::from("\ncolumns:\n");
+    for (k, v) in rows {
+        o.push_str(&format!("  {k:<12} {v}\n"));
     }
     o
 }

@@ -246,18 +246,29 @@ pub fn train(a: TrainArgs) -> anyhow::Result<ExitCode> {
         model.kernels.len()
     );
     println!(
-        "\nfamily-grouped {}-fold CV, best over min leaf weights, per depth:",
+        "\nfamily-grouped {}-fold CV: selected/oracle per tree depth (best over min leaf weights)",
         t.folds
     );
-    println!(
-        "{:<9} {:<6} {:<9} {:>5} {:>11} {:>9}",
-        "features", "mode", "criterion", "depth", "sel/oracle", "accuracy"
-    );
+    let mut head = format!("{:<9} {:<6} {:<9}", "features", "mode", "criterion");
+    for d in 1..=a.max_depth {
+        head += &format!(" {:>5}", format!("d={d}"));
+    }
+    println!("{head}");
     for set in ["known", "sampled", "gathered"] {
         for mode in [IterationMode::Joint, IterationMode::PerK] {
             for crit in [Criterion::Gini, Criterion::Regret] {
+                let mut line = format!(
+                    "{:<9} {:<6} {:<9}",
+                    set,
+                    match mode {
+                        IterationMode::Joint => "joint",
+                        IterationMode::PerK => "per-k",
+                    },
+                    crit.name()
+                );
+                let mut any = false;
                 for d in 1..=a.max_depth {
-                    if let Some(s) =
+                    let best =
                         t.cv.iter()
                             .filter(|s| {
                                 s.features == set
@@ -265,21 +276,17 @@ pub fn train(a: TrainArgs) -> anyhow::Result<ExitCode> {
                                     && s.criterion == crit
                                     && s.max_depth == d
                             })
-                            .max_by(|x, y| x.oracle_ratio.total_cmp(&y.oracle_ratio))
-                    {
-                        println!(
-                            "{:<9} {:<6} {:<9} {:>5} {:>11.3} {:>8.0}%",
-                            set,
-                            match mode {
-                                IterationMode::Joint => "joint",
-                                IterationMode::PerK => "per-k",
-                            },
-                            crit.name(),
-                            d,
-                            s.oracle_ratio,
-                            s.accuracy * 100.0
-                        );
-                    }
+                            .map(|s| s.oracle_ratio)
+                            .fold(f64::NAN, f64::max);
+                    any |= !best.is_nan();
+                    line += &if best.is_nan() {
+                        format!(" {:>5}", "-")
+                    } else {
+                        format!(" {best:>5.3}")
+                    };
+                }
+                if any {
+                    println!("{line}");
                 }
             }
         }

@@ -568,7 +568,13 @@ struct DispatchRow {
     /// Per call, median over blocks: the bare kernel call, and through the dispatcher.
     bare_us: f64,
     dispatched_us: f64,
+    /// Per call, the median over blocks of (dispatched - bare) of adjacent blocks, and the noise
+    /// of that difference (its median absolute deviation over blocks).
     overhead_us: f64,
+    noise_us: f64,
+    /// Whether the overhead stands out of the noise (|overhead| > 2 x noise); when it does not,
+    /// the dispatcher's cost is below what this machine can resolve (a negative overhead included).
+    overhead_resolved: bool,
     /// Device time of one kernel alone (events, median), GPU only.
     kernel_us: Option<f64>,
 }
@@ -652,6 +658,9 @@ pub fn dispatch(a: DispatchArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         }
+        let diffs: Vec<f64> = disp.iter().zip(&bare).map(|(d, b)| (d - b) * 1e6).collect();
+        let over = median(diffs.clone());
+        let noise = median(diffs.iter().map(|x| (x - over).abs()).collect());
         let (b, dd) = (median(bare) * 1e6, median(disp) * 1e6);
         w.serialize(DispatchRow {
             matrix: src.name(),
@@ -663,7 +672,9 @@ pub fn dispatch(a: DispatchArgs) -> anyhow::Result<ExitCode> {
             lookup_ns,
             bare_us: b,
             dispatched_us: dd,
-            overhead_us: dd - b,
+            overhead_us: over,
+            noise_us: noise,
+            overhead_resolved: over.abs() > 2.0 * noise,
             kernel_us,
         })?;
         w.flush()?;
