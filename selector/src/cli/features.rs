@@ -21,7 +21,7 @@ pub enum Kind {
     Spmv,
     /// Decode-attention shapes `attention:q_heads=32,kv_heads=8,head_dim=128,dtype=bf16,lens=4096*2;16*30[,page=16]`: schema `attention`.
     Attention,
-    /// Collective messages `message:collective=all-reduce,bytes=64KiB,world=4[,dtype=bf16,link=nvlink|pcie|auto,gemm=MxNxK]`: schema `message` (`link=auto` asks the CUDA driver).
+    /// Collective messages `message:collective=all-reduce,bytes=64KiB,world=4[,dtype=bf16,link=nvlink|pcie|auto,gemm=MxNxK]`: schema `message` (defaults: dtype f32; link nvlink for world > 1, same-device for world 1; `link=auto` asks the CUDA driver).
     Message,
 }
 
