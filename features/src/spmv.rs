@@ -292,6 +292,21 @@ pub fn exact_features(m: CsrPattern<'_>, sums: &RowSums) -> SpmvFeatures {
 pub struct CpuGatherer;
 
 impl RowSums {
+    /// The sums of a matrix with no rows (what every gatherer reports for one).
+    pub const NO_ROWS: RowSums = RowSums {
+        min_len: 0,
+        max_len: 0,
+        len2: 0,
+        len3: 0,
+        empty: 0,
+        hist: [0; 6],
+        bandwidth: 0,
+        dist: 0,
+        segments: 0,
+        top1pct: 0,
+    };
+
+    /// The identity of `merge` (min_len at its maximum).
     const EMPTY: RowSums = RowSums {
         min_len: u64::MAX,
         max_len: 0,

@@ -114,14 +114,7 @@ impl Grower<'_> {
         if ((gini(&parent) - score) as f64) < self.p.min_impurity_decrease {
             return Grown::Leaf(prediction);
         }
-        let (mut l, mut r) = (vec![false; members.len()], vec![false; members.len()]);
-        for (i, _) in members.iter().enumerate().filter(|(_, m)| **m) {
-            if self.x[i][feature] <= threshold {
-                l[i] = true;
-            } else {
-                r[i] = true;
-            }
-        }
+        let (l, r) = split_members(self.x, members, feature, threshold);
         if !l.contains(&true) || !r.contains(&true) {
             return Grown::Leaf(prediction);
         }
@@ -132,6 +125,24 @@ impl Grower<'_> {
             right: Box::new(self.fit(&r, depth + 1)),
         }
     }
+}
+
+/// The members of a node on each side of a split (`<=` to the left, linfa-trees' rule).
+fn split_members(
+    x: &[Vec<f64>],
+    members: &[bool],
+    feature: usize,
+    threshold: f64,
+) -> (Vec<bool>, Vec<bool>) {
+    let (mut l, mut r) = (vec![false; members.len()], vec![false; members.len()]);
+    for (i, _) in members.iter().enumerate().filter(|(_, m)| **m) {
+        if x[i][feature] <= threshold {
+            l[i] = true;
+        } else {
+            r[i] = true;
+        }
+    }
+    (l, r)
 }
 
 /// Collapse subtrees whose leaves all predict one class (linfa-trees' pruning); returns that
@@ -321,14 +332,7 @@ impl CostGrower<'_> {
         if parent_cost - score < self.p.min_gain {
             return Grown::Leaf(prediction);
         }
-        let (mut l, mut r) = (vec![false; members.len()], vec![false; members.len()]);
-        for (i, _) in members.iter().enumerate().filter(|(_, m)| **m) {
-            if self.x[i][feature] <= threshold {
-                l[i] = true;
-            } else {
-                r[i] = true;
-            }
-        }
+        let (l, r) = split_members(self.x, members, feature, threshold);
         Grown::Split {
             feature,
             threshold,

@@ -370,11 +370,15 @@ fn model_files_refuse_damage_and_other_schemas() {
         e.contains("half.json") && e.contains("not a valid model file"),
         "{e}"
     );
+    // The error a damaged copy of the model gets on loading.
+    let refused = |m: &Model, name: &str| {
+        Model::from_json(&m.to_json(), name)
+            .unwrap_err()
+            .to_string()
+    };
     let mut other = model.clone();
     other.schema.version += 1;
-    let e = Model::from_json(&other.to_json(), "old.json")
-        .unwrap_err()
-        .to_string();
+    let e = refused(&other, "old.json");
     assert!(
         e.contains("schema mismatch") && e.contains("retrain"),
         "{e}"
@@ -386,9 +390,7 @@ fn model_files_refuse_damage_and_other_schemas() {
         left: 99,
         right: 0,
     };
-    let e = Model::from_json(&broken.to_json(), "b.json")
-        .unwrap_err()
-        .to_string();
+    let e = refused(&broken, "b.json");
     assert!(e.contains("known selector"), "{e}");
     // Each selector reads only what its tier computes: a gathered tree reading a sampled
     // feature (what a format-2 model did) is refused.
@@ -400,18 +402,14 @@ fn model_files_refuse_damage_and_other_schemas() {
     let mut reads = model.clone();
     reads.gathered.features.push(sampled);
     reads.gathered.inputs.push("x".into());
-    let e = Model::from_json(&reads.to_json(), "r.json")
-        .unwrap_err()
-        .to_string();
+    let e = refused(&reads, "r.json");
     assert!(
         e.contains("gathered selector reads") && e.contains("does not compute"),
         "{e}"
     );
     let mut v2 = model.clone();
     v2.format_version = 2;
-    let e = Model::from_json(&v2.to_json(), "v2.json")
-        .unwrap_err()
-        .to_string();
+    let e = refused(&v2, "v2.json");
     assert!(e.contains("v2.json") && e.contains("retrain"), "{e}");
     let e = TrainParams {
         folds: 1,

@@ -145,18 +145,7 @@ impl GpuGatherer {
         idx: &CudaSlice<i32>,
     ) -> Result<RowSums, KernelError> {
         if rows == 0 {
-            return Ok(RowSums {
-                min_len: 0,
-                max_len: 0,
-                len2: 0,
-                len3: 0,
-                empty: 0,
-                hist: [0; 6],
-                bandwidth: 0,
-                dist: 0,
-                segments: 0,
-                top1pct: 0,
-            });
+            return Ok(RowSums::NO_ROWS);
         }
         let mut guard = self.bufs.borrow_mut();
         let r = self.sums_with(&mut guard, rows, nnz, ptr, idx);
