@@ -309,15 +309,7 @@ impl RowSums {
     /// The identity of `merge` (min_len at its maximum).
     const EMPTY: RowSums = RowSums {
         min_len: u64::MAX,
-        max_len: 0,
-        len2: 0,
-        len3: 0,
-        empty: 0,
-        hist: [0; 6],
-        bandwidth: 0,
-        dist: 0,
-        segments: 0,
-        top1pct: 0,
+        ..RowSums::NO_ROWS
     };
 
     fn merge(mut self, o: RowSums) -> RowSums {

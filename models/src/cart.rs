@@ -474,6 +474,14 @@ mod tests {
         assert!(matches!(first.nodes[0], Node::Split { feature: 0, .. }));
     }
 
+    fn cost_params(min_leaf: usize) -> CostParams {
+        CostParams {
+            max_depth: 3,
+            min_leaf,
+            min_gain: 1e-3,
+        }
+    }
+
     /// Two classes: class 0 is faster on most samples by 1%, class 1 on a few by 10x: the
     /// regret criterion splits the few off and gives them class 1.
     #[test]
@@ -489,50 +497,18 @@ mod tests {
                 cost.push(vec![10f64.ln(), 0.0]);
             }
         }
-        let t = grow_cost(
-            &x,
-            &cost,
-            CostParams {
-                max_depth: 3,
-                min_leaf: 2,
-                min_gain: 1e-3,
-            },
-        );
+        let t = grow_cost(&x, &cost, cost_params(2));
         assert_eq!(t.predict(&[10.0]), 0);
         assert_eq!(t.predict(&[38.0]), 1);
         // Deterministic, and a split that gains nothing is not made (a constant cost matrix).
-        let again = grow_cost(
-            &x,
-            &cost,
-            CostParams {
-                max_depth: 3,
-                min_leaf: 2,
-                min_gain: 1e-3,
-            },
-        );
+        let again = grow_cost(&x, &cost, cost_params(2));
         assert_eq!(t, again);
         let flat = vec![vec![0.5, 0.7]; 40];
-        let c = grow_cost(
-            &x,
-            &flat,
-            CostParams {
-                max_depth: 3,
-                min_leaf: 2,
-                min_gain: 1e-3,
-            },
-        );
+        let c = grow_cost(&x, &flat, cost_params(2));
         assert_eq!(c.nodes.len(), 1);
         assert_eq!(c.predict(&[3.0]), 0);
         // min_leaf: the four samples of class 1 cannot be split off into leaves of five.
-        let big = grow_cost(
-            &x,
-            &cost,
-            CostParams {
-                max_depth: 3,
-                min_leaf: 5,
-                min_gain: 1e-3,
-            },
-        );
+        let big = grow_cost(&x, &cost, cost_params(5));
         for r in &x {
             let leaf = big.leaf(r);
             let n = x.iter().filter(|q| big.leaf(q) == leaf).count();
