@@ -153,8 +153,12 @@ impl Default for PlanOptions {
 pub struct SetupCost {
     /// Loading the model (the first plan of a process parses the built-in one).
     pub model_s: f64,
-    /// Known features (and gathered ones when gathered).
+    /// Known features (and sampled or gathered ones when the plan computed them); not the
+    /// one-time load of the GPU gatherer's kernels, which is `modules_s`.
     pub features_s: f64,
+    /// Loading kernel modules once per GPU and process (the feature gatherer's, on the first plan
+    /// that gathers): 0 when they were already loaded.
+    pub modules_s: f64,
     pub select_s: f64,
     /// Copying the matrix to the device (0 on the CPU).
     pub upload_s: f64,
@@ -320,8 +324,11 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
                 setup.upload_s = t.elapsed().as_secs_f64();
                 if gather {
                     let t = Instant::now();
+                    let gatherer = g.gatherer()?;
+                    setup.modules_s = t.elapsed().as_secs_f64();
+                    let t = Instant::now();
                     let (ptr, idx) = da.pattern();
-                    let sums = g.gatherer()?.sums(a.rows(), a.nnz(), ptr, idx)?;
+                    let sums = gatherer.sums(a.rows(), a.nnz(), ptr, idx)?;
                     features = fs::exact_features(pattern, &sums);
                     setup.features_s += t.elapsed().as_secs_f64();
                 }

@@ -395,8 +395,13 @@ fn ms(s: f64) -> String {
 
 /// The parts of a setup's cost, in the order they are paid.
 fn setup_parts(c: &SetupCost) -> String {
+    let modules = if c.modules_s > 0.0 {
+        format!(", kernel modules loaded once {}", ms(c.modules_s))
+    } else {
+        String::new()
+    };
     format!(
-        "model {}, features {}, select {}, upload {}, kernel setup {}",
+        "model {}, features {}, select {}, upload {}, kernel setup {}{modules}",
         ms(c.model_s),
         ms(c.features_s),
         ms(c.select_s),
