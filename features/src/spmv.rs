@@ -328,6 +328,14 @@ impl RowSums {
     }
 }
 
+impl CpuGatherer {
+    /// The known and exact features (the gathered tier), without the sampled ones: what a CPU
+    /// plan that gathers computes.
+    pub fn exact(&self, m: CsrPattern<'_>) -> SpmvFeatures {
+        exact_features(m, &cpu_sums(m))
+    }
+}
+
 impl SpmvGatherer for CpuGatherer {
     fn name(&self) -> &'static str {
         "cpu"

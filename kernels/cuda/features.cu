@@ -66,28 +66,6 @@ __device__ __forceinline__ u64 warp_max(u64 v) {
     return v;
 }
 
-// Reduce `v` over the block into slot `slot` of acc with `op` (0 sum, 1 min, 2 max).
-__device__ __forceinline__ void block_reduce(u64 v, int op, u64* acc, int slot, u64* scratch) {
-    v = op == 0 ? warp_sum(v) : (op == 1 ? warp_min(v) : warp_max(v));
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
-    __syncthreads();
-    if (lane == 0) scratch[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-        u64 init = op == 1 ? ~0ull : 0ull;
-        v = lane < nwarps ? scratch[lane] : init;
-        v = op == 0 ? warp_sum(v) : (op == 1 ? warp_min(v) : warp_max(v));
-        if (lane == 0) {
-            if (op == 0) atomicAdd(acc + slot, v);
-            else if (op == 1) atomicMin(acc + slot, v);
-            else atomicMax(acc + slot, v);
-        }
-    }
-}
-
-
-
-
 // Block-wide sum of one value per thread, in every thread (blocks of 256). `scratch`: 8 words.
 __device__ __forceinline__ u64 block_sum(u64 v, u64* scratch) {
     v = warp_sum(v);
@@ -120,7 +98,7 @@ __device__ __forceinline__ u64 block_scan(u64 v, u64* scratch) {
 // Reduce N quantities over the block at once (op per quantity: 0 sum, 1 min, 2 max) into
 // acc[slot[q]]: shuffles within each warp, one exchange through shared memory, then thread q
 // combines quantity q over the warps and issues its one atomic. One barrier pair for all N
-// (fourteen block_reduce calls cost 28). Blocks of 256 threads; `sh` holds 8 * N words.
+// (N reductions one by one cost 2N). Blocks of 256 threads; `sh` holds 8 * N words.
 template <int N>
 __device__ __forceinline__ void block_reduce_n(u64 (&v)[N], const int (&op)[N],
                                                const int (&slot)[N], u64* acc, u64* sh) {
@@ -373,9 +351,12 @@ __device__ __forceinline__ void feat_cols(int rows, const int* __restrict__ ptr,
             segs += k == start || idx[k - 1] / XSEG != col / XSEG;
         }
     }
-    block_reduce(bw, 2, acc, ACC + 13, scratch);
-    block_reduce(dist, 0, acc, ACC + 14, scratch);
-    block_reduce(segs, 0, acc, ACC + 15, scratch);
+    {
+        u64 v[3] = {bw, dist, segs};
+        const int op[3] = {2, 0, 0};
+        const int slot[3] = {ACC + 13, ACC + 14, ACC + 15};
+        block_reduce_n<3>(v, op, slot, acc, scratch);
+    }
     if (!last_block(acc)) return;
     // Results out; every accumulator, the bins and the list count back to zero.
     if (threadIdx.x < OUT_N) acc[threadIdx.x] = __ldcg(acc + ACC + threadIdx.x);

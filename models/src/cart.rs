@@ -204,23 +204,30 @@ pub(crate) fn grow(x: &[Vec<f64>], y: &[usize], w: &[f64], classes: usize, p: Ca
     if x.is_empty() {
         return Tree::constant(0);
     }
-    let d = x[0].len();
-    let sorted = (0..d)
-        .map(|f| {
-            let mut o: Vec<usize> = (0..x.len()).collect();
-            o.sort_by(|&a, &b| x[a][f].total_cmp(&x[b][f]).then(a.cmp(&b)));
-            o
-        })
-        .collect();
     let g = Grower {
         x,
         y,
         w,
         classes,
         p,
-        sorted,
+        sorted: sorted_orders(x),
     };
-    let mut root = g.fit(&vec![true; x.len()], 0);
+    into_tree(g.fit(&vec![true; x.len()], 0))
+}
+
+/// Per feature: the sample indices sorted by value (ties by index), what both growers sweep.
+fn sorted_orders(x: &[Vec<f64>]) -> Vec<Vec<usize>> {
+    (0..x[0].len())
+        .map(|f| {
+            let mut o: Vec<usize> = (0..x.len()).collect();
+            o.sort_by(|&a, &b| x[a][f].total_cmp(&x[b][f]).then(a.cmp(&b)));
+            o
+        })
+        .collect()
+}
+
+/// A grown tree pruned (linfa-trees' rule) and flattened into augur's form.
+fn into_tree(mut root: Grown) -> Tree {
     let _ = prune(&mut root);
     let mut nodes = Vec::new();
     flatten(&root, &mut nodes);
@@ -249,20 +256,13 @@ pub(crate) fn grow_cost(x: &[Vec<f64>], cost: &[Vec<f64>], p: CostParams) -> Tre
     if x.is_empty() || cost[0].is_empty() {
         return Tree::constant(0);
     }
-    let d = x[0].len();
-    let sorted: Vec<Vec<usize>> = (0..d)
-        .map(|f| {
-            let mut o: Vec<usize> = (0..x.len()).collect();
-            o.sort_by(|&a, &b| x[a][f].total_cmp(&x[b][f]).then(a.cmp(&b)));
-            o
-        })
-        .collect();
-    let g = CostGrower { x, cost, p, sorted };
-    let mut root = g.fit(&vec![true; x.len()], 0);
-    let _ = prune(&mut root);
-    let mut nodes = Vec::new();
-    flatten(&root, &mut nodes);
-    Tree { nodes }
+    let g = CostGrower {
+        x,
+        cost,
+        p,
+        sorted: sorted_orders(x),
+    };
+    into_tree(g.fit(&vec![true; x.len()], 0))
 }
 
 struct CostGrower<'a> {

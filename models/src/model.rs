@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use augur_features::spmv::SpmvFeatures;
-use augur_features::FeatureSchema;
+use augur_features::{FeatureKind, FeatureSchema};
 use serde::{Deserialize, Serialize};
 
 use crate::tree::{clean, Tree};
@@ -249,6 +249,16 @@ impl Tier {
         }
     }
 
+    /// Whether a selector of this tier reads features of `kind`: the known ones always, the
+    /// sampled and the exact (gathered) ones only in their own tier (what the tier computes).
+    pub fn reads(self, kind: FeatureKind) -> bool {
+        match kind {
+            FeatureKind::Known => true,
+            FeatureKind::Sampled => self == Tier::Sampled,
+            FeatureKind::Gathered => self == Tier::Gathered,
+        }
+    }
+
     /// The policy's class of this tier.
     pub fn class(self) -> usize {
         self as usize
@@ -364,31 +374,16 @@ impl Model {
             .validate(n, self.kernels.len())
             .map_err(|e| format!("gathered selector: {e}"))?;
         // Each selector reads only what its tier computes.
-        use augur_features::FeatureKind;
-        for (name, sel, bad) in [
-            (
-                "known",
-                &self.known,
-                [FeatureKind::Sampled, FeatureKind::Gathered],
-            ),
-            (
-                "sampled",
-                &self.sampled,
-                [FeatureKind::Gathered, FeatureKind::Gathered],
-            ),
-            (
-                "gathered",
-                &self.gathered,
-                [FeatureKind::Sampled, FeatureKind::Sampled],
-            ),
-        ] {
+        for t in Tier::ALL {
+            let sel = self.selector(t);
             if let Some(&i) = sel
                 .features
                 .iter()
-                .find(|&&i| bad.contains(&self.schema.features[i].kind))
+                .find(|&&i| !t.reads(self.schema.features[i].kind))
             {
                 return Err(format!(
-                    "the {name} selector reads `{}`, which its tier does not compute",
+                    "the {} selector reads `{}`, which its tier does not compute",
+                    t.name(),
                     self.schema.features[i].name
                 ));
             }

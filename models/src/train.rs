@@ -9,7 +9,6 @@
 use std::collections::BTreeMap;
 
 use augur_features::spmv::SpmvFeatures;
-use augur_features::FeatureKind;
 use sha2::{Digest, Sha256};
 
 use crate::model::{
@@ -228,11 +227,7 @@ fn tier_indices(t: Tier) -> Vec<usize> {
         .features
         .iter()
         .enumerate()
-        .filter(|(_, f)| match f.kind {
-            FeatureKind::Known => true,
-            FeatureKind::Sampled => t == Tier::Sampled,
-            FeatureKind::Gathered => t == Tier::Gathered,
-        })
+        .filter(|(_, f)| t.reads(f.kind))
         .map(|(i, _)| i)
         .collect()
 }
@@ -293,15 +288,15 @@ pub(crate) fn fit_tree(
     }
     // A class that did not run on a sample costs as much as a 10^20-fold slowdown there.
     let log = |v: f64| if v.is_finite() { v.max(1.0).ln() } else { 46.0 };
+    let x: Vec<Vec<f64>> = rows
+        .iter()
+        .map(|r| r.iter().map(|&v| clean(v)).collect())
+        .collect();
     let mut tree = match hyper.criterion {
         Criterion::Regret => {
             let cost: Vec<Vec<f64>> = slowdown
                 .iter()
                 .map(|r| r.iter().map(|&v| log(v)).collect())
-                .collect();
-            let x: Vec<Vec<f64>> = rows
-                .iter()
-                .map(|r| r.iter().map(|&v| clean(v)).collect())
                 .collect();
             crate::cart::grow_cost(
                 &x,
@@ -313,7 +308,7 @@ pub(crate) fn fit_tree(
                 },
             )
         }
-        Criterion::Gini => grow(rows, labels, weights, hyper)?,
+        Criterion::Gini => grow(&x, labels, weights, hyper)?,
     };
     canonicalize(&mut tree, rows);
     let classes = slowdown[0].len();
@@ -387,17 +382,14 @@ fn canonicalize(tree: &mut Tree, rows: &[Vec<f64>]) {
 /// Sample weights are rounded to integers in units of the mean weight / WEIGHT_UNITS.
 const WEIGHT_UNITS: f64 = 16.0;
 
+/// The Gini CART on inputs already cleaned (`tree::clean`).
 fn grow(
-    rows: &[Vec<f64>],
+    x: &[Vec<f64>],
     labels: &[usize],
     weights: &[f64],
     hyper: Hyper,
 ) -> Result<Tree, ModelError> {
-    let n = rows.len();
-    let x: Vec<Vec<f64>> = rows
-        .iter()
-        .map(|r| r.iter().map(|&v| clean(v)).collect())
-        .collect();
+    let n = x.len();
     let mean = weights.iter().sum::<f64>() / n as f64;
     // Integer weights (in units of 1/WEIGHT_UNITS of the mean): sums of integers are exact in any
     // order, so equal cuts stay equal.
@@ -407,7 +399,7 @@ fn grow(
         .collect();
     let classes = labels.iter().copied().max().unwrap_or(0) + 1;
     Ok(crate::cart::grow(
-        &x,
+        x,
         labels,
         &w,
         classes,

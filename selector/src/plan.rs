@@ -312,7 +312,7 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
             Backend::Cpu => {
                 if gather {
                     let t = Instant::now();
-                    features = fs::exact_features(pattern, &fs::cpu_sums(pattern));
+                    features = fs::CpuGatherer.exact(pattern);
                     setup.features_s += t.elapsed().as_secs_f64();
                 }
                 None

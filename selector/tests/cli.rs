@@ -29,6 +29,14 @@ fn merge_twice_keeps_the_rows(dir: &std::path::Path, runs: &str) {
     );
 }
 
+/// `augur collect` at one sample and no warm-up (quick; the timings are not what is tested) of
+/// `inputs` into `out`.
+fn quick_collect<'a>(out: &'a str, inputs: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec!["collect", "--reps", "1", "--warmup", "0", "--out", out];
+    a.extend_from_slice(inputs);
+    a
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -694,16 +702,7 @@ fn datasets_list_fetch_then_collect_the_directory() {
         text(&r.stderr)
     );
     let runs = dir.join("runs.csv");
-    let r = augur(&[
-        "collect",
-        "--reps",
-        "1",
-        "--warmup",
-        "0",
-        "--out",
-        runs.to_str().unwrap(),
-        f,
-    ]);
+    let r = augur(&quick_collect(runs.to_str().unwrap(), &[f]));
     assert!(r.status.success(), "{}", text(&r.stderr));
     let mut rd = csv::Reader::from_path(&runs).unwrap();
     let mut fams: Vec<(String, String)> = rd
@@ -1336,17 +1335,7 @@ fn skipped_by_design_is_not_failure_and_exit_codes_agree() {
         vec!["spmv", "--csv", "stencil2d:nx=8", c],
         vec!["features", "stencil2d:nx=8", c],
         vec!["check", "stencil2d:nx=8", c],
-        vec![
-            "collect",
-            "--reps",
-            "1",
-            "--warmup",
-            "0",
-            "--out",
-            r,
-            "stencil2d:nx=8",
-            c,
-        ],
+        quick_collect(r, &["stencil2d:nx=8", c]),
     ] {
         let out = augur(&args);
         assert_eq!(

@@ -590,7 +590,7 @@ fn one_matrix<T: GpuScalar>(
                 (0..3)
                     .map(|_| {
                         let t = Instant::now();
-                        std::hint::black_box(spmv::exact_features(pat, &spmv::cpu_sums(pat)));
+                        std::hint::black_box(CpuGatherer.exact(pat));
                         t.elapsed().as_secs_f64()
                     })
                     .collect(),

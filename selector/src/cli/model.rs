@@ -231,7 +231,6 @@ pub fn train(a: TrainArgs) -> anyhow::Result<ExitCode> {
                 CriterionArg::Regret => Criterion::Regret,
             })
             .collect(),
-        ..TrainParams::default()
     }
     .check()?;
     let model = params.fit(&runs, env!("CARGO_PKG_VERSION"))?;
