@@ -546,6 +546,19 @@ fn prepare_out(
         .collect())
 }
 
+/// The median wall time of `n` calls of `f` (its result kept from being optimised away).
+fn median_wall<R>(n: usize, mut f: impl FnMut() -> R) -> f64 {
+    median(
+        (0..n)
+            .map(|_| {
+                let t = Instant::now();
+                std::hint::black_box(f());
+                t.elapsed().as_secs_f64()
+            })
+            .collect(),
+    )
+}
+
 struct Meta {
     family: String,
     source: String,
@@ -569,15 +582,7 @@ fn one_matrix<T: GpuScalar>(
     let features = CpuGatherer.gather(pat)?;
     // The sampled tier alone: the median of five after one to warm the caches it reads.
     let _ = spmv::extract_sampled(pat);
-    let sample_s = median(
-        (0..5)
-            .map(|_| {
-                let t = Instant::now();
-                std::hint::black_box(spmv::extract_sampled(pat));
-                t.elapsed().as_secs_f64()
-            })
-            .collect(),
-    );
+    let sample_s = median_wall(5, || spmv::extract_sampled(pat));
     let x = check::test_vector::<T>(m.cols(), 42);
     let (reference, scale) = check::reference_product(&m, &x);
     let mut runs = Vec::new();
@@ -586,15 +591,7 @@ fn one_matrix<T: GpuScalar>(
         Measurer::Cpu(kernels) => {
             // The gathered tier as a CPU plan computes it (the known and exact features), the
             // median of three.
-            gather_s = median(
-                (0..3)
-                    .map(|_| {
-                        let t = Instant::now();
-                        std::hint::black_box(CpuGatherer.exact(pat));
-                        t.elapsed().as_secs_f64()
-                    })
-                    .collect(),
-            );
+            gather_s = median_wall(3, || CpuGatherer.exact(pat));
             let mut y = vec![T::zero(); m.rows()];
             let mut per: Vec<Vec<Result<Timing, String>>> = vec![Vec::new(); kernels.len()];
             for _ in 0..a.rounds.max(1) {
