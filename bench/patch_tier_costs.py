@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Replace the feature tiers' costs (sample_s, gather_s) of a full runs CSV with those of a
-tier-cost CSV measured later on the same device (`bench/tier-cost-gpu.sh`), matched by (matrix,
-source): the pool's timings stay, the tiers' costs are the current code's. Refuses a tier-cost CSV
+"""Replace the feature tiers' costs (sample_s, gather_s, and upload_s, upload_gather_s: the
+upload alone and with the gather during it) of a full runs CSV with those of a tier-cost CSV
+measured later on the same device (`bench/tier-cost-gpu.sh`), matched by (matrix, source): the
+pool's timings stay, the tiers' costs are the current code's. Runs written before the upload was
+timed get its two columns (after sample_s). Refuses a tier-cost CSV
 from another device or one that lacks a matrix of the runs. The runs file is rewritten in place
 through a temporary file. Usage: python3 bench/patch_tier_costs.py RUNS.csv TIER_COST.csv"""
 import csv, os, sys
@@ -14,6 +16,11 @@ with open(runs_path, newline="") as f:
     rd = csv.reader(f)
     header = next(rd)
     rows = list(rd)
+NEW = ["upload_s", "upload_gather_s"]
+if "upload_s" not in header:
+    at = header.index("sample_s") + 1
+    header[at:at] = NEW
+    rows = [r[:at] + ["", ""] + r[at:] for r in rows]
 col = {name: i for i, name in enumerate(header)}
 missing, devices = set(), set()
 for row in rows:
@@ -25,6 +32,8 @@ for row in rows:
     devices.add((row[col["device"]], c["device"]))
     row[col["sample_s"]] = c["sample_s"]
     row[col["gather_s"]] = c["gather_s"]
+    for n in NEW:
+        row[col[n]] = c.get(n, "")
 if missing:
     sys.exit(f"{cost_path} lacks {len(missing)} matrices of {runs_path}, e.g. {sorted(missing)[0]}")
 if any(a != b for a, b in devices):

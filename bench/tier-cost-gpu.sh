@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The cost of the feature tiers with the current sampler on a GPU machine, without re-timing the
 # pool: `augur collect` with one kernel (scalar), one sample, over the whole training set, so the
-# runs CSV records known_s, sample_s and gather_s (the GPU pass) per matrix as a full
+# runs CSV records known_s, sample_s, gather_s (the GPU pass), upload_s and upload_gather_s (the
+# upload alone and with the gather during it) per matrix as a full
 # collection would. Compare with the committed runs by `python3 bench/tier_costs.py`; merge into
 # them with `python3 bench/patch_tier_costs.py RUNS.csv $OUT/tier-cost.csv`.
 # After `bash bench/prepare-carry.sh`, through the device tool with carry [".carry"]:

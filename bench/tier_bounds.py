@@ -20,9 +20,13 @@ def variant(name, gather, sample):
         r, w = csv.reader(f), csv.writer(g, lineterminator="\n")
         h = next(r)
         gi, si = h.index("gather_s"), h.index("sample_s")
+        # The upload's figures (when the runs have them) would override gather_s: cleared.
+        up = [h.index(c) for c in ("upload_s", "upload_gather_s") if c in h]
         w.writerow(h)
         for row in r:
             row[gi], row[si] = repr(gather), repr(sample)
+            for i in up:
+                row[i] = ""
             w.writerow(row)
     model = os.path.join(tmp, f"model-{name}.json")
     subprocess.run([augur, "train", path, "--out", model], check=True, stdout=subprocess.DEVNULL)

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::model::{Model, Tier, MAX_INPUTS};
 use crate::runs::Runs;
-use crate::train::{geomean, samples, Sample};
+use crate::train::{geomean, samples, GatherCost, Sample};
 use crate::ModelError;
 
 /// Which rows of a runs table to evaluate on.
@@ -94,6 +94,8 @@ pub struct EvalReport {
     pub charged_inference_ns: f64,
     /// Nanoseconds per decision from an `SpmvFeatures` (copying the values out included).
     pub inference_from_struct_ns: f64,
+    /// What gathering was charged.
+    pub gather_cost: GatherCost,
     pub overall: Summary,
     pub buckets: Vec<Summary>,
     /// Per iteration count, over all samples.
@@ -208,7 +210,11 @@ pub fn evaluate(
     rows: RowSelect,
     iterations: Option<Vec<u32>>,
     charge_inference_ns: Option<f64>,
+    gather_cost: Option<GatherCost>,
 ) -> Result<EvalReport, ModelError> {
+    // By default gathering costs what it costs `SpmvPlan::new` (a plan from a host matrix),
+    // whatever the policy was trained on.
+    let gather_cost = gather_cost.unwrap_or(GatherCost::Upload);
     let ks = iterations.unwrap_or_else(|| model.iterations.clone());
     // Runs of another backend or kernel pool would score every pick as a failed kernel.
     if let Some(m) = runs
@@ -240,7 +246,7 @@ pub fn evaluate(
         RowSelect::All => true,
         RowSelect::Unseen => trained.binary_search(&m.info.family).is_err(),
     };
-    let all: Vec<Sample> = samples(runs, &model.kernels, &ks, keep);
+    let all: Vec<Sample> = samples(runs, &model.kernels, &ks, gather_cost, keep);
     if all.is_empty() {
         return Err(ModelError::Eval(match rows {
             RowSelect::Unseen => format!(
@@ -354,6 +360,7 @@ pub fn evaluate(
         single_kernel: model.kernels[single].clone(),
         inference_ns,
         inference_from_struct_ns,
+        gather_cost,
         charged_inference_ns: charged_ns,
         overall,
         buckets,
@@ -390,6 +397,14 @@ pub fn table(r: &EvalReport) -> String {
         o,
         "inference: {:.1} ns per decision ({:.1} ns from SpmvFeatures; {:.1} ns charged per pick); best single kernel here: {}",
         r.inference_ns, r.inference_from_struct_ns, r.charged_inference_ns, r.single_kernel
+    );
+    let _ = writeln!(
+        o,
+        "gathering charged as {}",
+        match r.gather_cost {
+            GatherCost::Upload => "a plan from a host matrix pays it (what the gather adds to the upload, where the runs timed it; --gather-cost device: a matrix already on the device)",
+            GatherCost::Device => "a matrix already on the device pays it (the device pass and the copy back)",
+        }
     );
     let _ = writeln!(
         o,

@@ -208,9 +208,13 @@ pub fn text(model: &Model) -> String {
         out,
         "\nWhich features pay for their cost? (inputs: the known features and iterations; out of fold, \
          sampling paid best on {:.0}% of training samples, gathering the exact features on {:.0}%; regrets \
-         include the features' cost)",
+         include the features' cost, gathering as {})",
         t.sample_paid_share * 100.0,
-        t.gather_paid_share * 100.0
+        t.gather_paid_share * 100.0,
+        match t.gather_cost {
+            crate::train::GatherCost::Upload => "a plan from a host matrix pays it: during the upload",
+            crate::train::GatherCost::Device => "a pass over a matrix already on the device",
+        }
     );
     tree_text(
         model,

@@ -194,6 +194,13 @@ pub struct Training {
     pub gather_paid_share: f64,
     /// Policy training: share of (matrix, k) samples on which the sampled tier paid best.
     pub sample_paid_share: f64,
+    /// What gathering cost in the policy's training (models without the field: the device pass).
+    #[serde(default = "device_gather_cost")]
+    pub gather_cost: crate::train::GatherCost,
+}
+
+fn device_gather_cost() -> crate::train::GatherCost {
+    crate::train::GatherCost::Device
 }
 
 /// A trained SpMV kernel selector.

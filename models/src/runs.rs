@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::ModelError;
 
 /// The fixed columns before the features.
-pub const HEAD_COLUMNS: [&str; 16] = [
+pub const HEAD_COLUMNS: [&str; 18] = [
     "matrix",
     "family",
     "source",
@@ -42,7 +42,12 @@ pub const HEAD_COLUMNS: [&str; 16] = [
     "known_s",
     "gather_s",
     "sample_s",
+    "upload_s",
+    "upload_gather_s",
 ];
+/// Head columns of runs written before the upload was timed (read with `upload_s` and
+/// `upload_gather_s` unknown).
+const HEAD_COLUMNS_BEFORE_UPLOAD: usize = 16;
 /// The fixed columns after the features.
 pub const TAIL_COLUMNS: [&str; 11] = [
     "kernel",
@@ -101,6 +106,13 @@ pub fn header() -> Vec<String> {
     h
 }
 
+/// The header of runs collected before the upload was timed (still read).
+fn header_before_upload() -> Vec<String> {
+    let mut h = header();
+    h.drain(HEAD_COLUMNS_BEFORE_UPLOAD..HEAD_COLUMNS.len());
+    h
+}
+
 /// What is known about one matrix in a collection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MatrixInfo {
@@ -131,11 +143,25 @@ pub struct MatrixInfo {
     pub gather_s: f64,
     /// Seconds to compute the sampled tier on the host (median): what the sampled features cost.
     pub sample_s: f64,
+    /// GPU runs: seconds a plan takes to copy the matrix to the device (median; None on the CPU
+    /// and in runs collected before it was timed).
+    pub upload_s: Option<f64>,
+    /// GPU runs: seconds of the upload with the gathered tier computed during it, as a plan
+    /// that gathers makes it (the device pass on the pattern while the values copy): `upload_s`
+    /// plus the median difference of alternated pairs (at least 0). What gathering adds to a
+    /// plan made from a host matrix is `upload_gather_s - upload_s`.
+    pub upload_gather_s: Option<f64>,
     /// Every feature, schema order.
     pub features: Vec<f64>,
 }
 
 impl MatrixInfo {
+    /// What the gathered tier adds to a plan made from a host matrix when the host computes it
+    /// while the matrix uploads (seconds, >= 0); None where the runs did not time the upload.
+    pub fn gather_during_upload_s(&self) -> Option<f64> {
+        Some((self.upload_gather_s? - self.upload_s?).max(0.0))
+    }
+
     /// The matrix's identity in a runs table: its name and where it came from (two files named
     /// `foo.mtx.gz` in different folders are two matrices; the name stays what is displayed).
     pub fn key(&self) -> (String, String) {
@@ -270,9 +296,20 @@ impl Runs {
     pub fn read(paths: &[PathBuf]) -> Result<Runs, ModelError> {
         let mut order: Vec<(String, String)> = Vec::new();
         let mut by: BTreeMap<(String, String), (MatrixInfo, Vec<KernelRun>)> = BTreeMap::new();
-        let expected = header();
+        let current = header();
+        let before_upload = header_before_upload();
         for path in paths {
-            let mut rdr = open_csv(path, &expected, |col, found, want| {
+            // Runs collected before the upload was timed lack its two columns: still read.
+            let old = csv::Reader::from_path(path)
+                .ok()
+                .and_then(|mut r| r.headers().ok().map(|h| h.iter().eq(before_upload.iter())))
+                .unwrap_or(false);
+            let (expected, head) = if old {
+                (&before_upload, HEAD_COLUMNS_BEFORE_UPLOAD)
+            } else {
+                (&current, HEAD_COLUMNS.len())
+            };
+            let mut rdr = open_csv(path, expected, |col, found, want| {
                 if want == "timing" && found == "reps" {
                     return "runs format 1 (one per-launch figure with the host's launch latency \
                             inside, before issue 17): re-collect with this augur's `augur collect`"
@@ -314,7 +351,7 @@ impl Runs {
                 };
                 let mut features = Vec::with_capacity(nf);
                 for i in 0..nf {
-                    let c = HEAD_COLUMNS.len() + i;
+                    let c = head + i;
                     let v = num(c)?;
                     if !v.is_finite() {
                         return Err(bad(
@@ -342,6 +379,14 @@ impl Runs {
                     Ok(v)
                 };
                 let (known_s, gather_s, sample_s) = (seconds(13)?, seconds(14)?, seconds(15)?);
+                let optional = |i: usize| -> Result<Option<f64>, ModelError> {
+                    if head <= i || get(i).is_empty() {
+                        Ok(None)
+                    } else {
+                        seconds(i).map(Some)
+                    }
+                };
+                let (upload_s, upload_gather_s) = (optional(16)?, optional(17)?);
                 let info = MatrixInfo {
                     matrix: get(0).to_string(),
                     family: get(1).to_string(),
@@ -359,12 +404,14 @@ impl Runs {
                     known_s,
                     gather_s,
                     sample_s,
+                    upload_s,
+                    upload_gather_s,
                     features,
                 };
                 if info.matrix.is_empty() {
                     return Err(bad(path, line, "empty matrix name"));
                 }
-                let t = HEAD_COLUMNS.len() + nf;
+                let t = head + nf;
                 let kernel = get(t).to_string();
                 let status = get(t + 1);
                 let run = match status {
@@ -516,6 +563,9 @@ pub fn record(info: &MatrixInfo, run: &KernelRun) -> Vec<String> {
         format!("{:e}", info.known_s),
         format!("{:e}", info.gather_s),
         format!("{:e}", info.sample_s),
+        info.upload_s.map_or(String::new(), |v| format!("{v:e}")),
+        info.upload_gather_s
+            .map_or(String::new(), |v| format!("{v:e}")),
     ];
     r.extend(info.features.iter().map(|v| format!("{v}")));
     r.push(run.kernel.clone());

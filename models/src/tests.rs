@@ -7,7 +7,7 @@ use augur_features::spmv::SpmvFeatures;
 use crate::eval::{evaluate, RowSelect};
 use crate::model::Model;
 use crate::runs::{self, KernelRun, MatrixInfo, MatrixRuns, Runs, Timing};
-use crate::train::TrainParams;
+use crate::train::{GatherCost, TrainParams};
 use crate::tree::{Node, Tree};
 use crate::ModelError;
 
@@ -93,6 +93,8 @@ fn synthetic(hidden: bool) -> Runs {
                     known_s: 1e-9,
                     gather_s: base * 0.01,
                     sample_s: base * 0.001,
+                    upload_s: None,
+                    upload_gather_s: None,
                     features: f,
                 },
                 kernels,
@@ -143,6 +145,45 @@ fn runs_round_trip_and_later_rows_win() {
 }
 
 #[test]
+fn runs_carry_the_upload_and_read_runs_from_before_it() {
+    let mut r = synthetic(false);
+    r.matrices[0].info.upload_s = Some(1e-3);
+    r.matrices[0].info.upload_gather_s = Some(1.02e-3);
+    r.matrices[1].info.upload_s = Some(1e-3);
+    r.matrices[1].info.upload_gather_s = Some(0.9e-3);
+    let p = write_runs(&r, "upload");
+    let back = Runs::read(std::slice::from_ref(&p)).unwrap();
+    let (a, b, c) = (
+        &back.matrices[0].info,
+        &back.matrices[1].info,
+        &back.matrices[2].info,
+    );
+    assert_eq!((a.upload_s, a.upload_gather_s), (Some(1e-3), Some(1.02e-3)));
+    // What gathering costs a plan from a host matrix: what it adds to the upload, never < 0;
+    // the device pass where the upload was not timed; the device pass on request.
+    assert!((GatherCost::Upload.of(a) - 2e-5).abs() < 1e-12);
+    assert_eq!(GatherCost::Upload.of(b), 0.0);
+    assert_eq!(GatherCost::Upload.of(c), c.gather_s);
+    assert_eq!(GatherCost::Device.of(a), a.gather_s);
+    // The same file without the two columns (collected before the upload was timed) still reads.
+    let text = std::fs::read_to_string(&p).unwrap();
+    let old: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut c: Vec<&str> = l.split(',').collect();
+            c.drain(16..18);
+            c.join(",")
+        })
+        .collect();
+    std::fs::write(&p, old.join("\n") + "\n").unwrap();
+    let back = Runs::read(std::slice::from_ref(&p)).unwrap();
+    assert_eq!(back.matrices.len(), r.matrices.len());
+    assert_eq!(back.matrices[0].info.upload_s, None);
+    assert_eq!(back.matrices[0].info.features, r.matrices[0].info.features);
+    assert_eq!(back.matrices[3].kernels, r.matrices[3].kernels);
+}
+
+#[test]
 fn runs_errors_name_file_line_and_value() {
     let r = synthetic(false);
     let p = write_runs(&r, "errors");
@@ -181,7 +222,9 @@ fn runs_errors_name_file_line_and_value() {
         (14, "-1", "gather_s"),
         (13, "inf", "known_s"),
         (15, "-2e-6", "sample_s"),
-        (16, "NaN", "f_rows"),
+        (16, "-1e-3", "upload_s"),
+        (17, "soon", "upload_gather_s"),
+        (18, "NaN", "f_rows"),
     ] {
         let e = third_with(&[(col, value)]);
         assert!(
@@ -300,7 +343,7 @@ fn learns_a_known_feature_rule_and_the_iteration_count() {
         model.known.trees.iter().all(|t| t.tree.depth() <= 3),
         "a readable tree"
     );
-    let r = evaluate(&model, &runs, RowSelect::Unseen, None, None).unwrap();
+    let r = evaluate(&model, &runs, RowSelect::Unseen, None, None, None).unwrap();
     assert!(
         r.overall.samples >= 8 * 2,
         "{} held-out samples",
@@ -328,7 +371,7 @@ fn gathers_when_only_a_gathered_feature_tells_and_gathering_is_cheap() {
     // At k = 1 the known tree can only guess between rows and balanced, so gathering (1% of an
     // SpMV) pays. (At k = 1000 prep wins whatever the rows; gathering then costs 1e-5 of the
     // total, too little weight for the policy to split on, and it may gather anyway.)
-    let r = evaluate(&model, &runs, RowSelect::Unseen, None, None).unwrap();
+    let r = evaluate(&model, &runs, RowSelect::Unseen, None, None, None).unwrap();
     let at = |k: f64| r.samples.iter().filter(move |s| s.iterations == k);
     assert!(
         at(1.0).all(|s| s.tier == crate::model::Tier::Gathered),
@@ -339,11 +382,41 @@ fn gathers_when_only_a_gathered_feature_tells_and_gathering_is_cheap() {
     assert!(r.overall.oracle_ratio > 0.98, "{:?}", r.overall);
     // A fixed inference charge replaces the measured one in every pick's time: a second per
     // pick swamps every sample's microseconds; a charge of 0 leaves only the kernels' times.
-    let slow = evaluate(&model, &runs, RowSelect::Unseen, None, Some(1e9)).unwrap();
+    let slow = evaluate(&model, &runs, RowSelect::Unseen, None, Some(1e9), None).unwrap();
     assert_eq!(slow.charged_inference_ns, 1e9);
     assert!(slow.overall.oracle_ratio < 0.1, "{:?}", slow.overall);
-    let free = evaluate(&model, &runs, RowSelect::Unseen, None, Some(0.0)).unwrap();
+    let free = evaluate(&model, &runs, RowSelect::Unseen, None, Some(0.0), None).unwrap();
     assert!(free.overall.oracle_ratio >= r.overall.oracle_ratio);
+    // Gathering during an upload that hides it: charged nothing by default (a plan from a host
+    // matrix), the device pass with `GatherCost::Device`.
+    let mut hidden = runs.clone();
+    for m in &mut hidden.matrices {
+        m.info.upload_s = Some(1e-3);
+        m.info.upload_gather_s = Some(1e-3);
+    }
+    let up = evaluate(&model, &hidden, RowSelect::Unseen, None, None, None).unwrap();
+    let dev = evaluate(
+        &model,
+        &hidden,
+        RowSelect::Unseen,
+        None,
+        None,
+        Some(GatherCost::Device),
+    )
+    .unwrap();
+    assert_eq!(
+        (up.gather_cost, dev.gather_cost),
+        (GatherCost::Upload, GatherCost::Device)
+    );
+    let gathered_k1 = |r: &crate::eval::EvalReport| -> f64 {
+        r.samples
+            .iter()
+            .filter(|s| s.iterations == 1.0)
+            .map(|s| s.features_s)
+            .sum()
+    };
+    assert_eq!(gathered_k1(&up), 0.0);
+    assert!(gathered_k1(&dev) > 0.0);
 }
 
 #[test]

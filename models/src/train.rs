@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use augur_features::spmv::SpmvFeatures;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::model::{
@@ -18,6 +19,40 @@ use crate::model::{
 use crate::runs::{MatrixRuns, Runs};
 use crate::tree::{clean, Node, Tree};
 use crate::ModelError;
+
+/// What gathering the exact features costs a plan, i.e. where the matrix is when the plan is
+/// made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GatherCost {
+    /// The plan is made from a host matrix (what `SpmvPlan::new` takes): it has to upload it,
+    /// and on a GPU it gathers during the upload, so gathering costs what it adds to the upload
+    /// (`upload_gather_s - upload_s` of the runs; the device pass `gather_s` where the upload
+    /// was not timed, and on the CPU, which uploads nothing). What `augur eval` charges by
+    /// default.
+    Upload,
+    /// The matrix is already on the device: gathering costs the device pass and the copy back
+    /// (`gather_s`). What policies are trained on by default.
+    #[default]
+    Device,
+}
+
+impl GatherCost {
+    pub fn name(self) -> &'static str {
+        match self {
+            GatherCost::Upload => "upload",
+            GatherCost::Device => "device",
+        }
+    }
+
+    /// Seconds the gathered tier costs on this matrix.
+    pub fn of(self, info: &crate::runs::MatrixInfo) -> f64 {
+        match self {
+            GatherCost::Upload => info.gather_during_upload_s().unwrap_or(info.gather_s),
+            GatherCost::Device => info.gather_s,
+        }
+    }
+}
 
 /// One (matrix, iteration count) with every kernel's total cost.
 #[derive(Debug, Clone)]
@@ -32,7 +67,7 @@ pub struct Sample {
     /// The cheapest kernel and its cost.
     pub best: usize,
     pub oracle: f64,
-    /// Seconds to gather the exact features (the gathered tier).
+    /// Seconds to gather the exact features (the gathered tier), as [`GatherCost`] says.
     pub gather_s: f64,
     /// Seconds to compute the sampled tier.
     pub sample_s: f64,
@@ -51,6 +86,7 @@ pub fn samples(
     runs: &Runs,
     kernels: &[String],
     ks: &[u32],
+    gather_cost: GatherCost,
     keep: impl Fn(&MatrixRuns) -> bool,
 ) -> Vec<Sample> {
     let mut out = Vec::new();
@@ -87,7 +123,7 @@ pub fn samples(
                 failed: raw.iter().map(Option::is_none).collect(),
                 best,
                 oracle,
-                gather_s: m.info.gather_s,
+                gather_s: gather_cost.of(&m.info),
                 sample_s: m.info.sample_s,
             });
         }
@@ -118,6 +154,12 @@ pub struct TrainParams {
     pub split_seed: u64,
     /// Split criteria tried by cross-validation.
     pub criteria: Vec<Criterion>,
+    /// What gathering costs in the policy's training. Default [`GatherCost::Device`]: the
+    /// device pass, at most a few tens of microseconds more than what a plan pays during its
+    /// upload, and steadier (the upload's own jitter is in every `upload_gather_s`); trained on
+    /// the upload's figures the policy did no better on held-out families
+    /// (bench/results/upload-overlap-2026-11-24/splits-*.csv).
+    pub gather_cost: GatherCost,
 }
 
 impl Default for TrainParams {
@@ -133,6 +175,7 @@ impl Default for TrainParams {
             policy_depth: 3,
             split_seed: 0,
             criteria: vec![Criterion::Gini, Criterion::Regret],
+            gather_cost: GatherCost::Device,
         }
     }
 }
@@ -551,7 +594,9 @@ impl CheckedTrainParams {
         ks.dedup();
         let kernels = runs.kernel_names();
         let held = held_out_families(runs, p.holdout, p.split_seed);
-        let all = samples(runs, &kernels, &ks, |m| !held.contains(&m.info.family));
+        let all = samples(runs, &kernels, &ks, p.gather_cost, |m| {
+            !held.contains(&m.info.family)
+        });
         if all.is_empty() {
             return Err(ModelError::Train(
                 "no training samples (every kernel failed, or every family is held out)".into(),
@@ -759,6 +804,14 @@ impl CheckedTrainParams {
             }
             h.update(m.info.gather_s.to_le_bytes());
             h.update(m.info.sample_s.to_le_bytes());
+            if p.gather_cost == GatherCost::Upload {
+                for v in [m.info.upload_s, m.info.upload_gather_s]
+                    .into_iter()
+                    .flatten()
+                {
+                    h.update(v.to_le_bytes());
+                }
+            }
         }
         let digest = hex(&h.finalize());
         let schema = SpmvFeatures::schema();
@@ -805,6 +858,7 @@ impl CheckedTrainParams {
                 chosen: vec![sk, ss, sg],
                 gather_paid_share,
                 sample_paid_share,
+                gather_cost: p.gather_cost,
             },
         })
     }

@@ -8,7 +8,8 @@ use std::time::Instant;
 use augur_features::spmv::{finish_features, CsrPattern, RowSums, SpmvFeatures, SpmvGatherer};
 use augur_features::FeatureError;
 use cudarc::driver::{
-    CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+    CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PinnedHostSlice,
+    PushKernelArg,
 };
 
 use super::module;
@@ -31,6 +32,12 @@ struct Bufs {
     bins: CudaSlice<u32>,
     longs: CudaSlice<u64>,
     first_piece: CudaSlice<u64>,
+    /// Page-locked copy of the results, for a gather whose copy back is enqueued behind its
+    /// kernels while the host does something else ([`GpuGatherer::sums_during`]).
+    out: Option<PinnedHostSlice<u64>>,
+    /// Recorded after the copy into `out` (with the context's event tracking off, the pinned
+    /// slice's own event is never recorded, so reading it would not wait).
+    copied: Option<CudaEvent>,
 }
 
 /// The feature kernels, loaded on one GPU.
@@ -96,6 +103,11 @@ impl GpuGatherer {
         }
     }
 
+    /// The stream the gather's kernels run on (its `CudaSpmv`'s).
+    pub(crate) fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
     fn function(&self, name: &str) -> Result<&CudaFunction, KernelError> {
         self.functions
             .get(name)
@@ -120,6 +132,8 @@ impl GpuGatherer {
             bins: s.alloc_zeros::<u32>(BINS).map_err(drv("cuMemAlloc"))?,
             longs: s.alloc_zeros::<u64>(need).map_err(drv("cuMemAlloc"))?,
             first_piece: s.alloc_zeros::<u64>(need).map_err(drv("cuMemAlloc"))?,
+            out: None,
+            copied: None,
         };
         let mut l = s.launch_builder(self.function("feat_init")?);
         l.arg(&mut b.acc).arg(&mut b.bins);
@@ -164,6 +178,92 @@ impl GpuGatherer {
         ptr: &CudaSlice<i32>,
         idx: &CudaSlice<i32>,
     ) -> Result<RowSums, KernelError> {
+        self.launch(bufs, rows, nnz, ptr, idx)?;
+        let b = bufs.as_mut().expect("allocated by launch");
+        let a: Vec<u64> = self
+            .stream
+            .clone_dtoh(&b.acc.slice(0..OUT_N))
+            .map_err(drv("device to host copy"))?;
+        Ok(decode(&a))
+    }
+
+    /// The exact sums of a pattern whose row pointers and column indices are on the device,
+    /// gathered while the host runs `during` (e.g. copies the matrix's values on another
+    /// stream): the two kernels and the copy of their results into page-locked memory are
+    /// enqueued first, `during` runs, then the results are read (waiting only if the device
+    /// is still busy). `during` runs whatever happens to the gather; its result comes back
+    /// with the sums'.
+    pub fn sums_during<R>(
+        &self,
+        rows: usize,
+        nnz: usize,
+        ptr: &CudaSlice<i32>,
+        idx: &CudaSlice<i32>,
+        during: impl FnOnce() -> R,
+    ) -> (Result<RowSums, KernelError>, R) {
+        if rows == 0 {
+            return (Ok(RowSums::NO_ROWS), during());
+        }
+        let mut guard = self.bufs.borrow_mut();
+        let enqueued = self.enqueue_with_copy(&mut guard, rows, nnz, ptr, idx);
+        let r = during();
+        let sums = enqueued.and_then(|()| {
+            let b = guard.as_ref().expect("allocated by enqueue_with_copy");
+            let (out, copied) = (b.out.as_ref(), b.copied.as_ref());
+            let (out, copied) = out.zip(copied).expect("made by enqueue_with_copy");
+            copied.synchronize().map_err(drv("cuEventSynchronize"))?;
+            let a = out.as_slice().map_err(drv("cuEventSynchronize"))?;
+            Ok(decode(&a[..OUT_N]))
+        });
+        if sums.is_err() {
+            *guard = None;
+        }
+        (sums, r)
+    }
+
+    /// The kernels and an asynchronous copy of the results into `out`.
+    fn enqueue_with_copy(
+        &self,
+        bufs: &mut Option<Bufs>,
+        rows: usize,
+        nnz: usize,
+        ptr: &CudaSlice<i32>,
+        idx: &CudaSlice<i32>,
+    ) -> Result<(), KernelError> {
+        self.launch(bufs, rows, nnz, ptr, idx)?;
+        let b = bufs.as_mut().expect("allocated by launch");
+        if b.out.is_none() {
+            // SAFETY: the slice is only read after the copy below has filled it (as_slice
+            // waits for the copy's event). Not write-combined: the host reads it.
+            let out = unsafe {
+                self.stream
+                    .context()
+                    .alloc_pinned_with_flags::<u64>(OUT_N, 0)
+            }
+            .map_err(drv("cuMemHostAlloc"))?;
+            b.out = Some(out);
+        }
+        if b.copied.is_none() {
+            let e = self.stream.context().new_event(None);
+            b.copied = Some(e.map_err(drv("cuEventCreate"))?);
+        }
+        let out = b.out.as_mut().expect("allocated above");
+        self.stream
+            .memcpy_dtoh(&b.acc.slice(0..OUT_N), out)
+            .map_err(drv("device to host copy"))?;
+        let copied = b.copied.as_ref().expect("made above");
+        copied.record(&self.stream).map_err(drv("cuEventRecord"))
+    }
+
+    /// Enqueue the two kernels (buffers allocated on first use).
+    fn launch(
+        &self,
+        bufs: &mut Option<Bufs>,
+        rows: usize,
+        nnz: usize,
+        ptr: &CudaSlice<i32>,
+        idx: &CudaSlice<i32>,
+    ) -> Result<(), KernelError> {
         self.ready(bufs, nnz)?;
         let b = bufs.as_mut().expect("allocated above");
         let s = &self.stream;
@@ -200,22 +300,7 @@ impl GpuGatherer {
         // SAFETY: (int, int*, int*, u64*, unsigned*, u64*, u64*) as in feat_cols<L>, the list
         // and piece numbers as feat_rows left them (same stream).
         unsafe { l.launch(self.cfg(threads)) }.map_err(drv("cuLaunchKernel"))?;
-        let a: Vec<u64> = s
-            .clone_dtoh(&b.acc.slice(0..OUT_N))
-            .map_err(drv("device to host copy"))?;
-        let len3 = ((a[5] as u128) << 64) + ((a[4] as u128) << 32) + a[3] as u128;
-        Ok(RowSums {
-            min_len: a[0],
-            max_len: a[1],
-            len2: a[2],
-            len3,
-            empty: a[6],
-            hist: [a[7], a[8], a[9], a[10], a[11], a[12]],
-            bandwidth: a[13],
-            dist: a[14],
-            segments: a[15],
-            top1pct: a[16],
-        })
+        Ok(())
     }
 
     /// Seconds to gather the sums of a device-resident pattern, median of `reps` after one
@@ -237,6 +322,23 @@ impl GpuGatherer {
             })
             .collect::<Result<_, _>>()?;
         Ok(crate::median(t))
+    }
+}
+
+/// The sums from the counters `features.cu` leaves at the front of `acc`.
+fn decode(a: &[u64]) -> RowSums {
+    let len3 = ((a[5] as u128) << 64) + ((a[4] as u128) << 32) + a[3] as u128;
+    RowSums {
+        min_len: a[0],
+        max_len: a[1],
+        len2: a[2],
+        len3,
+        empty: a[6],
+        hist: [a[7], a[8], a[9], a[10], a[11], a[12]],
+        bandwidth: a[13],
+        dist: a[14],
+        segments: a[15],
+        top1pct: a[16],
     }
 }
 

@@ -5,9 +5,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use augur_datasets::{Csr, Scalar};
+use augur_features::spmv::RowSums;
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, LaunchConfig,
-    PushKernelArg, ValidAsZeroBits,
+    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr,
+    LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
 
 use super::module;
@@ -193,10 +194,26 @@ impl GpuScalar for f64 {
     const SUFFIX: &'static str = "f64";
 }
 
+/// Row pointers, column indices and values copied back to the host.
+pub type HostCsrArrays<T> = (Vec<i32>, Vec<i32>, Vec<T>);
+
 impl<T> DeviceCsr<T> {
     /// Row pointers and column indices on the device (what the feature gatherer reads).
     pub fn pattern(&self) -> (&CudaSlice<i32>, &CudaSlice<i32>) {
         (&self.ptr, &self.idx)
+    }
+
+    /// Copy the three arrays back (row pointers, column indices, values), e.g. to check an
+    /// upload.
+    pub fn download(&self, gpu: &CudaSpmv) -> Result<HostCsrArrays<T>, KernelError>
+    where
+        T: DeviceRepr + Default + Clone,
+    {
+        Ok((
+            gpu.dtoh(&self.ptr)?,
+            gpu.dtoh(&self.idx)?,
+            gpu.dtoh(&self.val)?,
+        ))
     }
 
     /// Row pointers, column indices and values on the device.
@@ -225,6 +242,9 @@ pub struct CudaSpmv {
     pub module_s: f64,
     pub module_cached: bool,
     cusparse: std::cell::OnceCell<super::cusparse::Handle>,
+    /// A second stream for copies that overlap work on `stream`, and two events to order them
+    /// (made on first use).
+    copy_stream: std::cell::OnceCell<(Arc<CudaStream>, CudaEvent, CudaEvent)>,
 }
 
 use super::drv;
@@ -246,6 +266,7 @@ impl CudaSpmv {
             module_s: t.elapsed().as_secs_f64(),
             module_cached: cached,
             cusparse: std::cell::OnceCell::new(),
+            copy_stream: std::cell::OnceCell::new(),
         })
     }
 
@@ -288,6 +309,77 @@ impl CudaSpmv {
             idx: s.clone_htod(a.indices()).map_err(drv("upload indices"))?,
             val: s.clone_htod(a.data()).map_err(drv("upload values"))?,
         })
+    }
+
+    /// Copy a matrix to the device and gather its exact feature sums meanwhile: the row
+    /// pointers and column indices go first, then the gather's two kernels run on them while
+    /// the values copy on a second stream, so a plan made from a host matrix pays for gathering
+    /// only what does not fit under the copy of the values (two launches and a wait on the
+    /// results if the gather is still running; `augur collect` records both uploads as
+    /// `upload_s` and `upload_gather_s`). The matrix is ready on [`CudaSpmv::stream`] after.
+    pub fn upload_gathering<T: GpuScalar>(
+        &self,
+        a: &Csr<T>,
+        gatherer: &super::gather::GpuGatherer,
+    ) -> Result<(DeviceCsr<T>, RowSums), KernelError> {
+        let s = &self.stream;
+        if !Arc::ptr_eq(gatherer.stream(), s) {
+            return Err(KernelError::Cuda(
+                "upload_gathering: the gatherer was made for another CudaSpmv (its kernels must \
+                 run on this one's stream)"
+                    .into(),
+            ));
+        }
+        if a.nnz() == 0 || a.rows() == 0 {
+            let d = self.upload(a)?;
+            let (ptr, idx) = d.pattern();
+            let sums = gatherer.sums(a.rows(), a.nnz(), ptr, idx)?;
+            return Ok((d, sums));
+        }
+        let (c, before, after) = match self.copy_stream.get() {
+            Some(c) => c,
+            None => {
+                let c = s.fork().map_err(drv("cuStreamCreate"))?;
+                let e1 = self.ctx.new_event(None).map_err(drv("cuEventCreate"))?;
+                let e2 = self.ctx.new_event(None).map_err(drv("cuEventCreate"))?;
+                self.copy_stream.get_or_init(|| (c, e1, e2))
+            }
+        };
+        let ptr = s
+            .clone_htod(a.indptr().raw_storage())
+            .map_err(drv("upload row pointers"))?;
+        let idx = s.clone_htod(a.indices()).map_err(drv("upload indices"))?;
+        // SAFETY: filled by the copy below before anything reads it (`s` waits for `c`).
+        let mut val = unsafe { s.alloc::<T>(a.nnz()) }.map_err(drv("cuMemAlloc"))?;
+        // The copy stream starts after the allocation (stream-ordered on `s`), not after the
+        // gather enqueued next.
+        before.record(s).map_err(drv("cuEventRecord"))?;
+        c.wait(before).map_err(drv("cuStreamWaitEvent"))?;
+        // (A rayon worker doing the copy while this thread gathers was slower on the H100:
+        // 83 us added at 1e6-1e7 nonzeros against 19 us, bench/results/upload-overlap-2026-11-24.)
+        let (sums, copied) = gatherer.sums_during(a.rows(), a.nnz(), &ptr, &idx, || {
+            c.memcpy_htod(a.data(), &mut val)
+        });
+        // Everything later on `s` (kernels, the free of `val`) comes after the values; if that
+        // cannot be ordered, wait for the copy here before `val` can be freed.
+        let ordered = after.record(c).and_then(|()| s.wait(after));
+        if copied.is_err() || ordered.is_err() {
+            let _ = c.synchronize();
+        }
+        copied.map_err(drv("upload values"))?;
+        ordered.map_err(drv("cuStreamWaitEvent"))?;
+        let sums = sums?;
+        Ok((
+            DeviceCsr {
+                rows: a.rows(),
+                cols: a.cols(),
+                nnz: a.nnz(),
+                ptr,
+                idx,
+                val,
+            },
+            sums,
+        ))
     }
 
     pub fn htod<T: DeviceRepr>(&self, v: &[T]) -> Result<CudaSlice<T>, KernelError> {

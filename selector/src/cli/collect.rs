@@ -587,6 +587,7 @@ fn one_matrix<T: GpuScalar>(
     let (reference, scale) = check::reference_product(&m, &x);
     let mut runs = Vec::new();
     let gather_s;
+    let (mut upload_s, mut upload_gather_s) = (None, None);
     match measurer {
         Measurer::Cpu(kernels) => {
             // The gathered tier as a CPU plan computes it (the known and exact features), the
@@ -626,6 +627,40 @@ fn one_matrix<T: GpuScalar>(
         }
         Measurer::Cuda(g) => {
             let (gpu, kernels, gatherer) = &mut **g;
+            // The upload a plan makes (copy and synchronise), alone and with the gathered tier
+            // computed during it as a plan that gathers makes it (medians of three, alternated,
+            // after one of each to warm up).
+            let upload = || -> anyhow::Result<f64> {
+                let t = Instant::now();
+                let d = gpu.upload(&m)?;
+                gpu.stream().synchronize()?;
+                let s = t.elapsed().as_secs_f64();
+                drop(d);
+                Ok(s)
+            };
+            let beside = || -> anyhow::Result<f64> {
+                let t = Instant::now();
+                let d = gpu.upload_gathering(&m, gatherer)?;
+                gpu.stream().synchronize()?;
+                let s = t.elapsed().as_secs_f64();
+                drop(d);
+                Ok(s)
+            };
+            upload()?;
+            beside()?;
+            // Pairs, alternated: the extra is the median of the pairs' differences (the upload
+            // itself varies by more than the gather adds to it); five pairs below 2 ms.
+            let first = upload()?;
+            let (mut alone, mut diff) = (vec![first], vec![beside()? - first]);
+            let pairs = if first < 2e-3 { 5 } else { 3 };
+            for _ in 1..pairs {
+                let a = upload()?;
+                alone.push(a);
+                diff.push(beside()? - a);
+            }
+            let up = median(alone);
+            upload_s = Some(up);
+            upload_gather_s = Some(up + median(diff).max(0.0));
             let dm = gpu.upload(&m)?;
             let dx = gpu.htod(&x)?;
             let (ptr, idx) = dm.pattern();
@@ -703,6 +738,8 @@ fn one_matrix<T: GpuScalar>(
         known_s,
         gather_s,
         sample_s,
+        upload_s,
+        upload_gather_s,
         features: features.values(),
     };
     Ok((info, runs))

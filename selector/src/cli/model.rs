@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use augur_models::eval::{self, RowSelect};
 use augur_models::model::{Criterion, IterationMode};
+use augur_models::train::GatherCost;
 use augur_models::{attention, comm};
 use augur_models::{export, Model, Runs, TrainParams};
 use clap::{Args, ValueEnum};
@@ -54,6 +55,27 @@ pub struct TrainArgs {
     /// the label "fastest kernel") and `regret` (the summed log slowdown of the picks).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "gini,regret")]
     criterion: Vec<CriterionArg>,
+    /// What gathering the exact features costs in the policy's training: `device` (the device
+    /// pass on a matrix already there: steadier, the default) or `upload` (what the gather adds
+    /// to a plan's upload, as `SpmvPlan::new` makes it from a host matrix; the upload's jitter
+    /// is in these figures).
+    #[arg(long, value_enum, default_value = "device")]
+    gather_cost: GatherCostArg,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum GatherCostArg {
+    Upload,
+    Device,
+}
+
+impl GatherCostArg {
+    fn cost(self) -> GatherCost {
+        match self {
+            GatherCostArg::Upload => GatherCost::Upload,
+            GatherCostArg::Device => GatherCost::Device,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -231,6 +253,7 @@ pub fn train(a: TrainArgs) -> anyhow::Result<ExitCode> {
                 CriterionArg::Regret => Criterion::Regret,
             })
             .collect(),
+        gather_cost: a.gather_cost.cost(),
     }
     .check()?;
     let model = params.fit(&runs, env!("CARGO_PKG_VERSION"))?;
@@ -486,6 +509,11 @@ pub struct EvalArgs {
     /// measured on this machine (reproducible figures; the measured time is still printed).
     #[arg(long, value_name = "NS")]
     charge_inference_ns: Option<f64>,
+    /// SpMV runs: charge gathering as `upload` (what the gather adds to the upload of a plan
+    /// made from a host matrix, as `SpmvPlan::new` does; the default) or `device` (a matrix
+    /// already on the device: the device pass).
+    #[arg(long, value_enum)]
+    gather_cost: Option<GatherCostArg>,
     /// Replace an existing --svg or --csv that is a model or a runs table (never an input).
     #[arg(long)]
     force: bool,
@@ -610,7 +638,14 @@ pub fn eval(a: EvalArgs) -> anyhow::Result<ExitCode> {
             "--charge-inference-ns {ns}: expected a time >= 0"
         );
     }
-    let r = eval::evaluate(&m, &runs, rows, iterations, a.charge_inference_ns)?;
+    let r = eval::evaluate(
+        &m,
+        &runs,
+        rows,
+        iterations,
+        a.charge_inference_ns,
+        a.gather_cost.map(GatherCostArg::cost),
+    )?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
