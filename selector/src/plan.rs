@@ -46,6 +46,8 @@ impl Gpu {
             return Ok(g);
         }
         let g = GpuGatherer::new(&self.spmv)?;
+        // One-time costs of gathering during an upload, here rather than in the first plan's.
+        self.spmv.warm_upload_gathering(&g)?;
         Ok(self.gatherer.get_or_init(|| g))
     }
 }
@@ -158,7 +160,8 @@ pub struct SetupCost {
     /// which runs during the upload (`upload_s`).
     pub features_s: f64,
     /// Loading kernel modules once per GPU and process (the feature gatherer's, on the first plan
-    /// that gathers): 0 when they were already loaded.
+    /// that gathers, with the first run of its kernels and the buffers and stream a gather
+    /// during an upload uses): 0 when they were already loaded.
     pub modules_s: f64,
     pub select_s: f64,
     /// Copying the matrix to the device (0 on the CPU). A GPU plan that gathers runs the gather

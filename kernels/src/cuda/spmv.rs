@@ -382,6 +382,21 @@ impl CudaSpmv {
         ))
     }
 
+    /// Pay once what the first [`CudaSpmv::upload_gathering`] of a process would: the second
+    /// stream and its events, the page-locked result buffer, the first launch of the gather's
+    /// kernels (loaded lazily by the driver). ~1.5-2 ms on a fresh H100 process; a plan counts
+    /// it with the gatherer's module load (`SetupCost::modules_s`), not in its upload.
+    pub fn warm_upload_gathering(
+        &self,
+        gatherer: &super::gather::GpuGatherer,
+    ) -> Result<(), KernelError> {
+        let tiny: Csr<f32> = Csr::new((2, 2), vec![0, 1, 2], vec![0, 1], vec![1.0, 1.0]);
+        self.upload_gathering(&tiny, gatherer)?;
+        self.stream
+            .synchronize()
+            .map_err(drv("cuStreamSynchronize"))
+    }
+
     pub fn htod<T: DeviceRepr>(&self, v: &[T]) -> Result<CudaSlice<T>, KernelError> {
         self.stream
             .clone_htod(v)
