@@ -40,6 +40,26 @@ struct Bufs {
     copied: Option<CudaEvent>,
 }
 
+/// A pattern on the device: rows, entries, row pointers and column indices.
+#[derive(Clone, Copy)]
+struct Pat<'a> {
+    rows: usize,
+    nnz: usize,
+    ptr: &'a CudaSlice<i32>,
+    idx: &'a CudaSlice<i32>,
+}
+
+impl<'a> Pat<'a> {
+    fn new(rows: usize, nnz: usize, ptr: &'a CudaSlice<i32>, idx: &'a CudaSlice<i32>) -> Self {
+        Pat {
+            rows,
+            nnz,
+            ptr,
+            idx,
+        }
+    }
+}
+
 /// The feature kernels, loaded on one GPU.
 pub struct GpuGatherer {
     stream: Arc<CudaStream>,
@@ -162,7 +182,7 @@ impl GpuGatherer {
             return Ok(RowSums::NO_ROWS);
         }
         let mut guard = self.bufs.borrow_mut();
-        let r = self.sums_with(&mut guard, rows, nnz, ptr, idx);
+        let r = self.sums_with(&mut guard, Pat::new(rows, nnz, ptr, idx));
         if r.is_err() {
             // The counters may be half-updated: start from fresh ones next time.
             *guard = None;
@@ -170,15 +190,8 @@ impl GpuGatherer {
         r
     }
 
-    fn sums_with(
-        &self,
-        bufs: &mut Option<Bufs>,
-        rows: usize,
-        nnz: usize,
-        ptr: &CudaSlice<i32>,
-        idx: &CudaSlice<i32>,
-    ) -> Result<RowSums, KernelError> {
-        self.launch(bufs, rows, nnz, ptr, idx)?;
+    fn sums_with(&self, bufs: &mut Option<Bufs>, pat: Pat<'_>) -> Result<RowSums, KernelError> {
+        self.launch(bufs, pat)?;
         let b = bufs.as_mut().expect("allocated by launch");
         let a: Vec<u64> = self
             .stream
@@ -205,7 +218,7 @@ impl GpuGatherer {
             return (Ok(RowSums::NO_ROWS), during());
         }
         let mut guard = self.bufs.borrow_mut();
-        let enqueued = self.enqueue_with_copy(&mut guard, rows, nnz, ptr, idx);
+        let enqueued = self.enqueue_with_copy(&mut guard, Pat::new(rows, nnz, ptr, idx));
         let r = during();
         let sums = enqueued.and_then(|()| {
             let b = guard.as_ref().expect("allocated by enqueue_with_copy");
@@ -222,15 +235,8 @@ impl GpuGatherer {
     }
 
     /// The kernels and an asynchronous copy of the results into `out`.
-    fn enqueue_with_copy(
-        &self,
-        bufs: &mut Option<Bufs>,
-        rows: usize,
-        nnz: usize,
-        ptr: &CudaSlice<i32>,
-        idx: &CudaSlice<i32>,
-    ) -> Result<(), KernelError> {
-        self.launch(bufs, rows, nnz, ptr, idx)?;
+    fn enqueue_with_copy(&self, bufs: &mut Option<Bufs>, pat: Pat<'_>) -> Result<(), KernelError> {
+        self.launch(bufs, pat)?;
         let b = bufs.as_mut().expect("allocated by launch");
         if b.out.is_none() {
             // SAFETY: the slice is only read after the copy below has filled it (as_slice
@@ -256,14 +262,13 @@ impl GpuGatherer {
     }
 
     /// Enqueue the two kernels (buffers allocated on first use).
-    fn launch(
-        &self,
-        bufs: &mut Option<Bufs>,
-        rows: usize,
-        nnz: usize,
-        ptr: &CudaSlice<i32>,
-        idx: &CudaSlice<i32>,
-    ) -> Result<(), KernelError> {
+    fn launch(&self, bufs: &mut Option<Bufs>, pat: Pat<'_>) -> Result<(), KernelError> {
+        let Pat {
+            rows,
+            nnz,
+            ptr,
+            idx,
+        } = pat;
         self.ready(bufs, nnz)?;
         let b = bufs.as_mut().expect("allocated above");
         let s = &self.stream;
