@@ -419,11 +419,6 @@ impl AttentionModel {
     }
 }
 
-/// Whether a JSON text is an attention model (by its `format`).
-pub fn is_attention_model(text: &str) -> bool {
-    crate::has_format(text, ATTENTION_FORMAT)
-}
-
 // ---- training ----------------------------------------------------------------------------
 
 /// Hyper-parameters of attention training (linfa style: params -> check -> fit).
@@ -1090,7 +1085,10 @@ mod tests {
         // Round trip and the exports.
         let back = AttentionModel::from_json(&m.to_json(), "mem").unwrap();
         assert_eq!(back, m);
-        assert!(is_attention_model(&m.to_json()));
+        assert!(matches!(
+            crate::AnyModel::from_json(&m.to_json(), "mem").unwrap(),
+            crate::AnyModel::Attention(_)
+        ));
         let text = export_text(&m);
         assert!(
             text.contains("-> gqa") && text.contains("-> split-8") && text.contains("if "),

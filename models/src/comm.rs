@@ -479,11 +479,6 @@ impl CommModel {
     }
 }
 
-/// Whether a JSON text is a comm model (by its `format`).
-pub fn is_comm_model(text: &str) -> bool {
-    crate::has_format(text, COMM_FORMAT)
-}
-
 // ---- training ----------------------------------------------------------------------------
 
 /// Hyper-parameters of comm training (linfa style: params -> check -> fit).
@@ -1257,7 +1252,10 @@ mod tests {
         // The model file round-trips and is refused when damaged.
         let back = CommModel::from_json(&m.to_json(), "test").unwrap();
         assert_eq!(back, m);
-        assert!(is_comm_model(&m.to_json()));
+        assert!(matches!(
+            crate::AnyModel::from_json(&m.to_json(), "test").unwrap(),
+            crate::AnyModel::Comm(_)
+        ));
         let bad = m
             .to_json()
             .replace("\"augur-comm-model\"", "\"augur-model\"");

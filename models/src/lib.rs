@@ -11,9 +11,11 @@
 //!   allocation-free inference;
 //! - [`tree`]: augur's flat tree form;
 //! - [`export`]: text rules, Graphviz DOT, a Rust `select` function, JSON;
+//! - [`any`]: one loader for the model files of every domain, by their `format` field;
 //! - [`eval`]: selected vs oracle, best single kernel, cuSPARSE ALG1 and a hand rule, per size
 //!   bucket, with an SVG plot.
 
+pub mod any;
 pub mod attention;
 mod cart;
 pub mod comm;
@@ -24,6 +26,7 @@ pub mod runs;
 pub mod train;
 pub mod tree;
 
+pub use any::AnyModel;
 pub use model::{Choice, Model};
 pub use runs::Runs;
 pub use train::TrainParams;
@@ -119,15 +122,4 @@ pub(crate) fn check_header(
     }
     this.check_same(schema)
         .map_err(|e| format!("{e}; retrain the model with this augur"))
-}
-
-/// Whether a JSON text has `"format": format` (how the CLI tells model files apart).
-pub(crate) fn has_format(text: &str, format: &str) -> bool {
-    // A typed probe: other fields are skipped, not built (a large unknown field costs a scan,
-    // not a tree of values).
-    #[derive(serde::Deserialize)]
-    struct Probe {
-        format: String,
-    }
-    serde_json::from_str::<Probe>(text).is_ok_and(|p| p.format == format)
 }

@@ -588,3 +588,49 @@ fn main() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn one_loader_tells_domains_apart_by_format_alone() {
+    let model = fit(&synthetic(false), 4);
+    let text = model.to_json();
+    let any = crate::AnyModel::from_json(&text, "mem").unwrap();
+    assert_eq!((any.domain(), any.format()), ("spmv", "augur-model"));
+    assert_eq!(any.into_spmv("mem").unwrap(), model);
+    // The `format` field decides, whatever else the file holds: an SpMV file relabelled as a
+    // comm model is parsed (and refused) as one.
+    let relabelled = text.replacen("\"augur-model\"", "\"augur-comm-model\"", 1);
+    let e = crate::AnyModel::from_json(&relabelled, "x.json")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("x.json") && e.contains("comm"), "{e}");
+    // An unknown format, a format that is not a string, no format at all, not JSON.
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let with = |f: serde_json::Value| {
+        let mut v = v.clone();
+        match f {
+            serde_json::Value::Null => {
+                v.as_object_mut().unwrap().remove("format");
+            }
+            f => v["format"] = f,
+        }
+        crate::AnyModel::from_json(&v.to_string(), "m.json")
+            .unwrap_err()
+            .to_string()
+    };
+    let e = with("augur-gemm-model".into());
+    assert!(
+        e.contains("`augur-gemm-model`") && e.contains("`augur-attention-model`"),
+        "{e}"
+    );
+    let e = with(3.into());
+    assert!(e.contains("`format` is 3"), "{e}");
+    let e = with(serde_json::Value::Null);
+    assert!(e.contains("no `format` field"), "{e}");
+    let e = crate::AnyModel::from_json("[1, 2]", "m.json")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("m.json") && e.contains("not a model file"),
+        "{e}"
+    );
+}

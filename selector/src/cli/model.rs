@@ -9,7 +9,7 @@ use augur_models::eval::{self, RowSelect};
 use augur_models::model::{Criterion, IterationMode};
 use augur_models::train::GatherCost;
 use augur_models::{attention, comm};
-use augur_models::{export, Model, Runs, TrainParams};
+use augur_models::{export, AnyModel, Runs, TrainParams};
 use clap::{Args, ValueEnum};
 
 #[derive(Args, Debug)]
@@ -384,46 +384,18 @@ fn check_kernels(runs: &Runs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A model file, or one of the built-in defaults by name.
-pub fn load_model(arg: &str) -> anyhow::Result<Model> {
-    match arg {
+/// A model file of any domain (its `format` field says which), or a built-in one by name
+/// (`default-cpu`, `default-cuda[-h100|-h200]`, `default-comm`, `default-attention`).
+pub fn load_any(arg: &str) -> anyhow::Result<AnyModel> {
+    Ok(match arg {
         "default-cpu" | "default-cuda" | "default-cuda-h100" | "default-cuda-h200" => {
-            Ok(augur::defaults::model(&arg[8..])?)
+            AnyModel::Spmv(Box::new(augur::defaults::model(&arg[8..])?))
         }
-        _ => Ok(Model::read(std::path::Path::new(arg))?),
-    }
-}
-
-/// A comm or attention model file, read once, or neither (an SpMV model or a built-in name,
-/// for [`load_model`]).
-enum ClassModel {
-    Comm(comm::CommModel),
-    Attention(attention::AttentionModel),
-    Neither,
-}
-
-fn class_model(arg: &str) -> anyhow::Result<ClassModel> {
-    // The built-in comm and attention models, by name, as the SpMV ones.
-    match arg {
-        "default-comm" => return Ok(ClassModel::Comm((*augur::defaults::comm_model()?).clone())),
+        "default-comm" => AnyModel::Comm(Box::new((*augur::defaults::comm_model()?).clone())),
         "default-attention" => {
-            return Ok(ClassModel::Attention(
-                (*augur::defaults::attention_model()?).clone(),
-            ))
+            AnyModel::Attention(Box::new((*augur::defaults::attention_model()?).clone()))
         }
-        _ => {}
-    }
-    let p = std::path::Path::new(arg);
-    if !p.is_file() {
-        return Ok(ClassModel::Neither);
-    }
-    let text = std::fs::read_to_string(p).with_context(|| format!("read {arg}"))?;
-    Ok(if comm::is_comm_model(&text) {
-        ClassModel::Comm(comm::CommModel::from_json(&text, arg)?)
-    } else if attention::is_attention_model(&text) {
-        ClassModel::Attention(attention::AttentionModel::from_json(&text, arg)?)
-    } else {
-        ClassModel::Neither
+        _ => AnyModel::read(std::path::Path::new(arg))?,
     })
 }
 
@@ -432,36 +404,31 @@ pub fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
         let input = [PathBuf::from(&a.model)];
         super::output::check(out, "--out", &input, Writes::Report, a.force)?;
     }
-    let s = match class_model(&a.model)? {
-        ClassModel::Comm(m) => match a.format {
+    let s = match load_any(&a.model)? {
+        AnyModel::Comm(m) => match a.format {
             Format::Text => comm::export_text(&m),
             Format::Dot => comm::export_dot(&m),
             Format::Rust => comm::export_rust(&m),
             Format::Json => m.to_json(),
         },
-        ClassModel::Attention(m) => match a.format {
+        AnyModel::Attention(m) => match a.format {
             Format::Text => attention::export_text(&m),
             Format::Dot => attention::export_dot(&m),
             Format::Rust => attention::export_rust(&m),
             Format::Json => m.to_json(),
         },
-        ClassModel::Neither => export_spmv(&a)?,
+        AnyModel::Spmv(m) => match a.format {
+            Format::Text => export::text(&m),
+            Format::Dot => export::dot(&m),
+            Format::Rust => export::rust(&m),
+            Format::Json => export::json(&m),
+        },
     };
     match a.out {
         Some(p) => super::output::write(&p, s)?,
         None => print!("{s}"),
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn export_spmv(a: &ExportArgs) -> anyhow::Result<String> {
-    let m = load_model(&a.model)?;
-    Ok(match a.format {
-        Format::Text => export::text(&m),
-        Format::Dot => export::dot(&m),
-        Format::Rust => export::rust(&m),
-        Format::Json => export::json(&m),
-    })
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -615,12 +582,11 @@ pub fn eval(a: EvalArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    match class_model(&a.model)? {
-        ClassModel::Comm(m) => return eval_comm(&m, &a, &files),
-        ClassModel::Attention(m) => return eval_attention(&m, &a, &files),
-        ClassModel::Neither => {}
-    }
-    let m = load_model(&a.model)?;
+    let m = match load_any(&a.model)? {
+        AnyModel::Comm(m) => return eval_comm(&m, &a, &files),
+        AnyModel::Attention(m) => return eval_attention(&m, &a, &files),
+        AnyModel::Spmv(m) => *m,
+    };
     let runs = Runs::read(&files)?;
     let iterations = match &a.iterations {
         Some(s) => Some(augur_models::train::parse_iterations(s).with_context(|| {

@@ -1,0 +1,106 @@
+//! One loader for the model files of every domain: [`AnyModel`] reads a file's `format` field
+//! and parses the rest as that domain's model (SpMV, collectives, attention). The three files
+//! share their header: `format`, `format_version`, `task`, `schema` (the feature schema they
+//! read), `device`, `augur_version` and a `training` record.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::attention::{AttentionModel, ATTENTION_FORMAT};
+use crate::comm::{CommModel, COMM_FORMAT};
+use crate::model::{Model, FORMAT};
+use crate::ModelError;
+
+/// A model of one of augur's domains, told apart by the file's `format` field.
+#[derive(Debug, Clone)]
+pub enum AnyModel {
+    Spmv(Box<Model>),
+    Comm(Box<CommModel>),
+    Attention(Box<AttentionModel>),
+}
+
+/// The domains' `format` values, in the order [`AnyModel`] lists them.
+pub const FORMATS: [&str; 3] = [FORMAT, COMM_FORMAT, ATTENTION_FORMAT];
+
+impl AnyModel {
+    /// Parse and validate a model file's JSON text of any domain; `origin` names it in errors.
+    /// Only the `format` field decides the domain: a file without one, or with one augur does
+    /// not know, is an error naming what was found and what is read.
+    pub fn from_json(text: &str, origin: &str) -> Result<AnyModel, ModelError> {
+        // A typed probe: other fields are skipped, not built.
+        #[derive(Deserialize)]
+        struct Probe {
+            format: Option<serde_json::Value>,
+        }
+        let err = |msg: String| ModelError::Model {
+            origin: origin.to_string(),
+            msg,
+        };
+        let known = FORMATS.map(|f| format!("`{f}`")).join(", ");
+        let probe: Probe = serde_json::from_str(text).map_err(|e| {
+            err(format!(
+                "not a model file (JSON with a `format` field): {e}"
+            ))
+        })?;
+        let format = match probe.format {
+            Some(serde_json::Value::String(s)) => s,
+            Some(other) => return Err(err(format!("`format` is {other}, not one of {known}"))),
+            None => {
+                return Err(err(format!(
+                    "no `format` field: not an augur model file (augur writes {known})"
+                )))
+            }
+        };
+        Ok(match format.as_str() {
+            FORMAT => AnyModel::Spmv(Box::new(Model::from_json(text, origin)?)),
+            COMM_FORMAT => AnyModel::Comm(Box::new(CommModel::from_json(text, origin)?)),
+            ATTENTION_FORMAT => {
+                AnyModel::Attention(Box::new(AttentionModel::from_json(text, origin)?))
+            }
+            other => {
+                return Err(err(format!(
+                    "format `{other}` is not one augur reads ({known})"
+                )))
+            }
+        })
+    }
+
+    /// Read and validate a model file of any domain.
+    pub fn read(path: &Path) -> Result<AnyModel, ModelError> {
+        AnyModel::from_json(&crate::read_text(path)?, &path.display().to_string())
+    }
+
+    /// `spmv`, `comm` or `attention`.
+    pub fn domain(&self) -> &'static str {
+        match self {
+            AnyModel::Spmv(_) => "spmv",
+            AnyModel::Comm(_) => "comm",
+            AnyModel::Attention(_) => "attention",
+        }
+    }
+
+    /// The file's `format` value.
+    pub fn format(&self) -> &str {
+        match self {
+            AnyModel::Spmv(m) => &m.format,
+            AnyModel::Comm(m) => &m.format,
+            AnyModel::Attention(m) => &m.format,
+        }
+    }
+
+    /// The SpMV model, or an error naming the domain the file holds (`origin` names it).
+    pub fn into_spmv(self, origin: &str) -> Result<Model, ModelError> {
+        match self {
+            AnyModel::Spmv(m) => Ok(*m),
+            other => Err(ModelError::Model {
+                origin: origin.to_string(),
+                msg: format!(
+                    "a {} model (`{}`), not an SpMV one (`{FORMAT}`)",
+                    other.domain(),
+                    other.format()
+                ),
+            }),
+        }
+    }
+}
