@@ -8,7 +8,7 @@
 # <tag> is the host name and date. Needs ~3 GiB of memory and ~1 GiB of temporary disk.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked -p augur
+cargo build --release --locked -p augur-cli
 augur="${CARGO_TARGET_DIR:-target}/release/augur"
 tag="$(hostname)-$(date +%Y-%m-%d)"
 res=bench/results

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=$1; n=${2:-5}
 augur="${CARGO_TARGET_DIR:-target}/release/augur"
-[ -x "$augur" ] || cargo build --release --locked -p augur
+[ -x "$augur" ] || cargo build --release --locked -p augur-cli
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 echo "seed,matrices,families,samples,sel_over_oracle,sel_over_oracle_nnz_ge_1e6,worst,worst_matrix,vs_single,vs_alg1,vs_alg1_nnz_ge_1e5,vs_hand,gathered"
 for ((s = 0; s < n; s++)); do

@@ -4,7 +4,7 @@
 # its CSVs to $OUT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked -p augur
+cargo build --release --locked -p augur-cli
 rm -rf .carry/augur .carry/matrices && mkdir -p .carry/matrices
 cp "${CARGO_TARGET_DIR:-target}/release/augur" .carry/augur && strip .carry/augur
 shared=${AUGUR_SHARED_MATRICES:-../shared/matrices}
