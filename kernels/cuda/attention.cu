@@ -27,7 +27,9 @@
 // Output o [batch][q_heads][D] f32 and lse [batch][q_heads] (natural log; -inf and o = 0 for a
 // sequence with no KV).
 
-#define GMAX 8
+#ifndef GMAX
+#error "GMAX comes from the host as -DGMAX=... (kernels/src/cuda/attention.rs; kernels/src/cuda/module.rs)"
+#endif
 #define TILE 16
 #define NEG_INF __int_as_float(0xff800000)
 #define LOG2E 1.4426950408889634f

@@ -17,8 +17,12 @@
 // even). Data moves as 16-byte vectors; the elements past the last whole vector are handled one
 // by one.
 
-#define MAX_RANKS 8
-#define MAX_BLOCKS 256
+#ifndef MAX_RANKS
+#error "MAX_RANKS comes from the host as -DMAX_RANKS=... (kernels/src/cuda/comm.rs; kernels/src/cuda/module.rs)"
+#endif
+#ifndef MAX_BLOCKS
+#error "MAX_BLOCKS comes from the host as -DMAX_BLOCKS=... (kernels/src/cuda/comm.rs; kernels/src/cuda/module.rs)"
+#endif
 // Layout of a rank's u32 signal words: flags [MAX_BLOCKS][MAX_RANKS], the copy-engine pattern's
 // flags [2][MAX_RANKS] (host side), then the block counters [MAX_BLOCKS].
 #define COUNTERS (MAX_BLOCKS * MAX_RANKS + 2 * MAX_RANKS)

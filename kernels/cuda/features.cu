@@ -11,9 +11,16 @@
 
 typedef unsigned long long u64;
 
-#define XSEG 32          // columns per 128-byte segment of f32 x (X_SEGMENT_COLS)
-#define LONG 4096        // rows of at least this many entries are "long"
-#define BINS 4096        // one exact bin per length below LONG
+// XSEG: columns per 128-byte segment of f32 x.
+#ifndef XSEG
+#error "XSEG comes from the host as -DXSEG=... (augur_features::spmv::X_SEGMENT_COLS; kernels/src/cuda/module.rs)"
+#endif
+#ifndef LONG
+#error "LONG comes from the host as -DLONG=... (kernels/src/cuda/gather.rs; kernels/src/cuda/module.rs)"
+#endif
+#ifndef BINS
+#error "BINS comes from the host as -DBINS=... (kernels/src/cuda/gather.rs; kernels/src/cuda/module.rs)"
+#endif
 
 // acc layout (u64):
 //  results, read back by kernels::cuda::gather:

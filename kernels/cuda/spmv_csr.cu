@@ -102,7 +102,9 @@ AUGUR_INSTANTIATE(double, f64)
 // equal pieces of MP_ITEMS items, one per thread. Setup: merge_partition finds where each
 // piece starts. Each thread writes the rows it finishes and leaves the unfinished head of its last
 // row as a carry, which merge_path_fixup adds after all pieces are done.
-#define MP_ITEMS 16
+#ifndef MP_ITEMS
+#error "MP_ITEMS comes from the host as -DMP_ITEMS=... (kernels/src/cuda/spmv.rs; kernels/src/cuda/module.rs)"
+#endif
 
 __device__ __forceinline__ int merge_path_search(long long d, const int* __restrict__ ptr,
                                                  int rows, int nnz) {
@@ -179,7 +181,9 @@ __device__ __forceinline__ void merge_path_fixup(int rows, long long pieces,
 // (coalesced). Each entry's row comes from a binary search inside the warp's row window; a
 // segmented warp scan by row sums each step's products, and the last lane of each row segment
 // adds it into y with one atomic (y is zeroed first).
-#define NS_STEPS 8
+#ifndef NS_STEPS
+#error "NS_STEPS comes from the host as -DNS_STEPS=... (kernels/src/cuda/spmv.rs; kernels/src/cuda/module.rs)"
+#endif
 
 template <typename T>
 __device__ __forceinline__ void nnz_split(int rows, int nnz, const int* __restrict__ ptr,
@@ -282,7 +286,9 @@ __device__ __forceinline__ void spmv_rows(int n, const int* __restrict__ rows_li
 
 // Long rows cut into chunks of LONG_CHUNK entries, one block per chunk, added into y with atomics
 // (the rows are zeroed first by zero_rows).
-#define LONG_CHUNK 4096
+#ifndef LONG_CHUNK
+#error "LONG_CHUNK comes from the host as -DLONG_CHUNK=... (kernels/src/cuda/spmv.rs; kernels/src/cuda/module.rs)"
+#endif
 
 template <typename T>
 __device__ __forceinline__ void spmv_chunks(int nchunks, const int* __restrict__ chunk_row,
@@ -342,8 +348,12 @@ AUGUR_BINNED(double, f64)
 // finished by a thread gets the partial sums of the threads before it in the tile (walking back
 // through their carries); the tile's unfinished last row goes to the tile carry, which
 // merge_path_fixup adds after all tiles, exactly as for merge_path.
-#define MT_THREADS 256
-#define MT_ITEMS 5
+#ifndef MT_THREADS
+#error "MT_THREADS comes from the host as -DMT_THREADS=... (kernels/src/cuda/spmv.rs; kernels/src/cuda/module.rs)"
+#endif
+#ifndef MT_ITEMS
+#error "MT_ITEMS comes from the host as -DMT_ITEMS=... (kernels/src/cuda/spmv.rs; kernels/src/cuda/module.rs)"
+#endif
 #define MT_TILE (MT_THREADS * MT_ITEMS)
 
 template <typename T>

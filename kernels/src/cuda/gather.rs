@@ -20,8 +20,9 @@ use crate::KernelError;
 const ACC_N: usize = 38;
 /// The results at the front of the counters.
 const OUT_N: usize = 17;
-/// One exact bin per row length below this (`BINS`, = `LONG` in features.cu).
-const BINS: usize = 4096;
+/// One exact bin per row length below this; rows this long or longer are listed apart and
+/// split in pieces of this many entries (features.cu gets it as -DBINS and -DLONG).
+pub(crate) const BINS: usize = 4096;
 
 use super::drv;
 

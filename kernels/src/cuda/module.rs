@@ -11,42 +11,65 @@ use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 
 use crate::KernelError;
 
-/// One `.cu` file of `kernels/cuda/`.
+/// One `.cu` file of `kernels/cuda/`, with the constants it shares with the Rust side.
 #[derive(Debug, Clone, Copy)]
 pub struct Source {
     pub name: &'static str,
     pub text: &'static str,
+    /// Passed as `-DNAME=VALUE`: the source does not define them (it stops with `#error` when
+    /// one is missing), so the kernel and the code that sizes its launches cannot disagree.
+    pub defines: &'static [(&'static str, u64)],
 }
 
 pub const SPMV_CSR: Source = Source {
     name: "spmv_csr",
     text: include_str!("../../cuda/spmv_csr.cu"),
+    defines: &[
+        ("MP_ITEMS", super::spmv::MP_ITEMS),
+        ("NS_STEPS", super::spmv::NS_STEPS),
+        ("LONG_CHUNK", super::spmv::LONG_CHUNK as u64),
+        ("MT_THREADS", super::spmv::MT_THREADS),
+        ("MT_ITEMS", super::spmv::MT_ITEMS),
+    ],
 };
 
 pub const FEATURES: Source = Source {
     name: "features",
     text: include_str!("../../cuda/features.cu"),
+    defines: &[
+        ("LONG", super::gather::BINS as u64),
+        ("BINS", super::gather::BINS as u64),
+        ("XSEG", augur_features::spmv::X_SEGMENT_COLS as u64),
+    ],
 };
 
 pub const COMM: Source = Source {
     name: "comm",
     text: include_str!("../../cuda/comm.cu"),
+    defines: &[
+        ("MAX_RANKS", super::comm::MAX_RANKS as u64),
+        ("MAX_BLOCKS", super::comm::MAX_BLOCKS as u64),
+    ],
 };
 
 /// Decode attention over ragged KV (issue 8), loaded by `CudaAttention`.
 pub const ATTENTION: Source = Source {
     name: "attention",
     text: include_str!("../../cuda/attention.cu"),
+    defines: &[("GMAX", super::attention::GMAX as u64)],
 };
 
 /// Every kernel source, for `augur kernels build` and the compile check.
 pub const SOURCES: &[Source] = &[SPMV_CSR, FEATURES, COMM, ATTENTION];
 
-fn options(arch: (i32, i32)) -> Vec<String> {
-    vec![
+/// NVRTC's options for `src` on `arch`: the architecture, the language, the shared constants.
+pub fn options(src: Source, arch: (i32, i32)) -> Vec<String> {
+    let mut o = vec![
         format!("--gpu-architecture=compute_{}{}", arch.0, arch.1),
         "--std=c++17".into(),
-    ]
+    ];
+    o.extend(src.defines.iter().map(|(n, v)| format!("-D{n}={v}")));
+    o
 }
 
 fn fnv1a(parts: &[&str]) -> u64 {
@@ -73,7 +96,7 @@ pub fn cache_dir() -> PathBuf {
 
 /// Where the PTX of `src` for `arch` is cached.
 pub fn cache_path(src: Source, arch: (i32, i32)) -> PathBuf {
-    let opts = options(arch);
+    let opts = options(src, arch);
     let mut parts = vec![src.text];
     parts.extend(opts.iter().map(String::as_str));
     cache_dir().join(format!(
@@ -95,7 +118,7 @@ pub fn compile(src: Source, arch: (i32, i32)) -> Result<String, KernelError> {
         });
     }
     let opts = CompileOptions {
-        options: options(arch),
+        options: options(src, arch),
         name: Some(format!("{}.cu", src.name)),
         ..Default::default()
     };
@@ -122,4 +145,38 @@ pub fn ptx(src: Source, arch: (i32, i32)) -> Result<(Ptx, bool), KernelError> {
         }
     }
     Ok((Ptx::from_src(text), false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every shared constant comes from the host: the source guards it with `#error` and never
+    /// defines it itself (a `#define` there would be a second copy that could drift).
+    #[test]
+    fn shared_constants_are_defined_by_the_host_only() {
+        for src in SOURCES {
+            for (name, _) in src.defines {
+                assert!(
+                    src.text.contains(&format!("#ifndef {name}\n#error")),
+                    "{}.cu does not stop without -D{name}",
+                    src.name
+                );
+                assert!(
+                    !src.text.contains(&format!("#define {name} ")),
+                    "{}.cu defines {name} itself",
+                    src.name
+                );
+            }
+            let o = options(*src, (9, 0));
+            assert!(src
+                .defines
+                .iter()
+                .all(|(n, v)| o.contains(&format!("-D{n}={v}"))));
+        }
+        // And the cache key changes with them: another value, another PTX file.
+        let mut other = SPMV_CSR;
+        other.defines = &[("MP_ITEMS", 32)];
+        assert_ne!(cache_path(SPMV_CSR, (9, 0)), cache_path(other, (9, 0)));
+    }
 }

@@ -39,12 +39,19 @@ pub enum GpuKernel {
     Cusparse { alg2: bool },
 }
 
-/// Merge items (rows + nonzeros) per thread of merge-path; must match MP_ITEMS in the .cu file.
-const MP_ITEMS: u64 = 16;
-/// Nonzeros per warp of nnz-split: 32 lanes x NS_STEPS in the .cu file.
-const NS_WARP_ITEMS: u64 = 32 * 8;
-/// Entries per block of the long-row chunks of the binned kernel; must match LONG_CHUNK.
-const LONG_CHUNK: usize = 4096;
+// Constants shared with spmv_csr.cu, which gets them as -D defines (module::SPMV_CSR).
+/// Merge items (rows + nonzeros) per thread of merge-path.
+pub(crate) const MP_ITEMS: u64 = 16;
+/// Steps of 32 nonzeros per warp of nnz-split.
+pub(crate) const NS_STEPS: u64 = 8;
+/// Nonzeros per warp of nnz-split.
+const NS_WARP_ITEMS: u64 = 32 * NS_STEPS;
+/// Entries per block of the long-row chunks of the binned kernel.
+pub(crate) const LONG_CHUNK: usize = 4096;
+/// Threads per block of merge_tiled (one tile per block of `BLOCK` threads), and merge items
+/// per thread.
+pub(crate) const MT_THREADS: u64 = BLOCK as u64;
+pub(crate) const MT_ITEMS: u64 = 5;
 /// Lane counts of the bins; a row of `len` entries goes to the smallest with len <= 4 x lanes.
 const BIN_LANES: [u32; 6] = [1, 2, 4, 8, 16, 32];
 
@@ -126,8 +133,8 @@ fn merge_pieces(rows: usize, nnz: usize) -> u64 {
     (rows as u64 + nnz as u64).div_ceil(MP_ITEMS)
 }
 
-/// Merge items per block of merge_tiled; must match MT_TILE in the .cu file.
-const MT_TILE: u64 = 256 * 5;
+/// Merge items per block of merge_tiled.
+const MT_TILE: u64 = MT_THREADS * MT_ITEMS;
 
 fn merge_tiles(rows: usize, nnz: usize) -> u64 {
     (rows as u64 + nnz as u64).div_ceil(MT_TILE)
