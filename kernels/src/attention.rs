@@ -57,9 +57,9 @@ impl DecodeBatch {
     pub fn random(shape: &AttentionShape, seed: u64) -> Result<DecodeBatch, KernelError> {
         shape
             .validate()
-            .map_err(|e| KernelError::Cuda(format!("attention shape: {e}")))?;
+            .map_err(|e| KernelError::Invalid(format!("attention shape: {e}")))?;
         if shape.query_len != 1 {
-            return Err(KernelError::Cuda(format!(
+            return Err(KernelError::Invalid(format!(
                 "decode attention takes one query token per sequence, not {}",
                 shape.query_len
             )));
@@ -285,6 +285,19 @@ mod tests {
 
     fn shape(spec: &str) -> AttentionShape {
         AttentionShape::parse(spec).unwrap()
+    }
+
+    /// A shape the decode kernels cannot take is the caller's mistake, not a device failure.
+    #[test]
+    fn shapes_out_of_range_are_invalid_arguments() {
+        let mut s = shape("attention:q_heads=4,kv_heads=2,head_dim=64,dtype=bf16,lens=3;5,page=16");
+        s.query_len = 2;
+        let e = DecodeBatch::random(&s, 1).unwrap_err();
+        assert!(
+            matches!(&e, KernelError::Invalid(m) if m.contains("one query token")),
+            "{e}"
+        );
+        assert!(e.to_string().starts_with("invalid argument: "), "{e}");
     }
 
     #[test]

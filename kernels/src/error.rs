@@ -16,9 +16,15 @@ pub enum KernelError {
     #[error("unknown kernel `{name}`; known: {known}")]
     UnknownKernel { name: String, known: String },
 
-    /// A CUDA driver call failed.
+    /// A CUDA driver call failed (or the device misbehaved).
     #[error("CUDA: {0}")]
     Cuda(String),
+
+    /// The caller asked for something the kernels cannot do (a shape out of range, a pattern
+    /// of another collective, a launch before its setup): a mistake to fix in the call, not a
+    /// device failure.
+    #[error("invalid argument: {0}")]
+    Invalid(String),
 
     /// NVRTC refused a kernel source.
     #[error("{source_name}: NVRTC compile failed:\n{log}")]

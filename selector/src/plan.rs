@@ -370,7 +370,7 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
                 {
                     return Err(AugurError::Invalid(format!(
                         "kernel {} needs libcusparse, which is not installed here; force another \
-                         kernel (PlanOptions::kernel, --kernel)",
+                         kernel (PlanOptions::kernel)",
                         decision.kernel
                     )));
                 }

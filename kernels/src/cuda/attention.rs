@@ -231,7 +231,7 @@ impl CudaAttention {
     /// None: [`WARPS`]. For measuring that default.
     pub fn set_warps(&mut self, w: Option<u32>) -> Result<(), KernelError> {
         if let Some(w) = w.filter(|w| !WARP_CHOICES.contains(w)) {
-            return Err(KernelError::Cuda(format!(
+            return Err(KernelError::Invalid(format!(
                 "{w} warps per block; the kernels are built for {WARP_CHOICES:?}"
             )));
         }
@@ -254,18 +254,18 @@ impl CudaAttention {
         let sh = &b.shape;
         let dtype = sh.dtype;
         if !matches!(dtype, Dtype::F16 | Dtype::Bf16) {
-            return Err(KernelError::Cuda(format!(
+            return Err(KernelError::Invalid(format!(
                 "decode attention takes f16 or bf16 inputs, not {dtype:?}"
             )));
         }
         if ![64, 128, 256].contains(&sh.head_dim) {
-            return Err(KernelError::Cuda(format!(
+            return Err(KernelError::Invalid(format!(
                 "head_dim {} (64, 128 or 256)",
                 sh.head_dim
             )));
         }
         if sh.q_heads / sh.kv_heads > GMAX {
-            return Err(KernelError::Cuda(format!(
+            return Err(KernelError::Invalid(format!(
                 "{} query heads per KV head; at most {GMAX}",
                 sh.q_heads / sh.kv_heads
             )));
@@ -274,8 +274,9 @@ impl CudaAttention {
             use rayon::prelude::*;
             v.par_iter()
                 .map(|&x| {
-                    half_bits(dtype, x)
-                        .ok_or_else(|| KernelError::Cuda(format!("{x} is not exact in {dtype:?}")))
+                    half_bits(dtype, x).ok_or_else(|| {
+                        KernelError::Invalid(format!("{x} is not exact in {dtype:?}"))
+                    })
                 })
                 .collect()
         };

@@ -111,7 +111,7 @@ impl Pattern {
 pub fn check_dtype(d: Dtype) -> Result<(), KernelError> {
     match d {
         Dtype::F32 | Dtype::Bf16 => Ok(()),
-        other => Err(KernelError::Cuda(format!(
+        other => Err(KernelError::Invalid(format!(
             "collectives run on f32 and bf16, not {other:?}"
         ))),
     }
@@ -277,7 +277,7 @@ impl CommGroup {
     pub fn new(ordinals: &[usize], opts: &GroupOptions) -> Result<Vec<RankComm>, KernelError> {
         let world = ordinals.len();
         if world == 0 || world > MAX_RANKS {
-            return Err(KernelError::Cuda(format!(
+            return Err(KernelError::Invalid(format!(
                 "a group has 1 to {MAX_RANKS} GPUs, not {world}"
             )));
         }
@@ -290,7 +290,7 @@ impl CommGroup {
                 });
             }
             if ordinals[..i].contains(&o) {
-                return Err(KernelError::Cuda(format!(
+                return Err(KernelError::Invalid(format!(
                     "GPU {o} named twice in the group"
                 )));
             }
@@ -494,7 +494,7 @@ impl RankComm {
         check_dtype(dtype)?;
         let bytes = n * dtype.bytes();
         if bytes > self.capacity() {
-            return Err(KernelError::Cuda(format!(
+            return Err(KernelError::Invalid(format!(
                 "all-reduce of {bytes} bytes: the registered buffer holds {}",
                 self.capacity()
             )));
@@ -576,7 +576,7 @@ impl RankComm {
                 unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
                 Ok(())
             }
-            other => Err(KernelError::Cuda(format!(
+            other => Err(KernelError::Invalid(format!(
                 "{} is not an all-reduce pattern",
                 other.name()
             ))),
@@ -606,7 +606,7 @@ impl RankComm {
     ) -> Result<(), KernelError> {
         check_dtype(dtype)?;
         if slot >= self.bufs.len() {
-            return Err(KernelError::Cuda(format!(
+            return Err(KernelError::Invalid(format!(
                 "registered buffer {slot} asked for; the group has {}",
                 self.bufs.len()
             )));
@@ -617,7 +617,7 @@ impl RankComm {
             || offsets.windows(2).any(|w| w[0] > w[1])
             || offsets[self.world] as usize > self.capacity()
         {
-            return Err(KernelError::Cuda(format!(
+            return Err(KernelError::Invalid(format!(
                 "all-gather pieces {offsets:?}: need {} increasing offsets within {} bytes",
                 self.world + 1,
                 self.capacity()
@@ -677,7 +677,7 @@ impl RankComm {
             }
             Pattern::Ll => {
                 if offsets.iter().any(|o| o % 4 != 0) {
-                    return Err(KernelError::Cuda(format!(
+                    return Err(KernelError::Invalid(format!(
                         "LL all-gather needs pieces at 4-byte aligned offsets, not {offsets:?}"
                     )));
                 }
@@ -704,7 +704,7 @@ impl RankComm {
                 Ok(())
             }
             Pattern::CopyEngine => self.copy_engine_gather(offsets, &peers.buf),
-            other => Err(KernelError::Cuda(format!(
+            other => Err(KernelError::Invalid(format!(
                 "{} is not an all-gather pattern",
                 other.name()
             ))),
@@ -774,7 +774,7 @@ impl RankComm {
     /// Whether a message of `bytes` per source fits the LL staging buffers.
     fn ll_fits(&self, bytes: usize) -> Result<(), KernelError> {
         if bytes as u64 > self.ll_words * 4 {
-            return Err(KernelError::Cuda(format!(
+            return Err(KernelError::Invalid(format!(
                 "LL pattern: {bytes} bytes per rank, more than the group's LL limit of {} bytes",
                 self.ll_words * 4
             )));
@@ -802,7 +802,7 @@ impl RankComm {
         self.nccl
             .as_ref()
             .map(|c| c.0)
-            .ok_or_else(|| KernelError::Cuda("this group was opened without NCCL".into()))
+            .ok_or_else(|| KernelError::Invalid("this group was opened without NCCL".into()))
     }
 
     /// Copy host bytes into this rank's buffer at `offset` (synchronous).
@@ -854,7 +854,7 @@ impl RankComm {
 
     fn range_ok(&self, offset: usize, len: usize) -> Result<(), KernelError> {
         if offset + len > self.capacity() {
-            return Err(KernelError::Cuda(format!(
+            return Err(KernelError::Invalid(format!(
                 "bytes {offset}..{} beyond the registered buffer's {}",
                 offset + len,
                 self.capacity()
@@ -1079,7 +1079,7 @@ fn run_case(
     // Checks that decide whether anything is enqueued: the same outcome on every rank.
     check_dtype(case.dtype)?;
     if !Pattern::of(case.collective).contains(&case.pattern) {
-        return Err(KernelError::Cuda(format!(
+        return Err(KernelError::Invalid(format!(
             "{} is not a pattern of {:?}",
             case.pattern.name(),
             case.collective
@@ -1087,17 +1087,19 @@ fn run_case(
     }
     let out = out.map_err(|e| KernelError::Cuda(format!("output buffer: {e}")))?;
     if case.real_bytes(world) > rc.capacity() || n == 0 {
-        return Err(KernelError::Cuda(format!(
+        return Err(KernelError::Invalid(format!(
             "{} bytes: outside 1 element .. the {}-byte buffers",
             case.bytes,
             rc.capacity()
         )));
     }
     if case.pattern == Pattern::Nccl && !rc.has_nccl() {
-        return Err(KernelError::Cuda("opened without NCCL".into()));
+        return Err(KernelError::Invalid("opened without NCCL".into()));
     }
     if case.pattern == Pattern::TwoShot && rc.tmp.is_none() {
-        return Err(KernelError::Cuda("opened without scratch buffers".into()));
+        return Err(KernelError::Invalid(
+            "opened without scratch buffers".into(),
+        ));
     }
     let offsets: Vec<u64> = (0..=world).map(|q| (q * n * eb) as u64).collect();
     let out_ptr = out.ptr();

@@ -3,7 +3,7 @@
 //!
 //! cudarc loads `libcuda` at run time (`dynamic-loading`) and panics when it is missing, so every
 //! entry point here first checks that the library is present and that the driver initialises,
-//! and returns [`KernelError::NotAvailable`] ("no CUDA device: use --backend cpu") instead. A
+//! and returns [`KernelError::NotAvailable`] ("backend `cuda` is not available: ...") instead. A
 //! machine without a GPU, driver or library therefore gets a clear error, never a panic.
 
 use std::ffi::c_int;

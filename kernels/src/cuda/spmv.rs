@@ -331,7 +331,7 @@ impl CudaSpmv {
     ) -> Result<(DeviceCsr<T>, RowSums), KernelError> {
         let s = &self.stream;
         if !Arc::ptr_eq(gatherer.stream(), s) {
-            return Err(KernelError::Cuda(
+            return Err(KernelError::Invalid(
                 "upload_gathering: the gatherer was made for another CudaSpmv (its kernels must \
                  run on this one's stream)"
                     .into(),
@@ -839,7 +839,7 @@ impl CudaSpmv {
 
 /// A launch of a [`Prepared`] whose entry points were not looked up (not made by `prepare`).
 fn unprepared() -> KernelError {
-    KernelError::Cuda("SpMV kernel launched without prepare".into())
+    KernelError::Invalid("SpMV kernel launched without prepare".into())
 }
 
 /// The GPU kernels as a [`crate::suite::SpmvBackend`]: each call uploads the matrix and x,
