@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use augur_features::attention::AttentionShape;
-use augur_kernels::attention::{max_error, reference, DecodeBatch};
+use augur_kernels::attention::{max_error, reference, DecodeBatch, ACCEPT_BOUND};
 use augur_kernels::cuda::attention::{CudaAttention, Schedule};
 use clap::{Args, Subcommand};
 
@@ -74,11 +74,13 @@ fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
             let mut d = p.upload(&b)?;
             p.run(&mut d)?;
             let (e, at) = max_error(&reference(&b), &p.output(&d)?);
-            if e <= 4e-3 {
+            if e <= ACCEPT_BOUND {
                 println!("check     passed (max |error| {e:.2e})");
             } else {
                 failed += 1;
-                println!("check     FAILED: max |error| {e:.2e} at output {at} (bound 4e-3)");
+                println!(
+                    "check     FAILED: max |error| {e:.2e} at output {at} (bound {ACCEPT_BOUND:e})"
+                );
             }
         }
     }
@@ -343,7 +345,6 @@ pub fn collect(a: CollectArgs) -> anyhow::Result<ExitCode> {
         f.write_all(&w.into_inner()?)?;
         f
     };
-    const BOUND: f64 = 4e-3;
     let start = std::time::Instant::now();
     let (mut rows, mut failed) = (0usize, 0usize);
     for (i, (spec, shape)) in shapes.iter().enumerate() {
@@ -373,9 +374,9 @@ pub fn collect(a: CollectArgs) -> anyhow::Result<ExitCode> {
                     gpu.poison(&mut d)?;
                     gpu.launch(&mut d, &mut p)?;
                     let (e, at) = max_error_rows(&want, &gpu.output(&d)?);
-                    if e.is_nan() || e > BOUND {
+                    if e.is_nan() || e > ACCEPT_BOUND {
                         anyhow::bail!(
-                            "wrong result: |error| {e:.2e} at output {at} (bound {BOUND:e})"
+                            "wrong result: |error| {e:.2e} at output {at} (bound {ACCEPT_BOUND:e})"
                         );
                     }
                     err = Some(e);
@@ -467,7 +468,6 @@ pub fn run(c: AttentionCommand) -> anyhow::Result<ExitCode> {
         schedules.push(Schedule::Balanced(1000));
     }
     let mut gpu = CudaAttention::new(a.device).map_err(super::gpu_only("decode attention"))?;
-    const BOUND: f64 = 4e-3;
     let (mut passed, mut failed) = (0usize, 0usize);
     for (i, shape) in shapes.iter().enumerate() {
         let b = DecodeBatch::random(shape, i as u64 + 1)?;
@@ -482,7 +482,7 @@ pub fn run(c: AttentionCommand) -> anyhow::Result<ExitCode> {
                     Ok(max_error(&want, &gpu.output(&d)?))
                 })();
                 match verdict {
-                    Ok((e, _)) if e <= BOUND => {
+                    Ok((e, _)) if e <= ACCEPT_BOUND => {
                         passed += 1;
                         println!(
                             "passed  {:<12} max |error| {e:.2e}  {}{wname}",
@@ -493,7 +493,7 @@ pub fn run(c: AttentionCommand) -> anyhow::Result<ExitCode> {
                     Ok((e, at)) => {
                         failed += 1;
                         println!(
-                        "FAILED  {:<12} max |error| {e:.2e} at output {at} (bound {BOUND:e})  {}{wname}",
+                        "FAILED  {:<12} max |error| {e:.2e} at output {at} (bound {ACCEPT_BOUND:e})  {}{wname}",
                         s.name(),
                         spec_of(shape)
                     );

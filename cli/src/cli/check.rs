@@ -6,9 +6,8 @@ use std::process::ExitCode;
 
 use augur_datasets::manifest::{find_shared_matrices, read_manifest};
 use augur_datasets::{Csr, MatrixSource};
-use augur_features::spmv::{finish_features, CpuGatherer, CsrPattern, SpmvFeatures, SpmvGatherer};
-use augur_kernels::cuda::gather::GpuGatherer;
-use augur_kernels::cuda::{CudaBackend, CudaSpmv};
+use augur_kernels::cuda::gather::GatherCheck;
+use augur_kernels::cuda::CudaBackend;
 use augur_kernels::suite::{self, CpuBackend, SpmvBackend, SuiteResult};
 use clap::Args;
 
@@ -36,45 +35,10 @@ pub fn run(a: CheckArgs) -> anyhow::Result<ExitCode> {
         Backend::Cpu => check(CpuBackend, &a, |_, _| Ok(None)),
         Backend::Cuda => {
             let b = CudaBackend::new(a.device)?;
-            let gatherer = GpuGatherer::new(&b.gpu)?;
-            // A plan's upload that gathers while the values copy, on a second handle of the
-            // same GPU (the backend's own is lent to the suite).
-            let up = CudaSpmv::new(a.device)?;
-            let up_gatherer = GpuGatherer::new(&up)?;
-            // The GPU feature gatherer must give exactly the CPU gatherer's values, both alone
-            // and during an upload, and that upload must deliver the matrix intact.
+            // The GPU feature gatherer against the CPU one (GatherCheck, beside the suite).
+            let gather_check = GatherCheck::new(a.device)?;
             let compare = move |name: &str, m: &Csr<f64>| -> anyhow::Result<Option<String>> {
-                let p = CsrPattern::of(m);
-                let cpu = CpuGatherer.gather(p)?.values();
-                let gpu = gatherer.gather(p)?.values();
-                let (dm, sums) = up.upload_gathering(m, &up_gatherer)?;
-                let during = finish_features(p, &sums).values();
-                let names: Vec<String> = SpmvFeatures::schema().names().map(String::from).collect();
-                let mut diff: Vec<String> = Vec::new();
-                for (what, g) in [("gpu", &gpu), ("gpu during upload", &during)] {
-                    diff.extend(
-                        cpu.iter()
-                            .zip(g)
-                            .zip(&names)
-                            .filter(|((c, g), _)| c.to_bits() != g.to_bits())
-                            .map(|((c, g), n)| format!("{n}: cpu {c} {what} {g}")),
-                    );
-                }
-                let (ptr, idx, val) = dm.download(&up)?;
-                let same_ptr = ptr[..] == m.indptr().raw_storage()[..];
-                let same_idx = idx[..] == m.indices()[..];
-                let same_val = val
-                    .iter()
-                    .map(|v| v.to_bits())
-                    .eq(m.data().iter().map(|v| v.to_bits()));
-                if !(same_ptr && same_idx && same_val) {
-                    diff.push(format!(
-                        "upload with gathering: row pointers {}, indices {}, values {}",
-                        if same_ptr { "intact" } else { "DIFFER" },
-                        if same_idx { "intact" } else { "DIFFER" },
-                        if same_val { "intact" } else { "DIFFER" },
-                    ));
-                }
+                let diff = gather_check.compare(m)?;
                 Ok((!diff.is_empty()).then(|| format!("{name}: {}", diff.join(", "))))
             };
             check(b, &a, compare)

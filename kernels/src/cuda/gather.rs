@@ -369,3 +369,62 @@ impl SpmvGatherer for GpuGatherer {
         Ok(finish_features(m, &sums))
     }
 }
+
+/// The GPU gatherer against the CPU one, beside the correctness suite (`augur check --backend
+/// cuda` runs it on every matrix): the features must be the same bit for bit, gathered alone and
+/// gathered during an upload ([`super::CudaSpmv::upload_gathering`]), and that upload must
+/// deliver the matrix intact.
+pub struct GatherCheck {
+    gpu: super::CudaSpmv,
+    gatherer: GpuGatherer,
+}
+
+impl GatherCheck {
+    /// On GPU `ordinal`, with its own handle (a suite may hold another).
+    pub fn new(ordinal: usize) -> Result<GatherCheck, KernelError> {
+        let gpu = super::CudaSpmv::new(ordinal)?;
+        let gatherer = GpuGatherer::new(&gpu)?;
+        Ok(GatherCheck { gpu, gatherer })
+    }
+
+    /// What differs on `m` (empty: nothing), one line per feature or array.
+    pub fn compare(&self, m: &augur_datasets::Csr<f64>) -> Result<Vec<String>, KernelError> {
+        use augur_features::spmv::CpuGatherer;
+        let p = CsrPattern::of(m);
+        let probe = |e: FeatureError| KernelError::Cuda(e.to_string());
+        let cpu = CpuGatherer.gather(p).map_err(probe)?.values();
+        let alone = self.gatherer.gather(p).map_err(probe)?.values();
+        let (dm, sums) = self.gpu.upload_gathering(m, &self.gatherer)?;
+        let during = finish_features(p, &sums).values();
+        let schema = SpmvFeatures::schema();
+        let mut diff = Vec::new();
+        for (what, g) in [("gpu", &alone), ("gpu during upload", &during)] {
+            diff.extend(
+                cpu.iter()
+                    .zip(g)
+                    .zip(schema.names())
+                    .filter(|((c, g), _)| c.to_bits() != g.to_bits())
+                    .map(|((c, g), n)| format!("{n}: cpu {c} {what} {g}")),
+            );
+        }
+        let (ptr, idx, val) = dm.download(&self.gpu)?;
+        let intact = [
+            ("row pointers", ptr[..] == m.indptr().raw_storage()[..]),
+            ("indices", idx[..] == m.indices()[..]),
+            (
+                "values",
+                val.iter()
+                    .map(|v| v.to_bits())
+                    .eq(m.data().iter().map(|v| v.to_bits())),
+            ),
+        ];
+        if intact.iter().any(|(_, ok)| !ok) {
+            let parts: Vec<String> = intact
+                .iter()
+                .map(|(w, ok)| format!("{w} {}", if *ok { "intact" } else { "DIFFER" }))
+                .collect();
+            diff.push(format!("upload with gathering: {}", parts.join(", ")));
+        }
+        Ok(diff)
+    }
+}
