@@ -1,0 +1,147 @@
+//! The comm model file: one tree per collective.
+
+use super::*;
+
+/// Format name and version of comm model files.
+pub const COMM_FORMAT: &str = "augur-comm-model";
+pub const COMM_FORMAT_VERSION: u32 = 1;
+
+/// The tree of one collective.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CollectiveTree {
+    /// `all-reduce` or `all-gather`.
+    pub collective: String,
+    /// Pattern names; classes are indices into this list.
+    pub patterns: Vec<String>,
+    /// Input names (message features, schema order).
+    pub inputs: Vec<String>,
+    /// Schema index of each input.
+    pub features: Vec<usize>,
+    pub tree: Tree,
+    /// Depth chosen by cross-validation over message sizes.
+    pub max_depth: usize,
+    /// Geomean of oracle / selected over the cross-validation folds.
+    pub cv_oracle_ratio: f64,
+}
+
+/// What a comm model was trained on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommTraining {
+    /// SHA-256 over the training messages (shape, pattern, seconds).
+    pub digest: String,
+    pub messages: usize,
+    /// Which sizes were kept out of training (`between`: sizes that are not a power of two).
+    pub holdout: String,
+    pub world_sizes: Vec<usize>,
+    pub dtypes: Vec<String>,
+    pub folds: usize,
+    /// Messages left out because they lack a pattern their size peers have
+    /// ([`complete_messages`]).
+    #[serde(default)]
+    pub incomplete: usize,
+}
+
+/// A trained communication-pattern selector: one tree per collective over the message features.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommModel {
+    pub format: String,
+    pub format_version: u32,
+    pub task: String,
+    pub schema: FeatureSchema,
+    pub device: String,
+    pub augur_version: String,
+    pub trees: Vec<CollectiveTree>,
+    pub training: CommTraining,
+}
+
+impl CollectiveTree {
+    /// This tree as the exporters walk it.
+    pub(super) fn class_tree<'a>(&'a self, model: &'a CommModel) -> crate::export::ClassTree<'a> {
+        crate::export::ClassTree {
+            tree: &self.tree,
+            inputs: &self.inputs,
+            classes: &self.patterns,
+            schema: &model.schema,
+            noun: "messages",
+        }
+    }
+}
+
+impl CommModel {
+    /// The tree for a collective.
+    pub fn tree_for(&self, c: Collective) -> Option<&CollectiveTree> {
+        self.trees
+            .iter()
+            .find(|t| t.collective == collective_name(c))
+    }
+
+    /// The pattern for a message (None: the model has no tree for its collective).
+    pub fn choose(&self, shape: &MessageShape) -> Option<&str> {
+        let t = self.tree_for(shape.collective)?;
+        let f = shape.features().ok()?;
+        let v = f.values();
+        let x: Vec<f64> = t.features.iter().map(|&i| clean(v[i])).collect();
+        Some(&t.patterns[t.tree.predict(&x)])
+    }
+
+    /// The leaf path of a message: (input name, value, threshold, went left) per split.
+    pub fn path(&self, shape: &MessageShape) -> Vec<(String, f64, f64, bool)> {
+        let (Some(t), Ok(f)) = (self.tree_for(shape.collective), shape.features()) else {
+            return Vec::new();
+        };
+        let v = f.values();
+        let x: Vec<f64> = t.features.iter().map(|&i| clean(v[i])).collect();
+        t.tree.named_path(&x, &t.inputs)
+    }
+
+    pub fn from_json(text: &str, origin: &str) -> Result<CommModel, ModelError> {
+        crate::parse_json(text, origin, "comm model", CommModel::validate)
+    }
+
+    pub fn read(path: &Path) -> Result<CommModel, ModelError> {
+        CommModel::from_json(&read_text(path)?, &path.display().to_string())
+    }
+
+    /// Write as pretty JSON through a temporary file and a rename.
+    pub fn write(&self, path: &Path) -> Result<(), ModelError> {
+        write_atomic(path, &self.to_json())
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a model always serializes")
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        crate::check_header(
+            (&self.format, self.format_version),
+            (COMM_FORMAT, COMM_FORMAT_VERSION),
+            &self.schema,
+            &MessageFeatures::schema(),
+        )?;
+        if self.trees.is_empty() {
+            return Err("no trees".into());
+        }
+        let n = self.schema.features.len();
+        for t in &self.trees {
+            if Collective::parse(&t.collective).is_none() {
+                return Err(format!("unknown collective `{}`", t.collective));
+            }
+            if t.patterns.is_empty() || t.inputs.len() != t.features.len() {
+                return Err(format!(
+                    "{}: no patterns, or inputs unlike features",
+                    t.collective
+                ));
+            }
+            if let Some(f) = t.features.iter().find(|&&f| f >= n) {
+                return Err(format!(
+                    "{}: feature index {f} beyond the schema",
+                    t.collective
+                ));
+            }
+            t.tree
+                .validate(t.features.len(), t.patterns.len())
+                .map_err(|e| format!("{}: {e}", t.collective))?;
+        }
+        Ok(())
+    }
+}
