@@ -5,12 +5,65 @@
 
 use std::path::Path;
 
-use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use crate::attention::{AttentionModel, ATTENTION_FORMAT};
 use crate::comm::{CommModel, COMM_FORMAT};
 use crate::model::{Model, FORMAT};
 use crate::ModelError;
+
+/// What the three domains' model files share: pretty JSON with the common header, validated when
+/// read (errors name the file and what was expected), written through a temporary file and a
+/// rename (an existing file is replaced only by a complete one).
+pub trait ModelFile: Serialize + DeserializeOwned {
+    /// What the file is called in errors (`model`, `comm model`, `attention model`).
+    const WHAT: &'static str;
+
+    /// Structure and header checks: a damaged file, another format or version, or another
+    /// feature schema is refused with what differs.
+    fn check(&self) -> Result<(), String>;
+
+    /// Parse and validate from JSON text; `origin` names it in errors.
+    fn from_json(text: &str, origin: &str) -> Result<Self, ModelError> {
+        crate::parse_json(text, origin, Self::WHAT, Self::check)
+    }
+
+    /// Read and validate a model file.
+    fn read(path: &Path) -> Result<Self, ModelError> {
+        Self::from_json(&crate::read_text(path)?, &path.display().to_string())
+    }
+
+    /// Write as pretty JSON through a temporary file and a rename.
+    fn write(&self, path: &Path) -> Result<(), ModelError> {
+        crate::write_atomic(path, &self.to_json())
+    }
+
+    fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a model always serializes")
+    }
+}
+
+impl ModelFile for Model {
+    const WHAT: &'static str = "model";
+    fn check(&self) -> Result<(), String> {
+        self.validate()
+    }
+}
+
+impl ModelFile for CommModel {
+    const WHAT: &'static str = "comm model";
+    fn check(&self) -> Result<(), String> {
+        self.validate()
+    }
+}
+
+impl ModelFile for AttentionModel {
+    const WHAT: &'static str = "attention model";
+    fn check(&self) -> Result<(), String> {
+        self.validate()
+    }
+}
 
 /// A model of one of augur's domains, told apart by the file's `format` field.
 #[derive(Debug, Clone)]

@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use crate::model::{IterationMode, Model, Selector, Tier};
 use crate::tree::{Node, Tree};
+use crate::ModelFile;
 
 /// A number with the unit of the input it is compared with, for people: counts with k/M/G,
 /// fractions as percentages.

@@ -2,14 +2,11 @@
 //! sampled; known and exact), the policy that decides per input which tier pays for its cost, and
 //! what they were trained on.
 
-use std::path::Path;
-
 use augur_features::spmv::SpmvFeatures;
 use augur_features::{FeatureKind, FeatureSchema};
 use serde::{Deserialize, Serialize};
 
 use crate::tree::{clean, Tree};
-use crate::ModelError;
 
 /// Format name and version of model files.
 pub const FORMAT: &str = "augur-model";
@@ -337,26 +334,6 @@ impl Model {
     /// Kernel name of a choice.
     pub fn kernel_name(&self, c: Choice) -> &str {
         &self.kernels[c.kernel]
-    }
-
-    /// Parse and validate a model from JSON text; `origin` names it in errors.
-    pub fn from_json(text: &str, origin: &str) -> Result<Model, ModelError> {
-        crate::parse_json(text, origin, "model", Model::validate)
-    }
-
-    /// Read and validate a model file.
-    pub fn read(path: &Path) -> Result<Model, ModelError> {
-        Model::from_json(&crate::read_text(path)?, &path.display().to_string())
-    }
-
-    /// Write as pretty JSON through a temporary file and a rename (an existing file is replaced
-    /// only by a complete one).
-    pub fn write(&self, path: &Path) -> Result<(), ModelError> {
-        crate::write_atomic(path, &self.to_json())
-    }
-
-    pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("a model always serializes")
     }
 
     /// Structure and schema checks: a model for another schema or a damaged file is refused.

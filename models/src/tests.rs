@@ -10,6 +10,7 @@ use crate::runs::{self, KernelRun, MatrixInfo, MatrixRuns, Runs, Timing};
 use crate::train::{GatherCost, TrainParams};
 use crate::tree::{Node, Tree};
 use crate::ModelError;
+use crate::ModelFile;
 
 fn temp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("augur-models-{}-{name}", std::process::id()));

@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 
 use augur_models::attention::AttentionModel;
 use augur_models::comm::CommModel;
-use augur_models::{Model, ModelError};
+use augur_models::{Model, ModelError, ModelFile};
 
 /// The communication-pattern model's JSON (H200 groups of 2 and 4 GPUs, NVLink).
 pub const COMM_MODEL: &str = include_str!("../../models/trained/comm-h200.json");

@@ -9,7 +9,7 @@ use augur_features::spmv::SpmvFeatures;
 use augur_features::FeatureKind;
 use augur_models::model::{IterationMode, Tier, MAX_INPUTS};
 use augur_models::tree::{Node, Tree};
-use augur_models::Model;
+use augur_models::{Model, ModelFile};
 use serde::Serialize;
 
 use crate::AugurError;

@@ -11,6 +11,7 @@ use augur_kernels::suite::edge_cases;
 use augur_kernels::KernelError;
 use augur_models::model::Tier;
 use augur_models::tree::clean;
+use augur_models::ModelFile;
 
 use crate::multi::partition_rows;
 use crate::{

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use augur_features::attention::AttentionShape;
 use augur_kernels::attention::{max_error, reference, DecodeBatch, ACCEPT_BOUND};
 use augur_kernels::cuda::attention::{CudaAttention, Schedule};
+use augur_models::ModelFile;
 use clap::{Args, Subcommand};
 
 #[derive(Subcommand, Debug)]

@@ -11,6 +11,7 @@ use augur_features::message::{Collective, LinkProbe, MessageShape};
 use augur_kernels::cuda::comm::{self, Case, CommGroup, GroupOptions, Pattern, SweepPlan};
 use augur_kernels::cuda::DriverLinkProbe;
 use augur_models::comm::{self as runs, CommRun};
+use augur_models::ModelFile;
 use clap::Args;
 
 #[derive(Args, Debug)]

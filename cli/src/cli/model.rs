@@ -8,6 +8,7 @@ use anyhow::{bail, Context};
 use augur_models::eval::{self, RowSelect};
 use augur_models::model::{Criterion, IterationMode};
 use augur_models::train::GatherCost;
+use augur_models::ModelFile;
 use augur_models::{attention, comm};
 use augur_models::{export, AnyModel, Runs, TrainParams};
 use clap::{Args, ValueEnum};

@@ -14,6 +14,7 @@ use augur_datasets::{Csr, MatrixSource};
 use augur_kernels::check::{self, CheckReport};
 use augur_kernels::cuda::{self, GpuKernel, GpuScalar, TimingPlan};
 use augur_kernels::{median, spmv_bytes};
+use augur_models::ModelFile;
 use clap::{Args, ValueEnum};
 use cudarc::nccl::NcclType;
 use serde::Serialize;

@@ -92,23 +92,6 @@ impl AttentionModel {
             .validate(self.features.len(), self.schedules.len())
     }
 
-    pub fn from_json(text: &str, origin: &str) -> Result<AttentionModel, ModelError> {
-        crate::parse_json(text, origin, "attention model", AttentionModel::validate)
-    }
-
-    pub fn read(path: &Path) -> Result<AttentionModel, ModelError> {
-        AttentionModel::from_json(&read_text(path)?, &path.display().to_string())
-    }
-
-    /// Write as pretty JSON through a temporary file and a rename.
-    pub fn write(&self, path: &Path) -> Result<(), ModelError> {
-        write_atomic(path, &self.to_json())
-    }
-
-    pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("a model always serializes")
-    }
-
     pub(super) fn class_tree(&self) -> crate::export::ClassTree<'_> {
         crate::export::ClassTree {
             tree: &self.tree,

@@ -1,4 +1,5 @@
 use super::*;
+use crate::ModelFile;
 
 fn run(spec: &str, schedule: &str, t: Option<f64>) -> AttentionRun {
     AttentionRun {

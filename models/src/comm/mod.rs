@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::runs::{bad, open_csv};
 use crate::train::{cv_depth, fit_costs, CostSample};
 use crate::tree::{clean, Tree};
-use crate::{read_text, write_atomic, ModelError};
+use crate::ModelError;
 
 mod eval;
 mod export;

@@ -94,23 +94,6 @@ impl CommModel {
         t.tree.named_path(&x, &t.inputs)
     }
 
-    pub fn from_json(text: &str, origin: &str) -> Result<CommModel, ModelError> {
-        crate::parse_json(text, origin, "comm model", CommModel::validate)
-    }
-
-    pub fn read(path: &Path) -> Result<CommModel, ModelError> {
-        CommModel::from_json(&read_text(path)?, &path.display().to_string())
-    }
-
-    /// Write as pretty JSON through a temporary file and a rename.
-    pub fn write(&self, path: &Path) -> Result<(), ModelError> {
-        write_atomic(path, &self.to_json())
-    }
-
-    pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).expect("a model always serializes")
-    }
-
     pub fn validate(&self) -> Result<(), String> {
         crate::check_header(
             (&self.format, self.format_version),

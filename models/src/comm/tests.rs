@@ -1,4 +1,5 @@
 use super::*;
+use crate::ModelFile;
 
 /// Synthetic runs: pattern `fast-small` wins below 64 KiB, `fast-large` above, `nccl` never
 /// (by 20%), on 2 and 4 GPUs, f32 and bf16; `drop` leaves one pattern out of one message.
