@@ -9,18 +9,23 @@
 //!   request) and extraction temporaries. A file reaches `suitesparse/` only by a rename after
 //!   verification, so an interrupted run never leaves a half-written matrix there.
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
-use md5::{Digest, Md5};
-
 use crate::catalog::CatalogEntry;
-use crate::manifest::{read_manifest, ManifestEntry};
-use crate::mtx::{self, Symmetry};
+use crate::manifest::ManifestEntry;
 use crate::DatasetError;
+
+// What only the downloader (the `download` feature) uses.
+#[cfg(feature = "download")]
+use {
+    crate::manifest::read_manifest,
+    crate::mtx::{self, Symmetry},
+    md5::{Digest, Md5},
+    std::io::{Read, Write},
+    std::sync::atomic::{AtomicUsize, Ordering},
+    std::sync::Mutex,
+};
 
 /// How to fetch.
 #[derive(Debug, Clone)]
@@ -93,6 +98,7 @@ pub fn matrix_path(dir: &Path, name: &str, gzip: bool) -> PathBuf {
         .join(format!("{name}.mtx{}", if gzip { ".gz" } else { "" }))
 }
 
+#[cfg(feature = "download")]
 enum Failure {
     /// Worth another attempt.
     Transient(String),
@@ -127,6 +133,7 @@ pub fn expansion_cap(e: &CatalogEntry) -> u64 {
         .saturating_add(MIN_EXPANSION_CAP)
 }
 
+#[cfg(feature = "download")]
 /// Fetch every entry (in parallel, `opts.jobs` at a time); one outcome per entry, in order. The
 /// manifest of `opts.dir` is updated after each verified matrix.
 pub fn fetch(
@@ -179,11 +186,13 @@ pub fn fetch(
         .collect())
 }
 
+#[cfg(feature = "download")]
 /// Lower-case hex of a digest, as the manifest records md5s.
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+#[cfg(feature = "download")]
 fn md5_file(path: &Path) -> std::io::Result<String> {
     let f = std::fs::File::open(path)?;
     let mut r: Box<dyn Read> = if path.extension().is_some_and(|x| x == "gz") {
@@ -203,6 +212,7 @@ fn md5_file(path: &Path) -> std::io::Result<String> {
     Ok(hex(&h.finalize()))
 }
 
+#[cfg(feature = "download")]
 fn one(
     e: &CatalogEntry,
     opts: &FetchOptions,
@@ -282,6 +292,7 @@ fn one(
     }
 }
 
+#[cfg(feature = "download")]
 /// One download attempt into `part`, resuming from its length with a range request. Returns the
 /// archive's size.
 fn download(
@@ -406,6 +417,7 @@ fn download(
     Ok(got)
 }
 
+#[cfg(feature = "download")]
 /// A reader that fails once more than `cap` bytes were read through it: an archive that expands
 /// past its cap (a decompression bomb) stops there, with an error that says so.
 struct Capped<R> {
@@ -414,6 +426,7 @@ struct Capped<R> {
     cap: u64,
 }
 
+#[cfg(feature = "download")]
 impl<R: Read> Read for Capped<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
@@ -429,6 +442,7 @@ impl<R: Read> Read for Capped<R> {
     }
 }
 
+#[cfg(feature = "download")]
 /// Extract the main `.mtx` of the archive, verify it against the catalog, move it in place.
 fn finish(
     e: &CatalogEntry,
@@ -588,6 +602,7 @@ pub fn write_manifest(path: &Path, entries: &[ManifestEntry]) -> Result<(), Data
     std::fs::rename(&tmp, path).map_err(|e| err(e.to_string()))
 }
 
+#[cfg(feature = "download")]
 /// Download the collection's index to `path` (through a temporary file and a rename), checking
 /// that it parses. Returns the number of matrices.
 pub fn fetch_index(base_url: &str, path: &Path, timeout: Duration) -> Result<usize, DatasetError> {
@@ -636,4 +651,51 @@ pub fn cached_index_path() -> PathBuf {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("augur")))
         .unwrap_or_else(|| PathBuf::from(".augur-cache"));
     base.join("ssstats.csv")
+}
+
+/// Without the `download` feature: no HTTP client is built in.
+#[cfg(not(feature = "download"))]
+fn not_built() -> DatasetError {
+    DatasetError::Fetch {
+        name: "suitesparse".into(),
+        msg: "augur-datasets was built without its `download` feature (the HTTP client): \
+              enable it (the augur library's default, always in the augur CLI) to fetch matrices"
+            .into(),
+    }
+}
+
+/// Without the `download` feature: an error saying so.
+#[cfg(not(feature = "download"))]
+pub fn fetch(
+    _entries: &[&CatalogEntry],
+    _opts: &FetchOptions,
+    _progress: &dyn FetchProgress,
+) -> Result<Vec<Outcome>, DatasetError> {
+    Err(not_built())
+}
+
+/// Without the `download` feature: an error saying so.
+#[cfg(not(feature = "download"))]
+pub fn fetch_index(
+    _base_url: &str,
+    _path: &Path,
+    _timeout: Duration,
+) -> Result<usize, DatasetError> {
+    Err(not_built())
+}
+
+#[cfg(all(test, not(feature = "download")))]
+mod tests {
+    /// Built without the HTTP client, the downloader says so instead of failing obscurely.
+    #[test]
+    fn without_the_download_feature_fetching_is_a_clear_error() {
+        let e = super::fetch_index(
+            "https://example.invalid",
+            std::path::Path::new("/nonexistent/index.csv"),
+            std::time::Duration::from_secs(1),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("`download` feature"), "{e}");
+    }
 }
