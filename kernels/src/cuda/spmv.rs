@@ -146,10 +146,21 @@ pub struct Prepared<T> {
     /// Seconds of setup on the device (merge-path's partition, cuSPARSE's buffer and
     /// preprocessing; 0 for the others).
     pub setup_s: f64,
-    merge: Option<MergeBuffers<T>>,
-    cusparse: Option<super::cusparse::CusparseSpmv>,
-    bins: Option<BinBuffers>,
+    setup: Setup<T>,
     funcs: Funcs,
+}
+
+/// What a prepared kernel keeps from its setup: one state per kind of kernel.
+enum Setup<T> {
+    /// Nothing (scalar, vector, block, nnz-split; the balanced and binned kernels on a matrix
+    /// with no rows).
+    Plain,
+    /// Merge-path and merge-tiled: the partition and the carries.
+    Merge(MergeBuffers<T>),
+    /// cuSPARSE's descriptors, buffer and preprocessing.
+    Cusparse(super::cusparse::CusparseSpmv),
+    /// The binned kernel's row lists.
+    Binned(BinBuffers),
 }
 
 /// The entry points a prepared kernel launches, looked up once at setup: a launch then does no
@@ -432,20 +443,24 @@ impl CudaSpmv {
         let t = Instant::now();
         let sfx = T::SUFFIX;
         let mut f = Funcs::default();
-        if let Some(b) = &p.bins {
-            if b.long.is_some() {
-                f.zero_rows = Some(self.function_named(&format!("zero_rows_{sfx}"))?);
-                f.chunks = Some(self.function_named(&format!("spmv_chunks_{sfx}"))?);
+        match &p.setup {
+            Setup::Binned(b) => {
+                if b.long.is_some() {
+                    f.zero_rows = Some(self.function_named(&format!("zero_rows_{sfx}"))?);
+                    f.chunks = Some(self.function_named(&format!("spmv_chunks_{sfx}"))?);
+                }
+                for (lanes, _, _) in &b.bins {
+                    f.rows
+                        .push(self.function_named(&format!("spmv_rows{lanes}_{sfx}"))?);
+                }
             }
-            for (lanes, _, _) in &b.bins {
-                f.rows
-                    .push(self.function_named(&format!("spmv_rows{lanes}_{sfx}"))?);
-            }
-        } else if p.cusparse.is_none() && k != GpuKernel::Binned {
-            // (The binned kernel has no single entry point: with no rows it has no bins and
-            // launches nothing.)
-            f.main = Some(self.function(k, sfx)?);
-            if p.merge.is_some() {
+            Setup::Cusparse(_) => {}
+            // The binned kernel has no single entry point: with no rows it has no bins and
+            // launches nothing.
+            Setup::Plain if k == GpuKernel::Binned => {}
+            Setup::Plain => f.main = Some(self.function(k, sfx)?),
+            Setup::Merge(_) => {
+                f.main = Some(self.function(k, sfx)?);
                 f.fixup = Some(self.function_named(&format!("merge_path_fixup_{sfx}"))?);
             }
         }
@@ -471,9 +486,7 @@ impl CudaSpmv {
             return Ok(Prepared {
                 kernel: k,
                 setup_s: t.elapsed().as_secs_f64(),
-                merge: None,
-                cusparse: Some(c),
-                bins: None,
+                setup: Setup::Cusparse(c),
                 funcs: Funcs::default(),
             });
         }
@@ -483,9 +496,7 @@ impl CudaSpmv {
             return Ok(Prepared {
                 kernel: k,
                 setup_s: t.elapsed().as_secs_f64(),
-                merge: None,
-                cusparse: None,
-                bins: Some(bins),
+                setup: Setup::Binned(bins),
                 funcs: Funcs::default(),
             });
         }
@@ -494,9 +505,7 @@ impl CudaSpmv {
             return Ok(Prepared {
                 kernel: k,
                 setup_s: 0.0,
-                merge: None,
-                cusparse: None,
-                bins: None,
+                setup: Setup::Plain,
                 funcs: Funcs::default(),
             });
         }
@@ -536,14 +545,12 @@ impl CudaSpmv {
         Ok(Prepared {
             kernel: k,
             setup_s: t.elapsed().as_secs_f64(),
-            merge: Some(MergeBuffers {
+            setup: Setup::Merge(MergeBuffers {
                 pieces,
                 start_row,
                 carry_row,
                 carry_val,
             }),
-            cusparse: None,
-            bins: None,
             funcs: Funcs::default(),
         })
     }
@@ -674,12 +681,12 @@ impl CudaSpmv {
             return Ok(());
         }
         let k = p.kernel;
-        if let Some(c) = p.cusparse.as_ref() {
-            return c.run(self.cusparse_handle()?, &self.stream, x, y);
-        }
-        if let Some(b) = p.bins.as_ref() {
-            return self.launch_binned::<T>(b, &p.funcs, a, x, y);
-        }
+        let mut merge = match &mut p.setup {
+            Setup::Cusparse(c) => return c.run(self.cusparse_handle()?, &self.stream, x, y),
+            Setup::Binned(b) => return self.launch_binned::<T>(b, &p.funcs, a, x, y),
+            Setup::Merge(m) => Some(m),
+            Setup::Plain => None,
+        };
         let f = p.funcs.main.as_ref().ok_or_else(unprepared)?;
         let (rows, nnz) = (a.rows as i32, a.nnz as i32);
         let s = &self.stream;
@@ -696,7 +703,7 @@ impl CudaSpmv {
             .arg(&a.val)
             .arg(x)
             .arg(&mut *y);
-        match (k, p.merge.as_mut()) {
+        match (k, merge.as_deref_mut()) {
             (GpuKernel::NnzSplit, _) => {
                 b.arg(&nnz);
             }
@@ -718,7 +725,7 @@ impl CudaSpmv {
         // val, x, y, then nnz / pieces and the merge buffers for the balanced kernels), and the
         // buffers hold rows+1, nnz, nnz, cols, rows, pieces+1 and pieces elements.
         unsafe { b.launch(k.config(a.rows, a.nnz)) }.map_err(drv("cuLaunchKernel"))?;
-        if let Some(m) = p.merge.as_ref() {
+        if let Some(m) = merge {
             let fix = p.funcs.fixup.as_ref().ok_or_else(unprepared)?;
             let mut b = s.launch_builder(fix);
             b.arg(&rows)
