@@ -258,6 +258,17 @@ pub(crate) fn open_csv(
     expected: &[String],
     describe: impl Fn(usize, &str, &str) -> String,
 ) -> Result<csv::Reader<std::fs::File>, ModelError> {
+    open_csv_one_of(path, &[expected], describe).map(|(rdr, _)| rdr)
+}
+
+/// [`open_csv`] for a file whose header may be any of `accepted` (the current one first, then
+/// older ones still read); returns the reader and which header it has. A header that is none
+/// of them is described against the first.
+pub(crate) fn open_csv_one_of(
+    path: &Path,
+    accepted: &[&[String]],
+    describe: impl Fn(usize, &str, &str) -> String,
+) -> Result<(csv::Reader<std::fs::File>, usize), ModelError> {
     let mut rdr = csv::ReaderBuilder::new()
         .flexible(false)
         .from_path(path)
@@ -271,23 +282,24 @@ pub(crate) fn open_csv(
         .iter()
         .map(String::from)
         .collect();
-    if h != expected {
-        let first = h
-            .iter()
-            .zip(expected)
-            .position(|(a, b)| a != b)
-            .unwrap_or(h.len().min(expected.len()));
-        return Err(bad(
-            path,
-            1,
-            describe(
-                first + 1,
-                h.get(first).map_or("<end>", |s| s.as_str()),
-                expected.get(first).map_or("<end>", |s| s.as_str()),
-            ),
-        ));
+    if let Some(i) = accepted.iter().position(|a| h[..] == a[..]) {
+        return Ok((rdr, i));
     }
-    Ok(rdr)
+    let expected = accepted[0];
+    let first = h
+        .iter()
+        .zip(expected)
+        .position(|(a, b)| a != b)
+        .unwrap_or(h.len().min(expected.len()));
+    Err(bad(
+        path,
+        1,
+        describe(
+            first + 1,
+            h.get(first).map_or("<end>", |s| s.as_str()),
+            expected.get(first).map_or("<end>", |s| s.as_str()),
+        ),
+    ))
 }
 
 impl Runs {
@@ -300,16 +312,8 @@ impl Runs {
         let before_upload = header_before_upload();
         for path in paths {
             // Runs collected before the upload was timed lack its two columns: still read.
-            let old = csv::Reader::from_path(path)
-                .ok()
-                .and_then(|mut r| r.headers().ok().map(|h| h.iter().eq(before_upload.iter())))
-                .unwrap_or(false);
-            let (expected, head) = if old {
-                (&before_upload, HEAD_COLUMNS_BEFORE_UPLOAD)
-            } else {
-                (&current, HEAD_COLUMNS.len())
-            };
-            let mut rdr = open_csv(path, expected, |col, found, want| {
+            let accepted: [&[String]; 2] = [&current, &before_upload];
+            let (mut rdr, which) = open_csv_one_of(path, &accepted, |col, found, want| {
                 if want == "timing" && found == "reps" {
                     return "runs format 1 (one per-launch figure with the host's launch latency \
                             inside, before issue 17): re-collect with this augur's `augur collect`"
@@ -321,6 +325,12 @@ impl Runs {
                     SpmvFeatures::schema().version,
                 )
             })?;
+            let expected = accepted[which];
+            let head = if which == 0 {
+                HEAD_COLUMNS.len()
+            } else {
+                HEAD_COLUMNS_BEFORE_UPLOAD
+            };
             let nf = SpmvFeatures::schema().features.len();
             for rec in rdr.records() {
                 let rec = rec.map_err(|e| {

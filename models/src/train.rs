@@ -38,13 +38,6 @@ pub enum GatherCost {
 }
 
 impl GatherCost {
-    pub fn name(self) -> &'static str {
-        match self {
-            GatherCost::Upload => "upload",
-            GatherCost::Device => "device",
-        }
-    }
-
     /// Seconds the gathered tier costs on this matrix.
     pub fn of(self, info: &crate::runs::MatrixInfo) -> f64 {
         match self {

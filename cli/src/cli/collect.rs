@@ -559,6 +559,20 @@ fn median_wall<R>(n: usize, mut f: impl FnMut() -> R) -> f64 {
     )
 }
 
+/// Seconds of `f` and a synchronisation of `stream` after it; what `f` returns (e.g. a device
+/// copy) is dropped after the clock stops.
+fn timed_synced<R>(
+    stream: &cudarc::driver::CudaStream,
+    f: impl FnOnce() -> anyhow::Result<R>,
+) -> anyhow::Result<f64> {
+    let t = Instant::now();
+    let r = f()?;
+    stream.synchronize()?;
+    let s = t.elapsed().as_secs_f64();
+    drop(r);
+    Ok(s)
+}
+
 struct Meta {
     family: String,
     source: String,
@@ -628,24 +642,10 @@ fn one_matrix<T: GpuScalar>(
         Measurer::Cuda(g) => {
             let (gpu, kernels, gatherer) = &mut **g;
             // The upload a plan makes (copy and synchronise), alone and with the gathered tier
-            // computed during it as a plan that gathers makes it (medians of three, alternated,
-            // after one of each to warm up).
-            let upload = || -> anyhow::Result<f64> {
-                let t = Instant::now();
-                let d = gpu.upload(&m)?;
-                gpu.stream().synchronize()?;
-                let s = t.elapsed().as_secs_f64();
-                drop(d);
-                Ok(s)
-            };
-            let beside = || -> anyhow::Result<f64> {
-                let t = Instant::now();
-                let d = gpu.upload_gathering(&m, gatherer)?;
-                gpu.stream().synchronize()?;
-                let s = t.elapsed().as_secs_f64();
-                drop(d);
-                Ok(s)
-            };
+            // computed during it as a plan that gathers makes it (alternated pairs after one
+            // of each to warm up; the device copy is freed after the clock stops).
+            let upload = || timed_synced(gpu.stream(), || Ok(gpu.upload(&m)?));
+            let beside = || timed_synced(gpu.stream(), || Ok(gpu.upload_gathering(&m, gatherer)?));
             upload()?;
             beside()?;
             // Pairs, alternated: the extra is the median of the pairs' differences (the upload

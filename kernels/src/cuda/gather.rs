@@ -33,12 +33,17 @@ struct Bufs {
     bins: CudaSlice<u32>,
     longs: CudaSlice<u64>,
     first_piece: CudaSlice<u64>,
-    /// Page-locked copy of the results, for a gather whose copy back is enqueued behind its
-    /// kernels while the host does something else ([`GpuGatherer::sums_during`]).
-    out: Option<PinnedHostSlice<u64>>,
-    /// Recorded after the copy into `out` (with the context's event tracking off, the pinned
-    /// slice's own event is never recorded, so reading it would not wait).
-    copied: Option<CudaEvent>,
+    /// For a gather whose copy back is enqueued behind its kernels while the host does
+    /// something else ([`GpuGatherer::sums_during`]); made on first use.
+    readback: Option<Readback>,
+}
+
+/// Page-locked copy of the results, and the event recorded after the copy into it (with the
+/// context's event tracking off, the pinned slice's own event is never recorded, so reading it
+/// would not wait).
+struct Readback {
+    out: PinnedHostSlice<u64>,
+    copied: CudaEvent,
 }
 
 /// A pattern on the device: rows, entries, row pointers and column indices.
@@ -153,8 +158,7 @@ impl GpuGatherer {
             bins: s.alloc_zeros::<u32>(BINS).map_err(drv("cuMemAlloc"))?,
             longs: s.alloc_zeros::<u64>(need).map_err(drv("cuMemAlloc"))?,
             first_piece: s.alloc_zeros::<u64>(need).map_err(drv("cuMemAlloc"))?,
-            out: None,
-            copied: None,
+            readback: None,
         };
         let mut l = s.launch_builder(self.function("feat_init")?);
         l.arg(&mut b.acc).arg(&mut b.bins);
@@ -222,11 +226,10 @@ impl GpuGatherer {
         let enqueued = self.enqueue_with_copy(&mut guard, Pat::new(rows, nnz, ptr, idx));
         let r = during();
         let sums = enqueued.and_then(|()| {
-            let b = guard.as_ref().expect("allocated by enqueue_with_copy");
-            let (out, copied) = (b.out.as_ref(), b.copied.as_ref());
-            let (out, copied) = out.zip(copied).expect("made by enqueue_with_copy");
-            copied.synchronize().map_err(drv("cuEventSynchronize"))?;
-            let a = out.as_slice().map_err(drv("cuEventSynchronize"))?;
+            let rb = guard.as_ref().and_then(|b| b.readback.as_ref());
+            let rb = rb.expect("made by enqueue_with_copy");
+            rb.copied.synchronize().map_err(drv("cuEventSynchronize"))?;
+            let a = rb.out.as_slice().map_err(drv("cuEventSynchronize"))?;
             Ok(decode(&a[..OUT_N]))
         });
         if sums.is_err() {
@@ -239,27 +242,20 @@ impl GpuGatherer {
     fn enqueue_with_copy(&self, bufs: &mut Option<Bufs>, pat: Pat<'_>) -> Result<(), KernelError> {
         self.launch(bufs, pat)?;
         let b = bufs.as_mut().expect("allocated by launch");
-        if b.out.is_none() {
-            // SAFETY: the slice is only read after the copy below has filled it (as_slice
-            // waits for the copy's event). Not write-combined: the host reads it.
-            let out = unsafe {
-                self.stream
-                    .context()
-                    .alloc_pinned_with_flags::<u64>(OUT_N, 0)
-            }
-            .map_err(drv("cuMemHostAlloc"))?;
-            b.out = Some(out);
+        if b.readback.is_none() {
+            let ctx = self.stream.context();
+            // SAFETY: the slice is only read after the copy below has filled it (sums_during
+            // waits for `copied` first). Not write-combined: the host reads it.
+            let out = unsafe { ctx.alloc_pinned_with_flags::<u64>(OUT_N, 0) }
+                .map_err(drv("cuMemHostAlloc"))?;
+            let copied = ctx.new_event(None).map_err(drv("cuEventCreate"))?;
+            b.readback = Some(Readback { out, copied });
         }
-        if b.copied.is_none() {
-            let e = self.stream.context().new_event(None);
-            b.copied = Some(e.map_err(drv("cuEventCreate"))?);
-        }
-        let out = b.out.as_mut().expect("allocated above");
+        let rb = b.readback.as_mut().expect("made above");
         self.stream
-            .memcpy_dtoh(&b.acc.slice(0..OUT_N), out)
+            .memcpy_dtoh(&b.acc.slice(0..OUT_N), &mut rb.out)
             .map_err(drv("device to host copy"))?;
-        let copied = b.copied.as_ref().expect("made above");
-        copied.record(&self.stream).map_err(drv("cuEventRecord"))
+        rb.copied.record(&self.stream).map_err(drv("cuEventRecord"))
     }
 
     /// Enqueue the two kernels (buffers allocated on first use).
