@@ -993,3 +993,19 @@ pub(crate) fn check_cost_params(
     }
     Ok(())
 }
+
+/// The one device that runs of a training set come from, or an error listing them: a model is
+/// trained per `per` (GPU, machine).
+pub(crate) fn one_device<'a>(
+    devices: impl Iterator<Item = &'a str>,
+    per: &str,
+) -> Result<(), ModelError> {
+    let devices: std::collections::BTreeSet<&str> = devices.collect();
+    if devices.len() > 1 {
+        return Err(ModelError::Train(format!(
+            "runs from several devices ({}): train one model per {per}",
+            devices.into_iter().collect::<Vec<_>>().join(", ")
+        )));
+    }
+    Ok(())
+}

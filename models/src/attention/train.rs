@@ -78,14 +78,7 @@ impl CheckedAttentionTrainParams {
         if cases.is_empty() {
             return Err(ModelError::Train("no attention runs".into()));
         }
-        let devices: std::collections::BTreeSet<&str> =
-            cases.iter().map(|c| c.device.as_str()).collect();
-        if devices.len() > 1 {
-            return Err(ModelError::Train(format!(
-                "runs from several devices ({}): train one model per GPU",
-                devices.into_iter().collect::<Vec<_>>().join(", ")
-            )));
-        }
+        crate::train::one_device(cases.iter().map(|c| c.device.as_str()), "GPU")?;
         let mut schedules: Vec<String> = Vec::new();
         for c in &cases {
             for (s, _) in &c.runs {

@@ -63,14 +63,7 @@ impl CheckedCommTrainParams {
         if msgs.is_empty() {
             return Err(ModelError::Train("no comm runs".into()));
         }
-        let devices: std::collections::BTreeSet<&str> =
-            msgs.iter().map(|m| m.device.as_str()).collect();
-        if devices.len() > 1 {
-            return Err(ModelError::Train(format!(
-                "runs from several devices ({}): train one model per machine",
-                devices.into_iter().collect::<Vec<_>>().join(", ")
-            )));
-        }
+        crate::train::one_device(msgs.iter().map(|m| m.device.as_str()), "machine")?;
         let schema = MessageFeatures::schema();
         // Every message feature but the collective flags (one tree per collective) and the
         // fused-GEMM ones (no fused messages are measured).
