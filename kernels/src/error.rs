@@ -30,6 +30,10 @@ pub enum KernelError {
     #[error("{source_name}: NVRTC compile failed:\n{log}")]
     Compile { source_name: String, log: String },
 
+    /// The backend runs here but has no such capability (a CPU has no device gatherer...).
+    #[error("{what} is not supported on the {backend} backend")]
+    Unsupported { backend: String, what: String },
+
     /// The backend cannot run here (no device, no driver, not built).
     #[error("backend `{backend}` is not available: {why}")]
     NotAvailable { backend: String, why: String },

@@ -7,14 +7,18 @@
 //!   step (its partition) apart from the per-call product.
 //! - [`cuda`]: the CUDA backend (driver probe, devices, GPU link probe so far); on a machine
 //!   without CUDA every call is a clear "not available" error.
-//! - [`suite`]: the [`suite::SpmvBackend`] trait and the one correctness suite every backend
-//!   runs.
+//! - [`device`]: the one SpMV device interface ([`device::SpmvDevice`], implemented by the CPU
+//!   and CUDA backends) and [`device::Device`], which picks one at run time behind opaque
+//!   matrix, vector and kernel types.
+//! - [`suite`]: the one correctness suite every backend runs (every [`device::SpmvDevice`] is a
+//!   [`suite::SpmvBackend`]).
 //! - [`check`]: poisoning, test vectors, and the per-row error bound a kernel must meet.
 
 pub mod attention;
 pub mod check;
 pub mod cpu;
 pub mod cuda;
+pub mod device;
 pub mod error;
 pub mod reference;
 pub mod suite;

@@ -7,11 +7,11 @@ use augur_datasets::generate::Generator;
 use augur_datasets::Csr;
 
 use crate::check::{self, CheckReport};
-use crate::cpu::CpuKernel;
 use crate::cuda::GpuScalar;
 use crate::KernelError;
 
-/// A backend that computes `y = A x` with named kernels, from host data to host data.
+/// A backend that computes `y = A x` with named kernels, from host data to host data. Every
+/// [`crate::device::SpmvDevice`] is one (`CpuDevice`, `CudaSpmv`, the run-time `Device`).
 pub trait SpmvBackend {
     /// `cpu`, or `cuda` with the device name.
     fn name(&self) -> String;
@@ -24,30 +24,6 @@ pub trait SpmvBackend {
         x: &[T],
         y: &mut [T],
     ) -> Result<(), KernelError>;
-}
-
-/// The rayon CPU kernels as a backend.
-#[derive(Debug, Default)]
-pub struct CpuBackend;
-
-impl SpmvBackend for CpuBackend {
-    fn name(&self) -> String {
-        format!("cpu ({} threads)", rayon::current_num_threads())
-    }
-
-    fn kernel_names(&self) -> Vec<&'static str> {
-        CpuKernel::ALL.iter().map(|k| k.name()).collect()
-    }
-
-    fn spmv<T: GpuScalar>(
-        &mut self,
-        kernel: &str,
-        a: &Csr<T>,
-        x: &[T],
-        y: &mut [T],
-    ) -> Result<(), KernelError> {
-        CpuKernel::from_name(kernel)?.prepare(a).run(x, y)
-    }
 }
 
 /// The outcome of one kernel on one matrix in one precision.

@@ -44,7 +44,7 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use cudarc::nccl::{result as nccl, sys as nccl_sys, NcclType};
 use serde::Serialize;
 
-use crate::plan::{check_size, cuda_err};
+use crate::plan::check_size;
 use crate::{AugurError, Backend, Decision, PlanOptions, SetupCost, SpmvPlan};
 
 /// One shard as planned on its GPU.
@@ -789,8 +789,8 @@ fn worker<T: GpuScalar + NcclType>(
             // SAFETY: out-pointer to a communicator; every rank calls with the same id and
             // world size (on its own thread, its GPU's context current from Backend::cuda).
             let r = unsafe {
-                if let Backend::Cuda(g) = &backend {
-                    let _ = g.spmv.context().bind_to_thread();
+                if let Some(g) = backend.as_device().as_cuda() {
+                    let _ = g.context().bind_to_thread();
                 }
                 nccl::comm_init_rank(&mut c, ctx.world as i32, id, rank as i32)
             };
@@ -904,10 +904,10 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
             .iter()
             .map(|p| SpmvPlan::new(p, backend, ctx.opts.clone()))
             .collect::<Result<Vec<_>, _>>()?;
-        let g = backend
-            .gpu()
+        let s = backend
+            .as_device()
+            .as_cuda()
             .ok_or_else(|| AugurError::Invalid("MultiGpuSpmv runs on GPUs".into()))?;
-        let s = &g.spmv;
         let compute = s.stream().clone();
         let comm_stream = compute.fork().map_err(cuda_err)?;
         let mut rc = ctx.rc.take();
@@ -982,7 +982,7 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
         if maxc == 0 {
             return Ok(());
         }
-        let (_, y) = self.plans[c].device_vectors().expect("a CUDA plan");
+        let y = cuda_y(&mut self.plans[c]);
         let ty = T::as_nccl_type();
         let raw = cs.cu_stream() as nccl_sys::cudaStream_t;
         let size = std::mem::size_of::<T>() as u64;
@@ -1073,7 +1073,7 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
             .expect("an augur mode with a RankComm");
         let rows = self.layout.pieces[0][self.rank].clone();
         if !rows.is_empty() {
-            let (_, y) = self.plans[0].device_vectors().expect("a CUDA plan");
+            let y = cuda_y(&mut self.plans[0]);
             self.compute
                 .memcpy_dtod(&*y, &mut full.slice_mut(rows))
                 .map_err(cuda_err)?;
@@ -1110,7 +1110,7 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
     /// communication stream after its product, overlapping chunk c + 1's product.
     fn products(&mut self, gather: bool) -> Result<(), AugurError> {
         for c in 0..self.plans.len() {
-            self.plans[c].launch_from(&self.x)?;
+            self.plans[c].launch_from_cuda(&self.x)?;
             if gather && self.comm.is_some() {
                 self.comm_stream.join(&self.compute).map_err(cuda_err)?;
                 self.gather_chunk(c)?;
@@ -1148,8 +1148,7 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
             match self.full.as_mut() {
                 Some(full) => std::mem::swap(&mut self.x, full),
                 None => {
-                    let (_, y) = self.plans[0].device_vectors().expect("a CUDA plan");
-                    std::mem::swap(&mut *self.x, y)
+                    std::mem::swap(&mut *self.x, cuda_y(&mut self.plans[0]))
                 }
             }
         }
@@ -1160,7 +1159,7 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
     fn y(&mut self) -> &CudaSlice<T> {
         match self.full.as_ref() {
             Some(f) => f,
-            None => self.plans[0].device_vectors().expect("a CUDA plan").1,
+            None => cuda_y(&mut self.plans[0]),
         }
     }
 
@@ -1205,26 +1204,30 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
                 Ok(Reply::Vector(v))
             }
             Cmd::Profile { warmup, reps } => {
-                let gpu = self.plans[0].gpu().expect("a CUDA plan").clone();
+                let gpu = self.plans[0]
+                    .device()
+                    .as_cuda()
+                    .expect("a CUDA plan")
+                    .clone();
                 let tp = TimingPlan {
                     warmup,
                     iterations: reps.max(1),
                 };
                 let k = |e: AugurError| KernelError::Cuda(e.to_string());
                 let kernel_s = median(
-                    gpu.spmv
+                    gpu
                         .time_events(tp, None, || self.products(false).map_err(k))?,
                 );
                 let gather_s = if self.exchanges() {
                     median(
-                        gpu.spmv
+                        gpu
                             .time_events(tp, None, || self.gathers().map_err(k))?,
                     )
                 } else {
                     0.0
                 };
                 let step_s = median(
-                    gpu.spmv
+                    gpu
                         .time_events(tp, None, || self.step(false).map_err(k))?,
                 );
                 Ok(Reply::Profile(ShardProfile {
@@ -1236,4 +1239,13 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
             }
         }
     }
+}
+
+/// The device y of a shard's plan (made on its GPU by `Shard::new`).
+fn cuda_y<'p, T: GpuScalar>(plan: &'p mut SpmvPlan<'_, T>) -> &'p mut CudaSlice<T> {
+    plan.vectors().1.as_cuda_mut().expect("a CUDA plan")
+}
+
+fn cuda_err(e: cudarc::driver::DriverError) -> AugurError {
+    AugurError::Kernel(KernelError::Cuda(e.to_string()))
 }

@@ -16,95 +16,61 @@
 //! }
 //! ```
 
-use std::cell::OnceCell;
 use std::collections::HashMap;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
 use augur_datasets::Csr;
 use augur_features::spmv::{self as fs, CsrPattern, SpmvFeatures};
-use augur_kernels::cpu::{CpuKernel, PreparedSpmv};
-use augur_kernels::cuda::gather::GpuGatherer;
-use augur_kernels::cuda::{self, CudaSpmv, DeviceCsr, GpuKernel, GpuScalar, Prepared};
-use augur_kernels::KernelError;
+use augur_kernels::cuda::GpuScalar;
+use augur_kernels::device::{Device, DeviceKernel, DeviceMatrix, DeviceVec, SpmvDevice};
 use augur_models::model::Tier;
-use cudarc::driver::CudaSlice;
 use serde::Serialize;
 
 use crate::{AugurError, Decision, Selector};
 
-/// One GPU opened for SpMV, with its feature gatherer loaded on first use.
-pub struct Gpu {
-    pub spmv: CudaSpmv,
-    gatherer: OnceCell<GpuGatherer>,
-}
-
-impl Gpu {
-    fn gatherer(&self) -> Result<&GpuGatherer, KernelError> {
-        if let Some(g) = self.gatherer.get() {
-            return Ok(g);
-        }
-        let g = GpuGatherer::new(&self.spmv)?;
-        // One-time costs of gathering during an upload, here rather than in the first plan's.
-        self.spmv.warm_upload_gathering(&g)?;
-        Ok(self.gatherer.get_or_init(|| g))
-    }
-}
-
-/// Where plans run: the rayon CPU kernels, or one GPU. Cheap to clone (the GPU is shared).
-#[derive(Clone)]
-pub enum Backend {
-    Cpu,
-    Cuda(Rc<Gpu>),
-}
+/// Where plans run: the rayon CPU kernels or one GPU, through augur-kernels' one device seam
+/// ([`Device`]). Cheap to clone (a GPU is shared, with its loaded kernels and gatherer).
+#[derive(Clone, Debug)]
+pub struct Backend(Device);
 
 impl Backend {
     /// The rayon CPU kernels on the current rayon pool.
     pub fn cpu() -> Backend {
-        Backend::Cpu
+        Backend(Device::cpu())
     }
 
     /// GPU `ordinal` (its SpMV kernels compiled by NVRTC or read from the on-disk cache). On a
     /// machine without CUDA this is a clear "not available" error.
     pub fn cuda(ordinal: usize) -> Result<Backend, AugurError> {
-        Ok(Backend::Cuda(Rc::new(Gpu {
-            spmv: CudaSpmv::new(ordinal)?,
-            gatherer: OnceCell::new(),
-        })))
+        Ok(Backend(Device::cuda(ordinal)?))
     }
 
     /// GPU 0 when CUDA and a GPU are present, else the CPU.
     pub fn auto() -> Backend {
-        if cuda::available().is_ok() {
-            if let Ok(b) = Backend::cuda(0) {
-                return b;
-            }
-        }
-        Backend::Cpu
+        Backend(Device::auto())
     }
 
     /// `cpu` or `cuda`, as models name backends.
     pub fn kind(&self) -> &'static str {
-        match self {
-            Backend::Cpu => "cpu",
-            Backend::Cuda(_) => "cuda",
-        }
+        self.0.kind().name()
     }
 
     /// The GPU's name, or `cpu (N threads)`.
     pub fn device(&self) -> String {
-        match self {
-            Backend::Cpu => format!("cpu ({} threads)", rayon::current_num_threads()),
-            Backend::Cuda(g) => g.spmv.device.name.clone(),
-        }
+        SpmvDevice::name(&self.0)
     }
 
-    pub fn gpu(&self) -> Option<&Rc<Gpu>> {
-        match self {
-            Backend::Cpu => None,
-            Backend::Cuda(g) => Some(g),
-        }
+    /// The device under this backend: to make vectors for [`SpmvPlan::launch_from`], read
+    /// them, synchronise, time.
+    pub fn as_device(&self) -> &Device {
+        &self.0
+    }
+}
+
+impl From<Device> for Backend {
+    fn from(d: Device) -> Backend {
+        Backend(d)
     }
 }
 
@@ -164,8 +130,10 @@ pub struct SetupCost {
     /// during an upload uses): 0 when they were already loaded.
     pub modules_s: f64,
     pub select_s: f64,
-    /// Copying the matrix to the device (0 on the CPU). A GPU plan that gathers runs the gather
-    /// during this copy (on the pattern while the values copy), so its time is in here.
+    /// Making the matrix available to the kernels: copying it to the device. A GPU plan that
+    /// gathers runs the gather during this copy (on the pattern while the values copy), so its
+    /// time is in here; on the CPU there is no copy, and this is the gather of a plan that
+    /// gathers (0 otherwise).
     pub upload_s: f64,
     /// The kernel's own setup (partition, binning, cuSPARSE buffer and preprocessing).
     pub kernel_setup_s: f64,
@@ -214,20 +182,6 @@ impl MatrixKey {
     }
 }
 
-/// The CUDA side of a plan: the matrix and two vectors on the device, the kernel set up.
-struct CudaExec<T: GpuScalar> {
-    gpu: Rc<Gpu>,
-    a: DeviceCsr<T>,
-    x: CudaSlice<T>,
-    y: CudaSlice<T>,
-    prepared: Prepared<T>,
-}
-
-enum Exec<'a, T: GpuScalar> {
-    Cpu(PreparedSpmv<'a, T>),
-    Cuda(Box<CudaExec<T>>),
-}
-
 /// SpMV `y = A x` for one matrix: features extracted, kernel selected, matrix uploaded and the
 /// kernel set up once; [`SpmvPlan::run`] as often as needed.
 pub struct SpmvPlan<'a, T: GpuScalar> {
@@ -235,7 +189,12 @@ pub struct SpmvPlan<'a, T: GpuScalar> {
     decision: Decision,
     features: SpmvFeatures,
     setup: SetupCost,
-    exec: Exec<'a, T>,
+    device: Device,
+    m: DeviceMatrix<'a, T>,
+    /// The plan's own vectors (host vectors on the CPU).
+    x: DeviceVec<T>,
+    y: DeviceVec<T>,
+    kernel: DeviceKernel<T>,
 }
 
 /// Refuse what 32-bit kernels cannot index. (A [`Csr`] cannot be built that large through sprs'
@@ -312,40 +271,26 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
         let gather = tier == Tier::Gathered;
         setup.features_s = t.elapsed().as_secs_f64();
 
-        // Upload first on a GPU: the device gatherer reads the uploaded pattern.
-        let device = match backend {
-            Backend::Cpu => {
-                if gather {
-                    let t = Instant::now();
-                    features = fs::CpuGatherer.exact(pattern);
-                    setup.features_s += t.elapsed().as_secs_f64();
-                }
-                None
-            }
-            Backend::Cuda(g) => {
-                let da = if gather {
-                    let t = Instant::now();
-                    let gatherer = g.gatherer()?;
-                    setup.modules_s = t.elapsed().as_secs_f64();
-                    // The gather runs on the pattern while the values copy: its cost is
-                    // inside `upload_s`, and only what does not fit under the copy is extra.
-                    let t = Instant::now();
-                    let (da, sums) = g.spmv.upload_gathering(a, gatherer)?;
-                    g.spmv.stream().synchronize().map_err(cuda_err)?;
-                    setup.upload_s = t.elapsed().as_secs_f64();
-                    let t = Instant::now();
-                    features = fs::exact_features(pattern, &sums);
-                    setup.features_s += t.elapsed().as_secs_f64();
-                    da
-                } else {
-                    let t = Instant::now();
-                    let da = g.spmv.upload(a)?;
-                    g.spmv.stream().synchronize().map_err(cuda_err)?;
-                    setup.upload_s = t.elapsed().as_secs_f64();
-                    da
-                };
-                Some((g.clone(), da))
-            }
+        // Upload first: a GPU's gatherer reads the uploaded pattern (during the upload).
+        let device = backend.as_device();
+        let m = if gather {
+            let t = Instant::now();
+            device.prepare_gather()?;
+            setup.modules_s = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            let (m, sums) = device.upload_gathering(a)?;
+            device.synchronize()?;
+            setup.upload_s = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            features = fs::exact_features(pattern, &sums);
+            setup.features_s += t.elapsed().as_secs_f64();
+            m
+        } else {
+            let t = Instant::now();
+            let m = device.upload(a)?;
+            device.synchronize()?;
+            setup.upload_s = t.elapsed().as_secs_f64();
+            m
         };
 
         let t = Instant::now();
@@ -358,36 +303,10 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
         setup.select_s = t.elapsed().as_secs_f64();
 
         let t = Instant::now();
-        let exec = match device {
-            None => {
-                let kernel = CpuKernel::from_name(&decision.kernel)?;
-                Exec::Cpu(kernel.prepare(a))
-            }
-            Some((gpu, da)) => {
-                let kernel = GpuKernel::from_name(&decision.kernel)?;
-                if matches!(kernel, GpuKernel::Cusparse { .. })
-                    && !augur_kernels::cuda::cusparse::available()
-                {
-                    return Err(AugurError::Invalid(format!(
-                        "kernel {} needs libcusparse, which is not installed here; force another \
-                         kernel (PlanOptions::kernel)",
-                        decision.kernel
-                    )));
-                }
-                let s = &gpu.spmv;
-                let x = s.htod(&vec![T::zero(); a.cols()])?;
-                let mut y = s.htod(&vec![T::zero(); a.rows()])?;
-                let prepared = s.prepare(kernel, &da, &x, &mut y)?;
-                s.stream().synchronize().map_err(cuda_err)?;
-                Exec::Cuda(Box::new(CudaExec {
-                    gpu,
-                    a: da,
-                    x,
-                    y,
-                    prepared,
-                }))
-            }
-        };
+        let x = device.zeros(a.cols())?;
+        let mut y = device.zeros(a.rows())?;
+        let kernel = device.prepare(&decision.kernel, &m, &x, &mut y)?;
+        device.synchronize()?;
         setup.kernel_setup_s = t.elapsed().as_secs_f64();
         setup.total_s = t0.elapsed().as_secs_f64();
         Ok(SpmvPlan {
@@ -395,7 +314,11 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
             decision,
             features,
             setup,
-            exec,
+            device: device.clone(),
+            m,
+            x,
+            y,
+            kernel,
         })
     }
 
@@ -417,76 +340,81 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
         self.a
     }
 
-    /// `y = A x` with host vectors (on a GPU: x copied in, y copied out, synchronised).
+    /// `y = A x` with host vectors (on a GPU: x copied in, y copied out, synchronised; on the
+    /// CPU straight from x into y).
     pub fn run(&mut self, x: &[T], y: &mut [T]) -> Result<(), AugurError> {
         augur_kernels::error::check_dims(self.a.rows(), self.a.cols(), x.len(), y.len())?;
-        match &mut self.exec {
-            Exec::Cpu(p) => p.run(x, y)?,
-            Exec::Cuda(c) => {
-                let s = c.gpu.spmv.stream();
-                if !x.is_empty() {
-                    s.memcpy_htod(x, &mut c.x).map_err(cuda_err)?;
-                }
-                c.gpu.spmv.launch(&mut c.prepared, &c.a, &c.x, &mut c.y)?;
-                if !y.is_empty() {
-                    s.memcpy_dtoh(&c.y, y).map_err(cuda_err)?;
-                }
-                s.synchronize().map_err(cuda_err)?;
-            }
-        }
-        Ok(())
+        let vectors = (&mut self.x, &mut self.y);
+        Ok(self
+            .device
+            .run_host(&mut self.kernel, &self.m, vectors, x, y)?)
     }
 
-    /// GPU plans: the plan's own device vectors `(x, y)`, to fill x or read y without a host
-    /// round trip per product (e.g. y becomes the next x). `None` on the CPU.
-    pub fn device_vectors(&mut self) -> Option<(&mut CudaSlice<T>, &mut CudaSlice<T>)> {
-        match &mut self.exec {
-            Exec::Cpu(_) => None,
-            Exec::Cuda(c) => Some((&mut c.x, &mut c.y)),
-        }
+    /// The plan's own vectors `(x, y)` on its device (host vectors on the CPU), to fill x or
+    /// read y without a host round trip per product (e.g. y becomes the next x:
+    /// [`SpmvPlan::swap_xy`]); read and write them through [`SpmvPlan::device`].
+    pub fn vectors(&mut self) -> (&mut DeviceVec<T>, &mut DeviceVec<T>) {
+        (&mut self.x, &mut self.y)
     }
 
-    /// The CUDA side of a GPU plan; on the CPU, an error saying that `what` needs a GPU plan.
-    fn cuda(&mut self, what: &str) -> Result<&mut CudaExec<T>, AugurError> {
-        match &mut self.exec {
-            Exec::Cpu(_) => Err(AugurError::Invalid(format!(
-                "SpmvPlan::{what} runs on device vectors; a CPU plan has none: use run"
-            ))),
-            Exec::Cuda(c) => Ok(c),
-        }
+    /// Copy `x` into the plan's x (enqueued on a GPU).
+    pub fn write_x(&mut self, x: &[T]) -> Result<(), AugurError> {
+        Ok(self.device.write(x, &mut self.x)?)
     }
 
-    /// GPU plans: enqueue `y = A x` on the plan's device vectors, without synchronising.
+    /// Copy the plan's y into `y` (ready when this returns).
+    pub fn read_y(&self, y: &mut [T]) -> Result<(), AugurError> {
+        Ok(self.device.read(&self.y, y)?)
+    }
+
+    /// Exchange the plan's x and y (square matrices: the last product becomes the next x).
+    pub fn swap_xy(&mut self) -> Result<(), AugurError> {
+        Ok(self.x.swap(&mut self.y)?)
+    }
+
+    /// Enqueue `y = A x` on the plan's own vectors, without synchronising (the CPU computes it
+    /// at once).
     pub fn launch(&mut self) -> Result<(), AugurError> {
-        let c = self.cuda("launch")?;
-        Ok(c.gpu.spmv.launch(&mut c.prepared, &c.a, &c.x, &mut c.y)?)
+        Ok(self
+            .device
+            .launch(&mut self.kernel, &self.m, &self.x, &mut self.y)?)
     }
 
-    /// GPU plans: enqueue `y = A x` from another device x (length checked) into the plan's y.
-    pub fn launch_from(&mut self, x: &CudaSlice<T>) -> Result<(), AugurError> {
-        let c = self.cuda("launch_from")?;
-        Ok(c.gpu.spmv.launch(&mut c.prepared, &c.a, x, &mut c.y)?)
+    /// Enqueue `y = A x` from another vector x of the plan's device (length checked) into the
+    /// plan's y.
+    pub fn launch_from(&mut self, x: &DeviceVec<T>) -> Result<(), AugurError> {
+        Ok(self
+            .device
+            .launch(&mut self.kernel, &self.m, x, &mut self.y)?)
     }
 
-    /// The GPU a plan runs on.
-    pub fn gpu(&self) -> Option<&Rc<Gpu>> {
-        match &self.exec {
-            Exec::Cpu(_) => None,
-            Exec::Cuda(c) => Some(&c.gpu),
-        }
+    /// [`SpmvPlan::launch_from`] with a CUDA buffer of the plan's GPU (MultiGpuSpmv's shared x).
+    pub(crate) fn launch_from_cuda(
+        &mut self,
+        x: &cudarc::driver::CudaSlice<T>,
+    ) -> Result<(), AugurError> {
+        let (Some(gpu), Some(m), Some(k), Some(y)) = (
+            self.device.as_cuda(),
+            self.m.as_cuda(),
+            self.kernel.as_cuda_mut(),
+            self.y.as_cuda_mut(),
+        ) else {
+            return Err(AugurError::Invalid(
+                "a CUDA vector given to a plan of another backend".into(),
+            ));
+        };
+        Ok(gpu.launch(k, m, x, y)?)
     }
 
-    /// Wait for everything enqueued on the plan's GPU (no-op on the CPU).
+    /// The device a plan runs on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Wait for everything enqueued on the plan's device.
     pub fn synchronize(&self) -> Result<(), AugurError> {
-        if let Exec::Cuda(c) = &self.exec {
-            c.gpu.spmv.stream().synchronize().map_err(cuda_err)?;
-        }
-        Ok(())
+        Ok(self.device.synchronize()?)
     }
-}
-
-pub(crate) fn cuda_err(e: cudarc::driver::DriverError) -> AugurError {
-    AugurError::Kernel(KernelError::Cuda(e.to_string()))
 }
 
 /// Plans cached by matrix identity ([`MatrixKey`]): the first call with a matrix makes its

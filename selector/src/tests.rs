@@ -225,8 +225,20 @@ fn wrong_vector_lengths_are_errors() {
     let e = plan.run(&[1.0; 20], &mut [0.0; 20]).unwrap_err();
     assert!(e.to_string().contains("y has length 20"), "{e}");
     assert!(plan.run(&[1.0; 20], &mut [0.0; 50]).is_ok());
-    let e = plan.launch().unwrap_err();
-    assert!(e.to_string().contains("use run"), "{e}");
+    // The device-vector API works on the CPU too (host vectors, computed at once).
+    let x: Vec<f32> = (0..20).map(|i| i as f32 - 7.5).collect();
+    plan.write_x(&x).unwrap();
+    plan.launch().unwrap();
+    let mut y = vec![f32::NAN; 50];
+    plan.read_y(&mut y).unwrap();
+    let mut want = vec![0.0f32; 50];
+    plan.run(&x, &mut want).unwrap();
+    assert_eq!(y, want);
+    assert!(plan.write_x(&[1.0; 19]).is_err());
+    assert!(plan.read_y(&mut [0.0; 51]).is_err());
+    // y becomes the next x only where the lengths agree.
+    let e = plan.swap_xy().unwrap_err();
+    assert!(e.to_string().contains("length 20") && e.to_string().contains("length 50"), "{e}");
 }
 
 #[test]

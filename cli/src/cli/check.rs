@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use augur_datasets::manifest::{find_shared_matrices, read_manifest};
 use augur_datasets::{Csr, MatrixSource};
 use augur_kernels::cuda::gather::GatherCheck;
-use augur_kernels::cuda::CudaBackend;
-use augur_kernels::suite::{self, CpuBackend, SpmvBackend, SuiteResult};
+use augur_kernels::device::Device;
+use augur_kernels::suite::{self, SpmvBackend, SuiteResult};
 use clap::Args;
 
 use super::parse_sources;
@@ -32,9 +32,9 @@ pub struct CheckArgs {
 
 pub fn run(a: CheckArgs) -> anyhow::Result<ExitCode> {
     match a.backend {
-        Backend::Cpu => check(CpuBackend, &a, |_, _| Ok(None)),
+        Backend::Cpu => check(Device::cpu(), &a, |_, _| Ok(None)),
         Backend::Cuda => {
-            let b = CudaBackend::new(a.device)?;
+            let b = Device::cuda(a.device)?;
             // The GPU feature gatherer against the CPU one (GatherCheck, beside the suite).
             let gather_check = GatherCheck::new(a.device)?;
             let compare = move |name: &str, m: &Csr<f64>| -> anyhow::Result<Option<String>> {

@@ -12,7 +12,8 @@ use augur::{
 };
 use augur_datasets::{Csr, MatrixSource};
 use augur_kernels::check::{self, CheckReport};
-use augur_kernels::cuda::{self, GpuKernel, GpuScalar, TimingPlan};
+use augur_kernels::cuda::{self, GpuScalar, TimingPlan};
+use augur_kernels::device::{BackendKind, SpmvDevice};
 use augur_kernels::{median, spmv_bytes};
 use augur_models::ModelFile;
 use clap::{Args, ValueEnum};
@@ -300,28 +301,12 @@ fn run_typed<T: GpuScalar + NcclType>(a: &RunArgs, src: &MatrixSource) -> anyhow
             plan.run(&x0, &mut y)?;
             report.check = Some(vec![check::check(&m, &x0, &y)]);
         }
-        match plan.device_vectors() {
-            Some((dx, _)) => {
-                let gpu = backend.gpu().expect("cuda").clone();
-                if !x0.is_empty() {
-                    gpu.spmv
-                        .stream()
-                        .memcpy_htod(&x0, dx)
-                        .map_err(|e| anyhow::anyhow!("copy x: {e}"))?;
-                }
-                let sync = || -> anyhow::Result<()> {
-                    gpu.spmv
-                        .stream()
-                        .synchronize()
-                        .map_err(|e| anyhow::anyhow!("synchronize: {e}"))
-                };
-                report.per_iteration_s = per_call(warmup, iters, || Ok(plan.launch()?), sync)?;
-            }
-            None => {
-                report.per_iteration_s =
-                    per_call(warmup, iters, || Ok(plan.run(&x0, &mut y)?), || Ok(()))?;
-            }
-        }
+        // Back to back on the plan's own vectors (the CPU computes each at once; a GPU
+        // enqueues, and the clock stops after a synchronisation).
+        plan.write_x(&x0)?;
+        let dev = backend.as_device().clone();
+        let sync = || Ok(dev.synchronize()?);
+        report.per_iteration_s = per_call(warmup, iters, || Ok(plan.launch()?), sync)?;
     }
     let bytes = spmv_bytes(m.rows(), m.cols(), m.nnz(), std::mem::size_of::<T>());
     report.gb_per_s = bytes as f64 / report.per_iteration_s / 1e9;
@@ -595,7 +580,7 @@ pub fn dispatch(a: DispatchArgs) -> anyhow::Result<ExitCode> {
     for src in &srcs {
         let (m, _) = src.load::<f32>()?;
         let x = check::test_vector::<f32>(m.cols(), 1);
-        let mut y = vec![0.0f32; m.rows()];
+        let y = vec![0.0f32; m.rows()];
         let mut d = Dispatcher::<f32>::new(backend.clone(), PlanOptions::default());
         let kernel = d.plan(&m)?.decision().kernel.clone();
         // Host cost of finding the cached plan.
@@ -607,62 +592,39 @@ pub fn dispatch(a: DispatchArgs) -> anyhow::Result<ExitCode> {
         let lookup_ns = t.elapsed().as_secs_f64() / n as f64 * 1e9;
         let (mut bare, mut disp) = (Vec::new(), Vec::new());
         let mut kernel_us = None;
-        match backend.gpu() {
-            None => {
-                let k = augur_kernels::cpu::CpuKernel::from_name(&kernel)?;
-                let p = k.prepare(&m);
-                for _ in 0..a.blocks {
-                    let t = Instant::now();
-                    for _ in 0..a.calls {
-                        p.run(&x, &mut y)?;
-                    }
-                    bare.push(t.elapsed().as_secs_f64() / a.calls as f64);
-                    let t = Instant::now();
-                    for _ in 0..a.calls {
-                        d.spmv(&m, &x, &mut y)?;
-                    }
-                    disp.push(t.elapsed().as_secs_f64() / a.calls as f64);
-                }
+        // Bare: the kernel prepared by hand through the device seam on device vectors (host
+        // vectors on the CPU); dispatched: the cached plan found by the dispatcher, launched on
+        // its own vectors. The same calls on every backend.
+        let dev = backend.as_device();
+        let da = dev.upload(&m)?;
+        let dx = dev.vector(&x)?;
+        let mut dy = dev.vector(&y)?;
+        let mut p = dev.prepare(&kernel, &da, &dx, &mut dy)?;
+        let times = dev.time(
+            TimingPlan {
+                warmup: 10,
+                iterations: 101,
+            },
+            || dev.launch(&mut p, &da, &dx, &mut dy),
+        )?;
+        if dev.kind() != BackendKind::Cpu {
+            kernel_us = Some(median(times) * 1e6);
+        }
+        let sync = || Ok::<_, anyhow::Error>(dev.synchronize()?);
+        for _ in 0..a.blocks {
+            sync()?;
+            let t = Instant::now();
+            for _ in 0..a.calls {
+                dev.launch(&mut p, &da, &dx, &mut dy)?;
             }
-            Some(gpu) => {
-                // Bare: the kernel prepared by hand on device vectors; dispatched: the cached
-                // plan found by the dispatcher, launched on its device vectors.
-                let s = &gpu.spmv;
-                let k = GpuKernel::from_name(&kernel)?;
-                let da = s.upload(&m)?;
-                let dx = s.htod(&x)?;
-                let mut dy = s.htod(&y)?;
-                let mut p = s.prepare(k, &da, &dx, &mut dy)?;
-                let sync = || {
-                    s.stream()
-                        .synchronize()
-                        .map_err(|e| anyhow::anyhow!("sync: {e}"))
-                };
-                let times = s.time_events(
-                    TimingPlan {
-                        warmup: 10,
-                        iterations: 101,
-                    },
-                    None,
-                    || s.launch(&mut p, &da, &dx, &mut dy),
-                )?;
-                kernel_us = Some(median(times) * 1e6);
-                for _ in 0..a.blocks {
-                    sync()?;
-                    let t = Instant::now();
-                    for _ in 0..a.calls {
-                        s.launch(&mut p, &da, &dx, &mut dy)?;
-                    }
-                    sync()?;
-                    bare.push(t.elapsed().as_secs_f64() / a.calls as f64);
-                    let t = Instant::now();
-                    for _ in 0..a.calls {
-                        d.plan(&m)?.launch()?;
-                    }
-                    sync()?;
-                    disp.push(t.elapsed().as_secs_f64() / a.calls as f64);
-                }
+            sync()?;
+            bare.push(t.elapsed().as_secs_f64() / a.calls as f64);
+            let t = Instant::now();
+            for _ in 0..a.calls {
+                d.plan(&m)?.launch()?;
             }
+            sync()?;
+            disp.push(t.elapsed().as_secs_f64() / a.calls as f64);
         }
         let diffs: Vec<f64> = disp.iter().zip(&bare).map(|(d, b)| (d - b) * 1e6).collect();
         let over = median(diffs.clone());

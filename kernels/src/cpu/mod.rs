@@ -59,6 +59,15 @@ impl CpuKernel {
 
     /// Setup: compute this kernel's partition of `a` for the current rayon pool.
     pub fn prepare<T: Scalar>(self, a: &Csr<T>) -> PreparedSpmv<'_, T> {
+        PreparedSpmv {
+            a,
+            part: self.partition(a),
+        }
+    }
+
+    /// This kernel's partition of `a` for the current rayon pool, apart from the matrix (what
+    /// [`crate::device::CpuDevice`] keeps as its prepared kernel).
+    pub fn partition<T>(self, a: &Csr<T>) -> CpuPartition {
         let parts = rayon::current_num_threads().max(1);
         let ptr = a.indptr();
         let ptr = ptr.raw_storage();
@@ -69,11 +78,7 @@ impl CpuKernel {
             CpuKernel::NnzBalanced => Plan::Rows(split_rows_by_nnz(ptr, 0..rows, parts)),
             CpuKernel::MergePath => Plan::Merge(merge_path::partition(ptr, parts)),
         };
-        PreparedSpmv {
-            a,
-            kernel: self,
-            plan,
-        }
+        CpuPartition { kernel: self, plan }
     }
 }
 
@@ -93,6 +98,7 @@ pub fn split_rows_by_nnz(ptr: &[i32], rows: Range<usize>, parts: usize) -> Vec<u
     b
 }
 
+#[derive(Debug, Clone)]
 enum Plan {
     /// Row boundaries: part p computes rows `b[p]..b[p+1]`.
     Rows(Vec<usize>),
@@ -103,18 +109,48 @@ enum Plan {
 /// A kernel set up for one matrix: run it as often as needed.
 pub struct PreparedSpmv<'a, T> {
     a: &'a Csr<T>,
-    kernel: CpuKernel,
-    plan: Plan,
+    part: CpuPartition,
 }
 
 impl<T: Scalar> PreparedSpmv<'_, T> {
     pub fn kernel(&self) -> CpuKernel {
-        self.kernel
+        self.part.kernel
     }
 
     /// `y = A x`.
     pub fn run(&self, x: &[T], y: &mut [T]) -> Result<(), KernelError> {
-        let a = self.a;
+        self.part.run(self.a, x, y)
+    }
+}
+
+/// A kernel's partition of one matrix's work, made by [`CpuKernel::partition`]; run it with the
+/// matrix it was made for (its row count is checked, its row pointers are trusted).
+#[derive(Debug, Clone)]
+pub struct CpuPartition {
+    kernel: CpuKernel,
+    plan: Plan,
+}
+
+impl CpuPartition {
+    pub fn kernel(&self) -> CpuKernel {
+        self.kernel
+    }
+
+    /// `y = A x` for the matrix this partition was made for.
+    pub fn run<T: Scalar>(&self, a: &Csr<T>, x: &[T], y: &mut [T]) -> Result<(), KernelError> {
+        let rows_ok = match &self.plan {
+            Plan::Rows(b) => b.last() == Some(&a.rows()),
+            Plan::Merge(c) => c.last().copied() == Some((a.rows(), a.nnz())),
+        };
+        if !rows_ok {
+            return Err(KernelError::Invalid(format!(
+                "a {} partition made for another matrix than this {} x {} one with {} entries",
+                self.kernel.name(),
+                a.rows(),
+                a.cols(),
+                a.nnz()
+            )));
+        }
         check_dims(a.rows(), a.cols(), x.len(), y.len())?;
         match &self.plan {
             Plan::Rows(b) if b.len() == 2 => rows_range(a, x, y, 0),

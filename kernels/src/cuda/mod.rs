@@ -23,7 +23,7 @@ pub mod module;
 mod spmv;
 pub mod timing;
 
-pub use spmv::{CudaBackend, CudaSpmv, DeviceCsr, GpuKernel, GpuScalar, Prepared};
+pub use spmv::{CudaSpmv, DeviceCsr, GpuKernel, GpuScalar, Prepared};
 pub use timing::{
     batch_for, time_events, time_mode, time_modes, ModeTimes, TimingMode, TimingPlan,
 };

@@ -263,6 +263,8 @@ pub struct CudaSpmv {
     /// A second stream for copies that overlap work on `stream`, and two events to order them
     /// (made on first use).
     copy_stream: std::cell::OnceCell<(Arc<CudaStream>, CudaEvent, CudaEvent)>,
+    /// The feature gatherer, loaded on first use ([`CudaSpmv::gatherer`]).
+    gatherer: std::cell::OnceCell<super::gather::GpuGatherer>,
 }
 
 use super::drv;
@@ -285,7 +287,20 @@ impl CudaSpmv {
             module_cached: cached,
             cusparse: std::cell::OnceCell::new(),
             copy_stream: std::cell::OnceCell::new(),
+            gatherer: std::cell::OnceCell::new(),
         })
+    }
+
+    /// This GPU's feature gatherer, loaded on first use together with what its first gather
+    /// during an upload would pay once ([`CudaSpmv::warm_upload_gathering`]): a plan counts that
+    /// as loading modules, not in its upload.
+    pub fn gatherer(&self) -> Result<&super::gather::GpuGatherer, KernelError> {
+        if let Some(g) = self.gatherer.get() {
+            return Ok(g);
+        }
+        let g = super::gather::GpuGatherer::new(self)?;
+        self.warm_upload_gathering(&g)?;
+        Ok(self.gatherer.get_or_init(|| g))
     }
 
     fn cusparse_handle(&self) -> Result<&super::cusparse::Handle, KernelError> {
@@ -847,60 +862,4 @@ impl CudaSpmv {
 /// A launch of a [`Prepared`] whose entry points were not looked up (not made by `prepare`).
 fn unprepared() -> KernelError {
     KernelError::Invalid("SpMV kernel launched without prepare".into())
-}
-
-/// The GPU kernels as a [`crate::suite::SpmvBackend`]: each call uploads the matrix and x,
-/// poisons y on the device, sets the kernel up, launches it and copies y back.
-pub struct CudaBackend {
-    pub gpu: CudaSpmv,
-    kernels: Vec<GpuKernel>,
-}
-
-impl CudaBackend {
-    /// GPU `ordinal` with every kernel (cuSPARSE ones only when libcusparse loads).
-    pub fn new(ordinal: usize) -> Result<CudaBackend, KernelError> {
-        let gpu = CudaSpmv::new(ordinal)?;
-        let kernels = GpuKernel::ALL
-            .into_iter()
-            .filter(|k| !matches!(k, GpuKernel::Cusparse { .. }) || super::cusparse::available())
-            .collect();
-        Ok(CudaBackend { gpu, kernels })
-    }
-}
-
-impl crate::suite::SpmvBackend for CudaBackend {
-    fn name(&self) -> String {
-        format!("cuda ({})", self.gpu.device.name)
-    }
-
-    fn kernel_names(&self) -> Vec<&'static str> {
-        self.kernels.iter().map(|k| k.name()).collect()
-    }
-
-    fn spmv<T: GpuScalar>(
-        &mut self,
-        kernel: &str,
-        a: &Csr<T>,
-        x: &[T],
-        y: &mut [T],
-    ) -> Result<(), KernelError> {
-        crate::error::check_dims(a.rows(), a.cols(), x.len(), y.len())?;
-        let k = GpuKernel::from_name(kernel)?;
-        let g = &self.gpu;
-        let da = g.upload(a)?;
-        let dx = g.htod(x)?;
-        let mut dy = g.htod(&vec![T::nan(); a.rows()])?;
-        let mut p = g.prepare(k, &da, &dx, &mut dy)?;
-        g.launch(&mut p, &da, &dx, &mut dy)?;
-        if a.rows() > 0 {
-            self.gpu
-                .stream
-                .memcpy_dtoh(&dy, y)
-                .map_err(drv("device to host copy"))?;
-        }
-        self.gpu
-            .stream
-            .synchronize()
-            .map_err(drv("cuStreamSynchronize"))
-    }
 }

@@ -7,7 +7,7 @@ use augur_datasets::generate::Generator;
 use augur_datasets::{mtx, Csr, Scalar};
 use augur_kernels::check::{self, poison, test_vector};
 use augur_kernels::cpu::CpuKernel;
-use augur_kernels::suite::{self, edge_cases, CpuBackend, SpmvBackend};
+use augur_kernels::suite::{self, edge_cases, SpmvBackend};
 use augur_kernels::KernelError;
 
 use augur_tests::{manifest, shared_dir, with_threads};
@@ -197,9 +197,11 @@ macro_rules! backend_suite {
 }
 
 backend_suite! {
-    backend_cpu => Some(CpuBackend),
+    backend_cpu => Some(augur_kernels::device::CpuDevice),
+    // The same CPU kernels through the run-time device (`Device`, what plans use).
+    backend_device_cpu => Some(augur_kernels::device::Device::cpu()),
     backend_cuda => match augur_kernels::cuda::available() {
-        Ok(_) => Some(augur_kernels::cuda::CudaBackend::new(0).expect("a present GPU opens")),
+        Ok(_) => Some(augur_kernels::device::Device::cuda(0).expect("a present GPU opens")),
         Err(e) => {
             augur_tests::skip("backend_cuda", &e.to_string());
             None
