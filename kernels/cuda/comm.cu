@@ -42,34 +42,13 @@ struct Peers {
     u64 off[MAX_RANKS + 1];
 };
 
-__device__ __forceinline__ void st_release_sys(unsigned* p, unsigned v) {
-    asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
-__device__ __forceinline__ unsigned ld_acquire_sys(const unsigned* p) {
-    unsigned v;
-    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
-// Loads that bypass L1 (peer data written since the last call must not come from a stale line).
-__device__ __forceinline__ uint4 ld_cg(const uint4* p) {
-    uint4 v;
-    asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
-}
+// st_release_sys, ld_acquire_sys, ld_cg (a load that bypasses L1: peer data written since the
+// last call must not come from a stale line), st_pair_v2 / ld_pair_v2 and now_ns are in
+// portable.h, one version per vendor.
 
 // Every wait on a peer gives up after WAIT_LIMIT_NS (a peer that never arrives: a rank skipped a
 // call, or died): the kernel traps, so the caller gets a launch failure instead of a hang.
 #define WAIT_LIMIT_NS 20000000000ull
-
-__device__ __forceinline__ u64 now_ns() {
-    u64 t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
 
 __device__ __forceinline__ void check_wait(unsigned& spins, u64& since) {
     if ((++spins & 1023u) == 0) {
@@ -77,7 +56,7 @@ __device__ __forceinline__ void check_wait(unsigned& spins, u64& since) {
         if (since == 0) {
             since = t;
         } else if (t - since > WAIT_LIMIT_NS) {
-            __trap();
+            AUGUR_TRAP();
         }
     }
 }
@@ -115,11 +94,9 @@ __device__ __forceinline__ void call_end(const Peers& p, int rank, unsigned base
 // Spin for `ns` nanoseconds (one thread): keeps a stream busy while the host enqueues the calls
 // to be timed, so their time is the device's and not the launches'.
 extern "C" __global__ void spin_ns(u64 ns) {
-    u64 t0, t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    do {
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    } while (t - t0 < ns);
+    u64 t0 = now_ns();
+    while (now_ns() - t0 < ns) {
+    }
 }
 
 // ---- element types -----------------------------------------------------------------------
@@ -339,18 +316,14 @@ extern "C" __global__ void __launch_bounds__(512)
 // all-gather uses a slot as one run of world x ll_words pairs.
 
 __device__ __forceinline__ void st_pair(u64 addr, unsigned d, unsigned f) {
-    asm volatile("st.volatile.global.v2.u32 [%0], {%1, %2};" ::"l"(addr), "r"(d), "r"(f)
-                 : "memory");
+    st_pair_v2(addr, d, f);
 }
 
 __device__ __forceinline__ unsigned ld_pair_wait(u64 addr, unsigned epoch) {
     unsigned d, f, spins = 0;
     u64 since = 0;
     for (;;) {
-        asm volatile("ld.volatile.global.v2.u32 {%0, %1}, [%2];"
-                     : "=r"(d), "=r"(f)
-                     : "l"(addr)
-                     : "memory");
+        ld_pair_v2(addr, d, f);
         if (f == epoch) return d;
         check_wait(spins, since);
     }

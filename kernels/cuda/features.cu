@@ -59,17 +59,17 @@ __device__ __forceinline__ bool last_block(u64* acc) {
 
 __device__ __forceinline__ u64 warp_sum(u64 v) {
 #pragma unroll
-    for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffffu, v, o);
+    for (int o = 16; o > 0; o /= 2) v += WARP_SHFL_DOWN(0xffffffffu, v, o, 32);
     return v;
 }
 __device__ __forceinline__ u64 warp_min(u64 v) {
 #pragma unroll
-    for (int o = 16; o > 0; o /= 2) { u64 w = __shfl_down_sync(0xffffffffu, v, o); v = w < v ? w : v; }
+    for (int o = 16; o > 0; o /= 2) { u64 w = WARP_SHFL_DOWN(0xffffffffu, v, o, 32); v = w < v ? w : v; }
     return v;
 }
 __device__ __forceinline__ u64 warp_max(u64 v) {
 #pragma unroll
-    for (int o = 16; o > 0; o /= 2) { u64 w = __shfl_down_sync(0xffffffffu, v, o); v = w > v ? w : v; }
+    for (int o = 16; o > 0; o /= 2) { u64 w = WARP_SHFL_DOWN(0xffffffffu, v, o, 32); v = w > v ? w : v; }
     return v;
 }
 
@@ -91,7 +91,7 @@ __device__ __forceinline__ u64 block_scan(u64 v, u64* scratch) {
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 #pragma unroll
     for (int o = 1; o < 32; o *= 2) {
-        u64 w = __shfl_up_sync(0xffffffffu, v, o);
+        u64 w = WARP_SHFL_UP(0xffffffffu, v, o, 32);
         if (lane >= o) v += w;
     }
     __syncthreads();
@@ -156,7 +156,7 @@ __device__ u64 top_k_entries(u64 k, const unsigned* __restrict__ bins,
             for (int i = threadIdx.x; i < 256; i += blockDim.x) sh[i] = 0;
             __syncthreads();
             for (u64 i = threadIdx.x; i < n_long; i += blockDim.x) {
-                unsigned len = long_length(__ldcg(longs + i));
+                unsigned len = long_length(ld_coherent(longs + i));
                 if ((len & mask) == prefix) atomicAdd(&sh[(len >> shift) & 255u], 1u);
             }
             __syncthreads();
@@ -177,7 +177,7 @@ __device__ u64 top_k_entries(u64 k, const unsigned* __restrict__ bins,
         }
         u64 above = 0, count = 0;
         for (u64 i = threadIdx.x; i < n_long; i += blockDim.x) {
-            unsigned len = long_length(__ldcg(longs + i));
+            unsigned len = long_length(ld_coherent(longs + i));
             if (len > prefix) { above += len; count += 1; }
         }
         above = block_sum(above, scratch);
@@ -188,7 +188,7 @@ __device__ u64 top_k_entries(u64 k, const unsigned* __restrict__ bins,
     // bins, longest first; only bins up to the longest short row can be non-zero. Thread t owns
     // the `per` bins below hi = top + 1 - per * t.
     int top = max_len < BINS ? (int)max_len : BINS - 1;
-    for (int i = threadIdx.x; i <= top; i += blockDim.x) sh[i] = __ldcg(bins + i);
+    for (int i = threadIdx.x; i <= top; i += blockDim.x) sh[i] = ld_coherent(bins + i);
     __syncthreads();
     u64 want = k - n_long;
     const int per = (top + 256) / 256;
@@ -261,9 +261,9 @@ feat_rows(int rows, const int* __restrict__ ptr, u64* __restrict__ acc,
         // One exact bin per short length: rows of a warp mostly share a length, so one shared
         // atomic per distinct length and warp.
         bool binned = row && len < LONG;
-        unsigned active = __ballot_sync(0xffffffffu, binned);
+        unsigned active = warp_ballot(0xffffffffu, binned);
         if (binned) {
-            unsigned same = __match_any_sync(active, (unsigned)len);
+            unsigned same = warp_match_any(active, (unsigned)len);
             if ((threadIdx.x & 31) == __ffs(same) - 1) atomicAdd(&sh[len], __popc(same));
             top_short = (unsigned)len > top_short ? (unsigned)len : top_short;
         } else if (row) {
@@ -272,7 +272,7 @@ feat_rows(int rows, const int* __restrict__ ptr, u64* __restrict__ acc,
         }
     }
     // Flush the bins up to this block's longest short row (the rest are zero).
-    top_short = __reduce_max_sync(0xffffffffu, top_short);
+    top_short = warp_reduce_max(0xffffffffu, top_short);
     if ((threadIdx.x & 31) == 0) atomicMax(&block_top, top_short);
     __syncthreads();
     for (int i = threadIdx.x; i <= (int)block_top; i += blockDim.x)
@@ -285,14 +285,14 @@ feat_rows(int rows, const int* __restrict__ ptr, u64* __restrict__ acc,
         block_reduce_n<14>(v, op, slot, acc, reduce_sh);
     }
     if (!last_block(acc)) return;
-    u64 n_long = __ldcg(acc + N_LONG);
-    u64 top = top_k_entries(k, bins, longs, n_long, __ldcg(acc + SUM_LONG),
-                            __ldcg(acc + ACC + 1), sh, scratch);
+    u64 n_long = ld_coherent(acc + N_LONG);
+    u64 top = top_k_entries(k, bins, longs, n_long, ld_coherent(acc + SUM_LONG),
+                            ld_coherent(acc + ACC + 1), sh, scratch);
     // Number the long rows' pieces, 256 rows at a time.
     u64 carry = 0;
     for (u64 base = 0; base < n_long; base += blockDim.x) {
         u64 i = base + threadIdx.x;
-        u64 pieces = i < n_long ? (long_length(__ldcg(longs + i)) + LONG - 1) / LONG : 0;
+        u64 pieces = i < n_long ? (long_length(ld_coherent(longs + i)) + LONG - 1) / LONG : 0;
         u64 incl = block_scan(pieces, scratch);
         if (i < n_long) first_piece[i] = carry + incl - pieces;
         __syncthreads();
@@ -334,7 +334,7 @@ __device__ __forceinline__ void feat_cols(int rows, const int* __restrict__ ptr,
             segs += e == start || idx[e - 1] / XSEG != col / XSEG;
         }
     }
-    u64 n_long = __ldcg(acc + N_LONG), pieces = __ldcg(acc + PIECES);
+    u64 n_long = ld_coherent(acc + N_LONG), pieces = ld_coherent(acc + PIECES);
     int wlane = threadIdx.x & 31;
     long long warps = (long long)gridDim.x * blockDim.x / 32;
     for (long long p = t / 32; p < (long long)pieces; p += warps) {
@@ -342,12 +342,12 @@ __device__ __forceinline__ void feat_cols(int rows, const int* __restrict__ ptr,
         u64 lo = 0, hi = n_long - 1;
         while (lo < hi) {
             u64 mid = (lo + hi + 1) >> 1;
-            if (__ldcg(first_piece + mid) <= (u64)p) lo = mid; else hi = mid - 1;
+            if (ld_coherent(first_piece + mid) <= (u64)p) lo = mid; else hi = mid - 1;
         }
-        u64 e = __ldcg(longs + lo);
+        u64 e = ld_coherent(longs + lo);
         int row = (int)(e >> 32);
         int start = ptr[row], end = ptr[row + 1];
-        long long q = p - (long long)__ldcg(first_piece + lo);
+        long long q = p - (long long)ld_coherent(first_piece + lo);
         int e0 = start + (int)(q * LONG);
         int e1 = e0 + LONG < end ? e0 + LONG : end;
         for (int k = e0 + wlane; k < e1; k += 32) {
@@ -366,7 +366,7 @@ __device__ __forceinline__ void feat_cols(int rows, const int* __restrict__ ptr,
     }
     if (!last_block(acc)) return;
     // Results out; every accumulator, the bins and the list count back to zero.
-    if (threadIdx.x < OUT_N) acc[threadIdx.x] = __ldcg(acc + ACC + threadIdx.x);
+    if (threadIdx.x < OUT_N) acc[threadIdx.x] = ld_coherent(acc + ACC + threadIdx.x);
     for (int i = threadIdx.x; i < BINS; i += blockDim.x) bins[i] = 0;
     __syncthreads();
     if (threadIdx.x == 0) {

@@ -1,5 +1,6 @@
 // CSR SpMV kernels, y = A x, with i32 row pointers and column indices.
-// Compiled at run time by NVRTC (kernels::cuda::module); every entry point is extern "C" and
+// Compiled at run time by NVRTC or hiprtc (kernels::cuda::module, after portable.h: warp
+// operations through its helpers, never a vendor intrinsic); every entry point is extern "C" and
 // instantiated for float (_f32) and double (_f64). Adding a kernel: a template here, its
 // instantiations at the bottom, and one entry in kernels::cuda::GpuKernel.
 
@@ -32,7 +33,7 @@ __device__ __forceinline__ void lanes_row(int r, int lane, const int* __restrict
     T sum = 0;
     for (int k = ptr[r] + lane, end = ptr[r + 1]; k < end; k += L) sum += val[k] * load_x(x, idx[k]);
 #pragma unroll
-    for (int o = L / 2; o > 0; o /= 2) sum += __shfl_down_sync(group, sum, o, L);
+    for (int o = L / 2; o > 0; o /= 2) sum += WARP_SHFL_DOWN(group, sum, o, L);
     if (lane == 0) y[r] = sum;
 }
 
@@ -53,14 +54,14 @@ template <typename T>
 __device__ __forceinline__ T block_sum(T sum) {
     __shared__ T partial[32];
 #pragma unroll
-    for (int o = 16; o > 0; o /= 2) sum += __shfl_down_sync(0xffffffffu, sum, o);
+    for (int o = 16; o > 0; o /= 2) sum += WARP_SHFL_DOWN(0xffffffffu, sum, o, 32);
     if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = sum;
     __syncthreads();
     sum = 0;
     if (threadIdx.x < 32) {
         sum = threadIdx.x < (blockDim.x >> 5) ? partial[threadIdx.x] : T(0);
 #pragma unroll
-        for (int o = 16; o > 0; o /= 2) sum += __shfl_down_sync(0xffffffffu, sum, o);
+        for (int o = 16; o > 0; o /= 2) sum += WARP_SHFL_DOWN(0xffffffffu, sum, o, 32);
     }
     return sum;
 }
@@ -168,11 +169,11 @@ __device__ __forceinline__ void merge_path_fixup(int rows, long long pieces,
     int lane = threadIdx.x & 31;
 #pragma unroll
     for (int o = 1; o < 32; o <<= 1) {
-        T vo = __shfl_down_sync(0xffffffffu, v, o);
-        int ro = __shfl_down_sync(0xffffffffu, row, o);
+        T vo = WARP_SHFL_DOWN(0xffffffffu, v, o, 32);
+        int ro = WARP_SHFL_DOWN(0xffffffffu, row, o, 32);
         if (lane + o < 32 && ro == row) v += vo;
     }
-    int prev = __shfl_up_sync(0xffffffffu, row, 1);
+    int prev = WARP_SHFL_UP(0xffffffffu, row, 1, 32);
     bool head = lane == 0 || prev != row;
     if (valid && head && row < rows && v != T(0)) atomicAdd(y + row, v);
 }
@@ -204,8 +205,8 @@ __device__ __forceinline__ void nnz_split(int rows, int nnz, const int* __restri
             if (ptr[mid] <= target) lo = mid; else hi = mid - 1;
         }
     }
-    int row = __shfl_sync(0xffffffffu, lo, 0);
-    int row_hi = __shfl_sync(0xffffffffu, lo, 1);
+    int row = WARP_SHFL(0xffffffffu, lo, 0, 32);
+    int row_hi = WARP_SHFL(0xffffffffu, lo, 1, 32);
     // The last row segment of a step is carried into the next step (same in every lane), so a
     // long row costs one atomic per warp rather than one per step.
     int ckey = -1;
@@ -228,22 +229,22 @@ __device__ __forceinline__ void nnz_split(int rows, int nnz, const int* __restri
         // Inclusive segmented scan: keys are non-decreasing across lanes.
 #pragma unroll
         for (int o = 1; o < 32; o <<= 1) {
-            T u = __shfl_up_sync(0xffffffffu, v, o);
-            int ku = __shfl_up_sync(0xffffffffu, key, o);
+            T u = WARP_SHFL_UP(0xffffffffu, v, o, 32);
+            int ku = WARP_SHFL_UP(0xffffffffu, key, o, 32);
             if (lane >= o && ku == key) v += u;
         }
-        int next = __shfl_down_sync(0xffffffffu, key, 1);
+        int next = WARP_SHFL_DOWN(0xffffffffu, key, 1, 32);
         bool tail = valid && (lane == 31 || next != key);
-        int key0 = __shfl_sync(0xffffffffu, key, 0);
+        int key0 = WARP_SHFL(0xffffffffu, key, 0, 32);
         bool join = ckey >= 0 && ckey == key0;
         if (ckey >= 0 && !join && lane == 0 && cval != T(0)) atomicAdd(y + ckey, cval);
         if (join && tail && key == key0) v += cval;
         ckey = -1;
         cval = 0;
         bool more = s + 1 < NS_STEPS && base + (long long)(s + 1) * 32 < end;
-        bool hold = more && __shfl_sync(0xffffffffu, (int)valid, 31);
-        int key31 = __shfl_sync(0xffffffffu, key, 31);
-        T v31 = __shfl_sync(0xffffffffu, v, 31);
+        bool hold = more && WARP_SHFL(0xffffffffu, (int)valid, 31, 32);
+        int key31 = WARP_SHFL(0xffffffffu, key, 31, 32);
+        T v31 = WARP_SHFL(0xffffffffu, v, 31, 32);
         if (tail && v != T(0) && !(hold && lane == 31)) atomicAdd(y + key, v);
         if (hold) {
             ckey = key31;
@@ -452,7 +453,7 @@ __device__ __forceinline__ void gather_ceiling(int nnz, const int* __restrict__ 
         if (k < nnz) sum += val[k] * load_x(x, idx[k]);
     }
 #pragma unroll
-    for (int o = 16; o > 0; o /= 2) sum += __shfl_down_sync(0xffffffffu, sum, o);
+    for (int o = 16; o > 0; o /= 2) sum += WARP_SHFL_DOWN(0xffffffffu, sum, o, 32);
     if (lane == 0) out[((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5] = sum;
 }
 

@@ -20,15 +20,23 @@ pub enum KernelError {
     #[error("CUDA: {0}")]
     Cuda(String),
 
+    /// A HIP runtime call failed (or the device misbehaved).
+    #[error("HIP: {0}")]
+    Hip(String),
+
     /// The caller asked for something the kernels cannot do (a shape out of range, a pattern
     /// of another collective, a launch before its setup): a mistake to fix in the call, not a
     /// device failure.
     #[error("invalid argument: {0}")]
     Invalid(String),
 
-    /// NVRTC refused a kernel source.
-    #[error("{source_name}: NVRTC compile failed:\n{log}")]
-    Compile { source_name: String, log: String },
+    /// NVRTC or hiprtc refused a kernel source.
+    #[error("{source_name}: {compiler} compile failed:\n{log}")]
+    Compile {
+        source_name: String,
+        compiler: &'static str,
+        log: String,
+    },
 
     /// The backend runs here but has no such capability (a CPU has no device gatherer...).
     #[error("{what} is not supported on the {backend} backend")]

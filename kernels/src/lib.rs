@@ -7,6 +7,8 @@
 //!   step (its partition) apart from the per-call product.
 //! - [`cuda`]: the CUDA backend (driver probe, devices, GPU link probe so far); on a machine
 //!   without CUDA every call is a clear "not available" error.
+//! - `hip` (feature `hip`): the HIP backend for AMD GPUs, from the same kernel sources (compiled
+//!   by hiprtc; not yet run on AMD hardware).
 //! - [`device`]: the one SpMV device interface ([`device::SpmvDevice`], implemented by the CPU
 //!   and CUDA backends) and [`device::Device`], which picks one at run time behind opaque
 //!   matrix, vector and kernel types.
@@ -20,6 +22,8 @@ pub mod cpu;
 pub mod cuda;
 pub mod device;
 pub mod error;
+#[cfg(feature = "hip")]
+pub mod hip;
 pub mod reference;
 pub mod suite;
 

@@ -1147,9 +1147,7 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
             self.full_slot = 1 - self.full_slot;
             match self.full.as_mut() {
                 Some(full) => std::mem::swap(&mut self.x, full),
-                None => {
-                    std::mem::swap(&mut *self.x, cuda_y(&mut self.plans[0]))
-                }
+                None => std::mem::swap(&mut *self.x, cuda_y(&mut self.plans[0])),
             }
         }
         Ok(())
@@ -1214,22 +1212,14 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
                     iterations: reps.max(1),
                 };
                 let k = |e: AugurError| KernelError::Cuda(e.to_string());
-                let kernel_s = median(
-                    gpu
-                        .time_events(tp, None, || self.products(false).map_err(k))?,
-                );
+                let kernel_s =
+                    median(gpu.time_events(tp, None, || self.products(false).map_err(k))?);
                 let gather_s = if self.exchanges() {
-                    median(
-                        gpu
-                            .time_events(tp, None, || self.gathers().map_err(k))?,
-                    )
+                    median(gpu.time_events(tp, None, || self.gathers().map_err(k))?)
                 } else {
                     0.0
                 };
-                let step_s = median(
-                    gpu
-                        .time_events(tp, None, || self.step(false).map_err(k))?,
-                );
+                let step_s = median(gpu.time_events(tp, None, || self.step(false).map_err(k))?);
                 Ok(Reply::Profile(ShardProfile {
                     rank: self.rank,
                     kernel_s,

@@ -46,12 +46,19 @@ impl Backend {
         Ok(Backend(Device::cuda(ordinal)?))
     }
 
+    /// AMD GPU `ordinal` through HIP (feature `hip`; the portable kernel pool compiled by
+    /// hiprtc; not yet run on AMD hardware). Without ROCm, an AMD GPU or the feature: a clear
+    /// "not available".
+    pub fn hip(ordinal: usize) -> Result<Backend, AugurError> {
+        Ok(Backend(Device::hip(ordinal)?))
+    }
+
     /// GPU 0 when CUDA and a GPU are present, else the CPU.
     pub fn auto() -> Backend {
         Backend(Device::auto())
     }
 
-    /// `cpu` or `cuda`, as models name backends.
+    /// `cpu`, `cuda` or `hip`, as models name backends.
     pub fn kind(&self) -> &'static str {
         self.0.kind().name()
     }

@@ -238,7 +238,10 @@ fn wrong_vector_lengths_are_errors() {
     assert!(plan.read_y(&mut [0.0; 51]).is_err());
     // y becomes the next x only where the lengths agree.
     let e = plan.swap_xy().unwrap_err();
-    assert!(e.to_string().contains("length 20") && e.to_string().contains("length 50"), "{e}");
+    assert!(
+        e.to_string().contains("length 20") && e.to_string().contains("length 50"),
+        "{e}"
+    );
 }
 
 #[test]

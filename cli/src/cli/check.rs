@@ -43,6 +43,8 @@ pub fn run(a: CheckArgs) -> anyhow::Result<ExitCode> {
             };
             check(b, &a, compare)
         }
+        // The same suite on an AMD GPU (the portable pool; the device gatherer is not ported).
+        Backend::Hip => check(Device::hip(a.device)?, &a, |_, _| Ok(None)),
     }
 }
 

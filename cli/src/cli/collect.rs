@@ -361,6 +361,7 @@ fn collect(a: CollectArgs) -> anyhow::Result<ExitCode> {
             let gatherer = GpuGatherer::new(&gpu)?;
             (Measurer::Cuda(Box::new((gpu, k, gatherer))), dev, drv)
         }
+        Backend::Hip => anyhow::bail!("{}", super::spmv::HIP_NO_HARNESS),
     };
     let kernel_names = measurer.kernel_names();
     let done = prepare_out(
@@ -371,6 +372,7 @@ fn collect(a: CollectArgs) -> anyhow::Result<ExitCode> {
             match a.backend {
                 Backend::Cpu => "cpu",
                 Backend::Cuda => "cuda",
+                Backend::Hip => "hip",
             },
             match a.precision {
                 Precision::F32 => "f32",

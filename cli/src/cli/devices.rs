@@ -1,4 +1,5 @@
-//! `augur devices`: the GPUs the CUDA driver sees, and the links between them.
+//! `augur devices`: the GPUs the CUDA driver sees and the links between them, and the AMD GPUs the
+//! HIP runtime sees.
 
 use std::process::ExitCode;
 
@@ -23,7 +24,27 @@ struct Pair {
 }
 
 pub fn run(a: DevicesArgs) -> anyhow::Result<ExitCode> {
-    let devices = cuda::devices()?;
+    // The AMD GPUs, or why there are none.
+    let amd = augur_kernels::hip::devices();
+    let devices = match (cuda::devices(), &amd) {
+        (Ok(d), _) => d,
+        (Err(e), Ok(list)) if !list.is_empty() => {
+            if !a.json {
+                println!("CUDA: {e}");
+            }
+            Vec::new()
+        }
+        (Err(e), Ok(_)) => return Err(e.into()),
+        // Both reasons, the CUDA one first.
+        (Err(augur_kernels::KernelError::NotAvailable { backend, why }), Err(h)) => {
+            return Err(augur_kernels::KernelError::NotAvailable {
+                backend,
+                why: format!("{why} (and {h})"),
+            }
+            .into())
+        }
+        (Err(e), Err(_)) => return Err(e.into()),
+    };
     let mut pairs = Vec::new();
     for x in 0..devices.len() {
         for y in 0..devices.len() {
@@ -39,9 +60,18 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let all: Vec<usize> = (0..devices.len()).collect();
-    let group = DriverLinkProbe.group_link(&all)?;
+    let group = if devices.is_empty() {
+        None
+    } else {
+        Some(DriverLinkProbe.group_link(&all)?)
+    };
     if a.json {
-        let v = serde_json::json!({ "devices": devices, "peers": pairs, "group_link": group });
+        let (amd_list, amd_why) = match &amd {
+            Ok(l) => (l.clone(), None),
+            Err(e) => (Vec::new(), Some(e.to_string())),
+        };
+        let v = serde_json::json!({ "devices": devices, "peers": pairs, "group_link": group,
+            "amd_devices": amd_list, "hip": amd_why });
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
     }
@@ -64,6 +94,23 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<ExitCode> {
             p.from, p.to, p.peer.access, p.peer.native_atomics, p.peer.performance_rank, p.link
         );
     }
-    println!("slowest link of the group: {group:?}");
+    if let Some(g) = group {
+        println!("slowest link of the group: {g:?}");
+    }
+    match &amd {
+        Ok(list) => {
+            for d in list {
+                println!(
+                    "AMD GPU {}: {} ({}); HIP backend: compiled, not yet run on AMD hardware",
+                    d.ordinal,
+                    d.name,
+                    d.arch
+                        .as_deref()
+                        .unwrap_or("ISA unknown: set AUGUR_HIP_ARCH")
+                );
+            }
+        }
+        Err(e) => println!("HIP: {e}"),
+    }
     Ok(ExitCode::SUCCESS)
 }

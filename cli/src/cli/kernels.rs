@@ -11,8 +11,8 @@ pub enum KernelsCommand {
     /// Compile every kernel source with NVRTC for a GPU's architecture into the on-disk cache,
     /// so that the first run does not pay for it.
     Build(ArchArgs),
-    /// Compile every kernel source with NVRTC and discard the result: a compile check that needs
-    /// libnvrtc but no GPU (give --arch).
+    /// Compile every kernel source with NVRTC (or the portable ones with hiprtc: --hip) and
+    /// discard the result: a compile check that needs the compiler's library but no GPU.
     Check(ArchArgs),
 }
 
@@ -24,6 +24,12 @@ pub struct ArchArgs {
     /// GPU whose architecture to target when --arch is not given.
     #[arg(long, default_value_t = 0)]
     device: usize,
+    /// Compile the portable sources (SpMV, features, comm) with hiprtc for this AMD ISA (e.g.
+    /// gfx90a) instead; `check` also makes sure every entry point the CUDA build defines (NVRTC,
+    /// when it loads) and every one augur launches is in the code object. Needs the HIP runtime
+    /// library, no GPU.
+    #[arg(long, value_name = "GFX")]
+    hip: Option<String>,
 }
 
 fn parse_arch(s: &str) -> Result<(i32, i32), String> {
@@ -37,6 +43,9 @@ pub fn run(cmd: KernelsCommand) -> anyhow::Result<ExitCode> {
         KernelsCommand::Build(a) => (a, true),
         KernelsCommand::Check(a) => (a, false),
     };
+    if let Some(isa) = &args.hip {
+        return hip(isa, args.arch, keep);
+    }
     let arch = match args.arch {
         Some(a) => a,
         None => {
@@ -69,6 +78,65 @@ pub fn run(cmd: KernelsCommand) -> anyhow::Result<ExitCode> {
                 t.elapsed().as_secs_f64()
             );
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--hip ISA`: the portable sources through hiprtc.
+fn hip(isa: &str, cuda_arch: Option<(i32, i32)>, keep: bool) -> anyhow::Result<ExitCode> {
+    use augur_kernels::hip;
+    let mut missing_any = false;
+    for src in module::SOURCES.iter().filter(|s| s.portable) {
+        let t = Instant::now();
+        if keep {
+            let (_, cached) = hip::code_object(*src, isa)?;
+            println!(
+                "kernels/cuda/{}.cu -> {} ({}, {:.2} s)",
+                src.name,
+                hip::cache_path(*src, isa).display(),
+                if cached { "already cached" } else { "compiled" },
+                t.elapsed().as_secs_f64()
+            );
+            continue;
+        }
+        let code = hip::compile(*src, isa)?;
+        let secs = t.elapsed().as_secs_f64();
+        // What must be there: what augur launches, and (NVRTC permitting) all the CUDA build has.
+        let mut want = hip::entry_points(src.name);
+        let nvidia = match module::compile(*src, cuda_arch.unwrap_or((9, 0))) {
+            Ok(ptx) => {
+                let e: Vec<String> = hip::ptx_entry_points(&ptx)
+                    .into_iter()
+                    .map(String::from)
+                    .collect();
+                let n = e.len();
+                want.extend(e);
+                format!("all {n} of the CUDA build")
+            }
+            Err(e) => format!("the CUDA build not compared: {e}"),
+        };
+        want.sort();
+        want.dedup();
+        let names: Vec<&str> = want.iter().map(String::as_str).collect();
+        let missing = hip::missing_entry_points(&code, &names);
+        println!(
+            "kernels/cuda/{}.cu: compiled by hiprtc for {isa} ({} bytes, {:.2} s); entry points: {} \
+             checked ({nvidia}), {} missing{}",
+            src.name,
+            code.len(),
+            secs,
+            names.len(),
+            missing.len(),
+            if missing.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", missing.join(", "))
+            }
+        );
+        missing_any |= !missing.is_empty();
+    }
+    if missing_any {
+        anyhow::bail!("entry points missing from the {isa} code objects (above)");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -26,6 +26,8 @@ use super::Precision;
 pub enum RunBackend {
     Cpu,
     Cuda,
+    /// AMD GPUs through HIP (compiled, not yet run on AMD hardware).
+    Hip,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -177,7 +179,7 @@ fn options(a: &RunArgs, backend: &str) -> anyhow::Result<PlanOptions> {
 fn run_typed<T: GpuScalar + NcclType>(a: &RunArgs, src: &MatrixSource) -> anyhow::Result<ExitCode> {
     let gpus = a.gpus.map(usize::from);
     let backend_kind = match (a.backend, gpus) {
-        (Some(RunBackend::Cpu), Some(n)) if n != 1 => {
+        (Some(b), Some(n)) if n != 1 && b != RunBackend::Cuda => {
             anyhow::bail!("--gpus {n} needs --backend cuda")
         }
         (Some(b), _) => b,
@@ -193,6 +195,7 @@ fn run_typed<T: GpuScalar + NcclType>(a: &RunArgs, src: &MatrixSource) -> anyhow
     let kind = match backend_kind {
         RunBackend::Cpu => "cpu",
         RunBackend::Cuda => "cuda",
+        RunBackend::Hip => "hip",
     };
     let opts = options(a, kind)?;
     if let (Some(n), RunBackend::Cuda) = (gpus, backend_kind) {
@@ -281,9 +284,10 @@ fn run_typed<T: GpuScalar + NcclType>(a: &RunArgs, src: &MatrixSource) -> anyhow
         let backend = match backend_kind {
             RunBackend::Cpu => Backend::cpu(),
             RunBackend::Cuda => Backend::cuda(a.device)?,
+            RunBackend::Hip => Backend::hip(a.device)?,
         };
         report.device = backend.device();
-        report.gpus = usize::from(backend_kind == RunBackend::Cuda);
+        report.gpus = usize::from(backend_kind != RunBackend::Cpu);
         let mut plan = SpmvPlan::new(&m, &backend, opts)?;
         report.setup = plan.setup().clone();
         report.shards = vec![ShardInfo {
@@ -575,6 +579,7 @@ pub fn dispatch(a: DispatchArgs) -> anyhow::Result<ExitCode> {
     let backend = match a.backend {
         RunBackend::Cpu => Backend::cpu(),
         RunBackend::Cuda => Backend::cuda(a.device)?,
+        RunBackend::Hip => Backend::hip(a.device)?,
     };
     let mut w = csv::Writer::from_writer(std::io::stdout());
     for src in &srcs {

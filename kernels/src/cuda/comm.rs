@@ -29,6 +29,20 @@ use crate::KernelError;
 pub const MAX_RANKS: usize = 8;
 /// Blocks a custom kernel may have (MAX_BLOCKS in comm.cu): its flags are per block.
 pub const MAX_BLOCKS: usize = 256;
+
+/// The entry points of comm.cu that the patterns launch.
+pub const ENTRY_POINTS: [&str; 10] = [
+    "all_reduce_one_shot_f32",
+    "all_reduce_one_shot_bf16",
+    "all_reduce_two_shot_f32",
+    "all_reduce_two_shot_bf16",
+    "all_gather_pull",
+    "all_gather_push",
+    "spin_ns",
+    "all_reduce_ll_f32",
+    "all_reduce_ll_bf16",
+    "all_gather_ll",
+];
 const THREADS: u32 = 512;
 /// u32 signal words per rank: flags MAX_BLOCKS x MAX_RANKS for the kernels, 2 x MAX_RANKS for
 /// the copy-engine pattern, then the kernels' block counters (see comm.cu).

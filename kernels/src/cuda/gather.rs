@@ -79,7 +79,7 @@ pub struct GpuGatherer {
     functions: std::collections::HashMap<&'static str, CudaFunction>,
 }
 
-const ENTRY_POINTS: [&str; 8] = [
+pub(crate) const ENTRY_POINTS: [&str; 8] = [
     "feat_init",
     "feat_rows",
     "feat_cols1",

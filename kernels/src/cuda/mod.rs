@@ -20,7 +20,7 @@ pub mod comm;
 pub mod cusparse;
 pub mod gather;
 pub mod module;
-mod spmv;
+pub(crate) mod spmv;
 pub mod timing;
 
 pub use spmv::{CudaSpmv, DeviceCsr, GpuKernel, GpuScalar, Prepared};

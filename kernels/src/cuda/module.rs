@@ -19,6 +19,25 @@ pub struct Source {
     /// Passed as `-DNAME=VALUE`: the source does not define them (it stops with `#error` when
     /// one is missing), so the kernel and the code that sizes its launches cannot disagree.
     pub defines: &'static [(&'static str, u64)],
+    /// Written once for both vendors: compiled after [`PORTABLE`] (NVRTC and hiprtc). The
+    /// tensor-core attention kernel is NVIDIA's alone.
+    pub portable: bool,
+}
+
+/// The helpers that let one source compile for NVIDIA and AMD (`kernels/cuda/portable.h`: warp
+/// shuffles, ballots and matches on 32-lane logical warps, acquire/release flags, the clock).
+pub const PORTABLE: &str = include_str!("../../cuda/portable.h");
+
+impl Source {
+    /// The text a compiler gets: [`PORTABLE`] first for a portable source, then the file, its
+    /// lines numbered as in the file.
+    pub fn full_text(&self) -> String {
+        if self.portable {
+            format!("{PORTABLE}\n#line 1 \"{}.cu\"\n{}", self.name, self.text)
+        } else {
+            self.text.to_string()
+        }
+    }
 }
 
 pub const SPMV_CSR: Source = Source {
@@ -31,6 +50,7 @@ pub const SPMV_CSR: Source = Source {
         ("MT_THREADS", super::spmv::MT_THREADS),
         ("MT_ITEMS", super::spmv::MT_ITEMS),
     ],
+    portable: true,
 };
 
 pub const FEATURES: Source = Source {
@@ -41,6 +61,7 @@ pub const FEATURES: Source = Source {
         ("BINS", super::gather::BINS as u64),
         ("XSEG", augur_features::spmv::X_SEGMENT_COLS as u64),
     ],
+    portable: true,
 };
 
 pub const COMM: Source = Source {
@@ -50,6 +71,7 @@ pub const COMM: Source = Source {
         ("MAX_RANKS", super::comm::MAX_RANKS as u64),
         ("MAX_BLOCKS", super::comm::MAX_BLOCKS as u64),
     ],
+    portable: true,
 };
 
 /// Decode attention over ragged KV (issue 8), loaded by `CudaAttention`.
@@ -57,6 +79,7 @@ pub const ATTENTION: Source = Source {
     name: "attention",
     text: include_str!("../../cuda/attention.cu"),
     defines: &[("GMAX", super::attention::GMAX as u64)],
+    portable: false,
 };
 
 /// Every kernel source, for `augur kernels build` and the compile check.
@@ -72,7 +95,7 @@ pub fn options(src: Source, arch: (i32, i32)) -> Vec<String> {
     o
 }
 
-fn fnv1a(parts: &[&str]) -> u64 {
+pub(crate) fn fnv1a(parts: &[&str]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for p in parts {
         for b in p.bytes().chain([0u8]) {
@@ -97,7 +120,8 @@ pub fn cache_dir() -> PathBuf {
 /// Where the PTX of `src` for `arch` is cached.
 pub fn cache_path(src: Source, arch: (i32, i32)) -> PathBuf {
     let opts = options(src, arch);
-    let mut parts = vec![src.text];
+    let text = src.full_text();
+    let mut parts = vec![text.as_str()];
     parts.extend(opts.iter().map(String::as_str));
     cache_dir().join(format!(
         "{}-sm{}{}-{:016x}.ptx",
@@ -122,10 +146,11 @@ pub fn compile(src: Source, arch: (i32, i32)) -> Result<String, KernelError> {
         name: Some(format!("{}.cu", src.name)),
         ..Default::default()
     };
-    compile_ptx_with_opts(src.text, opts)
+    compile_ptx_with_opts(src.full_text(), opts)
         .map(|p| p.to_src())
         .map_err(|e| KernelError::Compile {
             source_name: format!("kernels/cuda/{}.cu", src.name),
+            compiler: "NVRTC",
             log: e.to_string(),
         })
 }

@@ -105,7 +105,7 @@ impl GpuKernel {
         format!("spmv_{}_{suffix}", self.name())
     }
 
-    fn config(self, rows: usize, nnz: usize) -> LaunchConfig {
+    pub(crate) fn config(self, rows: usize, nnz: usize) -> LaunchConfig {
         let threads = match self {
             GpuKernel::Scalar => rows as u64,
             GpuKernel::Vector(l) => rows as u64 * l as u64,
@@ -121,7 +121,7 @@ impl GpuKernel {
 
 const BLOCK: u32 = 256;
 
-fn threads_config(threads: u64) -> LaunchConfig {
+pub(crate) fn threads_config(threads: u64) -> LaunchConfig {
     LaunchConfig {
         grid_dim: (threads.div_ceil(BLOCK as u64).max(1) as u32, 1, 1),
         block_dim: (BLOCK, 1, 1),
@@ -129,14 +129,14 @@ fn threads_config(threads: u64) -> LaunchConfig {
     }
 }
 
-fn merge_pieces(rows: usize, nnz: usize) -> u64 {
+pub(crate) fn merge_pieces(rows: usize, nnz: usize) -> u64 {
     (rows as u64 + nnz as u64).div_ceil(MP_ITEMS)
 }
 
 /// Merge items per block of merge_tiled.
-const MT_TILE: u64 = MT_THREADS * MT_ITEMS;
+pub(crate) const MT_TILE: u64 = MT_THREADS * MT_ITEMS;
 
-fn merge_tiles(rows: usize, nnz: usize) -> u64 {
+pub(crate) fn merge_tiles(rows: usize, nnz: usize) -> u64 {
     (rows as u64 + nnz as u64).div_ceil(MT_TILE)
 }
 

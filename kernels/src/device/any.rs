@@ -11,6 +11,8 @@ use cudarc::driver::CudaSlice;
 use super::{BackendKind, CpuDevice, SpmvDevice, TimingPlan};
 use crate::cpu::CpuPartition;
 use crate::cuda::{CudaSpmv, DeviceCsr, GpuScalar, Prepared};
+#[cfg(feature = "hip")]
+use crate::hip::{HipBuf, HipCsr, HipPrepared, HipSpmv};
 use crate::KernelError;
 
 /// Where SpMV runs: the rayon CPU kernels or one GPU. Cheap to clone (a GPU is shared, with its
@@ -22,6 +24,8 @@ pub struct Device(Inner);
 enum Inner {
     Cpu(CpuDevice),
     Cuda(Rc<CudaSpmv>),
+    #[cfg(feature = "hip")]
+    Hip(Rc<HipSpmv>),
 }
 
 /// A matrix where a [`Device`]'s kernels read it.
@@ -30,6 +34,8 @@ pub struct DeviceMatrix<'a, T: GpuScalar>(Mat<'a, T>);
 enum Mat<'a, T: GpuScalar> {
     Cpu(&'a Csr<T>),
     Cuda(DeviceCsr<T>),
+    #[cfg(feature = "hip")]
+    Hip(HipCsr<T>),
 }
 
 /// A vector in a [`Device`]'s memory (host memory for the CPU).
@@ -38,6 +44,8 @@ pub struct DeviceVec<T: GpuScalar>(Vector<T>);
 enum Vector<T: GpuScalar> {
     Cpu(Vec<T>),
     Cuda(CudaSlice<T>),
+    #[cfg(feature = "hip")]
+    Hip(HipBuf<T>),
 }
 
 /// A kernel set up by [`Device`] for one matrix.
@@ -46,6 +54,8 @@ pub struct DeviceKernel<T: GpuScalar>(Kernel<T>);
 enum Kernel<T: GpuScalar> {
     Cpu(CpuPartition),
     Cuda(Prepared<T>),
+    #[cfg(feature = "hip")]
+    Hip(HipPrepared<T>),
 }
 
 impl Device {
@@ -65,6 +75,24 @@ impl Device {
         Device(Inner::Cuda(gpu))
     }
 
+    /// AMD GPU `ordinal` (the portable pool compiled by hiprtc; not yet run on AMD hardware).
+    /// Without ROCm or an AMD GPU, or in a build without the `hip` feature: "not available",
+    /// naming what is missing.
+    pub fn hip(ordinal: usize) -> Result<Device, KernelError> {
+        #[cfg(feature = "hip")]
+        {
+            Ok(Device(Inner::Hip(Rc::new(HipSpmv::new(ordinal)?))))
+        }
+        #[cfg(not(feature = "hip"))]
+        {
+            let _ = ordinal;
+            Err(KernelError::NotAvailable {
+                backend: "hip".into(),
+                why: "this build of augur has no HIP backend (cargo feature `hip`)".into(),
+            })
+        }
+    }
+
     /// GPU 0 when CUDA and a GPU are present, else the CPU.
     pub fn auto() -> Device {
         if crate::cuda::available().is_ok() {
@@ -79,7 +107,7 @@ impl Device {
     pub fn as_cuda(&self) -> Option<&Rc<CudaSpmv>> {
         match &self.0 {
             Inner::Cuda(g) => Some(g),
-            Inner::Cpu(_) => None,
+            _ => None,
         }
     }
 
@@ -88,6 +116,8 @@ impl Device {
         match (&self.0, &other.0) {
             (Inner::Cpu(_), Inner::Cpu(_)) => true,
             (Inner::Cuda(a), Inner::Cuda(b)) => Rc::ptr_eq(a, b),
+            #[cfg(feature = "hip")]
+            (Inner::Hip(a), Inner::Hip(b)) => Rc::ptr_eq(a, b),
             _ => false,
         }
     }
@@ -95,7 +125,12 @@ impl Device {
 
 impl std::fmt::Debug for Device {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Device({}: {})", self.kind().name(), SpmvDevice::name(self))
+        write!(
+            f,
+            "Device({}: {})",
+            self.kind().name(),
+            SpmvDevice::name(self)
+        )
     }
 }
 
@@ -113,6 +148,8 @@ impl<T: GpuScalar> DeviceMatrix<'_, T> {
         match &self.0 {
             Mat::Cpu(_) => BackendKind::Cpu,
             Mat::Cuda(_) => BackendKind::Cuda,
+            #[cfg(feature = "hip")]
+            Mat::Hip(_) => BackendKind::Hip,
         }
     }
 
@@ -121,6 +158,8 @@ impl<T: GpuScalar> DeviceMatrix<'_, T> {
         match &self.0 {
             Mat::Cpu(a) => (a.rows(), a.cols(), a.nnz()),
             Mat::Cuda(a) => (a.rows, a.cols, a.nnz),
+            #[cfg(feature = "hip")]
+            Mat::Hip(a) => (a.rows, a.cols, a.nnz),
         }
     }
 
@@ -128,7 +167,7 @@ impl<T: GpuScalar> DeviceMatrix<'_, T> {
     pub fn as_cuda(&self) -> Option<&DeviceCsr<T>> {
         match &self.0 {
             Mat::Cuda(a) => Some(a),
-            Mat::Cpu(_) => None,
+            _ => None,
         }
     }
 }
@@ -138,6 +177,8 @@ impl<T: GpuScalar> DeviceVec<T> {
         match &self.0 {
             Vector::Cpu(_) => BackendKind::Cpu,
             Vector::Cuda(_) => BackendKind::Cuda,
+            #[cfg(feature = "hip")]
+            Vector::Hip(_) => BackendKind::Hip,
         }
     }
 
@@ -145,6 +186,8 @@ impl<T: GpuScalar> DeviceVec<T> {
         match &self.0 {
             Vector::Cpu(v) => v.len(),
             Vector::Cuda(v) => v.len(),
+            #[cfg(feature = "hip")]
+            Vector::Hip(v) => v.len(),
         }
     }
 
@@ -156,7 +199,7 @@ impl<T: GpuScalar> DeviceVec<T> {
     pub fn as_host(&self) -> Option<&[T]> {
         match &self.0 {
             Vector::Cpu(v) => Some(v),
-            Vector::Cuda(_) => None,
+            _ => None,
         }
     }
 
@@ -164,14 +207,14 @@ impl<T: GpuScalar> DeviceVec<T> {
     pub fn as_cuda(&self) -> Option<&CudaSlice<T>> {
         match &self.0 {
             Vector::Cuda(v) => Some(v),
-            Vector::Cpu(_) => None,
+            _ => None,
         }
     }
 
     pub fn as_cuda_mut(&mut self) -> Option<&mut CudaSlice<T>> {
         match &mut self.0 {
             Vector::Cuda(v) => Some(v),
-            Vector::Cpu(_) => None,
+            _ => None,
         }
     }
 
@@ -202,6 +245,8 @@ impl<T: GpuScalar> DeviceKernel<T> {
         match &self.0 {
             Kernel::Cpu(_) => BackendKind::Cpu,
             Kernel::Cuda(_) => BackendKind::Cuda,
+            #[cfg(feature = "hip")]
+            Kernel::Hip(_) => BackendKind::Hip,
         }
     }
 
@@ -210,6 +255,8 @@ impl<T: GpuScalar> DeviceKernel<T> {
         match &self.0 {
             Kernel::Cpu(k) => k.kernel().name(),
             Kernel::Cuda(k) => k.kernel.name(),
+            #[cfg(feature = "hip")]
+            Kernel::Hip(k) => k.kernel.name(),
         }
     }
 
@@ -217,7 +264,7 @@ impl<T: GpuScalar> DeviceKernel<T> {
     pub fn as_cuda_mut(&mut self) -> Option<&mut Prepared<T>> {
         match &mut self.0 {
             Kernel::Cuda(k) => Some(k),
-            Kernel::Cpu(_) => None,
+            _ => None,
         }
     }
 }
@@ -231,6 +278,8 @@ impl SpmvDevice for Device {
         match &self.0 {
             Inner::Cpu(d) => d.kind(),
             Inner::Cuda(d) => d.kind(),
+            #[cfg(feature = "hip")]
+            Inner::Hip(d) => d.kind(),
         }
     }
 
@@ -238,6 +287,8 @@ impl SpmvDevice for Device {
         match &self.0 {
             Inner::Cpu(d) => SpmvDevice::name(d),
             Inner::Cuda(d) => SpmvDevice::name(&**d),
+            #[cfg(feature = "hip")]
+            Inner::Hip(d) => SpmvDevice::name(&**d),
         }
     }
 
@@ -245,6 +296,8 @@ impl SpmvDevice for Device {
         match &self.0 {
             Inner::Cpu(d) => SpmvDevice::kernel_names(d),
             Inner::Cuda(d) => SpmvDevice::kernel_names(&**d),
+            #[cfg(feature = "hip")]
+            Inner::Hip(d) => SpmvDevice::kernel_names(&**d),
         }
     }
 
@@ -252,6 +305,8 @@ impl SpmvDevice for Device {
         Ok(DeviceMatrix(match &self.0 {
             Inner::Cpu(d) => Mat::Cpu(d.upload(a)?),
             Inner::Cuda(d) => Mat::Cuda(SpmvDevice::upload(&**d, a)?),
+            #[cfg(feature = "hip")]
+            Inner::Hip(d) => Mat::Hip(d.upload(a)?),
         }))
     }
 
@@ -259,6 +314,8 @@ impl SpmvDevice for Device {
         match (&self.0, &a.0) {
             (Inner::Cpu(d), Mat::Cpu(a)) => d.gather(a),
             (Inner::Cuda(d), Mat::Cuda(a)) => SpmvDevice::gather(&**d, a),
+            #[cfg(feature = "hip")]
+            (Inner::Hip(d), Mat::Hip(a)) => d.gather(a),
             _ => Err(foreign("matrix", self.kind(), a.backend())),
         }
     }
@@ -267,6 +324,8 @@ impl SpmvDevice for Device {
         match &self.0 {
             Inner::Cpu(d) => d.prepare_gather(),
             Inner::Cuda(d) => d.prepare_gather(),
+            #[cfg(feature = "hip")]
+            Inner::Hip(d) => d.prepare_gather(),
         }
     }
 
@@ -283,6 +342,11 @@ impl SpmvDevice for Device {
                 let (m, s) = SpmvDevice::upload_gathering(&**d, a)?;
                 (DeviceMatrix(Mat::Cuda(m)), s)
             }
+            #[cfg(feature = "hip")]
+            Inner::Hip(d) => {
+                let (m, s) = d.upload_gathering(a)?;
+                (DeviceMatrix(Mat::Hip(m)), s)
+            }
         })
     }
 
@@ -290,6 +354,8 @@ impl SpmvDevice for Device {
         Ok(DeviceVec(match &self.0 {
             Inner::Cpu(d) => Vector::Cpu(d.vector(host)?),
             Inner::Cuda(d) => Vector::Cuda(SpmvDevice::vector(&**d, host)?),
+            #[cfg(feature = "hip")]
+            Inner::Hip(d) => Vector::Hip(d.vector(host)?),
         }))
     }
 
@@ -297,6 +363,8 @@ impl SpmvDevice for Device {
         Ok(DeviceVec(match &self.0 {
             Inner::Cpu(d) => Vector::Cpu(d.zeros(n)?),
             Inner::Cuda(d) => Vector::Cuda(SpmvDevice::zeros(&**d, n)?),
+            #[cfg(feature = "hip")]
+            Inner::Hip(d) => Vector::Hip(d.zeros(n)?),
         }))
     }
 
@@ -309,6 +377,8 @@ impl SpmvDevice for Device {
         match (&self.0, &mut v.0) {
             (Inner::Cpu(d), Vector::Cpu(v)) => d.write(host, v),
             (Inner::Cuda(d), Vector::Cuda(v)) => SpmvDevice::write(&**d, host, v),
+            #[cfg(feature = "hip")]
+            (Inner::Hip(d), Vector::Hip(v)) => d.write(host, v),
             _ => Err(foreign("vector", self.kind(), got)),
         }
     }
@@ -317,6 +387,8 @@ impl SpmvDevice for Device {
         match (&self.0, &v.0) {
             (Inner::Cpu(d), Vector::Cpu(v)) => d.read(v, host),
             (Inner::Cuda(d), Vector::Cuda(v)) => SpmvDevice::read(&**d, v, host),
+            #[cfg(feature = "hip")]
+            (Inner::Hip(d), Vector::Hip(v)) => d.read(v, host),
             _ => Err(foreign("vector", self.kind(), v.backend())),
         }
     }
@@ -336,6 +408,10 @@ impl SpmvDevice for Device {
             (Inner::Cuda(d), Mat::Cuda(a), Vector::Cuda(x), Vector::Cuda(y)) => {
                 Kernel::Cuda(SpmvDevice::prepare(&**d, kernel, a, x, y)?)
             }
+            #[cfg(feature = "hip")]
+            (Inner::Hip(d), Mat::Hip(a), Vector::Hip(x), Vector::Hip(y)) => {
+                Kernel::Hip(d.prepare(kernel, a, x, y)?)
+            }
             _ => return Err(mismatch(kind, a.backend(), x.backend(), yk)),
         }))
     }
@@ -344,6 +420,8 @@ impl SpmvDevice for Device {
         match &k.0 {
             Kernel::Cpu(_) => 0.0,
             Kernel::Cuda(k) => k.setup_s,
+            #[cfg(feature = "hip")]
+            Kernel::Hip(k) => k.setup_s,
         }
     }
 
@@ -362,6 +440,10 @@ impl SpmvDevice for Device {
             (Inner::Cuda(d), Kernel::Cuda(k), Mat::Cuda(a), Vector::Cuda(x), Vector::Cuda(y)) => {
                 SpmvDevice::launch(&**d, k, a, x, y)
             }
+            #[cfg(feature = "hip")]
+            (Inner::Hip(d), Kernel::Hip(k), Mat::Hip(a), Vector::Hip(x), Vector::Hip(y)) => {
+                d.launch(k, a, x, y)
+            }
             _ if kk != kind => Err(foreign("kernel", kind, kk)),
             _ => Err(mismatch(kind, a.backend(), x.backend(), yk)),
         }
@@ -379,7 +461,12 @@ impl SpmvDevice for Device {
             (Inner::Cpu(d), Kernel::Cpu(k), Mat::Cpu(a)) => {
                 crate::error::check_dims(a.rows(), a.cols(), x.len(), y.len())?;
                 let (Vector::Cpu(dx), Vector::Cpu(dy)) = (&mut dx.0, &mut dy.0) else {
-                    return Err(foreign("vector", BackendKind::Cpu, BackendKind::Cuda));
+                    let got = if dx.backend() != BackendKind::Cpu {
+                        dx.backend()
+                    } else {
+                        dy.backend()
+                    };
+                    return Err(foreign("vector", BackendKind::Cpu, got));
                 };
                 d.run_host(k, a, (dx, dy), x, y)
             }
@@ -402,6 +489,8 @@ impl SpmvDevice for Device {
         match &self.0 {
             Inner::Cpu(d) => d.synchronize(),
             Inner::Cuda(d) => SpmvDevice::synchronize(&**d),
+            #[cfg(feature = "hip")]
+            Inner::Hip(d) => d.synchronize(),
         }
     }
 
@@ -413,6 +502,8 @@ impl SpmvDevice for Device {
         match &self.0 {
             Inner::Cpu(d) => d.time(plan, enqueue),
             Inner::Cuda(d) => SpmvDevice::time(&**d, plan, enqueue),
+            #[cfg(feature = "hip")]
+            Inner::Hip(d) => d.time(plan, enqueue),
         }
     }
 }

@@ -34,8 +34,8 @@ use std::time::Instant;
 use augur_datasets::Csr;
 use augur_features::spmv::RowSums;
 
-pub use crate::cuda::TimingPlan;
 use crate::cuda::GpuScalar;
+pub use crate::cuda::TimingPlan;
 use crate::KernelError;
 pub use any::{Device, DeviceKernel, DeviceMatrix, DeviceVec};
 pub use cpu::CpuDevice;
@@ -48,6 +48,9 @@ pub enum BackendKind {
     Cpu,
     /// One NVIDIA GPU (the NVRTC-compiled pool and cuSPARSE).
     Cuda,
+    /// One AMD GPU (the same pool compiled by hiprtc; feature `hip`; not yet run on AMD
+    /// hardware).
+    Hip,
 }
 
 impl BackendKind {
@@ -56,6 +59,7 @@ impl BackendKind {
         match self {
             BackendKind::Cpu => "cpu",
             BackendKind::Cuda => "cuda",
+            BackendKind::Hip => "hip",
         }
     }
 }
@@ -259,7 +263,10 @@ mod tests {
         let e = dev.prepare("warp-magic", &m, &x, &mut y).err().unwrap();
         assert!(e.to_string().contains("unknown kernel `warp-magic`"), "{e}");
         let e = dev.write(&[1.0; 5], &mut y).unwrap_err();
-        assert!(e.to_string().contains("length 3") && e.to_string().contains("length 5"), "{e}");
+        assert!(
+            e.to_string().contains("length 3") && e.to_string().contains("length 5"),
+            "{e}"
+        );
         let mut out = [0.0; 2];
         assert!(dev.read(&y, &mut out).is_err());
         // A kernel set up for one matrix refuses another.
@@ -272,8 +279,14 @@ mod tests {
         // The host path writes y straight from x; the gather matches the CPU gatherer.
         let (mut dx, mut dy) = (dev.zeros(4).unwrap(), dev.zeros(3).unwrap());
         let mut host_y = [f64::NAN; 3];
-        dev.run_host(&mut k, &m, (&mut dx, &mut dy), &[1.0, 2.0, 3.0, 4.0], &mut host_y)
-            .unwrap();
+        dev.run_host(
+            &mut k,
+            &m,
+            (&mut dx, &mut dy),
+            &[1.0, 2.0, 3.0, 4.0],
+            &mut host_y,
+        )
+        .unwrap();
         assert_eq!(host_y, [1.5 - 8.0, 0.0, 0.5 + 8.0 - 3.0]);
         let (_, sums) = dev.upload_gathering(&a).unwrap();
         let p = augur_features::spmv::CsrPattern::of(&a);

@@ -1,0 +1,527 @@
+//! [`HipSpmv`]: one AMD GPU running the portable SpMV pool, as an [`SpmvDevice`]. Written
+//! against HIP's C API through [`super::api`]; **not yet run on AMD hardware** (see the module
+//! documentation of [`super`]).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void, CString};
+use std::marker::PhantomData;
+use std::time::Instant;
+
+use augur_datasets::Csr;
+use augur_features::spmv::{cpu_sums, CsrPattern, RowSums};
+
+use super::api::{self, Api, Event, Function, Module, Stream};
+use crate::cuda::module;
+use crate::cuda::spmv::{merge_pieces, merge_tiles, threads_config, MP_ITEMS, MT_TILE};
+use crate::cuda::{GpuKernel, GpuScalar, TimingPlan};
+use crate::device::{BackendKind, SpmvDevice};
+use crate::KernelError;
+
+/// The kernels of the pool that run on HIP (see [`super`] for what is left out).
+pub const HIP_KERNELS: [GpuKernel; 10] = [
+    GpuKernel::Scalar,
+    GpuKernel::Vector(2),
+    GpuKernel::Vector(4),
+    GpuKernel::Vector(8),
+    GpuKernel::Vector(16),
+    GpuKernel::Vector(32),
+    GpuKernel::Block,
+    GpuKernel::MergePath,
+    GpuKernel::MergeTiled,
+    GpuKernel::NnzSplit,
+];
+
+/// The entry points of a portable source that the Rust side launches (on either vendor).
+pub fn entry_points(source: &str) -> Vec<String> {
+    match source {
+        "spmv_csr" => {
+            let mut v: Vec<String> = ["f32", "f64"]
+                .iter()
+                .flat_map(|s| {
+                    HIP_KERNELS
+                        .iter()
+                        .map(move |k| format!("spmv_{}_{s}", k.name()))
+                        .chain([format!("merge_path_fixup_{s}")])
+                })
+                .collect();
+            v.push("merge_partition".into());
+            v
+        }
+        "features" => crate::cuda::gather::ENTRY_POINTS
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        "comm" => crate::cuda::comm::ENTRY_POINTS
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Device memory of `len` elements of T (none for 0), freed on drop.
+pub struct HipBuf<T> {
+    ptr: *mut c_void,
+    len: usize,
+    api: &'static Api,
+    _t: PhantomData<T>,
+}
+
+impl<T> HipBuf<T> {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The device address (for kernel arguments and interop).
+    pub fn device_ptr(&self) -> *mut c_void {
+        self.ptr
+    }
+
+    fn bytes(&self) -> usize {
+        self.len * std::mem::size_of::<T>()
+    }
+}
+
+impl<T> Drop for HipBuf<T> {
+    fn drop(&mut self) {
+        if !self.ptr.is_null() {
+            // SAFETY: allocated by hipMalloc, freed once; hipFree waits for work using it.
+            unsafe { (self.api.free)(self.ptr) };
+        }
+    }
+}
+
+/// A CSR matrix in device memory.
+pub struct HipCsr<T> {
+    pub rows: usize,
+    pub cols: usize,
+    pub nnz: usize,
+    ptr: HipBuf<i32>,
+    idx: HipBuf<i32>,
+    val: HipBuf<T>,
+}
+
+/// A kernel set up for one matrix: its entry points and, for the merge kernels, the partition
+/// and the carries.
+pub struct HipPrepared<T> {
+    pub kernel: GpuKernel,
+    pub setup_s: f64,
+    main: Function,
+    fixup: Option<Function>,
+    merge: Option<(i64, HipBuf<i32>, HipBuf<i32>, HipBuf<T>)>,
+}
+
+/// One AMD GPU with the portable SpMV module loaded.
+pub struct HipSpmv {
+    api: &'static Api,
+    pub ordinal: usize,
+    pub name: String,
+    pub arch: String,
+    stream: Stream,
+    module: Module,
+    functions: RefCell<HashMap<String, Function>>,
+    /// Seconds to compile (or read from the cache) and load the module.
+    pub module_s: f64,
+    pub module_cached: bool,
+}
+
+impl Drop for HipSpmv {
+    fn drop(&mut self) {
+        // SAFETY: made in `new`, released once, after everything on the stream.
+        unsafe {
+            (self.api.stream_synchronize)(self.stream);
+            (self.api.module_unload)(self.module);
+            (self.api.stream_destroy)(self.stream);
+        }
+    }
+}
+
+impl HipSpmv {
+    /// Open AMD GPU `ordinal` and load the SpMV kernels (compiled by hiprtc for its ISA, or read
+    /// from the cache). Without ROCm or an AMD GPU: "not available", naming what is missing.
+    pub fn new(ordinal: usize) -> Result<HipSpmv, KernelError> {
+        let info = super::devices()?
+            .into_iter()
+            .nth(ordinal)
+            .ok_or_else(|| super::not_available(format!("no AMD GPU {ordinal}")))?;
+        let arch = info.arch.clone().ok_or_else(|| {
+            super::not_available(format!(
+                "the ISA of {} could not be read from its properties; set AUGUR_HIP_ARCH \
+                 (e.g. gfx90a)",
+                info.name
+            ))
+        })?;
+        let api = api::api()?;
+        // SAFETY: plain C calls with valid out-pointers.
+        api.check("hipSetDevice", unsafe {
+            (api.set_device)(ordinal as c_int)
+        })?;
+        let mut stream: Stream = std::ptr::null_mut();
+        // hipStreamNonBlocking = 1: no implicit order with the null stream.
+        api.check("hipStreamCreateWithFlags", unsafe {
+            (api.stream_create)(&mut stream, 1)
+        })?;
+        let t = Instant::now();
+        let (code, cached) = super::code_object(module::SPMV_CSR, &arch)?;
+        let mut m: Module = std::ptr::null_mut();
+        // SAFETY: a complete code object for this device's ISA.
+        let loaded = api.check("hipModuleLoadData", unsafe {
+            (api.module_load_data)(&mut m, code.as_ptr().cast())
+        });
+        if let Err(e) = loaded {
+            unsafe { (api.stream_destroy)(stream) };
+            return Err(e);
+        }
+        Ok(HipSpmv {
+            api,
+            ordinal,
+            name: info.name,
+            arch,
+            stream,
+            module: m,
+            functions: RefCell::new(HashMap::new()),
+            module_s: t.elapsed().as_secs_f64(),
+            module_cached: cached,
+        })
+    }
+
+    fn function(&self, name: &str) -> Result<Function, KernelError> {
+        if let Some(&f) = self.functions.borrow().get(name) {
+            return Ok(f);
+        }
+        let c = CString::new(name).expect("no NUL in an entry point");
+        let mut f: Function = std::ptr::null_mut();
+        // SAFETY: the module is loaded; out-pointer.
+        self.api
+            .check(&format!("hipModuleGetFunction({name})"), unsafe {
+                (self.api.module_get_function)(&mut f, self.module, c.as_ptr())
+            })?;
+        self.functions.borrow_mut().insert(name.to_string(), f);
+        Ok(f)
+    }
+
+    fn alloc<T>(&self, len: usize) -> Result<HipBuf<T>, KernelError> {
+        let mut ptr: *mut c_void = std::ptr::null_mut();
+        if len > 0 {
+            // SAFETY: out-pointer; size in bytes.
+            self.api.check("hipMalloc", unsafe {
+                (self.api.malloc)(&mut ptr, len * std::mem::size_of::<T>())
+            })?;
+        }
+        Ok(HipBuf {
+            ptr,
+            len,
+            api: self.api,
+            _t: PhantomData,
+        })
+    }
+
+    fn zeroed<T>(&self, n: usize) -> Result<HipBuf<T>, KernelError> {
+        let v = self.alloc::<T>(n)?;
+        if n > 0 {
+            // SAFETY: `v` holds v.bytes() bytes.
+            self.api.check("hipMemsetAsync", unsafe {
+                (self.api.memset_async)(v.ptr, 0, v.bytes(), self.stream)
+            })?;
+        }
+        Ok(v)
+    }
+
+    fn copy_in<T>(&self, host: &[T], d: &mut HipBuf<T>) -> Result<(), KernelError> {
+        if host.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: both sides hold `d.bytes()` bytes; the stream is synchronised before the
+        // host slice can go away.
+        self.api.check("hipMemcpyHtoDAsync", unsafe {
+            (self.api.memcpy_htod_async)(d.ptr, host.as_ptr().cast(), d.bytes(), self.stream)
+        })?;
+        self.sync()
+    }
+
+    fn sync(&self) -> Result<(), KernelError> {
+        // SAFETY: the stream is alive.
+        self.api.check("hipStreamSynchronize", unsafe {
+            (self.api.stream_synchronize)(self.stream)
+        })
+    }
+
+    fn launch_raw(
+        &self,
+        f: Function,
+        grid: u32,
+        args: &mut [*mut c_void],
+    ) -> Result<(), KernelError> {
+        // SAFETY: `args` point at values matching the entry point's parameters (the callers
+        // spell each signature out as in spmv_csr.cu), alive for the call.
+        self.api.check("hipModuleLaunchKernel", unsafe {
+            (self.api.module_launch_kernel)(
+                f,
+                grid.max(1),
+                1,
+                1,
+                256,
+                1,
+                1,
+                0,
+                self.stream,
+                args.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        })
+    }
+}
+
+/// A pointer to `v` as a kernel argument.
+fn arg<V>(v: &V) -> *mut c_void {
+    v as *const V as *mut c_void
+}
+
+fn same_len(what: &'static str, expected: usize, got: usize) -> Result<(), KernelError> {
+    if expected == got {
+        Ok(())
+    } else {
+        Err(KernelError::Invalid(format!(
+            "{what}: a vector of length {expected} and a slice of length {got}"
+        )))
+    }
+}
+
+impl SpmvDevice for HipSpmv {
+    type Matrix<'a, T: GpuScalar + 'a> = HipCsr<T>;
+    type Vector<T: GpuScalar> = HipBuf<T>;
+    type Kernel<T: GpuScalar> = HipPrepared<T>;
+
+    fn kind(&self) -> BackendKind {
+        BackendKind::Hip
+    }
+
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn kernel_names(&self) -> Vec<&'static str> {
+        HIP_KERNELS.iter().map(|k| k.name()).collect()
+    }
+
+    fn upload<'a, T: GpuScalar>(&self, a: &'a Csr<T>) -> Result<HipCsr<T>, KernelError> {
+        let mut ptr = self.alloc::<i32>(a.rows() + 1)?;
+        let mut idx = self.alloc::<i32>(a.nnz())?;
+        let mut val = self.alloc::<T>(a.nnz())?;
+        self.copy_in(a.indptr().raw_storage(), &mut ptr)?;
+        self.copy_in(a.indices(), &mut idx)?;
+        self.copy_in(a.data(), &mut val)?;
+        Ok(HipCsr {
+            rows: a.rows(),
+            cols: a.cols(),
+            nnz: a.nnz(),
+            ptr,
+            idx,
+            val,
+        })
+    }
+
+    /// The device gatherer is not ported yet: the exact sums of the host copy, on the host.
+    fn upload_gathering<'a, T: GpuScalar>(
+        &self,
+        a: &'a Csr<T>,
+    ) -> Result<(HipCsr<T>, RowSums), KernelError> {
+        let m = self.upload(a)?;
+        Ok((m, cpu_sums(CsrPattern::of(a))))
+    }
+
+    fn vector<T: GpuScalar>(&self, host: &[T]) -> Result<HipBuf<T>, KernelError> {
+        let mut v = self.alloc(host.len())?;
+        self.copy_in(host, &mut v)?;
+        Ok(v)
+    }
+
+    fn zeros<T: GpuScalar>(&self, n: usize) -> Result<HipBuf<T>, KernelError> {
+        self.zeroed(n)
+    }
+
+    fn len<T: GpuScalar>(&self, v: &HipBuf<T>) -> usize {
+        v.len
+    }
+
+    fn write<T: GpuScalar>(&self, host: &[T], v: &mut HipBuf<T>) -> Result<(), KernelError> {
+        same_len("write", v.len, host.len())?;
+        self.copy_in(host, v)
+    }
+
+    fn read<T: GpuScalar>(&self, v: &HipBuf<T>, host: &mut [T]) -> Result<(), KernelError> {
+        same_len("read", v.len, host.len())?;
+        if host.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: both sides hold v.bytes() bytes; synchronised before returning.
+        self.api.check("hipMemcpyDtoHAsync", unsafe {
+            (self.api.memcpy_dtoh_async)(host.as_mut_ptr().cast(), v.ptr, v.bytes(), self.stream)
+        })?;
+        self.sync()
+    }
+
+    fn prepare<T: GpuScalar>(
+        &self,
+        kernel: &str,
+        a: &HipCsr<T>,
+        x: &HipBuf<T>,
+        y: &mut HipBuf<T>,
+    ) -> Result<HipPrepared<T>, KernelError> {
+        let k = GpuKernel::from_name(kernel)?;
+        if !HIP_KERNELS.contains(&k) {
+            return Err(crate::device::unsupported(
+                BackendKind::Hip,
+                &format!("kernel {kernel}"),
+            ));
+        }
+        crate::error::check_dims(a.rows, a.cols, x.len, y.len)?;
+        let t = Instant::now();
+        let sfx = T::SUFFIX;
+        let main = self.function(&format!("spmv_{}_{sfx}", k.name()))?;
+        let merge_kind = matches!(k, GpuKernel::MergePath | GpuKernel::MergeTiled);
+        let (fixup, merge) = if merge_kind && a.rows > 0 {
+            let tiled = k == GpuKernel::MergeTiled;
+            let pieces = if tiled {
+                merge_tiles(a.rows, a.nnz)
+            } else {
+                merge_pieces(a.rows, a.nnz)
+            };
+            let start_row = self.zeroed::<i32>(pieces as usize + 1)?;
+            let carry_row = self.zeroed::<i32>(pieces as usize)?;
+            let carry_val = self.zeroed::<T>(pieces as usize)?;
+            let part = self.function("merge_partition")?;
+            let (rows, nnz, np) = (a.rows as i32, a.nnz as i32, pieces as i64);
+            let items = if tiled { MT_TILE } else { MP_ITEMS } as i64;
+            let (pp, sp) = (a.ptr.ptr, start_row.ptr);
+            // (int rows, int nnz, const int* ptr, long long pieces, long long items, int* start_row)
+            let mut args = [
+                arg(&rows),
+                arg(&nnz),
+                arg(&pp),
+                arg(&np),
+                arg(&items),
+                arg(&sp),
+            ];
+            let grid = threads_config(pieces + 1).grid_dim.0;
+            self.launch_raw(part, grid, &mut args)?;
+            self.sync()?;
+            let fixup = self.function(&format!("merge_path_fixup_{sfx}"))?;
+            (Some(fixup), Some((np, start_row, carry_row, carry_val)))
+        } else {
+            (None, None)
+        };
+        Ok(HipPrepared {
+            kernel: k,
+            setup_s: t.elapsed().as_secs_f64(),
+            main,
+            fixup,
+            merge,
+        })
+    }
+
+    fn setup_s<T: GpuScalar>(&self, k: &HipPrepared<T>) -> f64 {
+        k.setup_s
+    }
+
+    fn launch<T: GpuScalar>(
+        &self,
+        p: &mut HipPrepared<T>,
+        a: &HipCsr<T>,
+        x: &HipBuf<T>,
+        y: &mut HipBuf<T>,
+    ) -> Result<(), KernelError> {
+        crate::error::check_dims(a.rows, a.cols, x.len, y.len)?;
+        if a.rows == 0 {
+            return Ok(());
+        }
+        let k = p.kernel;
+        if k == GpuKernel::NnzSplit {
+            // SAFETY: y holds y.bytes() bytes.
+            self.api.check("hipMemsetAsync", unsafe {
+                (self.api.memset_async)(y.ptr, 0, y.bytes(), self.stream)
+            })?;
+            if a.nnz == 0 {
+                return Ok(());
+            }
+        }
+        let (rows, nnz) = (a.rows as i32, a.nnz as i32);
+        let (pp, ip, vp, xp, yp) = (a.ptr.ptr, a.idx.ptr, a.val.ptr, x.ptr, y.ptr);
+        let grid = k.config(a.rows, a.nnz).grid_dim.0;
+        // (int rows, const int* ptr, const int* idx, const T* val, const T* x, T* y, ...)
+        let mut args = vec![arg(&rows), arg(&pp), arg(&ip), arg(&vp), arg(&xp), arg(&yp)];
+        match (&p.merge, k) {
+            (_, GpuKernel::NnzSplit) => args.push(arg(&nnz)),
+            (Some((pieces, start, crow, cval)), _) => {
+                // ..., int nnz, long long pieces, const int* start_row, int* carry_row, T* carry_val
+                let (sp, crp, cvp) = (start.ptr, crow.ptr, cval.ptr);
+                let mut more = [arg(&nnz), arg(pieces), arg(&sp), arg(&crp), arg(&cvp)];
+                args.extend_from_slice(&more);
+                self.launch_raw(p.main, grid, &mut args)?;
+                let fix = p.fixup.ok_or_else(|| {
+                    KernelError::Invalid("merge kernel launched without prepare".into())
+                })?;
+                // (int rows, long long pieces, const int* carry_row, const T* carry_val, T* y)
+                more = [arg(&rows), arg(pieces), arg(&crp), arg(&cvp), arg(&yp)];
+                let g = threads_config(*pieces as u64).grid_dim.0;
+                return self.launch_raw(fix, g, &mut more);
+            }
+            _ => {}
+        }
+        self.launch_raw(p.main, grid, &mut args)
+    }
+
+    fn synchronize(&self) -> Result<(), KernelError> {
+        self.sync()
+    }
+
+    /// Between two HIP events from an idle stream.
+    fn time(
+        &self,
+        plan: TimingPlan,
+        mut enqueue: impl FnMut() -> Result<(), KernelError>,
+    ) -> Result<Vec<f64>, KernelError> {
+        let api = self.api;
+        let mut ev: [Event; 2] = [std::ptr::null_mut(); 2];
+        for e in &mut ev {
+            // SAFETY: out-pointer.
+            api.check("hipEventCreate", unsafe { (api.event_create)(e) })?;
+        }
+        let result = (|| {
+            for _ in 0..plan.warmup {
+                enqueue()?;
+            }
+            self.sync()?;
+            (0..plan.iterations.max(1))
+                .map(|_| {
+                    // SAFETY: events and stream alive; out-pointer for the time.
+                    api.check("hipEventRecord", unsafe {
+                        (api.event_record)(ev[0], self.stream)
+                    })?;
+                    enqueue()?;
+                    api.check("hipEventRecord", unsafe {
+                        (api.event_record)(ev[1], self.stream)
+                    })?;
+                    api.check("hipEventSynchronize", unsafe {
+                        (api.event_synchronize)(ev[1])
+                    })?;
+                    let mut ms = 0f32;
+                    api.check("hipEventElapsedTime", unsafe {
+                        (api.event_elapsed_time)(&mut ms, ev[0], ev[1])
+                    })?;
+                    Ok(ms as f64 * 1e-3)
+                })
+                .collect()
+        })();
+        for e in ev {
+            // SAFETY: created above, destroyed once.
+            unsafe { (api.event_destroy)(e) };
+        }
+        result
+    }
+}
