@@ -1,0 +1,518 @@
+//! One GPU's worker: its shard's plans, buffers and communicator, and the commands it serves.
+
+use super::{nccl_err, Answer, Cmd, GatherMode, Layout, Reply, ShardInfo, ShardProfile};
+use crate::{AugurError, Backend, PlanOptions, SpmvPlan};
+use augur_datasets::Csr;
+use augur_features::attention::Dtype;
+use augur_kernels::cuda::comm::{NcclComm, Pattern, RankComm};
+use augur_kernels::cuda::{GpuScalar, TimingPlan};
+use augur_kernels::{median, KernelError};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::nccl::{result as nccl, sys as nccl_sys, NcclType};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::{Arc, Barrier};
+
+pub(super) struct WorkerCtx {
+    pub(super) rank: usize,
+    pub(super) world: usize,
+    pub(super) ordinal: usize,
+    pub(super) id: Option<nccl_sys::ncclUniqueId>,
+    pub(super) layout: Arc<Layout>,
+    pub(super) total_rows: usize,
+    pub(super) cols: usize,
+    pub(super) opts: PlanOptions,
+    pub(super) gather: GatherMode,
+    /// This GPU's rank of augur's collectives (their modes, more than one GPU).
+    pub(super) rc: Option<RankComm>,
+    pub(super) barrier: Arc<Barrier>,
+    pub(super) failed: Arc<AtomicBool>,
+}
+
+pub(super) fn worker<T: GpuScalar + NcclType>(
+    mut ctx: WorkerCtx,
+    parts: Vec<Csr<T>>,
+    rx: Receiver<Cmd<T>>,
+    setup_tx: Sender<(usize, Result<Vec<ShardInfo>, AugurError>)>,
+    answer_tx: Sender<Answer<T>>,
+) {
+    let rank = ctx.rank;
+    // Open the GPU; if any GPU fails, every worker stops before NCCL's init, which would wait
+    // for all ranks forever.
+    let backend = Backend::cuda(ctx.ordinal);
+    if backend.is_err() {
+        ctx.failed.store(true, Ordering::SeqCst);
+    }
+    ctx.barrier.wait();
+    let backend = match backend {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = setup_tx.send((rank, Err(e)));
+            return;
+        }
+    };
+    if ctx.failed.load(Ordering::SeqCst) {
+        let _ = setup_tx.send((
+            rank,
+            Err(AugurError::Invalid("another GPU failed to open".into())),
+        ));
+        return;
+    }
+    let comm = match ctx.id {
+        None => None,
+        Some(id) => {
+            let mut c = std::ptr::null_mut();
+            // SAFETY: out-pointer to a communicator; every rank calls with the same id and
+            // world size (on its own thread, its GPU's context current from Backend::cuda).
+            let r = unsafe {
+                if let Some(g) = backend.as_device().as_cuda() {
+                    let _ = g.context().bind_to_thread();
+                }
+                nccl::comm_init_rank(&mut c, ctx.world as i32, id, rank as i32)
+            };
+            match r {
+                Ok(_) => Some(NcclComm(c)),
+                Err(e) => {
+                    let _ = setup_tx.send((rank, Err(nccl_err("ncclCommInitRank")(e))));
+                    return;
+                }
+            }
+        }
+    };
+    let shard = Shard::new(&mut ctx, &parts, &backend, comm);
+    let mut shard = match shard {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = setup_tx.send((rank, Err(e)));
+            return;
+        }
+    };
+    let info = shard
+        .plans
+        .iter()
+        .enumerate()
+        .map(|(c, p)| ShardInfo {
+            rank,
+            chunk: c,
+            gpu: ctx.ordinal,
+            device: backend.device(),
+            rows: ctx.layout.pieces[c][rank].clone(),
+            nnz: p.matrix().nnz(),
+            decision: p.decision().clone(),
+            setup: p.setup().clone(),
+        })
+        .collect();
+    let _ = setup_tx.send((rank, Ok(info)));
+    drop(setup_tx);
+    while let Ok(cmd) = rx.recv() {
+        let r = shard.handle(cmd);
+        if answer_tx.send((rank, r)).is_err() {
+            break;
+        }
+    }
+}
+
+/// A device vector of a shard: its own allocation, or a view of a registered buffer of augur's
+/// collectives (owned by the RankComm, so the view never frees it).
+enum Buf<T> {
+    Own(CudaSlice<T>),
+    Registered(std::mem::ManuallyDrop<CudaSlice<T>>),
+}
+
+impl<T> std::ops::Deref for Buf<T> {
+    type Target = CudaSlice<T>;
+    fn deref(&self) -> &CudaSlice<T> {
+        match self {
+            Buf::Own(s) => s,
+            Buf::Registered(s) => s,
+        }
+    }
+}
+
+impl<T> std::ops::DerefMut for Buf<T> {
+    fn deref_mut(&mut self) -> &mut CudaSlice<T> {
+        match self {
+            Buf::Own(s) => s,
+            Buf::Registered(s) => s,
+        }
+    }
+}
+
+impl<T> Drop for Buf<T> {
+    fn drop(&mut self) {
+        if let Buf::Registered(s) = self {
+            // SAFETY: taken once, here; the memory belongs to the RankComm's buffer.
+            let s = unsafe { std::mem::ManuallyDrop::take(s) };
+            let _ = s.leak();
+        }
+    }
+}
+
+/// One worker's state: a plan per chunk of its shard, x, and with more than one GPU the whole
+/// y, the buffers of the all-gather, a stream for it and the communicator.
+struct Shard<'a, T: GpuScalar + NcclType> {
+    plans: Vec<SpmvPlan<'a, T>>,
+    x: Buf<T>,
+    /// The whole y (more than one GPU), gathered from every shard.
+    full: Option<Buf<T>>,
+    /// Padded send and receive buffers per chunk (GatherMode::AllGather).
+    send: Vec<CudaSlice<T>>,
+    recv: Vec<CudaSlice<T>>,
+    comm: Option<NcclComm>,
+    /// augur's collectives, and which registered buffer holds the whole y now.
+    rc: Option<RankComm>,
+    full_slot: usize,
+    compute: Arc<CudaStream>,
+    comm_stream: Arc<CudaStream>,
+    rank: usize,
+    layout: Arc<Layout>,
+    gather: GatherMode,
+}
+
+impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
+    fn new(
+        ctx: &mut WorkerCtx,
+        parts: &'a [Csr<T>],
+        backend: &Backend,
+        comm: Option<NcclComm>,
+    ) -> Result<Self, AugurError> {
+        let plans = parts
+            .iter()
+            .map(|p| SpmvPlan::new(p, backend, ctx.opts.clone()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let s = backend
+            .as_device()
+            .as_cuda()
+            .ok_or_else(|| AugurError::Invalid("MultiGpuSpmv runs on GPUs".into()))?;
+        let compute = s.stream().clone();
+        let comm_stream = compute.fork().map_err(cuda_err)?;
+        let mut rc = ctx.rc.take();
+        let (x, mut full, mut send, mut recv) = match rc.as_mut() {
+            Some(rc) => {
+                // The kernel patterns run on the compute stream, right after the product; the
+                // copy engines on the group's own stream, joined to the compute stream by
+                // events. Neither may be a legacy default stream: a peer copy can wait for it
+                // while it waits for the copy's flag (measured: hangs; see GatherMode::CopyEngine).
+                if ctx.gather != GatherMode::CopyEngine {
+                    rc.use_stream(compute.clone());
+                }
+                // SAFETY: the group's registered buffers of this GPU, each with room for
+                // max(rows, cols) values; they outlive the views (the RankComm is kept beside
+                // them) and the views never free them (Buf::Registered leaks on drop).
+                let view = |slot: usize, len: usize| -> Result<Buf<T>, AugurError> {
+                    let p = rc.slot(slot).expect("two slots");
+                    let mut v = unsafe { compute.upgrade_device_ptr::<T>(p, len) };
+                    compute.memset_zeros(&mut v).map_err(cuda_err)?;
+                    Ok(Buf::Registered(std::mem::ManuallyDrop::new(v)))
+                };
+                (
+                    view(0, ctx.cols)?,
+                    Some(view(1, ctx.total_rows)?),
+                    Vec::new(),
+                    Vec::new(),
+                )
+            }
+            None => (
+                Buf::Own(s.htod(&vec![T::zero(); ctx.cols])?),
+                None,
+                Vec::new(),
+                Vec::new(),
+            ),
+        };
+        if comm.is_some() {
+            full = Some(Buf::Own(s.htod(&vec![T::zero(); ctx.total_rows])?));
+            if ctx.gather == GatherMode::AllGather {
+                for &m in &ctx.layout.maxc {
+                    send.push(s.htod(&vec![T::zero(); m.max(1)])?);
+                    recv.push(s.htod(&vec![T::zero(); (m * ctx.world).max(1)])?);
+                }
+            }
+        }
+        compute.synchronize().map_err(cuda_err)?;
+        Ok(Shard {
+            plans,
+            x,
+            full,
+            send,
+            recv,
+            comm,
+            rc,
+            full_slot: 1,
+            compute,
+            comm_stream,
+            rank: ctx.rank,
+            layout: ctx.layout.clone(),
+            gather: ctx.gather,
+        })
+    }
+
+    /// Enqueue, on the communication stream, the all-gather of chunk `c` of every shard into
+    /// the whole y.
+    fn gather_chunk(&mut self, c: usize) -> Result<(), AugurError> {
+        let (Some(comm), Some(full)) = (&self.comm, self.full.as_mut()) else {
+            return Ok(());
+        };
+        let cs = &self.comm_stream;
+        let pieces = &self.layout.pieces[c];
+        let maxc = self.layout.maxc[c];
+        if maxc == 0 {
+            return Ok(());
+        }
+        let y = cuda_y(&mut self.plans[c]);
+        let ty = T::as_nccl_type();
+        let raw = cs.cu_stream() as nccl_sys::cudaStream_t;
+        let size = std::mem::size_of::<T>() as u64;
+        match self.gather {
+            GatherMode::AllGather => {
+                let (send, recv) = (&mut self.send[c], &mut self.recv[c]);
+                let mine = pieces[self.rank].len();
+                if mine > 0 {
+                    cs.memcpy_dtod(&*y, &mut send.slice_mut(0..mine))
+                        .map_err(cuda_err)?;
+                }
+                {
+                    let (src, _g1) = send.device_ptr(cs);
+                    let (dst, _g2) = recv.device_ptr_mut(cs);
+                    // SAFETY: send holds maxc values, recv world x maxc; every rank enqueues the
+                    // same collectives in the same order.
+                    unsafe {
+                        nccl::all_gather(
+                            src as *const c_void,
+                            dst as *mut c_void,
+                            maxc,
+                            ty,
+                            comm.0,
+                            raw,
+                        )
+                    }
+                    .map_err(nccl_err("ncclAllGather"))?;
+                }
+                for (s, r) in pieces.iter().enumerate() {
+                    if r.is_empty() {
+                        continue;
+                    }
+                    let src = recv.slice(s * maxc..s * maxc + r.len());
+                    cs.memcpy_dtod(&src, &mut full.slice_mut(r.clone()))
+                        .map_err(cuda_err)?;
+                }
+            }
+            // No communicator in these modes: returned above.
+            GatherMode::Auto
+            | GatherMode::Ll
+            | GatherMode::Pull
+            | GatherMode::Push
+            | GatherMode::CopyEngine => {}
+            GatherMode::Broadcasts => {
+                let (dst, _g1) = full.device_ptr_mut(cs);
+                let (src, _g2) = y.device_ptr(cs);
+                // SAFETY: `src` holds this piece's rows; `dst` all rows; piece s of chunk c
+                // starts at its first row. Every rank enqueues the same collectives in order.
+                unsafe {
+                    nccl::group_start().map_err(nccl_err("ncclGroupStart"))?;
+                    for (root, r) in pieces.iter().enumerate() {
+                        let send = if root == self.rank {
+                            src as *const c_void
+                        } else {
+                            std::ptr::null()
+                        };
+                        let res = nccl::broadcast(
+                            send,
+                            (dst + r.start as u64 * size) as *mut c_void,
+                            r.len(),
+                            ty,
+                            root as i32,
+                            comm.0,
+                            raw,
+                        );
+                        if let Err(e) = res {
+                            let _ = nccl::group_end();
+                            return Err(nccl_err("ncclBroadcast")(e));
+                        }
+                    }
+                    nccl::group_end().map_err(nccl_err("ncclGroupEnd"))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// augur's all-gather after this step's product: this shard's rows of y into the whole y
+    /// at their place, then the pattern brings every other shard's rows (all on the compute
+    /// stream, after the product).
+    fn exchange(&mut self) -> Result<(), AugurError> {
+        let (Some(rc), Some(full)) = (self.rc.as_mut(), self.full.as_mut()) else {
+            return Ok(());
+        };
+        let pattern = self
+            .gather
+            .pattern()
+            .expect("an augur mode with a RankComm");
+        let rows = self.layout.pieces[0][self.rank].clone();
+        if !rows.is_empty() {
+            let y = cuda_y(&mut self.plans[0]);
+            self.compute
+                .memcpy_dtod(&*y, &mut full.slice_mut(rows))
+                .map_err(cuda_err)?;
+        }
+        let size = std::mem::size_of::<T>() as u64;
+        let mut offsets: Vec<u64> = self.layout.pieces[0]
+            .iter()
+            .map(|r| r.start as u64 * size)
+            .collect();
+        offsets.push(
+            self.layout.pieces[0]
+                .last()
+                .map_or(0, |r| r.end as u64 * size),
+        );
+        // The patterns move bytes; F32 only names a 4-byte granularity (f64 rows are 8).
+        let own = pattern == Pattern::CopyEngine;
+        if own {
+            rc.stream().join(&self.compute).map_err(cuda_err)?;
+        }
+        rc.all_gather_in(pattern, Dtype::F32, &offsets, self.full_slot)
+            .map_err(AugurError::Kernel)?;
+        if own {
+            self.compute.join(rc.stream()).map_err(cuda_err)?;
+        }
+        Ok(())
+    }
+
+    /// Whether products are followed by an exchange between GPUs.
+    fn exchanges(&self) -> bool {
+        self.comm.is_some() || self.rc.is_some()
+    }
+
+    /// Every chunk's product; with more than one GPU, chunk c's all-gather on the
+    /// communication stream after its product, overlapping chunk c + 1's product.
+    fn products(&mut self, gather: bool) -> Result<(), AugurError> {
+        for c in 0..self.plans.len() {
+            self.plans[c].launch_from_cuda(&self.x)?;
+            if gather && self.comm.is_some() {
+                self.comm_stream.join(&self.compute).map_err(cuda_err)?;
+                self.gather_chunk(c)?;
+            }
+        }
+        if gather && self.comm.is_some() {
+            self.compute.join(&self.comm_stream).map_err(cuda_err)?;
+        }
+        if gather {
+            self.exchange()?;
+        }
+        Ok(())
+    }
+
+    /// The all-gathers alone (for profiles).
+    fn gathers(&mut self) -> Result<(), AugurError> {
+        if self.rc.is_some() {
+            return self.exchange();
+        }
+        if self.comm.is_none() {
+            return Ok(());
+        }
+        self.comm_stream.join(&self.compute).map_err(cuda_err)?;
+        for c in 0..self.plans.len() {
+            self.gather_chunk(c)?;
+        }
+        self.compute.join(&self.comm_stream).map_err(cuda_err)
+    }
+
+    /// One product and its all-gather; with `swap`, y becomes the next x.
+    fn step(&mut self, swap: bool) -> Result<(), AugurError> {
+        self.products(true)?;
+        if swap {
+            self.full_slot = 1 - self.full_slot;
+            match self.full.as_mut() {
+                Some(full) => std::mem::swap(&mut self.x, full),
+                None => std::mem::swap(&mut *self.x, cuda_y(&mut self.plans[0])),
+            }
+        }
+        Ok(())
+    }
+
+    /// The whole y after a step without swap.
+    fn y(&mut self) -> &CudaSlice<T> {
+        match self.full.as_ref() {
+            Some(f) => f,
+            None => cuda_y(&mut self.plans[0]),
+        }
+    }
+
+    fn handle(&mut self, cmd: Cmd<T>) -> Result<Reply<T>, AugurError> {
+        let stream = self.compute.clone();
+        match cmd {
+            Cmd::Run { x, want_y } => {
+                if !x.is_empty() {
+                    stream
+                        .memcpy_htod(x.as_slice(), &mut *self.x)
+                        .map_err(cuda_err)?;
+                }
+                self.step(false)?;
+                let out = if want_y {
+                    let v = stream.clone_dtoh(self.y()).map_err(cuda_err)?;
+                    Reply::Vector(v)
+                } else {
+                    Reply::Done
+                };
+                stream.synchronize().map_err(cuda_err)?;
+                Ok(out)
+            }
+            Cmd::Iterate { steps } => {
+                for _ in 0..steps {
+                    self.step(true)?;
+                }
+                stream.synchronize().map_err(cuda_err)?;
+                Ok(Reply::Done)
+            }
+            Cmd::SetX(x) => {
+                if !x.is_empty() {
+                    stream
+                        .memcpy_htod(x.as_slice(), &mut *self.x)
+                        .map_err(cuda_err)?;
+                }
+                stream.synchronize().map_err(cuda_err)?;
+                Ok(Reply::Done)
+            }
+            Cmd::GetX => {
+                let v = stream.clone_dtoh(&*self.x).map_err(cuda_err)?;
+                stream.synchronize().map_err(cuda_err)?;
+                Ok(Reply::Vector(v))
+            }
+            Cmd::Profile { warmup, reps } => {
+                let gpu = self.plans[0]
+                    .device()
+                    .as_cuda()
+                    .expect("a CUDA plan")
+                    .clone();
+                let tp = TimingPlan {
+                    warmup,
+                    iterations: reps.max(1),
+                };
+                let k = |e: AugurError| KernelError::Cuda(e.to_string());
+                let kernel_s =
+                    median(gpu.time_events(tp, None, || self.products(false).map_err(k))?);
+                let gather_s = if self.exchanges() {
+                    median(gpu.time_events(tp, None, || self.gathers().map_err(k))?)
+                } else {
+                    0.0
+                };
+                let step_s = median(gpu.time_events(tp, None, || self.step(false).map_err(k))?);
+                Ok(Reply::Profile(ShardProfile {
+                    rank: self.rank,
+                    kernel_s,
+                    gather_s,
+                    step_s,
+                }))
+            }
+        }
+    }
+}
+
+/// The device y of a shard's plan (made on its GPU by `Shard::new`).
+fn cuda_y<'p, T: GpuScalar>(plan: &'p mut SpmvPlan<'_, T>) -> &'p mut CudaSlice<T> {
+    plan.vectors().1.as_cuda_mut().expect("a CUDA plan")
+}
+
+pub(super) fn cuda_err(e: cudarc::driver::DriverError) -> AugurError {
+    AugurError::Kernel(KernelError::Cuda(e.to_string()))
+}
