@@ -29,6 +29,7 @@ use {
 
 /// How to fetch.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct FetchOptions {
     /// The collection's base URL (archives at `BASE/MM/<Group>/<Name>.tar.gz`).
     pub base_url: String,
@@ -43,6 +44,46 @@ pub struct FetchOptions {
     pub backoff: Duration,
     /// Longest wait for a connection, a response, or the next bytes of a body.
     pub timeout: Duration,
+}
+
+/// Builder-style setters (the struct is `#[non_exhaustive]`: start from the default and set
+/// what differs, so new options do not break callers).
+impl FetchOptions {
+    /// Sets [`FetchOptions::base_url`].
+    pub fn base_url(mut self, v: impl Into<String>) -> Self {
+        self.base_url = v.into();
+        self
+    }
+
+    /// Sets [`FetchOptions::gzip`].
+    pub fn gzip(mut self, v: bool) -> Self {
+        self.gzip = v;
+        self
+    }
+
+    /// Sets [`FetchOptions::jobs`].
+    pub fn jobs(mut self, v: usize) -> Self {
+        self.jobs = v;
+        self
+    }
+
+    /// Sets [`FetchOptions::retries`].
+    pub fn retries(mut self, v: usize) -> Self {
+        self.retries = v;
+        self
+    }
+
+    /// Sets [`FetchOptions::backoff`].
+    pub fn backoff(mut self, v: Duration) -> Self {
+        self.backoff = v;
+        self
+    }
+
+    /// Sets [`FetchOptions::timeout`].
+    pub fn timeout(mut self, v: Duration) -> Self {
+        self.timeout = v;
+        self
+    }
 }
 
 impl FetchOptions {

@@ -8,10 +8,7 @@ fn main() -> Result<(), augur::AugurError> {
     let x = vec![1.0f32; a.cols()];
     let mut y = vec![0.0f32; a.rows()];
     let backend = Backend::auto(); // GPU 0 when CUDA is present, else the rayon CPU kernels
-    let opts = PlanOptions {
-        expected_iterations: 500,
-        ..PlanOptions::default()
-    };
+    let opts = PlanOptions::default().expected_iterations(500);
     let mut plan = SpmvPlan::new(&a, &backend, opts)?; // features, choice, upload, kernel setup
     println!("{}", plan.decision()); // kernel, and feature = value vs threshold at each node
     for _ in 0..500 {

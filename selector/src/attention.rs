@@ -27,6 +27,7 @@ use crate::AugurError;
 
 /// What an [`AttentionPlan`] is built with.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct AttentionOptions {
     /// GPU ordinal.
     pub device: usize,
@@ -34,6 +35,28 @@ pub struct AttentionOptions {
     pub model: Option<Arc<AttentionModel>>,
     /// A schedule to run instead of the model's pick.
     pub schedule: Option<Schedule>,
+}
+
+/// Builder-style setters (the struct is `#[non_exhaustive]`: start from the default and set
+/// what differs, so new options do not break callers).
+impl AttentionOptions {
+    /// Sets [`AttentionOptions::device`].
+    pub fn device(mut self, v: usize) -> Self {
+        self.device = v;
+        self
+    }
+
+    /// Sets [`AttentionOptions::model`].
+    pub fn model(mut self, v: Arc<AttentionModel>) -> Self {
+        self.model = Some(v);
+        self
+    }
+
+    /// Sets [`AttentionOptions::schedule`].
+    pub fn schedule(mut self, v: Schedule) -> Self {
+        self.schedule = Some(v);
+        self
+    }
 }
 
 /// A schedule chosen for a shape, and why.

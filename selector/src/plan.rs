@@ -6,7 +6,7 @@
 //! let spec = augur::datasets::generate::Generator::parse("stencil2d:nx=500").unwrap();
 //! let a = spec.generate::<f32>().unwrap();
 //! let backend = Backend::auto(); // CUDA when a GPU is present, else the rayon CPU kernels
-//! let opts = PlanOptions { expected_iterations: 500, ..PlanOptions::default() };
+//! let opts = PlanOptions::default().expected_iterations(500);
 //! let mut plan = SpmvPlan::new(&a, &backend, opts).unwrap();
 //! println!("{}", plan.decision()); // the kernel and the tree path that chose it
 //! let x = vec![1.0f32; a.cols()];
@@ -98,6 +98,7 @@ pub enum GatherPolicy {
 
 /// How a plan is made.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct PlanOptions {
     /// How many products the plan will run: what setup and gathering costs are weighed against.
     pub expected_iterations: u32,
@@ -109,6 +110,40 @@ pub struct PlanOptions {
     /// Accept a model file trained on another GPU or precision (see
     /// [`Selector::check_for`]).
     pub allow_other_device: bool,
+}
+
+/// Builder-style setters (the struct is `#[non_exhaustive]`: start from the default and set
+/// what differs, so new options do not break callers).
+impl PlanOptions {
+    /// Sets [`PlanOptions::expected_iterations`].
+    pub fn expected_iterations(mut self, v: u32) -> Self {
+        self.expected_iterations = v;
+        self
+    }
+
+    /// Sets [`PlanOptions::gather`].
+    pub fn gather(mut self, v: GatherPolicy) -> Self {
+        self.gather = v;
+        self
+    }
+
+    /// Sets [`PlanOptions::kernel`].
+    pub fn kernel(mut self, v: impl Into<String>) -> Self {
+        self.kernel = Some(v.into());
+        self
+    }
+
+    /// Sets [`PlanOptions::selector`].
+    pub fn selector(mut self, v: Arc<Selector>) -> Self {
+        self.selector = Some(v);
+        self
+    }
+
+    /// Sets [`PlanOptions::allow_other_device`].
+    pub fn allow_other_device(mut self, v: bool) -> Self {
+        self.allow_other_device = v;
+        self
+    }
 }
 
 impl Default for PlanOptions {

@@ -501,3 +501,20 @@ fn attention_schedule_follows_the_built_in_model_and_explains_it() {
     bad.kv_heads = 3;
     assert!(choose_schedule(&m, &bad, None, "").is_err());
 }
+
+#[test]
+fn option_builders_set_what_they_name_and_keep_the_rest() {
+    let o = PlanOptions::default()
+        .expected_iterations(7)
+        .kernel("scalar")
+        .gather(crate::GatherPolicy::Never)
+        .allow_other_device(true);
+    let d = PlanOptions::default();
+    assert_eq!(o.expected_iterations, 7);
+    assert_eq!(o.kernel.as_deref(), Some("scalar"));
+    assert_eq!(o.gather, crate::GatherPolicy::Never);
+    assert!(o.allow_other_device && o.selector.is_none() && !d.allow_other_device);
+    let m = crate::MultiOptions::default().chunks(3).plan(o);
+    assert_eq!((m.chunks, m.plan.expected_iterations), (3, 7));
+    assert_eq!(m.gather, crate::GatherMode::Auto);
+}

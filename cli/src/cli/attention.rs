@@ -62,11 +62,9 @@ fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
             println!("  note: {n}");
         }
         if a.run {
-            let opts = augur::attention::AttentionOptions {
-                device: a.device,
-                model: Some(model.clone()),
-                schedule: None,
-            };
+            let opts = augur::attention::AttentionOptions::default()
+                .device(a.device)
+                .model(model.clone());
             let p = augur::attention::AttentionPlan::new(&shape, opts).map_err(|e| match e {
                 augur::AugurError::Kernel(k) => super::gpu_only("decode attention")(k),
                 e => e.into(),

@@ -6,18 +6,15 @@ use std::fs::OpenOptions;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
 
 use anyhow::{bail, Context};
+use augur::collect::{CollectOptions, MatrixMeta, Measurer};
 use augur_datasets::generate::Generator;
 use augur_datasets::manifest::{read_manifest, ManifestEntry};
 use augur_datasets::{Csr, MatrixSource};
-use augur_features::spmv::{self, CpuGatherer, CsrPattern, SpmvGatherer, SPMV_SCHEMA_VERSION};
-use augur_kernels::cpu::CpuKernel;
-use augur_kernels::cuda::gather::GpuGatherer;
-use augur_kernels::cuda::{CudaSpmv, GpuKernel, GpuScalar, TimingPlan};
-use augur_kernels::{check, median};
-use augur_models::runs::{self, KernelRun, LabelTiming, MatrixInfo, Runs, Timing};
+use augur_features::spmv::SPMV_SCHEMA_VERSION;
+use augur_kernels::cuda::GpuScalar;
+use augur_models::runs::{self, KernelRun, MatrixInfo, Runs};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -291,22 +288,6 @@ impl Families {
     }
 }
 
-/// What the measuring side needs: a backend with its kernels.
-enum Measurer {
-    Cpu(Vec<CpuKernel>),
-    /// The GPU, its kernels, and the feature gatherer (its module loaded once).
-    Cuda(Box<(CudaSpmv, Vec<GpuKernel>, GpuGatherer)>),
-}
-
-impl Measurer {
-    fn kernel_names(&self) -> Vec<String> {
-        match self {
-            Measurer::Cpu(k) => k.iter().map(|k| k.name().to_string()).collect(),
-            Measurer::Cuda(g) => g.1.iter().map(|k| k.name().to_string()).collect(),
-        }
-    }
-}
-
 fn collect(a: CollectArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(a.reps >= 1, "--reps must be at least 1");
     let ks = augur_models::train::parse_iterations(&a.iterations).with_context(|| {
@@ -326,43 +307,18 @@ fn collect(a: CollectArgs) -> anyhow::Result<ExitCode> {
     }
     // Sources are parsed up front so that a typo fails before any work.
     let sources = super::parse_sources(&names)?;
-    let (measurer, device, driver) = match a.backend {
-        Backend::Cpu => {
-            let k = if a.kernels.is_empty() {
-                CpuKernel::ALL.to_vec()
-            } else {
-                a.kernels
-                    .iter()
-                    .map(|n| CpuKernel::from_name(n))
-                    .collect::<Result<_, _>>()?
-            };
-            (
-                Measurer::Cpu(k),
-                format!("cpu ({} threads)", rayon::current_num_threads()),
-                String::new(),
-            )
-        }
+    let measurer = match a.backend {
+        Backend::Cpu => Measurer::cpu(&a.kernels)?,
         Backend::Cuda => {
-            let gpu = CudaSpmv::new(a.device)?;
-            let mut k: Vec<GpuKernel> = if a.kernels.is_empty() {
-                GpuKernel::ALL.to_vec()
-            } else {
-                a.kernels
-                    .iter()
-                    .map(|n| GpuKernel::from_name(n))
-                    .collect::<Result<_, _>>()?
-            };
-            if !augur_kernels::cuda::cusparse::available() {
-                eprintln!("augur: note: libcusparse not found; cuSPARSE kernels skipped");
-                k.retain(|k| !matches!(k, GpuKernel::Cusparse { .. }));
+            let (m, note) = Measurer::cuda(a.device, &a.kernels)?;
+            if let Some(n) = note {
+                eprintln!("augur: note: {n}");
             }
-            let dev = gpu.device.name.clone();
-            let drv = augur_kernels::cuda::driver_version()?;
-            let gatherer = GpuGatherer::new(&gpu)?;
-            (Measurer::Cuda(Box::new((gpu, k, gatherer))), dev, drv)
+            m
         }
         Backend::Hip => anyhow::bail!("{}", super::spmv::HIP_NO_HARNESS),
     };
+    let (device, driver) = (measurer.device(), measurer.driver().to_string());
     let kernel_names = measurer.kernel_names();
     let done = prepare_out(
         &a.out,
@@ -422,16 +378,20 @@ fn collect(a: CollectArgs) -> anyhow::Result<ExitCode> {
             continue;
         }
         let family = fams.family(src);
-        let meta = Meta {
+        let meta = MatrixMeta {
             family,
             source,
             device: device.clone(),
             driver: driver.clone(),
             iterations: iterations.clone(),
         };
+        let opts = CollectOptions::default()
+            .warmup(a.warmup)
+            .reps(a.reps)
+            .rounds(a.rounds);
         let r = match a.precision {
-            Precision::F32 => one_matrix::<f32>(src, &meta, &mut measurer, &a),
-            Precision::F64 => one_matrix::<f64>(src, &meta, &mut measurer, &a),
+            Precision::F32 => measure::<f32>(src, &meta, &mut measurer, &opts),
+            Precision::F64 => measure::<f64>(src, &meta, &mut measurer, &opts),
         };
         match r {
             Ok((info, runs)) => {
@@ -548,240 +508,13 @@ fn prepare_out(
         .collect())
 }
 
-/// The median wall time of `n` calls of `f` (its result kept from being optimised away).
-fn median_wall<R>(n: usize, mut f: impl FnMut() -> R) -> f64 {
-    median(
-        (0..n)
-            .map(|_| {
-                let t = Instant::now();
-                std::hint::black_box(f());
-                t.elapsed().as_secs_f64()
-            })
-            .collect(),
-    )
-}
-
-/// Seconds of `f` and a synchronisation of `stream` after it; what `f` returns (e.g. a device
-/// copy) is dropped after the clock stops.
-fn timed_synced<R>(
-    stream: &cudarc::driver::CudaStream,
-    f: impl FnOnce() -> anyhow::Result<R>,
-) -> anyhow::Result<f64> {
-    let t = Instant::now();
-    let r = f()?;
-    stream.synchronize()?;
-    let s = t.elapsed().as_secs_f64();
-    drop(r);
-    Ok(s)
-}
-
-struct Meta {
-    family: String,
-    source: String,
-    device: String,
-    driver: String,
-    iterations: String,
-}
-
-fn one_matrix<T: GpuScalar>(
+/// Load `src` and measure it.
+fn measure<T: GpuScalar>(
     src: &MatrixSource,
-    meta: &Meta,
+    meta: &MatrixMeta,
     measurer: &mut Measurer,
-    a: &CollectArgs,
+    opts: &CollectOptions,
 ) -> anyhow::Result<(MatrixInfo, Vec<KernelRun>)> {
     let (m, _): (Csr<T>, _) = src.load()?;
-    let pat = CsrPattern::of(&m);
-    let t = Instant::now();
-    let _ = spmv::known(pat);
-    let known_s = t.elapsed().as_secs_f64();
-    // The features (every gatherer gives the same values).
-    let features = CpuGatherer.gather(pat)?;
-    // The sampled tier alone: the median of five after one to warm the caches it reads.
-    let _ = spmv::extract_sampled(pat);
-    let sample_s = median_wall(5, || spmv::extract_sampled(pat));
-    let x = check::test_vector::<T>(m.cols(), 42);
-    let (reference, scale) = check::reference_product(&m, &x);
-    let mut runs = Vec::new();
-    let gather_s;
-    let (mut upload_s, mut upload_gather_s) = (None, None);
-    match measurer {
-        Measurer::Cpu(kernels) => {
-            // The gathered tier as a CPU plan computes it (the known and exact features), the
-            // median of three.
-            gather_s = median_wall(3, || CpuGatherer.exact(pat));
-            let mut y = vec![T::zero(); m.rows()];
-            let mut per: Vec<Vec<Result<Timing, String>>> = vec![Vec::new(); kernels.len()];
-            for _ in 0..a.rounds.max(1) {
-                for (ki, &k) in kernels.iter().enumerate() {
-                    let r = (|| -> Result<Timing, String> {
-                        let t = Instant::now();
-                        let p = k.prepare(&m);
-                        let setup_s = t.elapsed().as_secs_f64();
-                        check::poison(&mut y);
-                        p.run(&x, &mut y).map_err(|e| e.to_string())?;
-                        let rep = check::compare(&m, &reference, &scale, &y);
-                        if !rep.passed {
-                            return Err(wrong(&rep));
-                        }
-                        for _ in 0..a.warmup {
-                            p.run(&x, &mut y).map_err(|e| e.to_string())?;
-                        }
-                        let mut times = Vec::with_capacity(a.reps);
-                        for _ in 0..a.reps {
-                            let t = Instant::now();
-                            p.run(&x, &mut y).map_err(|e| e.to_string())?;
-                            times.push(t.elapsed().as_secs_f64());
-                        }
-                        Ok(Timing::wall(setup_s, median(times).max(1e-9), a.reps))
-                    })();
-                    per[ki].push(r);
-                }
-            }
-            for (&k, rs) in kernels.iter().zip(per) {
-                runs.push(kernel_run(k.name(), fastest_round(rs)));
-            }
-        }
-        Measurer::Cuda(g) => {
-            let (gpu, kernels, gatherer) = &mut **g;
-            // The upload a plan makes (copy and synchronise), alone and with the gathered tier
-            // computed during it as a plan that gathers makes it (alternated pairs after one
-            // of each to warm up; the device copy is freed after the clock stops).
-            let upload = || timed_synced(gpu.stream(), || Ok(gpu.upload(&m)?));
-            let beside = || timed_synced(gpu.stream(), || Ok(gpu.upload_gathering(&m, gatherer)?));
-            upload()?;
-            beside()?;
-            // Pairs, alternated: the extra is the median of the pairs' differences (the upload
-            // itself varies by more than the gather adds to it); five pairs below 2 ms.
-            let first = upload()?;
-            let (mut alone, mut diff) = (vec![first], vec![beside()? - first]);
-            let pairs = if first < 2e-3 { 5 } else { 3 };
-            for _ in 1..pairs {
-                let a = upload()?;
-                alone.push(a);
-                diff.push(beside()? - a);
-            }
-            let up = median(alone);
-            upload_s = Some(up);
-            upload_gather_s = Some(up + median(diff).max(0.0));
-            let dm = gpu.upload(&m)?;
-            let dx = gpu.htod(&x)?;
-            let (ptr, idx) = dm.pattern();
-            // The device pass alone: the gathered tier reads the known and exact features.
-            gather_s = gatherer.time(m.rows(), m.nnz(), ptr, idx, 5)?;
-            let poison = vec![T::nan(); m.rows()];
-            let mut per: Vec<Vec<Result<Timing, String>>> = vec![Vec::new(); kernels.len()];
-            for _ in 0..a.rounds.max(1) {
-                for (ki, &k) in kernels.iter().enumerate() {
-                    let r = (|| -> Result<Timing, String> {
-                        let mut dy = gpu.htod(&poison).map_err(|e| e.to_string())?;
-                        let mut p = gpu
-                            .prepare(k, &dm, &dx, &mut dy)
-                            .map_err(|e| e.to_string())?;
-                        gpu.launch(&mut p, &dm, &dx, &mut dy)
-                            .map_err(|e| e.to_string())?;
-                        let y = gpu.dtoh(&dy).map_err(|e| e.to_string())?;
-                        let rep = check::compare(&m, &reference, &scale, &y);
-                        if !rep.passed {
-                            return Err(wrong(&rep));
-                        }
-                        let m = gpu
-                            .time_modes(
-                                &mut p,
-                                (&dm, &dx, &mut dy),
-                                TimingPlan {
-                                    warmup: a.warmup,
-                                    iterations: a.reps,
-                                },
-                                None,
-                            )
-                            .map_err(|e| e.to_string())?;
-                        if let Err(e) = &m.graph_s {
-                            eprintln!("augur: note: {}: no graph figure: {e}", k.name());
-                        }
-                        // Throughput labels (what a loop of plan.launch sees); latency and the
-                        // graph figure apart.
-                        let throughput_s = m.throughput_s.max(1e-9);
-                        Ok(Timing {
-                            setup_s: p.setup_s,
-                            per_iter_s: throughput_s,
-                            timing: LabelTiming::Throughput,
-                            latency_s: m.latency_s.max(1e-9),
-                            throughput_s: Some(throughput_s),
-                            graph_s: m.graph_s.ok().map(|g| g.max(1e-9)),
-                            batch: m.batch,
-                            reps: m.samples,
-                        })
-                    })();
-                    per[ki].push(r);
-                }
-            }
-            for (&k, rs) in kernels.iter().zip(per) {
-                runs.push(kernel_run(k.name(), fastest_round(rs)));
-            }
-        }
-    }
-    let info = MatrixInfo {
-        matrix: src.name(),
-        family: meta.family.clone(),
-        source: meta.source.clone(),
-        rows: m.rows(),
-        cols: m.cols(),
-        nnz: m.nnz(),
-        precision: T::NAME.to_string(),
-        backend: match measurer {
-            Measurer::Cpu(_) => "cpu".into(),
-            Measurer::Cuda(_) => "cuda".into(),
-        },
-        device: meta.device.clone(),
-        driver: meta.driver.clone(),
-        augur_version: env!("CARGO_PKG_VERSION").into(),
-        schema_version: SPMV_SCHEMA_VERSION,
-        iterations: meta.iterations.clone(),
-        known_s,
-        gather_s,
-        sample_s,
-        upload_s,
-        upload_gather_s,
-        features: features.values(),
-    };
-    Ok((info, runs))
-}
-
-/// One kernel's rounds: the first failure if any failed, else the fastest round's figures (by
-/// the per-call label figure; the least setup of any round; reps counts every timed sample).
-fn fastest_round(rounds: Vec<Result<Timing, String>>) -> Result<Timing, String> {
-    let n = rounds.len();
-    let ok: Vec<Timing> = rounds.into_iter().collect::<Result<_, _>>()?;
-    let best = ok
-        .iter()
-        .copied()
-        .min_by(|a, b| a.per_iter_s.total_cmp(&b.per_iter_s))
-        .ok_or_else(|| "no rounds".to_string())?;
-    Ok(Timing {
-        setup_s: ok.iter().map(|t| t.setup_s).fold(f64::INFINITY, f64::min),
-        reps: best.reps * n,
-        ..best
-    })
-}
-
-fn wrong(rep: &check::CheckReport) -> String {
-    format!(
-        "wrong result: error {:.3} of the bound at row {:?}, {} NaN/inf rows",
-        rep.max_bound_ratio, rep.worst_row, rep.bad_rows
-    )
-}
-
-fn kernel_run(name: &str, r: Result<Timing, String>) -> KernelRun {
-    match r {
-        Ok(t) => KernelRun {
-            kernel: name.into(),
-            timing: Some(t),
-            error: String::new(),
-        },
-        Err(e) => KernelRun {
-            kernel: name.into(),
-            timing: None,
-            error: e,
-        },
-    }
+    Ok(measurer.measure(src.name(), &m, meta, opts)?)
 }

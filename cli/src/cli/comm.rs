@@ -182,18 +182,17 @@ pub fn run(a: CommArgs) -> anyhow::Result<ExitCode> {
     let driver = augur_kernels::cuda::driver_version()?;
     let ranks = CommGroup::new(
         &ordinals,
-        &GroupOptions {
-            capacity,
-            scratch: needs_scratch,
-            nccl: needs_nccl,
-            slots: 1,
-            ll_bytes: cases
-                .iter()
-                .filter(|c| c.pattern == Pattern::Ll)
-                .map(per_rank)
-                .max()
-                .unwrap_or(0),
-        },
+        &GroupOptions::new(capacity)
+            .scratch(needs_scratch)
+            .nccl(needs_nccl)
+            .ll_bytes(
+                cases
+                    .iter()
+                    .filter(|c| c.pattern == Pattern::Ll)
+                    .map(per_rank)
+                    .max()
+                    .unwrap_or(0),
+            ),
     )?;
     let gpus = ordinals
         .iter()

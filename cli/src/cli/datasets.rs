@@ -373,14 +373,12 @@ fn fetch_cmd(a: FetchArgs) -> anyhow::Result<ExitCode> {
         human(total_bytes),
         a.dir.display()
     );
-    let opts = FetchOptions {
-        base_url: a.base_url.clone(),
-        gzip: a.gzip,
-        jobs: usize::from(a.jobs),
-        retries: a.retries,
-        timeout: Duration::from_secs_f64(a.timeout),
-        ..FetchOptions::new(&a.dir)
-    };
+    let opts = FetchOptions::new(&a.dir)
+        .base_url(a.base_url.clone())
+        .gzip(a.gzip)
+        .jobs(usize::from(a.jobs))
+        .retries(a.retries)
+        .timeout(Duration::from_secs_f64(a.timeout));
     // Ctrl-C: matrices reach DIR/suitesparse only by a rename after verification, so what an
     // interruption can leave half-written is an extraction temporary (or the manifest's
     // replacement): remove those and exit; partial downloads stay for the next run to resume.

@@ -162,18 +162,18 @@ fn options(a: &RunArgs, backend: &str) -> anyhow::Result<PlanOptions> {
             );
         }
     }
-    Ok(PlanOptions {
-        expected_iterations: a.iterations.max(1),
-        gather: match a.gather {
+    let mut opts = PlanOptions::default()
+        .expected_iterations(a.iterations.max(1))
+        .gather(match a.gather {
             GatherArg::Auto => GatherPolicy::Auto,
             GatherArg::Always => GatherPolicy::Always,
             GatherArg::Sample => GatherPolicy::Sample,
             GatherArg::Never => GatherPolicy::Never,
-        },
-        kernel: a.kernel.clone(),
-        selector,
-        allow_other_device: a.any_device,
-    })
+        })
+        .allow_other_device(a.any_device);
+    opts.kernel = a.kernel.clone();
+    opts.selector = selector;
+    Ok(opts)
 }
 
 fn run_typed<T: GpuScalar + NcclType>(a: &RunArgs, src: &MatrixSource) -> anyhow::Result<ExitCode> {
@@ -238,20 +238,20 @@ fn run_typed<T: GpuScalar + NcclType>(a: &RunArgs, src: &MatrixSource) -> anyhow
             Some(p) => Some(std::sync::Arc::new(augur_models::comm::CommModel::read(p)?)),
             None => None,
         };
-        let mopts = MultiOptions {
-            plan: opts,
-            chunks: a.chunks,
-            gather: match a.gather_mode {
-                GatherModeArg::Auto => GatherMode::Auto,
-                GatherModeArg::AllGather => GatherMode::AllGather,
-                GatherModeArg::Broadcasts => GatherMode::Broadcasts,
-                GatherModeArg::Ll => GatherMode::Ll,
-                GatherModeArg::Pull => GatherMode::Pull,
-                GatherModeArg::Push => GatherMode::Push,
-                GatherModeArg::CopyEngine => GatherMode::CopyEngine,
-            },
-            comm_model,
-        };
+        let mut mopts =
+            MultiOptions::default()
+                .plan(opts)
+                .chunks(a.chunks)
+                .gather(match a.gather_mode {
+                    GatherModeArg::Auto => GatherMode::Auto,
+                    GatherModeArg::AllGather => GatherMode::AllGather,
+                    GatherModeArg::Broadcasts => GatherMode::Broadcasts,
+                    GatherModeArg::Ll => GatherMode::Ll,
+                    GatherModeArg::Pull => GatherMode::Pull,
+                    GatherModeArg::Push => GatherMode::Push,
+                    GatherModeArg::CopyEngine => GatherMode::CopyEngine,
+                });
+        mopts.comm_model = comm_model;
         let mut mg = MultiGpuSpmv::<T>::on_devices(&m, &ordinals, mopts)?;
         report.chunks = if n == 1 { 1 } else { a.chunks };
         report.gather_mode = Some(mg.gather().mode.name());

@@ -74,10 +74,7 @@ impl<'a> Operator<'a> {
     /// A plan for `iterations` products: on `--gpus N` GPUs, else on the CPU with `--cpu`, else
     /// on GPU 0 when present, else on the CPU. Prints each decision and why.
     pub fn new(a: &'a Csr<f64>, args: &Args) -> Res<Operator<'a>> {
-        let opts = PlanOptions {
-            expected_iterations: args.iterations,
-            ..PlanOptions::default()
-        };
+        let opts = PlanOptions::default().expected_iterations(args.iterations);
         if let Some(n) = args.gpus {
             let m = MultiGpuSpmv::new(a, n, opts)?;
             for s in m.shards() {

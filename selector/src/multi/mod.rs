@@ -82,6 +82,7 @@ pub struct ShardProfile {
 
 /// How a [`MultiGpuSpmv`] is made.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct MultiOptions {
     /// How each shard (chunk) is planned.
     pub plan: PlanOptions,
@@ -90,6 +91,34 @@ pub struct MultiOptions {
     pub gather: GatherMode,
     /// The communication-pattern model for [`GatherMode::Auto`] (default: the built-in one).
     pub comm_model: Option<Arc<CommModel>>,
+}
+
+/// Builder-style setters (the struct is `#[non_exhaustive]`: start from the default and set
+/// what differs, so new options do not break callers).
+impl MultiOptions {
+    /// Sets [`MultiOptions::plan`].
+    pub fn plan(mut self, v: PlanOptions) -> Self {
+        self.plan = v;
+        self
+    }
+
+    /// Sets [`MultiOptions::chunks`].
+    pub fn chunks(mut self, v: usize) -> Self {
+        self.chunks = v;
+        self
+    }
+
+    /// Sets [`MultiOptions::gather`].
+    pub fn gather(mut self, v: GatherMode) -> Self {
+        self.gather = v;
+        self
+    }
+
+    /// Sets [`MultiOptions::comm_model`].
+    pub fn comm_model(mut self, v: Arc<CommModel>) -> Self {
+        self.comm_model = Some(v);
+        self
+    }
 }
 
 impl Default for MultiOptions {
@@ -255,17 +284,13 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
             let total = a.rows() * size;
             let group = CommGroup::new(
                 ordinals,
-                &GroupOptions {
-                    capacity: a.rows().max(a.cols()) * size,
-                    scratch: false,
-                    nccl: false,
-                    slots: 2,
-                    ll_bytes: if p == Pattern::Ll {
+                &GroupOptions::new(a.rows().max(a.cols()) * size)
+                    .slots(2)
+                    .ll_bytes(if p == Pattern::Ll {
                         total.div_ceil(n).next_multiple_of(4) + 16
                     } else {
                         0
-                    },
-                },
+                    }),
             )
             .map_err(AugurError::Kernel)?;
             for (slot, rc) in ranks.iter_mut().zip(group) {

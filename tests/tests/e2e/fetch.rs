@@ -74,15 +74,13 @@ fn fetch_against_a_loopback_server() {
         ),
     ]);
     let dir = temp_dir("fetch");
-    let opts = FetchOptions {
-        base_url: server.base_url.clone(),
-        jobs: 3,
-        retries: 2,
-        backoff: Duration::from_millis(20),
-        timeout: Duration::from_millis(400),
-        gzip: true,
-        ..FetchOptions::new(&dir)
-    };
+    let opts = FetchOptions::new(&dir)
+        .base_url(server.base_url.clone())
+        .jobs(3)
+        .retries(2)
+        .backoff(Duration::from_millis(20))
+        .timeout(Duration::from_millis(400))
+        .gzip(true);
     let all: Vec<_> = catalog.entries.iter().collect();
     let out = fetch(&all, &opts, &Quiet).unwrap();
     let by = |name: &str| &out[catalog.entries.iter().position(|e| e.name == name).unwrap()];
@@ -180,10 +178,7 @@ fn a_partial_download_is_resumed_not_restarted() {
     std::fs::create_dir_all(dir.join(".partial")).unwrap();
     let half = archive.len() / 2;
     std::fs::write(dir.join(".partial/part.tar.gz.part"), &archive[..half]).unwrap();
-    let opts = FetchOptions {
-        base_url: server.base_url.clone(),
-        ..FetchOptions::new(&dir)
-    };
+    let opts = FetchOptions::new(&dir).base_url(server.base_url.clone());
     let out = fetch(&[&catalog.entries[0]], &opts, &Quiet).unwrap();
     match &out[0] {
         Outcome::Fetched {
@@ -233,12 +228,10 @@ fn oversized_bodies_and_decompression_bombs_are_stopped() {
         ("/MM/Test/bomb.tar.gz".into(), Serve::Ok(bomb_archive)),
     ]);
     let dir = temp_dir("caps");
-    let opts = FetchOptions {
-        base_url: server.base_url.clone(),
-        retries: 2,
-        backoff: Duration::from_millis(10),
-        ..FetchOptions::new(&dir)
-    };
+    let opts = FetchOptions::new(&dir)
+        .base_url(server.base_url.clone())
+        .retries(2)
+        .backoff(Duration::from_millis(10));
     let out = fetch(&[huge, bomb], &opts, &Quiet).unwrap();
     for (o, needle) in out.iter().zip(["past the cap", "expands past"]) {
         match o {

@@ -238,6 +238,7 @@ struct Funcs {
 
 /// Options of [`CommGroup::new`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct GroupOptions {
     /// Bytes of each rank's registered buffer.
     pub capacity: usize,
@@ -251,6 +252,51 @@ pub struct GroupOptions {
     /// Largest all-reduce (and all-gather piece) of the LL pattern, bytes (0: no LL; its
     /// staging buffer takes 4 x world x this per rank).
     pub ll_bytes: usize,
+}
+
+/// Builder-style setters (the struct is `#[non_exhaustive]`: start from the default and set
+/// what differs, so new options do not break callers).
+impl GroupOptions {
+    /// Buffers of `capacity` bytes, one slot, no scratch, no NCCL, no LL staging.
+    pub fn new(capacity: usize) -> GroupOptions {
+        GroupOptions {
+            capacity,
+            scratch: false,
+            nccl: false,
+            slots: 1,
+            ll_bytes: 0,
+        }
+    }
+
+    /// Sets [`GroupOptions::capacity`].
+    pub fn capacity(mut self, v: usize) -> Self {
+        self.capacity = v;
+        self
+    }
+
+    /// Sets [`GroupOptions::scratch`].
+    pub fn scratch(mut self, v: bool) -> Self {
+        self.scratch = v;
+        self
+    }
+
+    /// Sets [`GroupOptions::nccl`].
+    pub fn nccl(mut self, v: bool) -> Self {
+        self.nccl = v;
+        self
+    }
+
+    /// Sets [`GroupOptions::slots`].
+    pub fn slots(mut self, v: usize) -> Self {
+        self.slots = v;
+        self
+    }
+
+    /// Sets [`GroupOptions::ll_bytes`].
+    pub fn ll_bytes(mut self, v: usize) -> Self {
+        self.ll_bytes = v;
+        self
+    }
 }
 
 mod group;
