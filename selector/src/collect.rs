@@ -24,8 +24,8 @@ use std::time::Instant;
 use augur_datasets::Csr;
 use augur_features::spmv::{self, CpuGatherer, CsrPattern, SpmvGatherer, SPMV_SCHEMA_VERSION};
 use augur_kernels::cpu::CpuKernel;
-use augur_kernels::cuda::gather::GpuGatherer;
-use augur_kernels::cuda::{CudaSpmv, GpuKernel, GpuScalar, TimingPlan};
+use augur_kernels::cuda::{GpuKernel, GpuScalar, TimingPlan};
+use augur_kernels::device::{BackendKind, Device, SpmvDevice};
 use augur_kernels::{check, median, KernelError};
 use augur_models::runs::{KernelRun, LabelTiming, MatrixInfo, Timing};
 
@@ -97,32 +97,18 @@ impl MatrixMeta {
     }
 }
 
-/// What measures: a backend with its kernels.
-pub enum Measurer {
-    Cpu(Vec<CpuKernel>),
-    /// The GPU, its kernels, and the feature gatherer (its module loaded once), and the driver.
-    Cuda(Box<CudaMeasurer>),
-}
-
-/// The CUDA side of a [`Measurer`].
-pub struct CudaMeasurer {
-    gpu: CudaSpmv,
-    kernels: Vec<GpuKernel>,
-    gatherer: GpuGatherer,
+/// What measures: a device of the seam ([`Device`]) with the kernels to measure, and its
+/// driver's version.
+pub struct Measurer {
+    device: Device,
+    kernels: Vec<&'static str>,
     driver: String,
 }
 
 impl Measurer {
     /// The rayon CPU kernels named (all when none are).
     pub fn cpu(kernels: &[String]) -> Result<Measurer, AugurError> {
-        Ok(Measurer::Cpu(if kernels.is_empty() {
-            CpuKernel::ALL.to_vec()
-        } else {
-            kernels
-                .iter()
-                .map(|n| CpuKernel::from_name(n))
-                .collect::<Result<_, _>>()?
-        }))
+        Measurer::on(Device::cpu(), kernels, String::new())
     }
 
     /// GPU `ordinal` with the kernels named (all when none are); the cuSPARSE ones are left out
@@ -131,62 +117,71 @@ impl Measurer {
         ordinal: usize,
         kernels: &[String],
     ) -> Result<(Measurer, Option<String>), AugurError> {
-        let gpu = CudaSpmv::new(ordinal)?;
-        let mut k: Vec<GpuKernel> = if kernels.is_empty() {
-            GpuKernel::ALL.to_vec()
+        let device = Device::cuda(ordinal)?;
+        let note = (!augur_kernels::cuda::cusparse::available())
+            .then(|| "libcusparse not found; cuSPARSE kernels skipped".to_string());
+        let driver = augur_kernels::cuda::driver_version()?;
+        // The gatherer's kernels, loaded once (not in the first matrix's figures).
+        device.prepare_gather()?;
+        let mut m = Measurer::on(device, kernels, driver)?;
+        m.kernels
+            .retain(|k| note.is_none() || !k.starts_with("cusparse"));
+        Ok((m, note))
+    }
+
+    /// AMD GPU `ordinal` (feature `hip`; the portable pool; not yet run on AMD hardware).
+    pub fn hip(ordinal: usize, kernels: &[String]) -> Result<Measurer, AugurError> {
+        Measurer::on(Device::hip(ordinal)?, kernels, String::new())
+    }
+
+    /// Any device, with the kernels named (all of its pool when none are; a name it does not
+    /// have is an error naming the ones it has).
+    pub fn on(device: Device, kernels: &[String], driver: String) -> Result<Measurer, AugurError> {
+        let pool = SpmvDevice::kernel_names(&device);
+        let kernels = if kernels.is_empty() {
+            pool
         } else {
+            let known = if device.kind() == BackendKind::Cpu {
+                CpuKernel::ALL.map(|k| k.name()).to_vec()
+            } else {
+                GpuKernel::ALL.map(|k| k.name()).to_vec()
+            };
             kernels
                 .iter()
-                .map(|n| GpuKernel::from_name(n))
+                .map(|n| {
+                    known.iter().find(|k| *k == n).copied().ok_or_else(|| {
+                        KernelError::UnknownKernel {
+                            name: n.clone(),
+                            known: known.join(", "),
+                        }
+                    })
+                })
                 .collect::<Result<_, _>>()?
         };
-        let mut note = None;
-        if !augur_kernels::cuda::cusparse::available() {
-            note = Some("libcusparse not found; cuSPARSE kernels skipped".to_string());
-            k.retain(|k| !matches!(k, GpuKernel::Cusparse { .. }));
-        }
-        let driver = augur_kernels::cuda::driver_version()?;
-        let gatherer = GpuGatherer::new(&gpu)?;
-        Ok((
-            Measurer::Cuda(Box::new(CudaMeasurer {
-                gpu,
-                kernels: k,
-                gatherer,
-                driver,
-            })),
-            note,
-        ))
+        Ok(Measurer {
+            device,
+            kernels,
+            driver,
+        })
     }
 
     pub fn kernel_names(&self) -> Vec<String> {
-        match self {
-            Measurer::Cpu(k) => k.iter().map(|k| k.name().to_string()).collect(),
-            Measurer::Cuda(g) => g.kernels.iter().map(|k| k.name().to_string()).collect(),
-        }
+        self.kernels.iter().map(|k| k.to_string()).collect()
     }
 
-    /// `cpu` or `cuda`, as runs files name backends.
+    /// `cpu`, `cuda` or `hip`, as runs files name backends.
     pub fn backend(&self) -> &'static str {
-        match self {
-            Measurer::Cpu(_) => "cpu",
-            Measurer::Cuda(_) => "cuda",
-        }
+        self.device.kind().name()
     }
 
     /// The GPU's name, or `cpu (N threads)`.
     pub fn device(&self) -> String {
-        match self {
-            Measurer::Cpu(_) => format!("cpu ({} threads)", rayon::current_num_threads()),
-            Measurer::Cuda(g) => g.gpu.device.name.clone(),
-        }
+        SpmvDevice::name(&self.device)
     }
 
-    /// The CUDA driver's version (empty on the CPU).
+    /// The CUDA driver's version (empty elsewhere).
     pub fn driver(&self) -> &str {
-        match self {
-            Measurer::Cpu(_) => "",
-            Measurer::Cuda(g) => &g.driver,
-        }
+        &self.driver
     }
 
     /// Measure `m` (named `name`): its runs rows. A kernel that fails or computes a wrong
@@ -199,7 +194,7 @@ impl Measurer {
         meta: &MatrixMeta,
         a: &CollectOptions,
     ) -> Result<(MatrixInfo, Vec<KernelRun>), AugurError> {
-        let measurer = self;
+        let dev = &self.device;
         let pat = CsrPattern::of(m);
         let t = Instant::now();
         let _ = spmv::known(pat);
@@ -211,130 +206,96 @@ impl Measurer {
         let sample_s = median_wall(5, || spmv::extract_sampled(pat));
         let x = check::test_vector::<T>(m.cols(), 42);
         let (reference, scale) = check::reference_product(m, &x);
-        let mut runs = Vec::new();
-        let gather_s;
+        let cpu = dev.kind() == BackendKind::Cpu;
         let (mut upload_s, mut upload_gather_s) = (None, None);
-        match measurer {
-            Measurer::Cpu(kernels) => {
-                // The gathered tier as a CPU plan computes it (the known and exact features), the
-                // median of three.
-                gather_s = median_wall(3, || CpuGatherer.exact(pat));
-                let mut y = vec![T::zero(); m.rows()];
-                let mut per: Vec<Vec<Result<Timing, String>>> = vec![Vec::new(); kernels.len()];
-                for _ in 0..a.rounds.max(1) {
-                    for (ki, &k) in kernels.iter().enumerate() {
-                        let r = (|| -> Result<Timing, String> {
-                            let t = Instant::now();
-                            let p = k.prepare(m);
-                            let setup_s = t.elapsed().as_secs_f64();
-                            check::poison(&mut y);
-                            p.run(&x, &mut y).map_err(|e| e.to_string())?;
-                            let rep = check::compare(m, &reference, &scale, &y);
-                            if !rep.passed {
-                                return Err(wrong(&rep));
-                            }
-                            for _ in 0..a.warmup {
-                                p.run(&x, &mut y).map_err(|e| e.to_string())?;
-                            }
-                            let mut times = Vec::with_capacity(a.reps);
-                            for _ in 0..a.reps {
-                                let t = Instant::now();
-                                p.run(&x, &mut y).map_err(|e| e.to_string())?;
-                                times.push(t.elapsed().as_secs_f64());
-                            }
-                            Ok(Timing::wall(setup_s, median(times).max(1e-9), a.reps))
-                        })();
-                        per[ki].push(r);
-                    }
-                }
-                for (&k, rs) in kernels.iter().zip(per) {
-                    runs.push(kernel_run(k.name(), fastest_round(rs)));
-                }
+        let gather_s = if cpu {
+            // The gathered tier as a CPU plan computes it (the known and exact features), the
+            // median of three.
+            median_wall(3, || CpuGatherer.exact(pat))
+        } else {
+            // The upload a plan makes (copy and synchronise), alone and with the gathered tier
+            // computed during it as a plan that gathers makes it (alternated pairs after one
+            // of each to warm up; the device copy is freed after the clock stops).
+            let upload = || timed_synced(dev, || dev.upload(m));
+            let beside = || timed_synced(dev, || dev.upload_gathering(m));
+            upload()?;
+            beside()?;
+            // Pairs, alternated: the extra is the median of the pairs' differences (the upload
+            // itself varies by more than the gather adds to it); five pairs below 2 ms.
+            let first = upload()?;
+            let (mut alone, mut diff) = (vec![first], vec![beside()? - first]);
+            let pairs = if first < 2e-3 { 5 } else { 3 };
+            for _ in 1..pairs {
+                let u = upload()?;
+                alone.push(u);
+                diff.push(beside()? - u);
             }
-            Measurer::Cuda(g) => {
-                let CudaMeasurer {
-                    gpu,
-                    kernels,
-                    gatherer,
-                    ..
-                } = &mut **g;
-                // The upload a plan makes (copy and synchronise), alone and with the gathered tier
-                // computed during it as a plan that gathers makes it (alternated pairs after one
-                // of each to warm up; the device copy is freed after the clock stops).
-                let upload = || timed_synced(gpu, || gpu.upload(m));
-                let beside = || timed_synced(gpu, || gpu.upload_gathering(m, gatherer));
-                upload()?;
-                beside()?;
-                // Pairs, alternated: the extra is the median of the pairs' differences (the upload
-                // itself varies by more than the gather adds to it); five pairs below 2 ms.
-                let first = upload()?;
-                let (mut alone, mut diff) = (vec![first], vec![beside()? - first]);
-                let pairs = if first < 2e-3 { 5 } else { 3 };
-                for _ in 1..pairs {
-                    let a = upload()?;
-                    alone.push(a);
-                    diff.push(beside()? - a);
-                }
-                let up = median(alone);
-                upload_s = Some(up);
-                upload_gather_s = Some(up + median(diff).max(0.0));
-                let dm = gpu.upload(m)?;
-                let dx = gpu.htod(&x)?;
-                let (ptr, idx) = dm.pattern();
-                // The device pass alone: the gathered tier reads the known and exact features.
-                gather_s = gatherer.time(m.rows(), m.nnz(), ptr, idx, 5)?;
-                let poison = vec![T::nan(); m.rows()];
-                let mut per: Vec<Vec<Result<Timing, String>>> = vec![Vec::new(); kernels.len()];
-                for _ in 0..a.rounds.max(1) {
-                    for (ki, &k) in kernels.iter().enumerate() {
-                        let r = (|| -> Result<Timing, String> {
-                            let mut dy = gpu.htod(&poison).map_err(|e| e.to_string())?;
-                            let mut p = gpu
-                                .prepare(k, &dm, &dx, &mut dy)
-                                .map_err(|e| e.to_string())?;
-                            gpu.launch(&mut p, &dm, &dx, &mut dy)
-                                .map_err(|e| e.to_string())?;
-                            let y = gpu.dtoh(&dy).map_err(|e| e.to_string())?;
-                            let rep = check::compare(m, &reference, &scale, &y);
-                            if !rep.passed {
-                                return Err(wrong(&rep));
-                            }
-                            let m = gpu
-                                .time_modes(
-                                    &mut p,
-                                    (&dm, &dx, &mut dy),
-                                    TimingPlan {
-                                        warmup: a.warmup,
-                                        iterations: a.reps,
-                                    },
-                                    None,
-                                )
-                                .map_err(|e| e.to_string())?;
-                            if let Err(e) = &m.graph_s {
-                                eprintln!("augur: note: {}: no graph figure: {e}", k.name());
-                            }
-                            // Throughput labels (what a loop of plan.launch sees); latency and the
-                            // graph figure apart.
-                            let throughput_s = m.throughput_s.max(1e-9);
-                            Ok(Timing {
-                                setup_s: p.setup_s,
-                                per_iter_s: throughput_s,
-                                timing: LabelTiming::Throughput,
-                                latency_s: m.latency_s.max(1e-9),
-                                throughput_s: Some(throughput_s),
-                                graph_s: m.graph_s.ok().map(|g| g.max(1e-9)),
-                                batch: m.batch,
-                                reps: m.samples,
-                            })
-                        })();
-                        per[ki].push(r);
+            let up = median(alone);
+            upload_s = Some(up);
+            upload_gather_s = Some(up + median(diff).max(0.0));
+            // The device pass alone: the gathered tier reads the known and exact features.
+            let dm = dev.upload(m)?;
+            dev.time_gather(&dm, 5)?
+        };
+        let dm = dev.upload(m)?;
+        let dx = dev.vector(&x)?;
+        let poison = vec![T::nan(); m.rows()];
+        let mut y = vec![T::zero(); m.rows()];
+        let plan = TimingPlan {
+            warmup: a.warmup,
+            iterations: a.reps,
+        };
+        let mut per: Vec<Vec<Result<Timing, String>>> = vec![Vec::new(); self.kernels.len()];
+        for _ in 0..a.rounds.max(1) {
+            for (ki, &k) in self.kernels.iter().enumerate() {
+                let r = (|| -> Result<Timing, KernelError> {
+                    let mut dy = dev.vector(&poison)?;
+                    let t = Instant::now();
+                    let mut p = dev.prepare(k, &dm, &dx, &mut dy)?;
+                    let host_setup_s = t.elapsed().as_secs_f64();
+                    dev.launch(&mut p, &dm, &dx, &mut dy)?;
+                    dev.read(&dy, &mut y)?;
+                    let rep = check::compare(m, &reference, &scale, &y);
+                    if !rep.passed {
+                        return Err(KernelError::Invalid(wrong(&rep)));
                     }
-                }
-                for (&k, rs) in kernels.iter().zip(per) {
-                    runs.push(kernel_run(k.name(), fastest_round(rs)));
-                }
+                    if cpu {
+                        // Wall clock per call (the CPU computes at once).
+                        let t = dev.time(plan, || dev.launch(&mut p, &dm, &dx, &mut dy))?;
+                        return Ok(Timing::wall(host_setup_s, median(t).max(1e-9), a.reps));
+                    }
+                    let modes = dev.time_modes(plan, || dev.launch(&mut p, &dm, &dx, &mut dy))?;
+                    if let Err(e) = &modes.graph_s {
+                        if dev.kind() == BackendKind::Cuda {
+                            eprintln!("augur: note: {k}: no graph figure: {e}");
+                        }
+                    }
+                    // Throughput labels (what a loop of plan.launch sees); latency and the
+                    // graph figure apart.
+                    let throughput_s = modes.throughput_s.max(1e-9);
+                    Ok(Timing {
+                        setup_s: dev.setup_s(&p),
+                        per_iter_s: throughput_s,
+                        timing: LabelTiming::Throughput,
+                        latency_s: modes.latency_s.max(1e-9),
+                        throughput_s: Some(throughput_s),
+                        graph_s: modes.graph_s.ok().map(|g| g.max(1e-9)),
+                        batch: modes.batch,
+                        reps: modes.samples,
+                    })
+                })();
+                per[ki].push(r.map_err(|e| match e {
+                    KernelError::Invalid(s) if s.starts_with("wrong result") => s,
+                    e => e.to_string(),
+                }));
             }
         }
+        let runs = self
+            .kernels
+            .iter()
+            .zip(per)
+            .map(|(k, rs)| kernel_run(k, fastest_round(rs)))
+            .collect();
         let info = MatrixInfo {
             matrix: name.into(),
             family: meta.family.clone(),
@@ -343,7 +304,7 @@ impl Measurer {
             cols: m.cols(),
             nnz: m.nnz(),
             precision: T::NAME.to_string(),
-            backend: measurer.backend().into(),
+            backend: self.backend().into(),
             device: meta.device.clone(),
             driver: meta.driver.clone(),
             augur_version: env!("CARGO_PKG_VERSION").into(),
@@ -373,15 +334,15 @@ fn median_wall<R>(n: usize, mut f: impl FnMut() -> R) -> f64 {
     )
 }
 
-/// Seconds of `f` and a synchronisation of the GPU's stream after it; what `f` returns (e.g. a
-/// device copy) is dropped after the clock stops.
+/// Seconds of `f` and a synchronisation of the device after it; what `f` returns (e.g. a device
+/// copy) is dropped after the clock stops.
 fn timed_synced<R>(
-    gpu: &CudaSpmv,
+    dev: &Device,
     f: impl FnOnce() -> Result<R, KernelError>,
 ) -> Result<f64, KernelError> {
     let t = Instant::now();
     let r = f()?;
-    augur_kernels::device::SpmvDevice::synchronize(gpu)?;
+    dev.synchronize()?;
     let s = t.elapsed().as_secs_f64();
     drop(r);
     Ok(s)

@@ -167,10 +167,10 @@ impl Row {
     }
 }
 
-/// Why `collect spmv` and `bench spmv` refuse `--backend hip`.
-pub const HIP_NO_HARNESS: &str = "the SpMV measuring harness (L2 flush, the three timing modes, \
-    the vendor baseline, the gatherer's cost) is written for CUDA and not ported to HIP yet; \
-    `augur check --backend hip` and `augur run --backend hip` run the portable kernels";
+/// Why `bench spmv` refuses `--backend hip`.
+pub const HIP_NO_HARNESS: &str = "`augur bench spmv` (L2 flush, copy floor, cuSPARSE baseline) \
+    is written for CUDA and not ported to HIP yet; `augur check`, `augur run` and \
+    `augur collect` take --backend hip";
 
 /// `augur bench spmv`: the same runs with the copy-bandwidth floor measured and CSV out (unless
 /// --json), one row per matrix and kernel, with the speedup over cuSPARSE ALG1 on a GPU.

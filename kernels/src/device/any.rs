@@ -8,7 +8,7 @@ use augur_datasets::Csr;
 use augur_features::spmv::RowSums;
 use cudarc::driver::CudaSlice;
 
-use super::{BackendKind, CpuDevice, SpmvDevice, TimingPlan};
+use super::{BackendKind, CpuDevice, ModeTimes, SpmvDevice, TimingPlan};
 use crate::cpu::CpuPartition;
 use crate::cuda::{CudaSpmv, DeviceCsr, GpuScalar, Prepared};
 #[cfg(feature = "hip")]
@@ -491,6 +491,33 @@ impl SpmvDevice for Device {
             Inner::Cuda(d) => SpmvDevice::synchronize(&**d),
             #[cfg(feature = "hip")]
             Inner::Hip(d) => d.synchronize(),
+        }
+    }
+
+    fn time_gather<T: GpuScalar>(
+        &self,
+        a: &DeviceMatrix<'_, T>,
+        reps: usize,
+    ) -> Result<f64, KernelError> {
+        match (&self.0, &a.0) {
+            (Inner::Cpu(d), Mat::Cpu(a)) => d.time_gather(a, reps),
+            (Inner::Cuda(d), Mat::Cuda(a)) => SpmvDevice::time_gather(&**d, a, reps),
+            #[cfg(feature = "hip")]
+            (Inner::Hip(d), Mat::Hip(a)) => d.time_gather(a, reps),
+            _ => Err(foreign("matrix", self.kind(), a.backend())),
+        }
+    }
+
+    fn time_modes(
+        &self,
+        plan: TimingPlan,
+        enqueue: impl FnMut() -> Result<(), KernelError>,
+    ) -> Result<ModeTimes, KernelError> {
+        match &self.0 {
+            Inner::Cpu(d) => d.time_modes(plan, enqueue),
+            Inner::Cuda(d) => SpmvDevice::time_modes(&**d, plan, enqueue),
+            #[cfg(feature = "hip")]
+            Inner::Hip(d) => d.time_modes(plan, enqueue),
         }
     }
 

@@ -5,7 +5,7 @@ use augur_datasets::Csr;
 use augur_features::spmv::RowSums;
 use cudarc::driver::CudaSlice;
 
-use super::{BackendKind, SpmvDevice, TimingPlan};
+use super::{BackendKind, ModeTimes, SpmvDevice, TimingPlan};
 use crate::cuda::{drv, CudaSpmv, DeviceCsr, GpuKernel, GpuScalar, Prepared};
 use crate::KernelError;
 
@@ -122,6 +122,15 @@ impl SpmvDevice for CudaSpmv {
         self.stream()
             .synchronize()
             .map_err(drv("cuStreamSynchronize"))
+    }
+
+    /// The three modes on this GPU's stream, graph replay included ([`crate::cuda::time_modes`]).
+    fn time_modes(
+        &self,
+        plan: TimingPlan,
+        enqueue: impl FnMut() -> Result<(), KernelError>,
+    ) -> Result<ModeTimes, KernelError> {
+        crate::cuda::time_modes(self.stream(), plan, None, enqueue)
     }
 
     /// Between two events from an idle stream ([`crate::cuda::time_events`]).

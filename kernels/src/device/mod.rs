@@ -35,7 +35,7 @@ use augur_datasets::Csr;
 use augur_features::spmv::RowSums;
 
 use crate::cuda::GpuScalar;
-pub use crate::cuda::TimingPlan;
+pub use crate::cuda::{ModeTimes, TimingPlan};
 use crate::KernelError;
 pub use any::{Device, DeviceKernel, DeviceMatrix, DeviceVec};
 pub use cpu::CpuDevice;
@@ -165,6 +165,56 @@ pub trait SpmvDevice {
 
     /// Wait for everything enqueued.
     fn synchronize(&self) -> Result<(), KernelError>;
+
+    /// Median seconds of one [`SpmvDevice::gather`] of an uploaded matrix: `reps` timed after one
+    /// untimed (wall clock; a gather returns its sums, so it has finished).
+    fn time_gather<T: GpuScalar>(
+        &self,
+        a: &Self::Matrix<'_, T>,
+        reps: usize,
+    ) -> Result<f64, KernelError> {
+        self.gather(a)?;
+        let t = (0..reps.max(1))
+            .map(|_| {
+                let s = Instant::now();
+                self.gather(a).map(|_| s.elapsed().as_secs_f64())
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(crate::median(t))
+    }
+
+    /// Per-call seconds of `enqueue` in the three timing modes ([`crate::cuda::timing`]): latency
+    /// ([`SpmvDevice::time`]), throughput (batches of back-to-back calls, sized to last about
+    /// [`crate::cuda::timing::BATCH_TARGET_S`], each ended by a synchronisation) and graph
+    /// replay, which only CUDA has (elsewhere its figure is the error saying so).
+    fn time_modes(
+        &self,
+        plan: TimingPlan,
+        mut enqueue: impl FnMut() -> Result<(), KernelError>,
+    ) -> Result<ModeTimes, KernelError> {
+        use crate::cuda::timing::{batch_for, BATCH_TARGET_S, MAX_BATCH};
+        let lat = crate::median(self.time(plan, &mut enqueue)?);
+        let batch = batch_for(lat, BATCH_TARGET_S, MAX_BATCH);
+        enqueue()?;
+        self.synchronize()?;
+        let tp = (0..plan.iterations.max(1))
+            .map(|_| {
+                let t = Instant::now();
+                for _ in 0..batch {
+                    enqueue()?;
+                }
+                self.synchronize()?;
+                Ok(t.elapsed().as_secs_f64() / batch as f64)
+            })
+            .collect::<Result<Vec<_>, KernelError>>()?;
+        Ok(ModeTimes {
+            latency_s: lat,
+            throughput_s: crate::median(tp),
+            graph_s: Err(unsupported(self.kind(), "graph replay").to_string()),
+            batch,
+            samples: plan.iterations.max(1),
+        })
+    }
 
     /// Seconds of each of `plan.iterations` calls of `enqueue` after `plan.warmup` untimed ones,
     /// each timed alone (a GPU: between two events from an idle stream; the CPU: wall clock).
