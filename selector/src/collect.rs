@@ -169,6 +169,16 @@ impl Measurer {
         self.kernels.iter().map(|k| k.to_string()).collect()
     }
 
+    /// The kernel `name` of this measurer's list, as the pool spells it.
+    pub fn kernel_static(&self, name: &str) -> Option<&'static str> {
+        self.kernels.iter().copied().find(|k| *k == name)
+    }
+
+    /// The device it measures on.
+    pub fn device_handle(&self) -> &Device {
+        &self.device
+    }
+
     /// `cpu`, `cuda` or `hip`, as runs files name backends.
     pub fn backend(&self) -> &'static str {
         self.device.kind().name()

@@ -31,6 +31,7 @@ pub use augur_kernels as kernels;
 pub use augur_models as models;
 
 pub mod attention;
+pub mod bench;
 pub mod collect;
 pub mod defaults;
 mod error;
