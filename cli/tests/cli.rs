@@ -1446,3 +1446,38 @@ fn comm_plan_answers_offline_with_its_reasons() {
     ]);
     assert!(!out.status.success());
 }
+
+/// `--backend hip` everywhere it exists: on these machines (no AMD GPU, maybe no ROCm) a clear
+/// "not available" naming what is missing, exit code 2, never a panic.
+#[test]
+fn hip_backend_without_an_amd_gpu_says_what_is_missing() {
+    for args in [
+        vec!["check", "--backend", "hip"],
+        vec!["run", "stencil2d:nx=10", "--backend", "hip"],
+        vec!["bench", "spmv", "stencil2d:nx=10", "--backend", "hip"],
+        vec!["bench", "dispatch", "stencil2d:nx=10", "--backend", "hip"],
+    ] {
+        let out = augur(&args);
+        let se = text(&out.stderr);
+        if out.status.success() {
+            // A machine with an AMD GPU: the command ran.
+            continue;
+        }
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {se}");
+        assert!(
+            se.contains("backend `hip` is not available")
+                && (se.contains("libamdhip64") || se.contains("no AMD GPU")),
+            "{args:?}: {se}"
+        );
+        assert!(!se.contains("panicked"), "{args:?}: {se}");
+    }
+    let out = augur(&[
+        "collect",
+        "--backend",
+        "hip",
+        "--out",
+        "/nonexistent/x.csv",
+        "stencil2d:nx=10",
+    ]);
+    assert!(!text(&out.stderr).contains("panicked"));
+}
