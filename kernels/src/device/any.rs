@@ -473,14 +473,7 @@ impl SpmvDevice for Device {
             _ => {
                 let (r, c, _) = a.shape();
                 crate::error::check_dims(r, c, x.len(), y.len())?;
-                if !x.is_empty() {
-                    self.write(x, dx)?;
-                }
-                self.launch(k, a, dx, dy)?;
-                if !y.is_empty() {
-                    self.read(dy, y)?;
-                }
-                self.synchronize()
+                super::run_through_vectors(self, k, a, (dx, dy), x, y)
             }
         }
     }

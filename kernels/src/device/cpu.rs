@@ -5,7 +5,7 @@
 use augur_datasets::Csr;
 use augur_features::spmv::{cpu_sums, CsrPattern, RowSums};
 
-use super::{BackendKind, SpmvDevice};
+use super::{same_len, BackendKind, SpmvDevice};
 use crate::cpu::{CpuKernel, CpuPartition};
 use crate::cuda::GpuScalar;
 use crate::error::check_dims;
@@ -14,17 +14,6 @@ use crate::KernelError;
 /// The rayon CPU kernels on the current rayon pool.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CpuDevice;
-
-/// "`what` has length `got`, `expected` expected" for host vector copies.
-fn same_len(what: &'static str, expected: usize, got: usize) -> Result<(), KernelError> {
-    if expected == got {
-        Ok(())
-    } else {
-        Err(KernelError::Invalid(format!(
-            "{what}: a vector of length {expected} and a slice of length {got}"
-        )))
-    }
-}
 
 impl SpmvDevice for CpuDevice {
     type Matrix<'a, T: GpuScalar + 'a> = &'a Csr<T>;

@@ -5,7 +5,7 @@ use augur_datasets::Csr;
 use augur_features::spmv::RowSums;
 use cudarc::driver::CudaSlice;
 
-use super::{BackendKind, ModeTimes, SpmvDevice, TimingPlan};
+use super::{same_len, BackendKind, ModeTimes, SpmvDevice, TimingPlan};
 use crate::cuda::{drv, CudaSpmv, DeviceCsr, GpuKernel, GpuScalar, Prepared};
 use crate::KernelError;
 
@@ -140,15 +140,5 @@ impl SpmvDevice for CudaSpmv {
         enqueue: impl FnMut() -> Result<(), KernelError>,
     ) -> Result<Vec<f64>, KernelError> {
         self.time_events(plan, None, enqueue)
-    }
-}
-
-fn same_len(what: &'static str, expected: usize, got: usize) -> Result<(), KernelError> {
-    if expected == got {
-        Ok(())
-    } else {
-        Err(KernelError::Invalid(format!(
-            "{what}: a vector of length {expected} and a slice of length {got}"
-        )))
     }
 }

@@ -153,14 +153,7 @@ pub trait SpmvDevice {
         x: &[T],
         y: &mut [T],
     ) -> Result<(), KernelError> {
-        if !x.is_empty() {
-            self.write(x, dx)?;
-        }
-        self.launch(k, a, dx, dy)?;
-        if !y.is_empty() {
-            self.read(dy, y)?;
-        }
-        self.synchronize()
+        run_through_vectors(self, k, a, (dx, dy), x, y)
     }
 
     /// Wait for everything enqueued.
@@ -235,6 +228,37 @@ pub trait SpmvDevice {
                 Ok(t.elapsed().as_secs_f64())
             })
             .collect()
+    }
+}
+
+/// [`SpmvDevice::run_host`] through the device vectors: x in, launch, y out, synchronise.
+fn run_through_vectors<D: SpmvDevice + ?Sized, T: GpuScalar>(
+    d: &D,
+    k: &mut D::Kernel<T>,
+    a: &D::Matrix<'_, T>,
+    (dx, dy): (&mut D::Vector<T>, &mut D::Vector<T>),
+    x: &[T],
+    y: &mut [T],
+) -> Result<(), KernelError> {
+    if !x.is_empty() {
+        d.write(x, dx)?;
+    }
+    d.launch(k, a, dx, dy)?;
+    if !y.is_empty() {
+        d.read(dy, y)?;
+    }
+    d.synchronize()
+}
+
+/// "`what` has length ..." unless a vector of `expected` elements and a host slice of `got`
+/// agree (every backend's [`SpmvDevice::write`] and [`SpmvDevice::read`]).
+pub(crate) fn same_len(what: &'static str, expected: usize, got: usize) -> Result<(), KernelError> {
+    if expected == got {
+        Ok(())
+    } else {
+        Err(KernelError::Invalid(format!(
+            "{what}: a vector of length {expected} and a slice of length {got}"
+        )))
     }
 }
 

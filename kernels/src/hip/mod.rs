@@ -22,7 +22,7 @@ use std::path::PathBuf;
 
 use crate::cuda::module::{self, Source};
 use crate::KernelError;
-pub use spmv::{entry_points, HipBuf, HipCsr, HipPrepared, HipSpmv, HIP_KERNELS};
+pub use spmv::{entry_points, hip_kernels, HipBuf, HipCsr, HipPrepared, HipSpmv};
 
 pub(crate) fn not_available(why: impl Into<String>) -> KernelError {
     KernelError::NotAvailable {

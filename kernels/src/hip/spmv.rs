@@ -15,22 +15,15 @@ use super::api::{self, Api, Event, Function, Module, Stream};
 use crate::cuda::module;
 use crate::cuda::spmv::{merge_pieces, merge_tiles, threads_config, MP_ITEMS, MT_TILE};
 use crate::cuda::{GpuKernel, GpuScalar, TimingPlan};
-use crate::device::{BackendKind, SpmvDevice};
+use crate::device::{same_len, BackendKind, SpmvDevice};
 use crate::KernelError;
 
-/// The kernels of the pool that run on HIP (see [`super`] for what is left out).
-pub const HIP_KERNELS: [GpuKernel; 10] = [
-    GpuKernel::Scalar,
-    GpuKernel::Vector(2),
-    GpuKernel::Vector(4),
-    GpuKernel::Vector(8),
-    GpuKernel::Vector(16),
-    GpuKernel::Vector(32),
-    GpuKernel::Block,
-    GpuKernel::MergePath,
-    GpuKernel::MergeTiled,
-    GpuKernel::NnzSplit,
-];
+/// The kernels of the pool that run on HIP: all but binned and cuSPARSE (see [`super`] for why).
+pub fn hip_kernels() -> impl Iterator<Item = GpuKernel> {
+    GpuKernel::ALL
+        .into_iter()
+        .filter(|k| !matches!(k, GpuKernel::Binned | GpuKernel::Cusparse { .. }))
+}
 
 /// The entry points of a portable source that the Rust side launches (on either vendor).
 pub fn entry_points(source: &str) -> Vec<String> {
@@ -39,8 +32,7 @@ pub fn entry_points(source: &str) -> Vec<String> {
             let mut v: Vec<String> = ["f32", "f64"]
                 .iter()
                 .flat_map(|s| {
-                    HIP_KERNELS
-                        .iter()
+                    hip_kernels()
                         .map(move |k| format!("spmv_{}_{s}", k.name()))
                         .chain([format!("merge_path_fixup_{s}")])
                 })
@@ -282,16 +274,6 @@ fn arg<V>(v: &V) -> *mut c_void {
     v as *const V as *mut c_void
 }
 
-fn same_len(what: &'static str, expected: usize, got: usize) -> Result<(), KernelError> {
-    if expected == got {
-        Ok(())
-    } else {
-        Err(KernelError::Invalid(format!(
-            "{what}: a vector of length {expected} and a slice of length {got}"
-        )))
-    }
-}
-
 impl SpmvDevice for HipSpmv {
     type Matrix<'a, T: GpuScalar + 'a> = HipCsr<T>;
     type Vector<T: GpuScalar> = HipBuf<T>;
@@ -306,7 +288,7 @@ impl SpmvDevice for HipSpmv {
     }
 
     fn kernel_names(&self) -> Vec<&'static str> {
-        HIP_KERNELS.iter().map(|k| k.name()).collect()
+        hip_kernels().map(|k| k.name()).collect()
     }
 
     fn upload<'a, T: GpuScalar>(&self, a: &'a Csr<T>) -> Result<HipCsr<T>, KernelError> {
@@ -374,7 +356,7 @@ impl SpmvDevice for HipSpmv {
         y: &mut HipBuf<T>,
     ) -> Result<HipPrepared<T>, KernelError> {
         let k = GpuKernel::from_name(kernel)?;
-        if !HIP_KERNELS.contains(&k) {
+        if !hip_kernels().any(|h| h == k) {
             return Err(crate::device::unsupported(
                 BackendKind::Hip,
                 &format!("kernel {kernel}"),
