@@ -53,7 +53,47 @@ pub(crate) const LONG_CHUNK: usize = 4096;
 pub(crate) const MT_THREADS: u64 = BLOCK as u64;
 pub(crate) const MT_ITEMS: u64 = 5;
 /// Lane counts of the bins; a row of `len` entries goes to the smallest with len <= 4 x lanes.
-const BIN_LANES: [u32; 6] = [1, 2, 4, 8, 16, 32];
+pub(crate) const BIN_LANES: [u32; 6] = [1, 2, 4, 8, 16, 32];
+
+/// The binned kernel's row lists, made on the host from the row pointers (for either vendor):
+/// the non-empty bins as (lanes, rows), and the rows longer than [`LONG_CHUNK`] with their
+/// chunks (rows, chunk rows, chunk starts).
+pub(crate) struct HostBins {
+    pub bins: Vec<(u32, Vec<i32>)>,
+    pub long: Option<(Vec<i32>, Vec<i32>, Vec<i32>)>,
+}
+
+pub(crate) fn bin_lists(ptr: &[i32]) -> HostBins {
+    let rows = ptr.len().saturating_sub(1);
+    let mut lists: Vec<Vec<i32>> = vec![Vec::new(); BIN_LANES.len()];
+    let (mut long_rows, mut chunk_row, mut chunk_begin) = (Vec::new(), Vec::new(), Vec::new());
+    for r in 0..rows {
+        let (s, e) = (ptr[r] as usize, ptr[r + 1] as usize);
+        let len = e - s;
+        if len > LONG_CHUNK {
+            long_rows.push(r as i32);
+            for c in (s..e).step_by(LONG_CHUNK) {
+                chunk_row.push(r as i32);
+                chunk_begin.push(c as i32);
+            }
+        } else {
+            let b = BIN_LANES
+                .iter()
+                .position(|&l| len <= 4 * l as usize)
+                .unwrap_or(BIN_LANES.len() - 1);
+            lists[b].push(r as i32);
+        }
+    }
+    HostBins {
+        bins: BIN_LANES
+            .iter()
+            .copied()
+            .zip(lists)
+            .filter(|(_, l)| !l.is_empty())
+            .collect(),
+        long: (!long_rows.is_empty()).then_some((long_rows, chunk_row, chunk_begin)),
+    }
+}
 
 impl GpuKernel {
     pub const ALL: [GpuKernel; 13] = [
@@ -576,41 +616,20 @@ impl CudaSpmv {
             .stream
             .clone_dtoh(&a.ptr)
             .map_err(drv("device to host copy"))?;
-        let mut lists: Vec<Vec<i32>> = vec![Vec::new(); BIN_LANES.len()];
-        let (mut long_rows, mut chunk_row, mut chunk_begin) = (Vec::new(), Vec::new(), Vec::new());
-        for r in 0..a.rows {
-            let (s, e) = (ptr[r] as usize, ptr[r + 1] as usize);
-            let len = e - s;
-            if len > LONG_CHUNK {
-                long_rows.push(r as i32);
-                for c in (s..e).step_by(LONG_CHUNK) {
-                    chunk_row.push(r as i32);
-                    chunk_begin.push(c as i32);
-                }
-            } else {
-                let b = BIN_LANES
-                    .iter()
-                    .position(|&l| len <= 4 * l as usize)
-                    .unwrap_or(BIN_LANES.len() - 1);
-                lists[b].push(r as i32);
-            }
-        }
+        let host = bin_lists(&ptr);
         let mut bins = Vec::new();
-        for (lanes, list) in BIN_LANES.iter().zip(lists) {
-            if !list.is_empty() {
-                bins.push((*lanes, list.len() as i32, self.htod(&list)?));
-            }
+        for (lanes, list) in host.bins {
+            bins.push((lanes, list.len() as i32, self.htod(&list)?));
         }
-        let long = if long_rows.is_empty() {
-            None
-        } else {
-            Some(LongRows {
+        let long = match host.long {
+            None => None,
+            Some((long_rows, chunk_row, chunk_begin)) => Some(LongRows {
                 count: long_rows.len() as i32,
                 rows: self.htod(&long_rows)?,
                 chunks: chunk_row.len() as i32,
                 chunk_row: self.htod(&chunk_row)?,
                 chunk_begin: self.htod(&chunk_begin)?,
-            })
+            }),
         };
         Ok(BinBuffers { bins, long })
     }
@@ -862,4 +881,42 @@ impl CudaSpmv {
 /// A launch of a [`Prepared`] whose entry points were not looked up (not made by `prepare`).
 fn unprepared() -> KernelError {
     KernelError::Invalid("SpMV kernel launched without prepare".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every row lands in exactly one place: the smallest bin with len <= 4 x lanes (lengths
+    /// past 128 in the last bin), or, past LONG_CHUNK, the long rows with one chunk per
+    /// LONG_CHUNK entries starting inside the row.
+    #[test]
+    fn rows_are_binned_by_length_and_long_rows_chunked() {
+        let lens = [0usize, 1, 4, 5, 9, 33, 128, 129, 4096, 4097, 9000, 3];
+        let mut ptr = vec![0i32];
+        for l in lens {
+            ptr.push(ptr.last().unwrap() + l as i32);
+        }
+        let h = bin_lists(&ptr);
+        let in_bin = |lanes: u32| -> Vec<i32> {
+            h.bins
+                .iter()
+                .find(|(l, _)| *l == lanes)
+                .map_or(Vec::new(), |(_, r)| r.clone())
+        };
+        assert_eq!(in_bin(1), vec![0, 1, 2, 11]);
+        assert_eq!(in_bin(2), vec![3]);
+        assert_eq!(in_bin(4), vec![4]);
+        assert_eq!(in_bin(16), vec![5]);
+        assert_eq!(in_bin(32), vec![6, 7, 8]);
+        assert!(h.bins.iter().all(|(_, r)| !r.is_empty()));
+        let (long, chunk_row, chunk_begin) = h.long.expect("two long rows");
+        assert_eq!(long, vec![9, 10]);
+        assert_eq!(chunk_row, vec![9, 9, 10, 10, 10]);
+        for (r, b) in chunk_row.iter().zip(&chunk_begin) {
+            let r = *r as usize;
+            assert!(ptr[r] <= *b && *b < ptr[r + 1]);
+        }
+        assert!(bin_lists(&[0]).bins.is_empty() && bin_lists(&[0]).long.is_none());
+    }
 }

@@ -8,11 +8,12 @@
 //! device), and compiling every portable kernel for gfx90a with hiprtc, checking that each entry
 //! point the CUDA build has is in the code object (CI, with Debian's ROCm 5.2).
 //!
-//! Pool on HIP: scalar, vector2-32, block, merge_path, merge_tiled and nnz_split. Left out
-//! until they can be run: binned (its host-side binning is written against CUDA buffers),
-//! rocSPARSE (the vendor baseline), the device feature gatherer (a plan gathers on the host
-//! copy instead), multi-GPU and the comm patterns (flags need fine-grained memory, see
-//! `portable.h`), and attention (tensor-core code, NVIDIA's alone).
+//! Pool on HIP: the eleven kernels of `spmv_csr.cu` (scalar, vector2-32, block, merge_path,
+//! merge_tiled, nnz_split, binned with the same host-side binning as CUDA). Left out until they
+//! can be run: rocSPARSE (the vendor baseline), the device feature gatherer (a plan gathers on
+//! the host copy instead; features.cu compiles), multi-GPU and the comm patterns (RCCL; flags
+//! need fine-grained memory, see `portable.h`; comm.cu compiles), and attention (tensor-core
+//! code, NVIDIA's alone).
 
 pub mod api;
 mod spmv;

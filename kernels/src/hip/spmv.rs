@@ -13,16 +13,18 @@ use augur_features::spmv::{cpu_sums, CsrPattern, RowSums};
 
 use super::api::{self, Api, Event, Function, Module, Stream};
 use crate::cuda::module;
-use crate::cuda::spmv::{merge_pieces, merge_tiles, threads_config, MP_ITEMS, MT_TILE};
+use crate::cuda::spmv::{
+    bin_lists, merge_pieces, merge_tiles, threads_config, BIN_LANES, MP_ITEMS, MT_TILE,
+};
 use crate::cuda::{GpuKernel, GpuScalar, TimingPlan};
 use crate::device::{same_len, BackendKind, SpmvDevice};
 use crate::KernelError;
 
-/// The kernels of the pool that run on HIP: all but binned and cuSPARSE (see [`super`] for why).
+/// The kernels of the pool that run on HIP: all but cuSPARSE (rocSPARSE is not bound yet).
 pub fn hip_kernels() -> impl Iterator<Item = GpuKernel> {
     GpuKernel::ALL
         .into_iter()
-        .filter(|k| !matches!(k, GpuKernel::Binned | GpuKernel::Cusparse { .. }))
+        .filter(|k| !matches!(k, GpuKernel::Cusparse { .. }))
 }
 
 /// The entry points of a portable source that the Rust side launches (on either vendor).
@@ -33,8 +35,11 @@ pub fn entry_points(source: &str) -> Vec<String> {
                 .iter()
                 .flat_map(|s| {
                     hip_kernels()
+                        .filter(|&k| k != GpuKernel::Binned)
                         .map(move |k| format!("spmv_{}_{s}", k.name()))
                         .chain([format!("merge_path_fixup_{s}")])
+                        .chain(BIN_LANES.iter().map(move |l| format!("spmv_rows{l}_{s}")))
+                        .chain([format!("zero_rows_{s}"), format!("spmv_chunks_{s}")])
                 })
                 .collect();
             v.push("merge_partition".into());
@@ -99,13 +104,32 @@ pub struct HipCsr<T> {
 }
 
 /// A kernel set up for one matrix: its entry points and, for the merge kernels, the partition
-/// and the carries.
+/// and the carries; for binned, its row lists.
 pub struct HipPrepared<T> {
     pub kernel: GpuKernel,
     pub setup_s: f64,
-    main: Function,
+    /// None for binned (its entry points are per bin).
+    main: Option<Function>,
     fixup: Option<Function>,
     merge: Option<(i64, HipBuf<i32>, HipBuf<i32>, HipBuf<T>)>,
+    binned: Option<HipBins>,
+}
+
+/// The binned kernel's row lists on the device: per non-empty bin (lanes, rows, their list, its
+/// entry point), and the long rows with their chunks.
+struct HipBins {
+    bins: Vec<(u32, i32, HipBuf<i32>, Function)>,
+    long: Option<HipLongRows>,
+}
+
+struct HipLongRows {
+    count: i32,
+    rows: HipBuf<i32>,
+    chunks: i32,
+    chunk_row: HipBuf<i32>,
+    chunk_begin: HipBuf<i32>,
+    zero: Function,
+    run: Function,
 }
 
 /// One AMD GPU with the portable SpMV module loaded.
@@ -243,6 +267,87 @@ impl HipSpmv {
         })
     }
 
+    /// The binned kernel's setup: the row pointers read back, the rows binned on the host
+    /// (as on CUDA), the lists uploaded, the entry points looked up.
+    fn bin_rows<T>(&self, a: &HipCsr<T>, sfx: &str) -> Result<HipBins, KernelError> {
+        let mut ptr = vec![0i32; a.rows + 1];
+        // SAFETY: the row pointers hold rows + 1 i32; synchronised before reading.
+        self.api.check("hipMemcpyDtoHAsync", unsafe {
+            (self.api.memcpy_dtoh_async)(
+                ptr.as_mut_ptr().cast(),
+                a.ptr.ptr,
+                a.ptr.bytes(),
+                self.stream,
+            )
+        })?;
+        self.sync()?;
+        let host = bin_lists(&ptr);
+        let upload = |v: &[i32]| -> Result<HipBuf<i32>, KernelError> {
+            let mut d = self.alloc(v.len())?;
+            self.copy_in(v, &mut d)?;
+            Ok(d)
+        };
+        let mut bins = Vec::new();
+        for (lanes, list) in &host.bins {
+            let f = self.function(&format!("spmv_rows{lanes}_{sfx}"))?;
+            bins.push((*lanes, list.len() as i32, upload(list)?, f));
+        }
+        let long = match &host.long {
+            None => None,
+            Some((rows, chunk_row, chunk_begin)) => Some(HipLongRows {
+                count: rows.len() as i32,
+                rows: upload(rows)?,
+                chunks: chunk_row.len() as i32,
+                chunk_row: upload(chunk_row)?,
+                chunk_begin: upload(chunk_begin)?,
+                zero: self.function(&format!("zero_rows_{sfx}"))?,
+                run: self.function(&format!("spmv_chunks_{sfx}"))?,
+            }),
+        };
+        Ok(HipBins { bins, long })
+    }
+
+    /// The binned kernel: the long rows zeroed and their chunks added (one block per chunk),
+    /// then each bin with its lane count. `m`: row pointers, indices, values, x, y.
+    fn launch_binned(&self, b: &HipBins, m: [*mut c_void; 5]) -> Result<(), KernelError> {
+        let [pp, ip, vp, xp, yp] = m;
+        if let Some(l) = &b.long {
+            let rp = l.rows.ptr;
+            // (int n, const int* rows_list, T* y)
+            let mut args = [arg(&l.count), arg(&rp), arg(&yp)];
+            self.launch_raw(l.zero, threads_config(l.count as u64).grid_dim.0, &mut args)?;
+            let (cr, cb) = (l.chunk_row.ptr, l.chunk_begin.ptr);
+            // (int nchunks, const int* chunk_row, const int* chunk_begin, ptr, idx, val, x, y)
+            let mut args = [
+                arg(&l.chunks),
+                arg(&cr),
+                arg(&cb),
+                arg(&pp),
+                arg(&ip),
+                arg(&vp),
+                arg(&xp),
+                arg(&yp),
+            ];
+            self.launch_raw(l.run, l.chunks as u32, &mut args)?;
+        }
+        for (lanes, n, list, f) in &b.bins {
+            let lp = list.ptr;
+            // (int n, const int* rows_list, ptr, idx, val, x, y)
+            let mut args = [
+                arg(n),
+                arg(&lp),
+                arg(&pp),
+                arg(&ip),
+                arg(&vp),
+                arg(&xp),
+                arg(&yp),
+            ];
+            let grid = threads_config(*n as u64 * *lanes as u64).grid_dim.0;
+            self.launch_raw(*f, grid, &mut args)?;
+        }
+        Ok(())
+    }
+
     fn launch_raw(
         &self,
         f: Function,
@@ -365,7 +470,22 @@ impl SpmvDevice for HipSpmv {
         crate::error::check_dims(a.rows, a.cols, x.len, y.len)?;
         let t = Instant::now();
         let sfx = T::SUFFIX;
-        let main = self.function(&format!("spmv_{}_{sfx}", k.name()))?;
+        if k == GpuKernel::Binned {
+            let binned = if a.rows > 0 {
+                Some(self.bin_rows(a, sfx)?)
+            } else {
+                None
+            };
+            return Ok(HipPrepared {
+                kernel: k,
+                setup_s: t.elapsed().as_secs_f64(),
+                main: None,
+                fixup: None,
+                merge: None,
+                binned,
+            });
+        }
+        let main = Some(self.function(&format!("spmv_{}_{sfx}", k.name()))?);
         let merge_kind = matches!(k, GpuKernel::MergePath | GpuKernel::MergeTiled);
         let (fixup, merge) = if merge_kind && a.rows > 0 {
             let tiled = k == GpuKernel::MergeTiled;
@@ -404,6 +524,7 @@ impl SpmvDevice for HipSpmv {
             main,
             fixup,
             merge,
+            binned: None,
         })
     }
 
@@ -434,6 +555,12 @@ impl SpmvDevice for HipSpmv {
         }
         let (rows, nnz) = (a.rows as i32, a.nnz as i32);
         let (pp, ip, vp, xp, yp) = (a.ptr.ptr, a.idx.ptr, a.val.ptr, x.ptr, y.ptr);
+        if let Some(b) = &p.binned {
+            return self.launch_binned(b, [pp, ip, vp, xp, yp]);
+        }
+        let main = p
+            .main
+            .ok_or_else(|| KernelError::Invalid("SpMV kernel launched without prepare".into()))?;
         let grid = k.config(a.rows, a.nnz).grid_dim.0;
         // (int rows, const int* ptr, const int* idx, const T* val, const T* x, T* y, ...)
         let mut args = vec![arg(&rows), arg(&pp), arg(&ip), arg(&vp), arg(&xp), arg(&yp)];
@@ -444,7 +571,7 @@ impl SpmvDevice for HipSpmv {
                 let (sp, crp, cvp) = (start.ptr, crow.ptr, cval.ptr);
                 let mut more = [arg(&nnz), arg(pieces), arg(&sp), arg(&crp), arg(&cvp)];
                 args.extend_from_slice(&more);
-                self.launch_raw(p.main, grid, &mut args)?;
+                self.launch_raw(main, grid, &mut args)?;
                 let fix = p.fixup.ok_or_else(|| {
                     KernelError::Invalid("merge kernel launched without prepare".into())
                 })?;
@@ -455,7 +582,7 @@ impl SpmvDevice for HipSpmv {
             }
             _ => {}
         }
-        self.launch_raw(p.main, grid, &mut args)
+        self.launch_raw(main, grid, &mut args)
     }
 
     fn synchronize(&self) -> Result<(), KernelError> {
