@@ -45,11 +45,13 @@ use crate::plan::check_size;
 use crate::{AugurError, Decision, PlanOptions, SetupCost};
 
 mod gather;
+mod halo;
 mod partition;
 mod shard;
 
 use gather::choose_gather;
 pub use gather::{gather_choice, GatherChoice, GatherMode};
+pub use halo::{halo_plan, HaloShard, HaloTraffic};
 use partition::shard;
 pub use partition::{partition_rows, shard_traffic, ShardTraffic, MAX_SHARDS};
 use shard::{worker, WorkerCtx};
