@@ -213,7 +213,8 @@ pub fn text(model: &Model) -> String {
         t.sample_paid_share * 100.0,
         t.gather_paid_share * 100.0,
         match t.gather_cost {
-            crate::train::GatherCost::Upload => "a plan from a host matrix pays it: during the upload",
+            crate::train::GatherCost::Upload => "a plan from a host matrix pays it: during the upload (median per decade of nonzeros)",
+            crate::train::GatherCost::UploadRaw => "a plan from a host matrix pays it: during the upload (each matrix's own figure)",
             crate::train::GatherCost::Device => "a pass over a matrix already on the device",
         }
     );

@@ -166,6 +166,28 @@ fn runs_carry_the_upload_and_read_runs_from_before_it() {
     assert_eq!(GatherCost::Upload.of(b), 0.0);
     assert_eq!(GatherCost::Upload.of(c), c.gather_s);
     assert_eq!(GatherCost::Device.of(a), a.gather_s);
+    assert_eq!(GatherCost::UploadRaw.of(a), GatherCost::Upload.of(a));
+    // ...and pooled: the median per decade of nonzeros of what it adds, for every matrix of that
+    // decade with a timed upload (one matrix's own difference is mostly jitter).
+    let mut pooled = back.clone();
+    let diffs = [2e-5, 0.0, 7e-3, 1e-5, 3e-5];
+    for (m, d) in pooled.matrices.iter_mut().zip(diffs) {
+        m.info.nnz = 5_000_000;
+        m.info.upload_s = Some(1e-3);
+        m.info.upload_gather_s = Some(1e-3 + d);
+    }
+    pooled.matrices[4].info.nnz = 50; // alone in its decade
+    pooled.matrices[3].info.upload_gather_s = None; // no upload timed: the device pass
+    let costs = crate::train::GatherCosts::new(GatherCost::Upload, &pooled, |_| true);
+    let info = |i: usize| &pooled.matrices[i].info;
+    for i in 0..3 {
+        // Decade 6: 2e-5, 0, 7e-3 -> median 2e-5, whatever the matrix's own figure.
+        assert!((costs.of(info(i)) - 2e-5).abs() < 1e-12, "{i}");
+    }
+    assert_eq!(costs.of(info(3)), info(3).gather_s);
+    assert!((costs.of(info(4)) - 3e-5).abs() < 1e-12);
+    let raw = crate::train::GatherCosts::new(GatherCost::UploadRaw, &pooled, |_| true);
+    assert!((raw.of(info(2)) - 7e-3).abs() < 1e-12);
     // The same file without the two columns (collected before the upload was timed) still reads.
     let text = std::fs::read_to_string(&p).unwrap();
     let old: Vec<String> = text

@@ -23,14 +23,19 @@ use crate::ModelError;
 /// What gathering the exact features costs a plan, i.e. where the matrix is when the plan is
 /// made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum GatherCost {
     /// The plan is made from a host matrix (what `SpmvPlan::new` takes): it has to upload it,
-    /// and on a GPU it gathers during the upload, so gathering costs what it adds to the upload
-    /// (`upload_gather_s - upload_s` of the runs; the device pass `gather_s` where the upload
-    /// was not timed, and on the CPU, which uploads nothing). What `augur eval` charges by
-    /// default.
+    /// and on a GPU it gathers during the upload, so gathering costs what it adds to the upload.
+    /// Pooled per decade of nonzeros: the median of `upload_gather_s - upload_s` over the runs'
+    /// matrices of that decade (each matrix's own difference of two uploads is mostly the
+    /// uploads' jitter: re-measured three times on an H100, the 16 largest per-matrix figures,
+    /// 0.5-15 ms, came back as 0 in most runs and as 0.2-6 ms spikes in others, on uploads of
+    /// 15-100 ms). The device pass `gather_s` where no upload was timed, and on the CPU, which
+    /// uploads nothing. What `augur eval` charges by default.
     Upload,
+    /// Each matrix's own measured difference of the two uploads (noisy; to compare).
+    UploadRaw,
     /// The matrix is already on the device: gathering costs the device pass and the copy back
     /// (`gather_s`). What policies are trained on by default.
     #[default]
@@ -38,13 +43,81 @@ pub enum GatherCost {
 }
 
 impl GatherCost {
-    /// Seconds the gathered tier costs on this matrix.
+    /// Seconds the gathered tier costs on this matrix, by its own figures ([`GatherCost::Upload`]
+    /// as [`GatherCost::UploadRaw`]: the pooled figure needs the other matrices, see
+    /// [`GatherCosts`]).
     pub fn of(self, info: &crate::runs::MatrixInfo) -> f64 {
         match self {
-            GatherCost::Upload => info.gather_during_upload_s().unwrap_or(info.gather_s),
+            GatherCost::Upload | GatherCost::UploadRaw => {
+                info.gather_during_upload_s().unwrap_or(info.gather_s)
+            }
             GatherCost::Device => info.gather_s,
         }
     }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            GatherCost::Upload => "upload",
+            GatherCost::UploadRaw => "upload-raw",
+            GatherCost::Device => "device",
+        }
+    }
+}
+
+/// [`GatherCost`] resolved over a set of matrices: for [`GatherCost::Upload`], the median of
+/// what gathering adds to the upload per decade of nonzeros.
+#[derive(Debug, Clone)]
+pub struct GatherCosts {
+    kind: GatherCost,
+    /// Median per decade (index: floor(log10 nnz), 0 for nnz < 10), where any was timed.
+    by_decade: Vec<Option<f64>>,
+}
+
+fn decade(nnz: usize) -> usize {
+    (nnz.max(1) as f64).log10().floor() as usize
+}
+
+impl GatherCosts {
+    /// Pooled over the matrices of `runs` that `keep` admits.
+    pub fn new(kind: GatherCost, runs: &Runs, keep: impl Fn(&MatrixRuns) -> bool) -> GatherCosts {
+        let mut per: Vec<Vec<f64>> = Vec::new();
+        if kind == GatherCost::Upload {
+            for m in runs.matrices.iter().filter(|m| keep(m)) {
+                if let Some(d) = m.info.gather_during_upload_s() {
+                    let b = decade(m.info.nnz);
+                    if per.len() <= b {
+                        per.resize(b + 1, Vec::new());
+                    }
+                    per[b].push(d);
+                }
+            }
+        }
+        GatherCosts {
+            kind,
+            by_decade: per
+                .into_iter()
+                .map(|v| (!v.is_empty()).then(|| median_of(v)))
+                .collect(),
+        }
+    }
+
+    /// Seconds the gathered tier costs on `info`.
+    pub fn of(&self, info: &crate::runs::MatrixInfo) -> f64 {
+        match self.kind {
+            GatherCost::Upload if info.gather_during_upload_s().is_some() => self
+                .by_decade
+                .get(decade(info.nnz))
+                .copied()
+                .flatten()
+                .unwrap_or(info.gather_s),
+            k => k.of(info),
+        }
+    }
+}
+
+fn median_of(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 /// One (matrix, iteration count) with every kernel's total cost.
@@ -82,6 +155,7 @@ pub fn samples(
     gather_cost: GatherCost,
     keep: impl Fn(&MatrixRuns) -> bool,
 ) -> Vec<Sample> {
+    let gather = GatherCosts::new(gather_cost, runs, &keep);
     let mut out = Vec::new();
     for (mi, m) in runs.matrices.iter().enumerate() {
         if !keep(m) {
@@ -116,7 +190,7 @@ pub fn samples(
                 failed: raw.iter().map(Option::is_none).collect(),
                 best,
                 oracle,
-                gather_s: gather_cost.of(&m.info),
+                gather_s: gather.of(&m.info),
                 sample_s: m.info.sample_s,
             });
         }
@@ -797,7 +871,7 @@ impl CheckedTrainParams {
             }
             h.update(m.info.gather_s.to_le_bytes());
             h.update(m.info.sample_s.to_le_bytes());
-            if p.gather_cost == GatherCost::Upload {
+            if p.gather_cost != GatherCost::Device {
                 for v in [m.info.upload_s, m.info.upload_gather_s]
                     .into_iter()
                     .flatten()

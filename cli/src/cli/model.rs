@@ -57,16 +57,20 @@ pub struct TrainArgs {
     #[arg(long, value_enum, value_delimiter = ',', default_value = "gini,regret")]
     criterion: Vec<CriterionArg>,
     /// What gathering the exact features costs in the policy's training: `device` (the device
-    /// pass on a matrix already there: steadier, the default) or `upload` (what the gather adds
-    /// to a plan's upload, as `SpmvPlan::new` makes it from a host matrix; the upload's jitter
-    /// is in these figures).
+    /// pass on a matrix already there, the default), `upload` (what the gather adds to a plan's
+    /// upload, as `SpmvPlan::new` makes it from a host matrix: the median per decade of
+    /// nonzeros) or `upload-raw` (each matrix's own figure, in which the upload's jitter is).
     #[arg(long, value_enum, default_value = "device")]
     gather_cost: GatherCostArg,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum GatherCostArg {
+    /// What gathering adds to the upload, the median per decade of nonzeros.
     Upload,
+    /// Each matrix's own measured difference of two uploads (noisy).
+    UploadRaw,
+    /// The device pass over a matrix already on the device.
     Device,
 }
 
@@ -74,6 +78,7 @@ impl GatherCostArg {
     fn cost(self) -> GatherCost {
         match self {
             GatherCostArg::Upload => GatherCost::Upload,
+            GatherCostArg::UploadRaw => GatherCost::UploadRaw,
             GatherCostArg::Device => GatherCost::Device,
         }
     }
@@ -478,8 +483,9 @@ pub struct EvalArgs {
     #[arg(long, value_name = "NS")]
     charge_inference_ns: Option<f64>,
     /// SpMV runs: charge gathering as `upload` (what the gather adds to the upload of a plan
-    /// made from a host matrix, as `SpmvPlan::new` does; the default) or `device` (a matrix
-    /// already on the device: the device pass).
+    /// made from a host matrix, as `SpmvPlan::new` does, the median per decade of nonzeros; the
+    /// default), `upload-raw` (each matrix's own measured figure, mostly upload jitter above
+    /// 1e7 nonzeros) or `device` (a matrix already on the device: the device pass).
     #[arg(long, value_enum)]
     gather_cost: Option<GatherCostArg>,
     /// Replace an existing --svg or --csv that is a model or a runs table (never an input).
