@@ -215,8 +215,11 @@ pub struct TrainParams {
     pub mode: Option<IterationMode>,
     /// A shallower tree is taken if its CV score is within this factor of the best (readability).
     pub slack: f64,
-    /// Depth of the gathering policy tree.
+    /// Depth of the gathering policy tree (of each per-k tree with `policy_per_k`).
     pub policy_depth: usize,
+    /// One policy tree per iteration count, joined under splits on k (the model's format is
+    /// unchanged: one tree over the known features and k), instead of one tree over all.
+    pub policy_per_k: bool,
     /// Seed of the family order behind the holdout and the folds (another seed, another split).
     pub split_seed: u64,
     /// Split criteria tried by cross-validation.
@@ -240,6 +243,7 @@ impl Default for TrainParams {
             mode: None,
             slack: 0.01,
             policy_depth: 3,
+            policy_per_k: false,
             split_seed: 0,
             criteria: vec![Criterion::Gini, Criterion::Regret],
             gather_cost: GatherCost::Device,
@@ -827,18 +831,39 @@ impl CheckedTrainParams {
             plabel.iter().filter(|&&l| l == t.class()).count() as f64 / plabel.len() as f64
         };
         let (gather_paid_share, sample_paid_share) = (share(Tier::Gathered), share(Tier::Sampled));
-        let mut policy = fit_tree(
-            &prow,
-            &plabel,
-            &pweight,
-            &pslow,
-            Hyper {
-                max_depth: p.policy_depth,
-                min_weight_leaf: 1.0,
-                criterion: Criterion::Regret,
-            },
-            Leaves::LogSlowdown,
-        )?;
+        let hyper = Hyper {
+            max_depth: p.policy_depth,
+            min_weight_leaf: 1.0,
+            criterion: Criterion::Regret,
+        };
+        let mut policy = if p.policy_per_k {
+            // One tree per iteration count, under splits on k: what looking costs against what it
+            // saves differs by k far more than any split on the known features could learn.
+            let mut ks: Vec<f64> = all.iter().map(|s| s.k).collect();
+            ks.sort_by(f64::total_cmp);
+            ks.dedup();
+            let trees = ks
+                .iter()
+                .map(|&k| {
+                    let at: Vec<usize> = (0..all.len()).filter(|&i| all[i].k == k).collect();
+                    fn pick<V: Clone>(v: &[V], at: &[usize]) -> Vec<V> {
+                        at.iter().map(|&i| v[i].clone()).collect()
+                    }
+                    fit_tree(
+                        &pick(&prow, &at),
+                        &pick(&plabel, &at),
+                        &pick(&pweight, &at),
+                        &pick(&pslow, &at),
+                        hyper.clone(),
+                        Leaves::LogSlowdown,
+                    )
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let k_input = prow.first().map_or(0, |r| r.len() - 1);
+            stitch_on(k_input, &ks, &trees)
+        } else {
+            fit_tree(&prow, &plabel, &pweight, &pslow, hyper, Leaves::LogSlowdown)?
+        };
         // Leaf statistics on the training samples.
         for (sel, set) in [
             (&mut known, ck.set),
@@ -1082,4 +1107,101 @@ pub(crate) fn one_device<'a>(
         )));
     }
     Ok(())
+}
+
+/// One tree that sends an input to `trees[i]` when its `feature` (the iteration count) is nearest
+/// `ks[i]` on a log scale: splits at the geometric midpoints, the subtrees' nodes appended.
+fn stitch_on(feature: usize, ks: &[f64], trees: &[Tree]) -> Tree {
+    fn build(out: &mut Vec<Node>, feature: usize, ks: &[f64], trees: &[Tree]) -> usize {
+        let at = out.len();
+        if trees.len() == 1 {
+            out.extend(trees[0].nodes.iter().map(|n| match n {
+                Node::Split {
+                    feature: f,
+                    threshold,
+                    left,
+                    right,
+                } => Node::Split {
+                    feature: *f,
+                    threshold: *threshold,
+                    left: left + at,
+                    right: right + at,
+                },
+                leaf => leaf.clone(),
+            }));
+            return at;
+        }
+        let mid = trees.len() / 2;
+        out.push(Node::Leaf {
+            class: 0,
+            samples: 0,
+            mean_regret: 0.0,
+        });
+        let left = build(out, feature, &ks[..mid], &trees[..mid]);
+        let right = build(out, feature, &ks[mid..], &trees[mid..]);
+        out[at] = Node::Split {
+            feature,
+            threshold: (ks[mid - 1] * ks[mid]).sqrt(),
+            left,
+            right,
+        };
+        at
+    }
+    let mut nodes = Vec::new();
+    if !trees.is_empty() {
+        build(&mut nodes, feature, ks, trees);
+    }
+    Tree { nodes }
+}
+
+#[cfg(test)]
+mod stitch_tests {
+    use super::*;
+
+    /// Each iteration count reaches its own tree (nearest on a log scale), and the subtrees keep
+    /// their own splits.
+    #[test]
+    fn per_k_trees_are_reached_by_their_iteration_count() {
+        let split = Tree {
+            nodes: vec![
+                Node::Split {
+                    feature: 0,
+                    threshold: 5.0,
+                    left: 1,
+                    right: 2,
+                },
+                Node::Leaf {
+                    class: 1,
+                    samples: 1,
+                    mean_regret: 0.0,
+                },
+                Node::Leaf {
+                    class: 2,
+                    samples: 1,
+                    mean_regret: 0.0,
+                },
+            ],
+        };
+        let t = stitch_on(
+            1,
+            &[1.0, 10.0, 100.0],
+            &[Tree::constant(0), split, Tree::constant(2)],
+        );
+        t.validate(2, 3).unwrap();
+        for (x, k, want) in [
+            (0.0, 1.0, 0),
+            (9.0, 1.0, 0),
+            (0.0, 10.0, 1),
+            (9.0, 10.0, 2),
+            (0.0, 100.0, 2),
+            (0.0, 3.0, 0),
+            (0.0, 4.0, 1),
+        ] {
+            assert_eq!(t.predict(&[x, k]), want, "x {x} k {k}");
+        }
+        assert_eq!(
+            stitch_on(1, &[7.0], &[Tree::constant(1)]).predict(&[0.0, 7.0]),
+            1
+        );
+    }
 }

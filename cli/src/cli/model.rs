@@ -52,6 +52,10 @@ pub struct TrainArgs {
     /// Depth of the policy tree (which feature tier pays for its cost), 1..=6.
     #[arg(long, default_value_t = 3)]
     policy_depth: usize,
+    /// The gathering policy: `joint` (one tree over the known features and k) or `per-k` (one
+    /// tree per iteration count, joined under splits on k; same model format).
+    #[arg(long, value_enum, default_value = "joint")]
+    policy: PolicyArg,
     /// Split criteria tried by cross-validation, comma-separated: `gini` (linfa-trees' rule on
     /// the label "fastest kernel") and `regret` (the summed log slowdown of the picks).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "gini,regret")]
@@ -82,6 +86,12 @@ impl GatherCostArg {
             GatherCostArg::Device => GatherCost::Device,
         }
     }
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum PolicyArg {
+    Joint,
+    PerK,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -251,6 +261,7 @@ pub fn train(a: TrainArgs) -> anyhow::Result<ExitCode> {
         slack: a.slack,
         split_seed: a.split_seed,
         policy_depth: a.policy_depth,
+        policy_per_k: matches!(a.policy, PolicyArg::PerK),
         criteria: a
             .criterion
             .iter()
