@@ -54,14 +54,6 @@ impl GatherCost {
             GatherCost::Device => info.gather_s,
         }
     }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            GatherCost::Upload => "upload",
-            GatherCost::UploadRaw => "upload-raw",
-            GatherCost::Device => "device",
-        }
-    }
 }
 
 /// [`GatherCost`] resolved over a set of matrices: for [`GatherCost::Upload`], the median of
@@ -118,6 +110,26 @@ impl GatherCosts {
 fn median_of(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
+}
+
+/// The schema indices of every feature but those named in `skip`, and their names: a selector's
+/// inputs (the attention and comm trainers leave out features constant over their inputs).
+pub(crate) fn inputs_except(
+    schema: &augur_features::FeatureSchema,
+    skip: &[&str],
+) -> (Vec<usize>, Vec<String>) {
+    let features: Vec<usize> = schema
+        .features
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| !skip.contains(&f.name.as_str()))
+        .map(|(i, _)| i)
+        .collect();
+    let inputs = features
+        .iter()
+        .map(|&i| schema.features[i].name.clone())
+        .collect();
+    (features, inputs)
 }
 
 /// One (matrix, iteration count) with every kernel's total cost.

@@ -188,10 +188,11 @@ impl SpmvBench {
             iterations: opts.iterations,
         };
         let mut out = Vec::new();
-        for k in self.measurer.kernel_names() {
+        let kernels = self.measurer.kernels().to_vec();
+        for kernel in kernels {
             let mut dy = dev.vector(&poison)?;
             let t = Instant::now();
-            let mut p = dev.prepare(&k, &dm, &dx, &mut dy)?;
+            let mut p = dev.prepare(kernel, &dm, &dx, &mut dy)?;
             let host_setup_s = t.elapsed().as_secs_f64();
             dev.launch(&mut p, &dm, &dx, &mut dy)?;
             dev.read(&dy, &mut y)?;
@@ -220,7 +221,7 @@ impl SpmvBench {
                     };
                     match (mode, &t.graph_s) {
                         (TimingMode::Graph, Err(e)) => {
-                            return Err(AugurError::Invalid(format!("{name}: {k}: {e}")))
+                            return Err(AugurError::Invalid(format!("{name}: {kernel}: {e}")))
                         }
                         _ => (
                             vec![t
@@ -238,10 +239,6 @@ impl SpmvBench {
                 dev.setup_s(&p)
             };
             let median_s = median(times);
-            let kernel = self
-                .measurer
-                .kernel_static(&k)
-                .expect("a name of the measurer's own list");
             out.push(BenchRow {
                 matrix: name.to_string(),
                 rows: m.rows(),

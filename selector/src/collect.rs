@@ -141,20 +141,13 @@ impl Measurer {
         let kernels = if kernels.is_empty() {
             pool
         } else {
-            let known = if device.kind() == BackendKind::Cpu {
-                CpuKernel::ALL.map(|k| k.name()).to_vec()
-            } else {
-                GpuKernel::ALL.map(|k| k.name()).to_vec()
-            };
+            // The pool's own parsers: the same names and the same error as everywhere else.
+            let cpu = device.kind() == BackendKind::Cpu;
             kernels
                 .iter()
-                .map(|n| {
-                    known.iter().find(|k| *k == n).copied().ok_or_else(|| {
-                        KernelError::UnknownKernel {
-                            name: n.clone(),
-                            known: known.join(", "),
-                        }
-                    })
+                .map(|n| match cpu {
+                    true => CpuKernel::from_name(n).map(|k| k.name()),
+                    false => GpuKernel::from_name(n).map(|k| k.name()),
                 })
                 .collect::<Result<_, _>>()?
         };
@@ -169,9 +162,9 @@ impl Measurer {
         self.kernels.iter().map(|k| k.to_string()).collect()
     }
 
-    /// The kernel `name` of this measurer's list, as the pool spells it.
-    pub fn kernel_static(&self, name: &str) -> Option<&'static str> {
-        self.kernels.iter().copied().find(|k| *k == name)
+    /// The kernels it measures, as the pool names them.
+    pub fn kernels(&self) -> &[&'static str] {
+        &self.kernels
     }
 
     /// The device it measures on.
@@ -218,10 +211,11 @@ impl Measurer {
         let (reference, scale) = check::reference_product(m, &x);
         let cpu = dev.kind() == BackendKind::Cpu;
         let (mut upload_s, mut upload_gather_s) = (None, None);
-        let gather_s = if cpu {
+        // The CPU gathers on the host; a GPU times its device pass on the upload below.
+        let host_gather_s = if cpu {
             // The gathered tier as a CPU plan computes it (the known and exact features), the
             // median of three.
-            median_wall(3, || CpuGatherer.exact(pat))
+            Some(median_wall(3, || CpuGatherer.exact(pat)))
         } else {
             // The upload a plan makes (copy and synchronise), alone and with the gathered tier
             // computed during it as a plan that gathers makes it (alternated pairs after one
@@ -243,11 +237,14 @@ impl Measurer {
             let up = median(alone);
             upload_s = Some(up);
             upload_gather_s = Some(up + median(diff).max(0.0));
-            // The device pass alone: the gathered tier reads the known and exact features.
-            let dm = dev.upload(m)?;
-            dev.time_gather(&dm, 5)?
+            None
         };
         let dm = dev.upload(m)?;
+        // The device pass alone (GPUs): the gathered tier reads the known and exact features.
+        let gather_s = match host_gather_s {
+            Some(s) => s,
+            None => dev.time_gather(&dm, 5)?,
+        };
         let dx = dev.vector(&x)?;
         let poison = vec![T::nan(); m.rows()];
         let mut y = vec![T::zero(); m.rows()];

@@ -89,17 +89,7 @@ impl CheckedAttentionTrainParams {
         }
         let schema = AttentionFeatures::schema();
         // query_len is 1 for every decode shape.
-        let features: Vec<usize> = schema
-            .features
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| f.name != "query_len")
-            .map(|(i, _)| i)
-            .collect();
-        let inputs: Vec<String> = features
-            .iter()
-            .map(|&i| schema.features[i].name.clone())
-            .collect();
+        let (features, inputs) = crate::train::inputs_except(&schema, &["query_len"]);
         let held = held_out_groups(&cases, p.holdout_every);
         let mut groups: Vec<String> = cases.iter().map(|c| group_of(&c.shape)).collect();
         groups.sort();

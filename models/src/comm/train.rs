@@ -76,17 +76,7 @@ impl CheckedCommTrainParams {
             "gemm_k",
             "gemm_flops",
         ];
-        let features: Vec<usize> = schema
-            .features
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| !skip.contains(&f.name.as_str()))
-            .map(|(i, _)| i)
-            .collect();
-        let inputs: Vec<String> = features
-            .iter()
-            .map(|&i| schema.features[i].name.clone())
-            .collect();
+        let (features, inputs) = crate::train::inputs_except(&schema, &skip);
         let mut trees = Vec::new();
         let mut digest = sha2::Sha256::new();
         let mut trained = 0usize;
