@@ -142,12 +142,16 @@ impl Measurer {
             pool
         } else {
             // The pool's own parsers: the same names and the same error as everywhere else.
-            let cpu = device.kind() == BackendKind::Cpu;
+            let kind = device.kind();
             kernels
                 .iter()
-                .map(|n| match cpu {
-                    true => CpuKernel::from_name(n).map(|k| k.name()),
-                    false => GpuKernel::from_name(n).map(|k| k.name()),
+                .map(|n| match kind {
+                    BackendKind::Cpu => CpuKernel::from_name(n).map(|k| k.name()),
+                    #[cfg(feature = "hip")]
+                    BackendKind::Hip => {
+                        augur_kernels::hip::HipKernel::from_name(n).map(|k| k.name())
+                    }
+                    _ => GpuKernel::from_name(n).map(|k| k.name()),
                 })
                 .collect::<Result<_, _>>()?
         };

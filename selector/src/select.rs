@@ -297,6 +297,8 @@ impl Selector {
             .iter()
             .filter(|k| match backend {
                 "cpu" => augur_kernels::cpu::CpuKernel::from_name(k).is_err(),
+                #[cfg(feature = "hip")]
+                "hip" => augur_kernels::hip::HipKernel::from_name(k).is_err(),
                 _ => augur_kernels::cuda::GpuKernel::from_name(k).is_err(),
             })
             .map(String::as_str)

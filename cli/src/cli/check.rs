@@ -43,8 +43,16 @@ pub fn run(a: CheckArgs) -> anyhow::Result<ExitCode> {
             };
             check(b, &a, compare)
         }
-        // The same suite on an AMD GPU (the portable pool; the device gatherer is not ported).
-        Backend::Hip => check(Device::hip(a.device)?, &a, |_, _| Ok(None)),
+        // The same suite on an AMD GPU, and its device gatherer against the CPU one.
+        Backend::Hip => {
+            let b = Device::hip(a.device)?;
+            let gather_check = augur_kernels::hip::HipGatherCheck::new(a.device)?;
+            let compare = move |name: &str, m: &Csr<f64>| -> anyhow::Result<Option<String>> {
+                let diff = gather_check.compare(m)?;
+                Ok((!diff.is_empty()).then(|| format!("{name}: {}", diff.join(", "))))
+            };
+            check(b, &a, compare)
+        }
     }
 }
 

@@ -71,7 +71,8 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<ExitCode> {
             Err(e) => (Vec::new(), Some(e.to_string())),
         };
         let v = serde_json::json!({ "devices": devices, "peers": pairs, "group_link": group,
-            "amd_devices": amd_list, "hip": amd_why });
+            "amd_devices": amd_list, "hip": amd_why,
+            "rocsparse": amd_libraries().0, "rccl": amd_libraries().1 });
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
     }
@@ -112,5 +113,24 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => println!("HIP: {e}"),
     }
+    // AMD's libraries (or why each is missing), wherever the HIP runtime loads.
+    if augur_kernels::hip::api::api().is_ok() {
+        let (sparse, coll) = amd_libraries();
+        println!("rocSPARSE: {sparse}\nRCCL: {coll}");
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// rocSPARSE's and RCCL's files (and RCCL's version), or why each is missing.
+fn amd_libraries() -> (String, String) {
+    use augur_kernels::hip::{rccl, rocsparse};
+    let sparse = match rocsparse::rocsparse() {
+        Ok(r) => r.library.clone(),
+        Err(e) => e.to_string(),
+    };
+    let coll = match rccl::rccl().and_then(|r| Ok(format!("{} {}", r.library, r.version()?))) {
+        Ok(s) => s,
+        Err(e) => e.to_string(),
+    };
+    (sparse, coll)
 }

@@ -383,8 +383,9 @@ fn check_kernels(runs: &Runs) -> anyhow::Result<()> {
             let known = match m.info.backend.as_str() {
                 "cpu" => augur::kernels::cpu::CpuKernel::from_name(&r.kernel).is_ok(),
                 "cuda" => augur::kernels::cuda::GpuKernel::from_name(&r.kernel).is_ok(),
+                "hip" => augur::kernels::hip::HipKernel::from_name(&r.kernel).is_ok(),
                 other => bail!(
-                    "runs: matrix `{}` was collected on backend `{other}`, not cpu or cuda",
+                    "runs: matrix `{}` was collected on backend `{other}`, not cpu, cuda or hip",
                     m.info.matrix
                 ),
             };

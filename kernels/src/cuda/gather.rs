@@ -17,9 +17,9 @@ use crate::KernelError;
 
 /// Counters of `features.cu` (results, accumulators, the long rows' count, entries and pieces,
 /// the block counter).
-const ACC_N: usize = 38;
+pub(crate) const ACC_N: usize = 38;
 /// The results at the front of the counters.
-const OUT_N: usize = 17;
+pub(crate) const OUT_N: usize = 17;
 /// One exact bin per row length below this; rows this long or longer are listed apart and
 /// split in pieces of this many entries (features.cu gets it as -DBINS and -DLONG).
 pub(crate) const BINS: usize = 4096;
@@ -328,7 +328,7 @@ impl GpuGatherer {
 }
 
 /// The sums from the counters `features.cu` leaves at the front of `acc`.
-fn decode(a: &[u64]) -> RowSums {
+pub(crate) fn decode(a: &[u64]) -> RowSums {
     let len3 = ((a[5] as u128) << 64) + ((a[4] as u128) << 32) + a[3] as u128;
     RowSums {
         min_len: a[0],

@@ -112,7 +112,7 @@ fn candidates(names: &[&str]) -> Vec<String> {
     out
 }
 
-fn open(names: &[&str]) -> Option<(Library, String)> {
+pub(super) fn open(names: &[&str]) -> Option<(Library, String)> {
     candidates(names).into_iter().find_map(|n| {
         // SAFETY: loading a vendor library runs its initialisers; libamdhip64 and libhiprtc
         // are made to be dlopened (their own tools do).

@@ -9,13 +9,17 @@
 //! point the CUDA build has is in the code object (CI, with Debian's ROCm 5.2).
 //!
 //! Pool on HIP: the eleven kernels of `spmv_csr.cu` (scalar, vector2-32, block, merge_path,
-//! merge_tiled, nnz_split, binned with the same host-side binning as CUDA). Left out until they
-//! can be run: rocSPARSE (the vendor baseline), the device feature gatherer (a plan gathers on
-//! the host copy instead; features.cu compiles), multi-GPU and the comm patterns (RCCL; flags
-//! need fine-grained memory, see `portable.h`; comm.cu compiles), and attention (tensor-core
-//! code, NVIDIA's alone).
+//! merge_tiled, nnz_split, binned with the same host-side binning as CUDA), rocSPARSE's generic
+//! SpMV as the vendor baseline (`rocsparse_adaptive`, `rocsparse_rowsplit`; [`rocsparse`], a
+//! table of our own covering the 2.x and 3.x signatures), and the device feature gatherer
+//! (`features.cu`, [`HipGatherer`]). RCCL's table ([`rccl`]) loads and reads its version; left
+//! out until they can be run: multi-GPU and the comm patterns on AMD (flags need fine-grained
+//! memory, see `portable.h`; comm.cu compiles), and attention (tensor-core code, NVIDIA's alone).
 
 pub mod api;
+mod gather;
+pub mod rccl;
+pub mod rocsparse;
 mod spmv;
 
 use std::ffi::{c_char, c_int, CString};
@@ -23,7 +27,10 @@ use std::path::PathBuf;
 
 use crate::cuda::module::{self, Source};
 use crate::KernelError;
-pub use spmv::{entry_points, hip_kernels, HipBuf, HipCsr, HipPrepared, HipSpmv};
+pub use gather::{HipGatherCheck, HipGatherer};
+pub use spmv::{
+    entry_points, hip_kernels, HipBuf, HipCsr, HipKernel, HipPrepared, HipSpmv, ROCSPARSE_KERNELS,
+};
 
 pub(crate) fn not_available(why: impl Into<String>) -> KernelError {
     KernelError::NotAvailable {

@@ -2,16 +2,18 @@
 //! against HIP's C API through [`super::api`]; **not yet run on AMD hardware** (see the module
 //! documentation of [`super`]).
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void, CString};
 use std::marker::PhantomData;
 use std::time::Instant;
 
 use augur_datasets::Csr;
-use augur_features::spmv::{cpu_sums, CsrPattern, RowSums};
+use augur_features::spmv::RowSums;
 
 use super::api::{self, Api, Event, Function, Module, Stream};
+use super::gather::HipGatherer;
+use super::rocsparse::{self, Rocsparse, SpmvAbi, SpmvCall};
 use crate::cuda::module;
 use crate::cuda::spmv::{
     bin_lists, merge_pieces, merge_tiles, threads_config, BIN_LANES, MP_ITEMS, MT_TILE,
@@ -20,11 +22,54 @@ use crate::cuda::{GpuKernel, GpuScalar, TimingPlan};
 use crate::device::{same_len, BackendKind, SpmvDevice};
 use crate::KernelError;
 
-/// The kernels of the pool that run on HIP: all but cuSPARSE (rocSPARSE is not bound yet).
+/// The kernels of the pool that run on HIP from the portable source: all but cuSPARSE.
 pub fn hip_kernels() -> impl Iterator<Item = GpuKernel> {
     GpuKernel::ALL
         .into_iter()
         .filter(|k| !matches!(k, GpuKernel::Cusparse { .. }))
+}
+
+/// The vendor baseline on HIP (what `cusparse_alg1`/`_alg2` are on CUDA): rocSPARSE's generic
+/// SpMV with its two CSR algorithms, by name and `rocsparse_spmv_alg`.
+pub const ROCSPARSE_KERNELS: [(&str, std::ffi::c_int); 2] = [
+    ("rocsparse_adaptive", rocsparse::ALG_CSR_ADAPTIVE),
+    ("rocsparse_rowsplit", rocsparse::ALG_CSR_ROWSPLIT),
+];
+
+/// What a prepared HIP kernel is: one of the portable pool, or rocSPARSE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HipKernel {
+    Pool(GpuKernel),
+    /// `rocsparse_spmv` with this `rocsparse_spmv_alg`.
+    Rocsparse(std::ffi::c_int),
+}
+
+impl HipKernel {
+    /// Its name, as `from_name` reads it.
+    pub fn name(self) -> &'static str {
+        match self {
+            HipKernel::Pool(k) => k.name(),
+            HipKernel::Rocsparse(alg) => ROCSPARSE_KERNELS
+                .iter()
+                .find(|(_, a)| *a == alg)
+                .map_or("rocsparse", |(n, _)| *n),
+        }
+    }
+
+    /// A kernel by its name (the pool's, or `rocsparse_adaptive`/`rocsparse_rowsplit`).
+    pub fn from_name(name: &str) -> Result<HipKernel, KernelError> {
+        if let Some(&(_, alg)) = ROCSPARSE_KERNELS.iter().find(|(n, _)| *n == name) {
+            return Ok(HipKernel::Rocsparse(alg));
+        }
+        let k = GpuKernel::from_name(name)?;
+        if !hip_kernels().any(|h| h == k) {
+            return Err(crate::device::unsupported(
+                BackendKind::Hip,
+                &format!("kernel {name} (rocsparse_adaptive and rocsparse_rowsplit are HIP's vendor kernels)"),
+            ));
+        }
+        Ok(HipKernel::Pool(k))
+    }
 }
 
 /// The entry points of a portable source that the Rust side launches (on either vendor).
@@ -103,16 +148,62 @@ pub struct HipCsr<T> {
     val: HipBuf<T>,
 }
 
+impl<T> HipCsr<T> {
+    /// Row pointers, column indices and values copied back to the host.
+    pub fn download(
+        &self,
+        gpu: &HipSpmv,
+    ) -> Result<crate::cuda::spmv::HostCsrArrays<T>, KernelError>
+    where
+        T: Clone + Default,
+    {
+        let mut ptr = vec![0i32; self.ptr.len];
+        let mut idx = vec![0i32; self.idx.len];
+        let mut val = vec![T::default(); self.val.len];
+        gpu.copy_out(&self.ptr, &mut ptr)?;
+        gpu.copy_out(&self.idx, &mut idx)?;
+        gpu.copy_out(&self.val, &mut val)?;
+        Ok((ptr, idx, val))
+    }
+}
+
 /// A kernel set up for one matrix: its entry points and, for the merge kernels, the partition
 /// and the carries; for binned, its row lists.
 pub struct HipPrepared<T> {
-    pub kernel: GpuKernel,
+    pub kernel: HipKernel,
     pub setup_s: f64,
     /// None for binned (its entry points are per bin).
     main: Option<Function>,
     fixup: Option<Function>,
     merge: Option<(i64, HipBuf<i32>, HipBuf<i32>, HipBuf<T>)>,
     binned: Option<HipBins>,
+    vendor: Option<RocSpmv>,
+}
+
+/// rocSPARSE set up for one matrix: its descriptors (the vectors' addresses set at each launch)
+/// and work buffer.
+struct RocSpmv {
+    api: &'static Rocsparse,
+    handle: rocsparse::Handle,
+    abi: SpmvAbi,
+    alg: std::ffi::c_int,
+    compute_type: std::ffi::c_int,
+    mat: rocsparse::SpMat,
+    x: rocsparse::DnVec,
+    y: rocsparse::DnVec,
+    buffer: HipBuf<u8>,
+    buffer_size: usize,
+}
+
+impl Drop for RocSpmv {
+    fn drop(&mut self) {
+        // SAFETY: created once in `rocsparse_prepare`, destroyed once.
+        unsafe {
+            (self.api.destroy_dnvec_descr)(self.y);
+            (self.api.destroy_dnvec_descr)(self.x);
+            (self.api.destroy_spmat_descr)(self.mat);
+        }
+    }
 }
 
 /// The binned kernel's row lists on the device: per non-empty bin (lanes, rows, their list, its
@@ -144,6 +235,10 @@ pub struct HipSpmv {
     /// Seconds to compile (or read from the cache) and load the module.
     pub module_s: f64,
     pub module_cached: bool,
+    /// rocSPARSE's handle on this stream and its `rocsparse_spmv` signature, made on first use.
+    rocsparse: RefCell<Option<(rocsparse::Handle, SpmvAbi)>>,
+    /// The device feature gatherer, loaded on first use.
+    gatherer: OnceCell<HipGatherer>,
 }
 
 impl Drop for HipSpmv {
@@ -151,6 +246,13 @@ impl Drop for HipSpmv {
         // SAFETY: made in `new`, released once, after everything on the stream.
         unsafe {
             (self.api.stream_synchronize)(self.stream);
+            if let Some(g) = self.gatherer.get() {
+                g.unload(self);
+            }
+            if let (Some((h, _)), Ok(r)) = (self.rocsparse.get_mut().take(), rocsparse::rocsparse())
+            {
+                (r.destroy_handle)(h);
+            }
             (self.api.module_unload)(self.module);
             (self.api.stream_destroy)(self.stream);
         }
@@ -203,6 +305,8 @@ impl HipSpmv {
             functions: RefCell::new(HashMap::new()),
             module_s: t.elapsed().as_secs_f64(),
             module_cached: cached,
+            rocsparse: RefCell::new(None),
+            gatherer: OnceCell::new(),
         })
     }
 
@@ -237,7 +341,33 @@ impl HipSpmv {
         })
     }
 
-    fn zeroed<T>(&self, n: usize) -> Result<HipBuf<T>, KernelError> {
+    pub(super) fn api(&self) -> &'static Api {
+        self.api
+    }
+
+    /// The feature gatherer (its module loaded on first use).
+    pub fn gatherer(&self) -> Result<&HipGatherer, KernelError> {
+        if let Some(g) = self.gatherer.get() {
+            return Ok(g);
+        }
+        let g = HipGatherer::new(self)?;
+        Ok(self.gatherer.get_or_init(|| g))
+    }
+
+    /// Copy `d` into `host` (same length), synchronised.
+    pub(super) fn copy_out<T>(&self, d: &HipBuf<T>, host: &mut [T]) -> Result<(), KernelError> {
+        same_len("read", d.len, host.len())?;
+        if host.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: both sides hold d.bytes() bytes; synchronised before returning.
+        self.api.check("hipMemcpyDtoHAsync", unsafe {
+            (self.api.memcpy_dtoh_async)(host.as_mut_ptr().cast(), d.ptr, d.bytes(), self.stream)
+        })?;
+        self.sync()
+    }
+
+    pub(super) fn zeroed<T>(&self, n: usize) -> Result<HipBuf<T>, KernelError> {
         let v = self.alloc::<T>(n)?;
         if n > 0 {
             // SAFETY: `v` holds v.bytes() bytes.
@@ -348,7 +478,122 @@ impl HipSpmv {
         Ok(())
     }
 
-    fn launch_raw(
+    /// rocSPARSE's handle for this GPU's stream (made once) and the signature of its SpMV.
+    fn rocsparse_handle(
+        &self,
+    ) -> Result<(&'static Rocsparse, rocsparse::Handle, SpmvAbi), KernelError> {
+        let r = rocsparse::rocsparse()?;
+        if let Some((h, abi)) = *self.rocsparse.borrow() {
+            return Ok((r, h, abi));
+        }
+        let mut h: rocsparse::Handle = std::ptr::null_mut();
+        // SAFETY: out-pointers; the stream is alive as long as the handle (destroyed first).
+        r.check("rocsparse_create_handle", unsafe {
+            (r.create_handle)(&mut h)
+        })?;
+        let mut version: c_int = 0;
+        let made = r
+            .check("rocsparse_set_stream", unsafe {
+                (r.set_stream)(h, self.stream)
+            })
+            .and_then(|()| {
+                r.check("rocsparse_get_version", unsafe {
+                    (r.get_version)(h, &mut version)
+                })
+            });
+        if let Err(e) = made {
+            unsafe { (r.destroy_handle)(h) };
+            return Err(e);
+        }
+        let abi = SpmvAbi::of_version(version);
+        *self.rocsparse.borrow_mut() = Some((h, abi));
+        Ok((r, h, abi))
+    }
+
+    /// rocSPARSE's setup for `a`: descriptors, the work buffer, and (3.x) the preprocess stage.
+    fn rocsparse_prepare<T: GpuScalar>(
+        &self,
+        alg: c_int,
+        a: &HipCsr<T>,
+        x: &HipBuf<T>,
+        y: &mut HipBuf<T>,
+    ) -> Result<RocSpmv, KernelError> {
+        let (api, handle, abi) = self.rocsparse_handle()?;
+        let compute_type = if T::SUFFIX == "f64" {
+            rocsparse::DATATYPE_F64
+        } else {
+            rocsparse::DATATYPE_F32
+        };
+        let mut p = RocSpmv {
+            api,
+            handle,
+            abi,
+            alg,
+            compute_type,
+            mat: std::ptr::null_mut(),
+            x: std::ptr::null_mut(),
+            y: std::ptr::null_mut(),
+            buffer: self.alloc::<u8>(0)?,
+            buffer_size: 0,
+        };
+        // SAFETY: out-pointers; the arrays are device memory of the sizes given (rows + 1 row
+        // pointers, nnz indices and values, cols and rows vector entries), alive while the
+        // prepared kernel is (it is used with the matrix and vectors it was made for, or ones of
+        // the same sizes: launch sets the vectors' addresses).
+        api.check("rocsparse_create_csr_descr", unsafe {
+            (api.create_csr_descr)(
+                &mut p.mat,
+                a.rows as i64,
+                a.cols as i64,
+                a.nnz as i64,
+                a.ptr.ptr,
+                a.idx.ptr,
+                a.val.ptr,
+                rocsparse::INDEXTYPE_I32,
+                rocsparse::INDEXTYPE_I32,
+                rocsparse::INDEX_BASE_ZERO,
+                compute_type,
+            )
+        })?;
+        api.check("rocsparse_create_dnvec_descr", unsafe {
+            (api.create_dnvec_descr)(&mut p.x, x.len as i64, x.ptr, compute_type)
+        })?;
+        api.check("rocsparse_create_dnvec_descr", unsafe {
+            (api.create_dnvec_descr)(&mut p.y, y.len as i64, y.ptr, compute_type)
+        })?;
+        let (one, zero) = (T::one(), T::zero());
+        let call = p.call(&one, &zero);
+        let mut size = 0usize;
+        // SAFETY: descriptors made above; a null buffer (2.x) or the size stage (3.x) only
+        // writes the size.
+        api.check("rocsparse_spmv (buffer size)", unsafe {
+            api.spmv(
+                abi,
+                call,
+                rocsparse::STAGE_BUFFER_SIZE,
+                &mut size,
+                std::ptr::null_mut(),
+            )
+        })?;
+        p.buffer = self.alloc::<u8>(size.max(1))?;
+        p.buffer_size = size;
+        if abi == SpmvAbi::V3 {
+            // SAFETY: as above, with the buffer of the size asked for.
+            api.check("rocsparse_spmv (preprocess)", unsafe {
+                api.spmv(
+                    abi,
+                    call,
+                    rocsparse::STAGE_PREPROCESS,
+                    &mut p.buffer_size,
+                    p.buffer.ptr,
+                )
+            })?;
+        }
+        self.sync()?;
+        Ok(p)
+    }
+
+    pub(super) fn launch_raw(
         &self,
         f: Function,
         grid: u32,
@@ -374,8 +619,53 @@ impl HipSpmv {
     }
 }
 
+impl RocSpmv {
+    fn call<T>(&self, alpha: &T, beta: &T) -> SpmvCall {
+        SpmvCall {
+            handle: self.handle,
+            alpha: (alpha as *const T).cast(),
+            mat: self.mat,
+            x: self.x,
+            beta: (beta as *const T).cast(),
+            y: self.y,
+            compute_type: self.compute_type,
+            alg: self.alg,
+        }
+    }
+
+    /// y = A x on the handle's stream (the vectors' addresses set first: a plan may swap them).
+    fn launch<T: GpuScalar>(
+        &mut self,
+        x: &HipBuf<T>,
+        y: &mut HipBuf<T>,
+    ) -> Result<(), KernelError> {
+        let api = self.api;
+        // SAFETY: descriptors made by rocsparse_prepare for vectors of these sizes (checked by
+        // the caller); host-side updates of the addresses.
+        api.check("rocsparse_dnvec_set_values", unsafe {
+            (api.dnvec_set_values)(self.x, x.ptr)
+        })?;
+        api.check("rocsparse_dnvec_set_values", unsafe {
+            (api.dnvec_set_values)(self.y, y.ptr)
+        })?;
+        let (one, zero) = (T::one(), T::zero());
+        let call = self.call(&one, &zero);
+        // SAFETY: as in rocsparse_prepare; host scalars read before the call returns (host
+        // pointer mode, the handle's default).
+        api.check("rocsparse_spmv", unsafe {
+            api.spmv(
+                self.abi,
+                call,
+                rocsparse::STAGE_COMPUTE,
+                &mut self.buffer_size,
+                self.buffer.ptr,
+            )
+        })
+    }
+}
+
 /// A pointer to `v` as a kernel argument.
-fn arg<V>(v: &V) -> *mut c_void {
+pub(super) fn arg<V>(v: &V) -> *mut c_void {
     v as *const V as *mut c_void
 }
 
@@ -393,7 +683,10 @@ impl SpmvDevice for HipSpmv {
     }
 
     fn kernel_names(&self) -> Vec<&'static str> {
-        hip_kernels().map(|k| k.name()).collect()
+        hip_kernels()
+            .map(|k| k.name())
+            .chain(ROCSPARSE_KERNELS.iter().map(|(n, _)| *n))
+            .collect()
     }
 
     fn upload<'a, T: GpuScalar>(&self, a: &'a Csr<T>) -> Result<HipCsr<T>, KernelError> {
@@ -413,13 +706,43 @@ impl SpmvDevice for HipSpmv {
         })
     }
 
-    /// The device gatherer is not ported yet: the exact sums of the host copy, on the host.
+    fn prepare_gather(&self) -> Result<(), KernelError> {
+        self.gatherer().map(|_| ())
+    }
+
+    /// A device pass over the uploaded pattern (two kernels and one copy back).
+    fn gather<T: GpuScalar>(&self, a: &HipCsr<T>) -> Result<RowSums, KernelError> {
+        let g = self.gatherer()?;
+        let (sums, ()) = g.sums_during(self, (a.rows, a.nnz), (a.ptr.ptr, a.idx.ptr), || ());
+        sums
+    }
+
+    /// The pattern first, the gather enqueued behind it, then the values copied before the
+    /// results are read. All on the one stream, in that order: unlike CUDA's (values on a
+    /// second stream), nothing overlaps yet; worth doing once it can be measured on AMD.
     fn upload_gathering<'a, T: GpuScalar>(
         &self,
         a: &'a Csr<T>,
     ) -> Result<(HipCsr<T>, RowSums), KernelError> {
-        let m = self.upload(a)?;
-        Ok((m, cpu_sums(CsrPattern::of(a))))
+        let g = self.gatherer()?;
+        let mut ptr = self.alloc::<i32>(a.rows() + 1)?;
+        let mut idx = self.alloc::<i32>(a.nnz())?;
+        let mut val = self.alloc::<T>(a.nnz())?;
+        self.copy_in(a.indptr().raw_storage(), &mut ptr)?;
+        self.copy_in(a.indices(), &mut idx)?;
+        let (sums, copied) = g.sums_during(self, (a.rows(), a.nnz()), (ptr.ptr, idx.ptr), || {
+            self.copy_in(a.data(), &mut val)
+        });
+        copied?;
+        let m = HipCsr {
+            rows: a.rows(),
+            cols: a.cols(),
+            nnz: a.nnz(),
+            ptr,
+            idx,
+            val,
+        };
+        Ok((m, sums?))
     }
 
     fn vector<T: GpuScalar>(&self, host: &[T]) -> Result<HipBuf<T>, KernelError> {
@@ -442,15 +765,7 @@ impl SpmvDevice for HipSpmv {
     }
 
     fn read<T: GpuScalar>(&self, v: &HipBuf<T>, host: &mut [T]) -> Result<(), KernelError> {
-        same_len("read", v.len, host.len())?;
-        if host.is_empty() {
-            return Ok(());
-        }
-        // SAFETY: both sides hold v.bytes() bytes; synchronised before returning.
-        self.api.check("hipMemcpyDtoHAsync", unsafe {
-            (self.api.memcpy_dtoh_async)(host.as_mut_ptr().cast(), v.ptr, v.bytes(), self.stream)
-        })?;
-        self.sync()
+        self.copy_out(v, host)
     }
 
     fn prepare<T: GpuScalar>(
@@ -460,16 +775,25 @@ impl SpmvDevice for HipSpmv {
         x: &HipBuf<T>,
         y: &mut HipBuf<T>,
     ) -> Result<HipPrepared<T>, KernelError> {
-        let k = GpuKernel::from_name(kernel)?;
-        if !hip_kernels().any(|h| h == k) {
-            return Err(crate::device::unsupported(
-                BackendKind::Hip,
-                &format!("kernel {kernel}"),
-            ));
-        }
+        let hk = HipKernel::from_name(kernel)?;
         crate::error::check_dims(a.rows, a.cols, x.len, y.len)?;
         let t = Instant::now();
         let sfx = T::SUFFIX;
+        let k = match hk {
+            HipKernel::Pool(k) => k,
+            HipKernel::Rocsparse(alg) => {
+                let vendor = Some(self.rocsparse_prepare(alg, a, x, y)?);
+                return Ok(HipPrepared {
+                    kernel: hk,
+                    setup_s: t.elapsed().as_secs_f64(),
+                    main: None,
+                    fixup: None,
+                    merge: None,
+                    binned: None,
+                    vendor,
+                });
+            }
+        };
         if k == GpuKernel::Binned {
             let binned = if a.rows > 0 {
                 Some(self.bin_rows(a, sfx)?)
@@ -477,12 +801,13 @@ impl SpmvDevice for HipSpmv {
                 None
             };
             return Ok(HipPrepared {
-                kernel: k,
+                kernel: hk,
                 setup_s: t.elapsed().as_secs_f64(),
                 main: None,
                 fixup: None,
                 merge: None,
                 binned,
+                vendor: None,
             });
         }
         let main = Some(self.function(&format!("spmv_{}_{sfx}", k.name()))?);
@@ -519,12 +844,13 @@ impl SpmvDevice for HipSpmv {
             (None, None)
         };
         Ok(HipPrepared {
-            kernel: k,
+            kernel: hk,
             setup_s: t.elapsed().as_secs_f64(),
             main,
             fixup,
             merge,
             binned: None,
+            vendor: None,
         })
     }
 
@@ -543,7 +869,14 @@ impl SpmvDevice for HipSpmv {
         if a.rows == 0 {
             return Ok(());
         }
-        let k = p.kernel;
+        if let Some(v) = &mut p.vendor {
+            return v.launch(x, y);
+        }
+        let HipKernel::Pool(k) = p.kernel else {
+            return Err(KernelError::Invalid(
+                "rocSPARSE kernel launched without prepare".into(),
+            ));
+        };
         if k == GpuKernel::NnzSplit {
             // SAFETY: y holds y.bytes() bytes.
             self.api.check("hipMemsetAsync", unsafe {
