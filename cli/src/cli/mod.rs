@@ -206,10 +206,30 @@ fn parse_sources(args: &[String]) -> anyhow::Result<Vec<augur_datasets::MatrixSo
 /// crate's "use --backend cpu" hint is for SpMV and does not apply; say so instead.
 pub(crate) fn gpu_only(what: &'static str) -> impl Fn(augur_kernels::KernelError) -> anyhow::Error {
     move |e| match e {
-        augur_kernels::KernelError::NotAvailable { backend, why } => anyhow::anyhow!(
-            "backend `{backend}` is not available: {} ({what} runs on CUDA GPUs only)",
-            why
-        ),
+        augur_kernels::KernelError::NotAvailable { backend, why } => {
+            // Where the machine has AMD GPUs instead, say why they cannot run it.
+            let amd = match augur_kernels::hip::available() {
+                Ok(n) => format!(
+                    "; this machine's {n} AMD GPU(s) cannot run it yet: {}",
+                    amd_gap(what)
+                ),
+                Err(_) => String::new(),
+            };
+            anyhow::anyhow!(
+                "backend `{backend}` is not available: {why} ({what} runs on CUDA GPUs only{amd})"
+            )
+        }
         e => e.into(),
+    }
+}
+
+/// Why a CUDA-only command has no HIP version yet.
+fn amd_gap(what: &str) -> &'static str {
+    if what.contains("attention") {
+        "its tensor-core kernel needs a separate matrix-core (MFMA) version, not written until it \
+         can be run"
+    } else {
+        "the collectives on AMD need RCCL groups and fine-grained memory for their flags (comm.cu \
+         compiles for AMD; RCCL's table loads), not ported until they can be run"
     }
 }

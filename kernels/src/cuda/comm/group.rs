@@ -5,8 +5,8 @@ use cudarc::nccl::{result as nccl, sys as nccl_sys};
 
 use super::super::{drv, module};
 use super::{
-    check, nccl_err, DeviceBuffer, Funcs, GroupOptions, NcclComm, Peers, RankComm, MAX_BLOCKS,
-    MAX_RANKS, SIG_WORDS,
+    check, nccl_err, DeviceBuffer, Funcs, GroupOptions, NcclComm, Peers, RankComm, ENTRY_POINTS,
+    MAX_BLOCKS, MAX_RANKS, SIG_WORDS,
 };
 use crate::KernelError;
 
@@ -72,17 +72,20 @@ impl CommGroup {
             let (ptx, _) = module::ptx(module::COMM, dev.compute_capability)?;
             let m = ctx.load_module(ptx).map_err(drv("cuModuleLoadData"))?;
             let f = |name: &str| m.load_function(name).map_err(drv("cuModuleGetFunction"));
+            // In the order of ENTRY_POINTS, the one list (the HIP compile check reads it too).
+            let [one_shot_f32, one_shot_bf16, two_shot_f32, two_shot_bf16, pull, push, spin, ll_f32, ll_bf16, ll_gather] =
+                ENTRY_POINTS.map(f);
             let funcs = Funcs {
-                one_shot_f32: f("all_reduce_one_shot_f32")?,
-                one_shot_bf16: f("all_reduce_one_shot_bf16")?,
-                two_shot_f32: f("all_reduce_two_shot_f32")?,
-                two_shot_bf16: f("all_reduce_two_shot_bf16")?,
-                pull: f("all_gather_pull")?,
-                push: f("all_gather_push")?,
-                spin: f("spin_ns")?,
-                ll_f32: f("all_reduce_ll_f32")?,
-                ll_bf16: f("all_reduce_ll_bf16")?,
-                ll_gather: f("all_gather_ll")?,
+                one_shot_f32: one_shot_f32?,
+                one_shot_bf16: one_shot_bf16?,
+                two_shot_f32: two_shot_f32?,
+                two_shot_bf16: two_shot_bf16?,
+                pull: pull?,
+                push: push?,
+                spin: spin?,
+                ll_f32: ll_f32?,
+                ll_bf16: ll_bf16?,
+                ll_gather: ll_gather?,
             };
             let bufs = (0..opts.slots.max(1))
                 .map(|_| DeviceBuffer::new(ctx, opts.capacity))
