@@ -127,3 +127,186 @@ pub(crate) fn finish<T: Scalar>(
         DatasetError::spec(name, format!("internal error: built an invalid CSR: {e}"))
     })
 }
+
+/// CSR from a caller's arrays (the Python and C bindings): row pointers, column indices and
+/// values as scipy.sparse and C codes hold them, indices of any integer width that fits i32.
+/// Checked with errors naming the array and the entry (lengths, a first row pointer other than
+/// 0, decreasing row pointers, a column out of range, an index beyond i32). Rows with unsorted or
+/// repeated column indices (non-canonical CSR, which scipy allows) are sorted and their repeats
+/// summed, as `scipy.sparse.csr_matrix.sum_duplicates` does; the second value says how many rows
+/// that touched (0: the arrays were canonical and were taken as they are).
+pub fn csr_from_arrays<T: Scalar, I: Copy + TryInto<i64> + std::fmt::Display>(
+    name: &str,
+    shape: (usize, usize),
+    indptr: &[I],
+    indices: &[I],
+    data: &[T],
+) -> Result<(Csr<T>, usize), DatasetError> {
+    let err = |what: String| DatasetError::Arrays {
+        name: name.to_string(),
+        what,
+    };
+    let (rows, cols) = shape;
+    let max = i32::MAX as usize;
+    for (what, v) in [
+        ("rows", rows),
+        ("columns", cols),
+        ("entries", indices.len()),
+    ] {
+        if v > max {
+            return Err(DatasetError::TooLarge {
+                name: name.to_string(),
+                what,
+                value: v as u128,
+                max,
+            });
+        }
+    }
+    if indptr.len() != rows + 1 {
+        return Err(err(format!(
+            "indptr has {} entries; a matrix of {rows} rows needs {}",
+            indptr.len(),
+            rows + 1
+        )));
+    }
+    if indices.len() != data.len() {
+        return Err(err(format!(
+            "indices has {} entries but data has {}",
+            indices.len(),
+            data.len()
+        )));
+    }
+    let as_i64 = |v: I| -> Option<i64> { v.try_into().ok() };
+    let mut ptr = Vec::with_capacity(rows + 1);
+    let mut prev = 0i64;
+    for (r, &p) in indptr.iter().enumerate() {
+        let v = as_i64(p)
+            .filter(|&v| v >= 0 && v <= max as i64)
+            .ok_or_else(|| {
+                err(format!(
+                    "indptr[{r}] = {p} is negative or beyond the i32 limit"
+                ))
+            })?;
+        if r == 0 && v != 0 {
+            return Err(err(format!("indptr[0] = {v}; it must be 0")));
+        }
+        if v < prev {
+            return Err(err(format!(
+                "indptr decreases at row {}: indptr[{}] = {prev} > indptr[{r}] = {v}",
+                r - 1,
+                r - 1
+            )));
+        }
+        prev = v;
+        ptr.push(v as i32);
+    }
+    if prev as usize != indices.len() {
+        return Err(err(format!(
+            "indptr[{rows}] = {prev} but indices and data have {} entries",
+            indices.len()
+        )));
+    }
+    let mut idx = Vec::with_capacity(indices.len());
+    for (k, &c) in indices.iter().enumerate() {
+        let v = as_i64(c)
+            .filter(|&v| v >= 0 && (v as u64) < cols as u64)
+            .ok_or_else(|| {
+                let row = ptr.partition_point(|&p| p as usize <= k) - 1;
+                err(format!(
+                    "indices[{k}] = {c} (row {row}) is outside the {cols} columns"
+                ))
+            })?;
+        idx.push(v as i32);
+    }
+    let unsorted = (0..rows)
+        .filter(|&r| {
+            let s = &idx[ptr[r] as usize..ptr[r + 1] as usize];
+            !s.windows(2).all(|w| w[0] < w[1])
+        })
+        .count();
+    let val = data.to_vec();
+    if unsorted == 0 {
+        return Ok((finish(name, shape, ptr, idx, val)?, 0));
+    }
+    let start: Vec<usize> = ptr.iter().map(|&p| p as usize).collect();
+    Ok((csr_from_buckets(name, shape, &start, idx, val)?, unsorted))
+}
+
+#[cfg(test)]
+mod array_tests {
+    use super::*;
+
+    #[test]
+    fn canonical_arrays_are_taken_as_they_are() {
+        let (m, fixed) =
+            csr_from_arrays("t", (2, 3), &[0i32, 2, 3], &[0, 2, 1], &[1.0f64, 2.0, 3.0]).unwrap();
+        assert_eq!(fixed, 0);
+        assert_eq!(m.indices(), &[0, 2, 1]);
+        assert_eq!(m.data(), &[1.0, 2.0, 3.0]);
+        // i64 indices that fit, and empty shapes.
+        let (m, _) = csr_from_arrays("t", (1, 1), &[0i64, 1], &[0i64], &[5.0f32]).unwrap();
+        assert_eq!(m.nnz(), 1);
+        let (m, _) = csr_from_arrays::<f64, i32>("t", (0, 0), &[0], &[], &[]).unwrap();
+        assert_eq!((m.rows(), m.cols(), m.nnz()), (0, 0, 0));
+    }
+
+    #[test]
+    fn unsorted_and_repeated_columns_are_sorted_and_summed() {
+        let (m, fixed) = csr_from_arrays(
+            "t",
+            (2, 3),
+            &[0i32, 3, 4],
+            &[2, 0, 2, 1],
+            &[1.0f64, 2.0, 3.0, 4.0],
+        )
+        .unwrap();
+        assert_eq!(fixed, 1);
+        assert_eq!(m.indptr().raw_storage(), &[0, 2, 3]);
+        assert_eq!(m.indices(), &[0, 2, 1]);
+        assert_eq!(m.data(), &[2.0, 4.0, 4.0]);
+    }
+
+    #[test]
+    fn bad_arrays_name_the_array_and_the_entry() {
+        let e = |r: Result<(Csr<f64>, usize), DatasetError>| r.unwrap_err().to_string();
+        let v = [1.0f64, 2.0];
+        assert_eq!(
+            e(csr_from_arrays("a", (2, 2), &[0i32, 1], &[0, 1], &v)),
+            "a: indptr has 2 entries; a matrix of 2 rows needs 3"
+        );
+        assert_eq!(
+            e(csr_from_arrays("a", (2, 2), &[1i32, 1, 2], &[0, 1], &v)),
+            "a: indptr[0] = 1; it must be 0"
+        );
+        assert_eq!(
+            e(csr_from_arrays("a", (2, 2), &[0i32, 2, 1], &[0, 1], &v)),
+            "a: indptr decreases at row 1: indptr[1] = 2 > indptr[2] = 1"
+        );
+        assert_eq!(
+            e(csr_from_arrays("a", (2, 2), &[0i32, 1, 2], &[0, 2], &v)),
+            "a: indices[1] = 2 (row 1) is outside the 2 columns"
+        );
+        assert_eq!(
+            e(csr_from_arrays("a", (2, 2), &[0i32, 1, 2], &[0, -1], &v)),
+            "a: indices[1] = -1 (row 1) is outside the 2 columns"
+        );
+        assert_eq!(
+            e(csr_from_arrays("a", (2, 2), &[0i32, 1, 3], &[0, 1], &v)),
+            "a: indptr[2] = 3 but indices and data have 2 entries"
+        );
+        assert_eq!(
+            e(csr_from_arrays(
+                "a",
+                (2, 2),
+                &[0i32, 1, 2],
+                &[0, 1],
+                &v[..1]
+            )),
+            "a: indices has 2 entries but data has 1"
+        );
+        let big = [0i64, 1 << 40];
+        assert!(
+            e(csr_from_arrays("a", (1, 2), &big, &[0], &v[..1])).contains("beyond the i32 limit")
+        );
+    }
+}

@@ -71,6 +71,11 @@ pub enum DatasetError {
         msg: String,
     },
 
+    /// CSR arrays handed over by a caller (the Python and C bindings) that do not describe a
+    /// matrix: `what` names the array and, where one is to blame, the entry.
+    #[error("{name}: {what}")]
+    Arrays { name: String, what: String },
+
     /// A download or its verification failed.
     #[error("{name}: {msg}")]
     Fetch { name: String, msg: String },

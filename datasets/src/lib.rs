@@ -12,6 +12,7 @@
 //! - [`stats`]: row-length statistics for `augur matrix info`.
 
 mod build;
+pub use build::csr_from_arrays;
 pub mod catalog;
 pub mod error;
 pub mod fetch;

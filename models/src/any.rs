@@ -157,3 +157,61 @@ impl AnyModel {
         }
     }
 }
+
+/// The forms a model can be exported in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// Indented if/else text a person reads.
+    Text,
+    /// Graphviz DOT.
+    Dot,
+    /// Rust source of the same decisions.
+    Rust,
+    /// The model file itself (for the SpMV model: with its schema spelled out).
+    Json,
+}
+
+impl std::str::FromStr for ExportFormat {
+    type Err = ModelError;
+    fn from_str(s: &str) -> Result<ExportFormat, ModelError> {
+        Ok(match s {
+            "text" => ExportFormat::Text,
+            "dot" => ExportFormat::Dot,
+            "rust" => ExportFormat::Rust,
+            "json" => ExportFormat::Json,
+            _ => {
+                return Err(ModelError::Model {
+                    origin: "export".into(),
+                    msg: format!("unknown format `{s}`: text, dot, rust or json"),
+                })
+            }
+        })
+    }
+}
+
+impl AnyModel {
+    /// The model in `format`, whatever its domain.
+    pub fn export(&self, format: ExportFormat) -> String {
+        use crate::{attention, comm, export};
+        match self {
+            AnyModel::Comm(m) => match format {
+                ExportFormat::Text => comm::export_text(m),
+                ExportFormat::Dot => comm::export_dot(m),
+                ExportFormat::Rust => comm::export_rust(m),
+                ExportFormat::Json => m.to_json(),
+            },
+            AnyModel::Attention(m) => match format {
+                ExportFormat::Text => attention::export_text(m),
+                ExportFormat::Dot => attention::export_dot(m),
+                ExportFormat::Rust => attention::export_rust(m),
+                ExportFormat::Json => m.to_json(),
+            },
+            AnyModel::Spmv(m) => match format {
+                ExportFormat::Text => export::text(m),
+                ExportFormat::Dot => export::dot(m),
+                ExportFormat::Rust => export::rust(m),
+                ExportFormat::Json => export::json(m),
+            },
+        }
+    }
+}

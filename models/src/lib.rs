@@ -26,7 +26,7 @@ pub mod runs;
 pub mod train;
 pub mod tree;
 
-pub use any::{AnyModel, ModelFile};
+pub use any::{AnyModel, ExportFormat, ModelFile};
 pub use model::{Choice, Model};
 pub use runs::Runs;
 pub use train::TrainParams;

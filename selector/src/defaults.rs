@@ -130,6 +130,21 @@ pub fn model(backend: &str) -> Result<Model, ModelError> {
     }
 }
 
+/// A model file of any domain (its `format` field says which), or a built-in one by name:
+/// `default-cpu`, `default-cuda` (the H100's), `default-cuda-h100`, `default-cuda-h200`,
+/// `default-comm`, `default-attention`.
+pub fn load_any(arg: &str) -> Result<augur_models::AnyModel, ModelError> {
+    use augur_models::AnyModel;
+    Ok(match arg {
+        "default-cpu" | "default-cuda" | "default-cuda-h100" | "default-cuda-h200" => {
+            AnyModel::Spmv(Box::new(model(&arg[8..])?))
+        }
+        "default-comm" => AnyModel::Comm(Box::new((*comm_model()?).clone())),
+        "default-attention" => AnyModel::Attention(Box::new((*attention_model()?).clone())),
+        _ => AnyModel::read(std::path::Path::new(arg))?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

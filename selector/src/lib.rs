@@ -36,11 +36,13 @@ pub mod collect;
 pub mod defaults;
 mod error;
 pub mod multi;
+pub mod owned;
 pub mod plan;
 pub mod select;
 
 pub use error::AugurError;
 pub use multi::{GatherMode, MultiGpuSpmv, MultiOptions, ShardInfo};
+pub use owned::{OwnedPlan, PlanScalar};
 pub use plan::{Backend, Dispatcher, GatherPolicy, MatrixKey, PlanOptions, SetupCost, SpmvPlan};
 pub use select::{Decision, Selector, Step};
 

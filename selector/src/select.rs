@@ -215,6 +215,19 @@ impl Selector {
         ))
     }
 
+    /// A selector by name: a built-in SpMV model (`default-cpu`, `default-cuda` (the H100's),
+    /// `default-cuda-h100`, `default-cuda-h200`) or the path of a model file.
+    pub fn load(arg: &str) -> Result<Arc<Selector>, AugurError> {
+        Ok(match arg {
+            "default-cpu" | "default-cuda" => Selector::builtin(&arg[8..])?,
+            "default-cuda-h100" | "default-cuda-h200" => Arc::new(Selector::from_model(
+                crate::defaults::model(&arg[8..])?,
+                arg,
+            )),
+            path => Arc::new(Selector::from_file(Path::new(path))?),
+        })
+    }
+
     /// The built-in selector for a backend on a device: on CUDA the model trained on that GPU
     /// (by its name), else the nearest one with a note (returned beside it).
     pub fn builtin_for(

@@ -10,7 +10,7 @@ use augur_models::model::{Criterion, IterationMode};
 use augur_models::train::GatherCost;
 use augur_models::ModelFile;
 use augur_models::{attention, comm};
-use augur_models::{export, AnyModel, Runs, TrainParams};
+use augur_models::{AnyModel, ExportFormat, Runs, TrainParams};
 use clap::{Args, ValueEnum};
 
 #[derive(Args, Debug)]
@@ -402,19 +402,9 @@ fn check_kernels(runs: &Runs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A model file of any domain (its `format` field says which), or a built-in one by name
-/// (`default-cpu`, `default-cuda[-h100|-h200]`, `default-comm`, `default-attention`).
+/// A model file of any domain, or a built-in one by name ([`augur::defaults::load_any`]).
 pub fn load_any(arg: &str) -> anyhow::Result<AnyModel> {
-    Ok(match arg {
-        "default-cpu" | "default-cuda" | "default-cuda-h100" | "default-cuda-h200" => {
-            AnyModel::Spmv(Box::new(augur::defaults::model(&arg[8..])?))
-        }
-        "default-comm" => AnyModel::Comm(Box::new((*augur::defaults::comm_model()?).clone())),
-        "default-attention" => {
-            AnyModel::Attention(Box::new((*augur::defaults::attention_model()?).clone()))
-        }
-        _ => AnyModel::read(std::path::Path::new(arg))?,
-    })
+    Ok(augur::defaults::load_any(arg)?)
 }
 
 pub fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
@@ -422,26 +412,12 @@ pub fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
         let input = [PathBuf::from(&a.model)];
         super::output::check(out, "--out", &input, Writes::Report, a.force)?;
     }
-    let s = match load_any(&a.model)? {
-        AnyModel::Comm(m) => match a.format {
-            Format::Text => comm::export_text(&m),
-            Format::Dot => comm::export_dot(&m),
-            Format::Rust => comm::export_rust(&m),
-            Format::Json => m.to_json(),
-        },
-        AnyModel::Attention(m) => match a.format {
-            Format::Text => attention::export_text(&m),
-            Format::Dot => attention::export_dot(&m),
-            Format::Rust => attention::export_rust(&m),
-            Format::Json => m.to_json(),
-        },
-        AnyModel::Spmv(m) => match a.format {
-            Format::Text => export::text(&m),
-            Format::Dot => export::dot(&m),
-            Format::Rust => export::rust(&m),
-            Format::Json => export::json(&m),
-        },
-    };
+    let s = load_any(&a.model)?.export(match a.format {
+        Format::Text => ExportFormat::Text,
+        Format::Dot => ExportFormat::Dot,
+        Format::Rust => ExportFormat::Rust,
+        Format::Json => ExportFormat::Json,
+    });
     match a.out {
         Some(p) => super::output::write(&p, s)?,
         None => print!("{s}"),

@@ -2,7 +2,6 @@
 //! and report the decision, its explanation, setup and per-iteration time.
 
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Instant;
 
 use augur::multi::{GatherMode, MultiOptions, ShardProfile};
@@ -145,14 +144,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn options(a: &RunArgs, backend: &str) -> anyhow::Result<PlanOptions> {
-    let selector = match a.model.as_deref() {
-        None => None,
-        Some(m @ ("default-cpu" | "default-cuda")) => Some(Selector::builtin(&m[8..])?),
-        Some(m @ ("default-cuda-h100" | "default-cuda-h200")) => Some(Arc::new(
-            Selector::from_model(augur::defaults::model(&m[8..])?, m),
-        )),
-        Some(path) => Some(Arc::new(Selector::from_file(std::path::Path::new(path))?)),
-    };
+    let selector = a.model.as_deref().map(Selector::load).transpose()?;
     if let Some(s) = &selector {
         if s.model().backend != backend {
             anyhow::bail!(

@@ -1,0 +1,167 @@
+"""augur: pick the fastest SpMV kernel for a sparse matrix at run time, and say why.
+
+    import augur, numpy as np, scipy.sparse as sp
+    a = sp.random(10000, 10000, density=1e-3, format="csr", dtype=np.float64)
+    plan = augur.SpmvPlan(a, iterations=100)       # features, model's choice, setup: once
+    y = plan.run(np.ones(a.shape[1]))              # y = A x, as often as needed
+    print(plan.decision)                           # the kernel and why
+
+The CUDA backend is loaded at run time: the package imports and runs on the CPU on machines
+without a GPU. Errors are ValueError (the caller's input) or RuntimeError (a missing backend, a
+device failure), with augur's message.
+"""
+
+from __future__ import annotations
+
+import numpy as _np
+
+from . import _augur
+from ._augur import Decision, Model, Plan
+
+__version__ = _augur.version()
+__all__ = ["SpmvPlan", "Decision", "Model", "Plan", "features", "load_model", "__version__"]
+
+_BACKENDS = ("auto", "cpu", "cuda", "hip")
+
+
+def _csr_arrays(a, what="a"):
+    """(indptr, indices, data, shape, notes) of a scipy.sparse matrix or array, as augur takes
+    them: CSR, C-contiguous, int32 indices where they fit (int64 ones are converted with a note;
+    ones beyond int32 are an error), float32 or float64 values."""
+    notes = []
+    try:
+        import scipy.sparse as sp
+    except ImportError as e:  # pragma: no cover - scipy is an optional dependency
+        raise ValueError(f"{what}: augur takes scipy.sparse matrices; install scipy") from e
+    if not sp.issparse(a):
+        raise ValueError(
+            f"{what} must be a scipy.sparse matrix or array (CSR, CSC, COO, ...), "
+            f"not {type(a).__name__}"
+        )
+    if a.ndim != 2:
+        raise ValueError(f"{what} must be two-dimensional, not {a.ndim}-dimensional")
+    if a.format != "csr":
+        notes.append(f"converted from {a.format.upper()} to CSR")
+        a = a.tocsr()
+    if a.dtype not in (_np.float32, _np.float64):
+        raise ValueError(
+            f"{what} holds {a.dtype} values; augur runs float32 or float64 "
+            f"(a.astype(np.float64))"
+        )
+    indptr, indices = a.indptr, a.indices
+    if indptr.dtype != _np.int32 or indices.dtype != _np.int32:
+        limit = _np.iinfo(_np.int32).max
+        biggest = max(a.shape[0], a.shape[1], a.nnz)
+        if biggest > limit:
+            raise ValueError(
+                f"{what}: {a.shape[0]} x {a.shape[1]} with {a.nnz} entries does not fit "
+                f"augur's 32-bit indices (largest {limit})"
+            )
+        notes.append(f"{indices.dtype} indices converted to int32")
+        indptr = indptr.astype(_np.int32)
+        indices = indices.astype(_np.int32)
+    return (
+        _np.ascontiguousarray(indptr),
+        _np.ascontiguousarray(indices),
+        _np.ascontiguousarray(a.data),
+        (int(a.shape[0]), int(a.shape[1])),
+        notes,
+    )
+
+
+class SpmvPlan:
+    """y = A x for one sparse matrix: features, the model's kernel choice and its setup once,
+    then ``run`` as often as needed.
+
+    a: a scipy.sparse matrix or array (CSR is read as it is; CSC, COO, ... are converted; rows
+       with unsorted or repeated indices are sorted and summed), float32 or float64.
+    backend: "auto" (a CUDA GPU when usable, else the CPU), "cpu", "cuda" or "hip".
+    device: the GPU ordinal.
+    iterations: how many products you expect to run (the choice depends on it).
+    gather: which features to compute before choosing: "auto" (the model's policy), "never"
+       (the shape only), "sample" (a fixed-size sample of rows), "always" (a full pass).
+    kernel: a kernel name to use instead of the model's choice.
+    model: a model file or built-in name ("default-cpu", "default-cuda-h100", ...).
+    allow_other_device: use a model trained on another device without refusing.
+    """
+
+    def __init__(self, a, backend="auto", device=0, iterations=1, gather="auto", kernel=None,
+                 model=None, allow_other_device=False):
+        if backend not in _BACKENDS:
+            raise ValueError(f"backend = {backend!r}: one of {', '.join(map(repr, _BACKENDS))}")
+        if not isinstance(iterations, (int, _np.integer)) or iterations < 1:
+            raise ValueError(f"iterations = {iterations!r}: a positive integer")
+        indptr, indices, data, shape, notes = _csr_arrays(a)
+        self._plan = _augur.make_plan(
+            indptr, indices, data, shape, backend, int(device), int(iterations), gather, kernel,
+            None if model is None else str(model), bool(allow_other_device))
+        self._notes = notes
+
+    def run(self, x, out=None):
+        """y = A x. x: a NumPy vector of the plan's dtype with one entry per column (other
+        dtypes are refused, not converted); out: where to write y (optional). Returns y."""
+        return self._plan.run(x, out)
+
+    __call__ = run
+
+    @property
+    def decision(self) -> Decision:
+        """The kernel chosen and why (``str()`` is the explanation)."""
+        return self._plan.decision
+
+    @property
+    def kernel(self) -> str:
+        return self._plan.decision.kernel
+
+    @property
+    def notes(self) -> list:
+        """What was done to the input (conversions), then the decision's notes."""
+        return list(self._notes) + list(self._plan.decision.notes)
+
+    @property
+    def setup_cost(self) -> dict:
+        """Seconds making the plan took, by part."""
+        return self._plan.setup_cost
+
+    @property
+    def features(self) -> dict:
+        """The features the plan computed (name -> value)."""
+        return self._plan.features
+
+    @property
+    def backend(self) -> str:
+        return self._plan.backend
+
+    @property
+    def dtype(self):
+        return _np.dtype(self._plan.dtype)
+
+    @property
+    def shape(self) -> tuple:
+        return self._plan.shape
+
+    @property
+    def nnz(self) -> int:
+        return self._plan.nnz
+
+    def __repr__(self):
+        r, c = self.shape
+        return (f"SpmvPlan({r} x {c}, nnz={self.nnz}, {self.dtype}, backend={self.backend!r}, "
+                f"kernel={self.kernel!r})")
+
+    def __str__(self):
+        head = repr(self)
+        extra = "".join(f"\n  note: {n}" for n in self._notes)
+        return f"{head}\n{self.decision}{extra}"
+
+
+def features(a) -> dict:
+    """Every SpMV feature augur computes for a matrix's pattern (name -> value): the known ones
+    (shape), the sampled estimates and the exact ones."""
+    indptr, indices, _, shape, _ = _csr_arrays(a)
+    return _augur.features(indptr, indices, shape)
+
+
+def load_model(name_or_path) -> Model:
+    """``Model.load``: a model file or a built-in model by name."""
+    return Model.load(str(name_or_path))

@@ -1,0 +1,528 @@
+//! `augur._augur`: the Rust side of the Python package (PyO3). The package's `augur/__init__.py`
+//! turns scipy.sparse matrices into CSR arrays and calls these; users call that module.
+//!
+//! Errors: a caller's mistake (bad arrays, a wrong length or dtype, an unknown kernel or model) is
+//! a `ValueError`, a missing backend or a device failure a `RuntimeError`, both with augur's
+//! message. The matrix's arrays are copied into the plan (a CSR with sorted, unique indices per
+//! row; non-canonical rows are sorted and summed, which the decision's notes say).
+
+use std::sync::Arc;
+
+use augur::features::spmv::{CpuGatherer, CsrPattern, SpmvFeatures, SpmvGatherer};
+use augur::kernels::KernelError;
+use augur::models::{AnyModel, ExportFormat};
+use augur::{AugurError, Backend, Decision, GatherPolicy, OwnedPlan, PlanOptions, Selector};
+use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+/// augur's error as the Python exception a caller expects.
+fn py_err(e: AugurError) -> PyErr {
+    match &e {
+        AugurError::Kernel(
+            KernelError::NotAvailable { .. }
+            | KernelError::Cuda(_)
+            | KernelError::Hip(_)
+            | KernelError::Compile { .. },
+        )
+        | AugurError::Nccl(_)
+        | AugurError::NotEnoughGpus { .. } => PyRuntimeError::new_err(e.to_string()),
+        _ => PyValueError::new_err(e.to_string()),
+    }
+}
+
+fn value_err(msg: impl Into<String>) -> PyErr {
+    PyValueError::new_err(msg.into())
+}
+
+/// An index array as i32 or i64 (the two dtypes scipy uses).
+enum Index<'py> {
+    I32(PyReadonlyArray1<'py, i32>),
+    I64(PyReadonlyArray1<'py, i64>),
+}
+
+fn index<'py>(a: &Bound<'py, PyAny>, what: &str) -> PyResult<Index<'py>> {
+    if let Ok(v) = a.extract::<PyReadonlyArray1<'py, i32>>() {
+        return Ok(Index::I32(v));
+    }
+    if let Ok(v) = a.extract::<PyReadonlyArray1<'py, i64>>() {
+        return Ok(Index::I64(v));
+    }
+    Err(value_err(format!(
+        "{what} must be a one-dimensional int32 or int64 NumPy array"
+    )))
+}
+
+fn contiguous<'a, T: numpy::Element>(
+    a: &'a PyReadonlyArray1<'_, T>,
+    what: &str,
+) -> PyResult<&'a [T]> {
+    a.as_slice().map_err(|_| {
+        value_err(format!(
+            "{what} must be C-contiguous (np.ascontiguousarray)"
+        ))
+    })
+}
+
+fn gather_policy(s: &str) -> PyResult<GatherPolicy> {
+    Ok(match s {
+        "auto" => GatherPolicy::Auto,
+        "never" => GatherPolicy::Never,
+        "sample" => GatherPolicy::Sample,
+        "always" => GatherPolicy::Always,
+        _ => {
+            return Err(value_err(format!(
+                "gather = {s:?}: \"auto\", \"never\", \"sample\" or \"always\""
+            )))
+        }
+    })
+}
+
+fn backend(s: &str, device: usize) -> PyResult<Backend> {
+    match s {
+        "auto" => Ok(Backend::auto()),
+        "cpu" => Ok(Backend::cpu()),
+        "cuda" => Backend::cuda(device).map_err(py_err),
+        "hip" => Backend::hip(device).map_err(py_err),
+        _ => Err(value_err(format!(
+            "backend = {s:?}: \"auto\", \"cpu\", \"cuda\" or \"hip\""
+        ))),
+    }
+}
+
+/// The kernel chosen for a matrix, and why. `str()` is the explanation.
+#[pyclass(frozen, name = "Decision", module = "augur._augur")]
+pub struct PyDecision {
+    #[pyo3(get)]
+    kernel: String,
+    /// The caller chose the kernel (no model consulted).
+    #[pyo3(get)]
+    forced: bool,
+    #[pyo3(get)]
+    iterations: u32,
+    /// The feature tier the choice read: "known", "sampled" or "gathered".
+    #[pyo3(get)]
+    tier: String,
+    /// Which tree chose.
+    #[pyo3(get)]
+    tree: String,
+    /// The path through that tree: (input, value, threshold, went_below) per split.
+    #[pyo3(get)]
+    path: Vec<(String, f64, f64, bool)>,
+    /// The path through the tier policy.
+    #[pyo3(get)]
+    policy: Vec<(String, f64, f64, bool)>,
+    #[pyo3(get)]
+    leaf_samples: usize,
+    #[pyo3(get)]
+    leaf_mean_regret: f64,
+    #[pyo3(get)]
+    model: String,
+    #[pyo3(get)]
+    notes: Vec<String>,
+    text: String,
+}
+
+impl PyDecision {
+    fn of(d: &Decision) -> PyDecision {
+        let steps = |v: &[augur::Step]| {
+            v.iter()
+                .map(|s| (s.input.clone(), s.value, s.threshold, s.below))
+                .collect()
+        };
+        PyDecision {
+            kernel: d.kernel.clone(),
+            forced: d.forced,
+            iterations: d.iterations,
+            tier: d.tier.name().into(),
+            tree: d.tree.clone(),
+            path: steps(&d.path),
+            policy: steps(&d.policy),
+            leaf_samples: d.leaf_samples,
+            leaf_mean_regret: d.leaf_mean_regret,
+            model: d.model.clone(),
+            notes: d.notes.clone(),
+            text: d.to_string(),
+        }
+    }
+}
+
+#[pymethods]
+impl PyDecision {
+    fn __str__(&self) -> String {
+        self.text.clone()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Decision(kernel={:?}, tier={:?}, iterations={})",
+            self.kernel, self.tier, self.iterations
+        )
+    }
+}
+
+/// A plan: the matrix (copied), the chosen kernel set up on its backend.
+#[pyclass(unsendable, module = "augur._augur")]
+pub struct Plan {
+    inner: OwnedPlan,
+}
+
+fn make<T: augur::PlanScalar + numpy::Element>(
+    data: &PyReadonlyArray1<'_, T>,
+    indptr: &Index<'_>,
+    indices: &Index<'_>,
+    shape: (usize, usize),
+    b: &Backend,
+    opts: PlanOptions,
+) -> PyResult<OwnedPlan> {
+    let name = format!("the {} x {} matrix", shape.0, shape.1);
+    let v = contiguous(data, "data")?;
+    let r = match (indptr, indices) {
+        (Index::I32(p), Index::I32(i)) => OwnedPlan::from_arrays(
+            &name,
+            shape,
+            (contiguous(p, "indptr")?, contiguous(i, "indices")?, v),
+            b,
+            opts,
+        ),
+        (Index::I64(p), Index::I64(i)) => OwnedPlan::from_arrays(
+            &name,
+            shape,
+            (contiguous(p, "indptr")?, contiguous(i, "indices")?, v),
+            b,
+            opts,
+        ),
+        _ => {
+            return Err(value_err(
+                "indptr and indices must have the same dtype (both int32 or both int64)",
+            ))
+        }
+    };
+    r.map_err(py_err)
+}
+
+/// Make a plan from CSR arrays (see `augur.SpmvPlan`, which takes a scipy.sparse matrix).
+#[pyfunction]
+#[pyo3(signature = (indptr, indices, data, shape, backend_name="auto", device=0, iterations=1, gather="auto", kernel=None, model=None, allow_other_device=false))]
+#[allow(clippy::too_many_arguments)]
+fn make_plan(
+    indptr: &Bound<'_, PyAny>,
+    indices: &Bound<'_, PyAny>,
+    data: &Bound<'_, PyAny>,
+    shape: (usize, usize),
+    backend_name: &str,
+    device: usize,
+    iterations: u32,
+    gather: &str,
+    kernel: Option<&str>,
+    model: Option<&str>,
+    allow_other_device: bool,
+) -> PyResult<Plan> {
+    let b = backend(backend_name, device)?;
+    let mut opts = PlanOptions::default()
+        .expected_iterations(iterations.max(1))
+        .gather(gather_policy(gather)?)
+        .allow_other_device(allow_other_device);
+    if let Some(k) = kernel {
+        opts = opts.kernel(k);
+    }
+    if let Some(m) = model {
+        opts = opts.selector(Selector::load(m).map_err(py_err)?);
+    }
+    let (p, i) = (index(indptr, "indptr")?, index(indices, "indices")?);
+    let inner = if let Ok(d) = data.extract::<PyReadonlyArray1<'_, f32>>() {
+        make(&d, &p, &i, shape, &b, opts)?
+    } else if let Ok(d) = data.extract::<PyReadonlyArray1<'_, f64>>() {
+        make(&d, &p, &i, shape, &b, opts)?
+    } else {
+        return Err(value_err(
+            "data must be a one-dimensional float32 or float64 NumPy array (a.astype(np.float64))",
+        ));
+    };
+    Ok(Plan { inner })
+}
+
+fn run_typed<'py, T: augur::PlanScalar + numpy::Element>(
+    plan: &mut OwnedPlan,
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    out: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyArray1<T>>> {
+    let (rows, cols, _) = plan.shape();
+    let prec = plan.precision();
+    let x: PyReadonlyArray1<'py, T> = x.extract().map_err(|_| {
+        value_err(format!(
+            "x must be a one-dimensional {} NumPy array of {cols} entries (this plan holds {prec} values)",
+            if prec == "f32" { "float32" } else { "float64" }
+        ))
+    })?;
+    let xs = contiguous(&x, "x")?;
+    if xs.len() != cols {
+        return Err(value_err(format!(
+            "x has {} entries; the {rows} x {cols} matrix needs {cols}",
+            xs.len()
+        )));
+    }
+    let out: Bound<'py, PyArray1<T>> = match out {
+        None => PyArray1::<T>::zeros(py, rows, false),
+        Some(o) => o
+            .cast::<PyArray1<T>>()
+            .map_err(|_| {
+                value_err(format!(
+                    "out must be a one-dimensional {prec} NumPy array of {rows} entries"
+                ))
+            })?
+            .clone(),
+    };
+    if out.len() != rows {
+        return Err(value_err(format!(
+            "out has {} entries; the {rows} x {cols} matrix gives {rows}",
+            out.len()
+        )));
+    }
+    {
+        let mut w = out
+            .try_readwrite()
+            .map_err(|_| value_err("out is not writeable (or is borrowed elsewhere)"))?;
+        let ys = w
+            .as_slice_mut()
+            .map_err(|_| value_err("out must be C-contiguous"))?;
+        plan.run(xs, ys).map_err(py_err)?;
+    }
+    Ok(out)
+}
+
+#[pymethods]
+impl Plan {
+    /// y = A x. `x`: a NumPy vector of the plan's dtype with as many entries as columns; `out`
+    /// (optional): where to write y (rows entries, same dtype); returns y.
+    #[pyo3(signature = (x, out=None))]
+    fn run<'py>(
+        &mut self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+        out: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        Ok(match self.inner.precision() {
+            "f32" => run_typed::<f32>(&mut self.inner, py, x, out)?.into_any(),
+            _ => run_typed::<f64>(&mut self.inner, py, x, out)?.into_any(),
+        })
+    }
+
+    /// The kernel chosen and why.
+    #[getter]
+    fn decision(&self) -> PyDecision {
+        PyDecision::of(self.inner.decision())
+    }
+
+    /// Seconds making the plan took, by part (model, features, modules, select, upload,
+    /// kernel_setup, total).
+    #[getter]
+    fn setup_cost<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.inner.setup();
+        let d = PyDict::new(py);
+        for (k, v) in [
+            ("model", s.model_s),
+            ("features", s.features_s),
+            ("modules", s.modules_s),
+            ("select", s.select_s),
+            ("upload", s.upload_s),
+            ("kernel_setup", s.kernel_setup_s),
+            ("total", s.total_s),
+        ] {
+            d.set_item(k, v)?;
+        }
+        Ok(d)
+    }
+
+    /// The features the plan computed (name -> value; tiers it did not read are left out).
+    #[getter]
+    fn features<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        feature_dict(py, self.inner.features())
+    }
+
+    /// "cpu", "cuda" or "hip".
+    #[getter]
+    fn backend(&self) -> &'static str {
+        self.inner.backend()
+    }
+
+    /// "float32" or "float64".
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        match self.inner.precision() {
+            "f32" => "float32",
+            _ => "float64",
+        }
+    }
+
+    /// (rows, columns).
+    #[getter]
+    fn shape(&self) -> (usize, usize) {
+        let (r, c, _) = self.inner.shape();
+        (r, c)
+    }
+
+    /// Stored entries (after summing repeats).
+    #[getter]
+    fn nnz(&self) -> usize {
+        self.inner.shape().2
+    }
+}
+
+fn feature_dict<'py>(py: Python<'py>, f: &SpmvFeatures) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let schema = SpmvFeatures::schema();
+    for (n, v) in schema.names().zip(f.values()) {
+        if !v.is_nan() {
+            d.set_item(n, v)?;
+        }
+    }
+    Ok(d)
+}
+
+/// Every SpMV feature of a CSR pattern (known, sampled and exact), computed on the host.
+#[pyfunction]
+fn features<'py>(
+    py: Python<'py>,
+    indptr: &Bound<'py, PyAny>,
+    indices: &Bound<'py, PyAny>,
+    shape: (usize, usize),
+) -> PyResult<Bound<'py, PyDict>> {
+    let name = format!("the {} x {} matrix", shape.0, shape.1);
+    let (p, i) = (index(indptr, "indptr")?, index(indices, "indices")?);
+    let build = |n: usize| vec![1.0f32; n];
+    let a = match (&p, &i) {
+        (Index::I32(p), Index::I32(i)) => {
+            let (p, i) = (contiguous(p, "indptr")?, contiguous(i, "indices")?);
+            augur::datasets::csr_from_arrays(&name, shape, p, i, &build(i.len()))
+        }
+        (Index::I64(p), Index::I64(i)) => {
+            let (p, i) = (contiguous(p, "indptr")?, contiguous(i, "indices")?);
+            augur::datasets::csr_from_arrays(&name, shape, p, i, &build(i.len()))
+        }
+        _ => {
+            return Err(value_err(
+                "indptr and indices must have the same dtype (both int32 or both int64)",
+            ))
+        }
+    }
+    .map_err(|e| py_err(e.into()))?
+    .0;
+    let f = CpuGatherer
+        .gather(CsrPattern::of(&a))
+        .map_err(|e| py_err(e.into()))?;
+    feature_dict(py, &f)
+}
+
+/// A trained model of any domain (SpMV, collectives, attention).
+#[pyclass(frozen, module = "augur._augur")]
+pub struct Model {
+    model: AnyModel,
+    origin: String,
+}
+
+#[pymethods]
+impl Model {
+    /// A model file, or a built-in model by name: "default-cpu", "default-cuda",
+    /// "default-cuda-h100", "default-cuda-h200", "default-comm", "default-attention".
+    #[staticmethod]
+    fn load(name_or_path: &str) -> PyResult<Model> {
+        let model = augur::defaults::load_any(name_or_path).map_err(|e| py_err(e.into()))?;
+        Ok(Model {
+            model,
+            origin: name_or_path.to_string(),
+        })
+    }
+
+    /// "spmv", "comm" or "attention".
+    #[getter]
+    fn domain(&self) -> &'static str {
+        match self.model {
+            AnyModel::Spmv(_) => "spmv",
+            AnyModel::Comm(_) => "comm",
+            AnyModel::Attention(_) => "attention",
+        }
+    }
+
+    /// The device the model was trained on.
+    #[getter]
+    fn device(&self) -> String {
+        match &self.model {
+            AnyModel::Spmv(m) => m.device.clone(),
+            AnyModel::Comm(m) => m.device.clone(),
+            AnyModel::Attention(m) => m.device.clone(),
+        }
+    }
+
+    /// The model as "text", "dot" (Graphviz), "rust" or "json".
+    fn export(&self, format: &str) -> PyResult<String> {
+        let f: ExportFormat = format
+            .parse()
+            .map_err(|e: augur::models::ModelError| value_err(e.to_string()))?;
+        Ok(self.model.export(f))
+    }
+
+    /// An SpMV model's choice for a matrix with these features (a dict as `augur.features`
+    /// returns; features left out count as not computed) over `iterations` products.
+    #[pyo3(signature = (features, iterations=1))]
+    fn select(&self, features: &Bound<'_, PyDict>, iterations: u32) -> PyResult<PyDecision> {
+        let AnyModel::Spmv(m) = &self.model else {
+            return Err(value_err(format!(
+                "{} is a {} model; select() is for SpMV models",
+                self.origin,
+                self.domain()
+            )));
+        };
+        let schema = SpmvFeatures::schema();
+        let mut values = vec![f64::NAN; schema.features.len()];
+        for (k, v) in features.iter() {
+            let k: String = k.extract()?;
+            let i = schema.names().position(|n| n == k).ok_or_else(|| {
+                value_err(format!(
+                    "unknown feature `{k}`; the schema has: {}",
+                    schema.names().collect::<Vec<_>>().join(", ")
+                ))
+            })?;
+            values[i] = v
+                .extract::<f64>()
+                .map_err(|_| value_err(format!("feature `{k}` is not a number")))?;
+        }
+        let s = Arc::new(Selector::from_model((**m).clone(), self.origin.clone()));
+        let d = s
+            .select_values(&values, iterations.max(1))
+            .map_err(py_err)?;
+        Ok(PyDecision::of(&d))
+    }
+
+    /// An SpMV model's kernels.
+    #[getter]
+    fn kernels<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        match &self.model {
+            AnyModel::Spmv(m) => PyList::new(py, &m.kernels),
+            _ => PyList::new(py, Vec::<String>::new()),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Model({:?}, domain={:?})", self.origin, self.domain())
+    }
+}
+
+/// augur's version.
+#[pyfunction]
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+#[pymodule]
+fn _augur(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Plan>()?;
+    m.add_class::<PyDecision>()?;
+    m.add_class::<Model>()?;
+    m.add_function(wrap_pyfunction!(make_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(features, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    Ok(())
+}
