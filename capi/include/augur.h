@@ -106,6 +106,20 @@ enum AugurStatus augur_plan_create(int32_t rows,
 // `plan` from `augur_plan_create`; `x` and `y` of those lengths (they must not overlap).
 enum AugurStatus augur_plan_run(struct AugurPlan *plan, const void *x, void *y);
 
+// `y = A x` on device memory (a plan with the CUDA backend): `x` holds cols values of the
+// plan's type and `y` rows, on the plan's GPU. Nothing is copied and the host does not wait: the
+// product runs after the work already on `stream` (a `cudaStream_t`/`CUstream` of the GPU's
+// primary context, as the CUDA runtime uses; NULL: the legacy default stream) and before the
+// work enqueued on it next.
+//
+// # Safety
+// `plan` from `augur_plan_create`; `x` and `y` device allocations of those lengths, not
+// overlapping, alive until the product has run; `stream` a live stream of that GPU.
+enum AugurStatus augur_plan_run_device(struct AugurPlan *plan,
+                                       const void *x,
+                                       void *y,
+                                       void *stream);
+
 // The kernel the plan runs ("scalar", "vector8", "cusparse_alg1", ...); owned by the plan.
 //
 // # Safety

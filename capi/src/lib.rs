@@ -4,9 +4,10 @@
 //! failure on the calling thread is [`augur_last_error`]. A panic inside augur is caught and
 //! returned as `AUGUR_STATUS_INTERNAL`, never unwound into C.
 //!
-//! Not in this version: running on device pointers with the caller's stream (the plan copies
-//! host vectors to and from the device), and the models' export from C (the `augur` CLI and the
-//! Python package do that).
+//! `augur_plan_run` takes host vectors (a GPU plan copies them); `augur_plan_run_device` takes
+//! device pointers and the caller's CUDA stream (no copies, no host wait). Not in this version: a
+//! matrix already on the device (the arrays are host arrays, copied), and the models' export from
+//! C (the `augur` CLI and the Python package do that).
 
 use std::cell::RefCell;
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -327,6 +328,36 @@ pub unsafe extern "C" fn augur_plan_run(
     })
 }
 
+/// `y = A x` on device memory (a plan with the CUDA backend): `x` holds cols values of the
+/// plan's type and `y` rows, on the plan's GPU. Nothing is copied and the host does not wait: the
+/// product runs after the work already on `stream` (a `cudaStream_t`/`CUstream` of the GPU's
+/// primary context, as the CUDA runtime uses; NULL: the legacy default stream) and before the
+/// work enqueued on it next.
+///
+/// # Safety
+/// `plan` from `augur_plan_create`; `x` and `y` device allocations of those lengths, not
+/// overlapping, alive until the product has run; `stream` a live stream of that GPU.
+#[no_mangle]
+pub unsafe extern "C" fn augur_plan_run_device(
+    plan: *mut AugurPlan,
+    x: *const c_void,
+    y: *mut c_void,
+    stream: *mut c_void,
+) -> AugurStatus {
+    guard(|| {
+        if plan.is_null() {
+            return Err(invalid("plan is NULL"));
+        }
+        // SAFETY: a live plan (the caller's promise).
+        let p = unsafe { &mut (*plan).plan };
+        // NULL is the legacy default stream, which the driver also calls CU_STREAM_LEGACY (1).
+        let s = if stream.is_null() { 1 } else { stream as u64 };
+        // SAFETY: the caller's promise, passed on (the plan checks the addresses are device
+        // memory of its GPU).
+        unsafe { p.launch_cuda(x as u64, y as u64, Some(s)) }.map_err(augur_err)
+    })
+}
+
 /// The kernel the plan runs ("scalar", "vector8", "cusparse_alg1", ...); owned by the plan.
 ///
 /// # Safety
@@ -429,6 +460,17 @@ mod tests {
             .unwrap();
         assert!(why.contains(kernel), "{why}");
         assert!(unsafe { augur_plan_setup_seconds(p) } > 0.0);
+        // Device pointers on a CPU plan: refused, not dereferenced.
+        let s = unsafe {
+            augur_plan_run_device(
+                p,
+                x.as_ptr().cast(),
+                y.as_mut_ptr().cast(),
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(s, AugurStatus::Invalid);
+        assert!(last().contains("CUDA only"), "{}", last());
         unsafe { augur_plan_destroy(p) };
         unsafe { augur_plan_destroy(std::ptr::null_mut()) };
     }

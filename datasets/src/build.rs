@@ -135,7 +135,7 @@ pub(crate) fn finish<T: Scalar>(
 /// repeated column indices (non-canonical CSR, which scipy allows) are sorted and their repeats
 /// summed, as `scipy.sparse.csr_matrix.sum_duplicates` does; the second value says how many rows
 /// that touched (0: the arrays were canonical and were taken as they are).
-pub fn csr_from_arrays<T: Scalar, I: Copy + TryInto<i64> + std::fmt::Display>(
+pub fn csr_from_arrays<T: Scalar, I: Copy + TryInto<i64> + std::fmt::Display + Sync>(
     name: &str,
     shape: (usize, usize),
     indptr: &[I],
@@ -206,27 +206,41 @@ pub fn csr_from_arrays<T: Scalar, I: Copy + TryInto<i64> + std::fmt::Display>(
             indices.len()
         )));
     }
-    let mut idx = Vec::with_capacity(indices.len());
-    for (k, &c) in indices.iter().enumerate() {
-        let v = as_i64(c)
-            .filter(|&v| v >= 0 && (v as u64) < cols as u64)
-            .ok_or_else(|| {
-                let row = ptr.partition_point(|&p| p as usize <= k) - 1;
-                err(format!(
-                    "indices[{k}] = {c} (row {row}) is outside the {cols} columns"
-                ))
-            })?;
-        idx.push(v as i32);
-    }
+    // Indices converted and range-checked in parallel (the copy is most of the cost); the first
+    // bad one is looked up again only to name it.
+    let conv = |c: I| as_i64(c).filter(|&v| v >= 0 && (v as u64) < cols as u64);
+    let idx: Vec<i32> = match indices
+        .par_iter()
+        .map(|&c| conv(c).map(|v| v as i32))
+        .collect::<Option<Vec<i32>>>()
+    {
+        Some(v) => v,
+        None => {
+            let k = indices
+                .iter()
+                .position(|&c| conv(c).is_none())
+                .expect("one failed above");
+            let row = ptr.partition_point(|&p| p as usize <= k) - 1;
+            return Err(err(format!(
+                "indices[{k}] = {} (row {row}) is outside the {cols} columns",
+                indices[k]
+            )));
+        }
+    };
     let unsorted = (0..rows)
+        .into_par_iter()
         .filter(|&r| {
             let s = &idx[ptr[r] as usize..ptr[r + 1] as usize];
             !s.windows(2).all(|w| w[0] < w[1])
         })
         .count();
-    let val = data.to_vec();
+    let val: Vec<T> = data.par_iter().copied().collect();
     if unsorted == 0 {
-        return Ok((finish(name, shape, ptr, idx, val)?, 0));
+        // Everything `try_new` checks was checked above (lengths, row pointers from 0 and
+        // non-decreasing to nnz, indices in range and increasing in each row): not again.
+        // SAFETY: see above; sprs' invariants for a CSR matrix hold.
+        let m = unsafe { Csr::new_unchecked(sprs::CompressedStorage::CSR, shape, ptr, idx, val) };
+        return Ok((m, 0));
     }
     let start: Vec<usize> = ptr.iter().map(|&p| p as usize).collect();
     Ok((csr_from_buckets(name, shape, &start, idx, val)?, unsorted))

@@ -33,6 +33,17 @@ def _csr_arrays(a, what="a"):
         import scipy.sparse as sp
     except ImportError as e:  # pragma: no cover - scipy is an optional dependency
         raise ValueError(f"{what}: augur takes scipy.sparse matrices; install scipy") from e
+    mod = type(a).__module__.split(".")[0]
+    if mod == "cupyx" and hasattr(a, "get"):
+        notes.append("a CuPy sparse matrix: copied to the host for the plan (device-resident "
+                     "matrices are not yet taken as they are)")
+        a = a.get()
+    elif mod == "torch" and getattr(a, "is_sparse_csr", False):
+        notes.append("a PyTorch CSR tensor: copied to the host for the plan (device-resident "
+                     "matrices are not yet taken as they are)")
+        t = a.cpu()
+        a = sp.csr_matrix((t.values().numpy(), t.col_indices().numpy(),
+                           t.crow_indices().numpy()), shape=tuple(t.shape))
     if not sp.issparse(a):
         raise ValueError(
             f"{what} must be a scipy.sparse matrix or array (CSR, CSC, COO, ...), "
@@ -58,8 +69,9 @@ def _csr_arrays(a, what="a"):
                 f"augur's 32-bit indices (largest {limit})"
             )
         notes.append(f"{indices.dtype} indices converted to int32")
-        indptr = indptr.astype(_np.int32)
-        indices = indices.astype(_np.int32)
+        if indptr.dtype != indices.dtype or indices.dtype not in (_np.int32, _np.int64):
+            indptr, indices = indptr.astype(_np.int64), indices.astype(_np.int64)
+        # (int64 ones are narrowed by augur while it copies them)
     return (
         _np.ascontiguousarray(indptr),
         _np.ascontiguousarray(indices),
@@ -97,10 +109,35 @@ class SpmvPlan:
             None if model is None else str(model), bool(allow_other_device))
         self._notes = notes
 
-    def run(self, x, out=None):
-        """y = A x. x: a NumPy vector of the plan's dtype with one entry per column (other
-        dtypes are refused, not converted); out: where to write y (optional). Returns y."""
-        return self._plan.run(x, out)
+    def run(self, x, out=None, stream=None):
+        """y = A x; returns y.
+
+        x: a NumPy vector of the plan's dtype with one entry per column (other dtypes are
+        refused, not converted), or a CUDA vector of PyTorch, CuPy or any DLPack producer on
+        the plan's GPU (a plan with backend "cuda"). out: where to write y (optional; made like
+        x when not given). A CUDA product takes no copies and does not wait: it runs in order
+        on the caller's current stream (PyTorch's or CuPy's; ``stream``, a CUDA stream handle,
+        overrides it), so later work on that stream sees y.
+        """
+        if isinstance(x, _np.ndarray):
+            return self._plan.run(x, out)
+        rx = _raw(x)
+        if rx is None:
+            if not hasattr(x, "__dlpack_device__"):
+                return self._plan.run(x, out)
+            if int(x.__dlpack_device__()[0]) == 1:  # kDLCPU: a host array of another library
+                return self._plan.run(_np.asarray(x), out)
+        if out is None:
+            out = _empty_like(x, self.shape[0])
+        if stream is None:
+            stream = _current_stream(x)
+        ry = _raw(out) if rx is not None else None
+        if ry is not None:
+            # PyTorch or CuPy: the address from the library itself (cheaper than DLPack).
+            self._plan.run_cuda_ptr(rx, ry, stream)
+        else:
+            self._plan.run_cuda(x, out, int(stream))
+        return out
 
     __call__ = run
 
@@ -153,6 +190,57 @@ class SpmvPlan:
         head = repr(self)
         extra = "".join(f"\n  note: {n}" for n in self._notes)
         return f"{head}\n{self.decision}{extra}"
+
+
+_BITS = {"float32": 32, "float64": 64}
+
+
+def _raw(v):
+    """(address, entries, bits, GPU) of a contiguous 1-D float CUDA vector of PyTorch or CuPy,
+    else None (DLPack then takes it, or says what is wrong with it)."""
+    mod = type(v).__module__
+    if mod == "torch":  # torch.Tensor (subclasses fall back to DLPack)
+        if not v.is_cuda or v.dim() != 1 or not v.is_contiguous():
+            return None
+        bits = _BITS.get(str(v.dtype)[6:])  # "torch.float32"
+        return None if bits is None else (v.data_ptr(), v.numel(), bits, v.get_device())
+    if mod.startswith("cupy"):
+        if v.ndim != 1 or not v.flags.c_contiguous:
+            return None
+        bits = _BITS.get(v.dtype.name)
+        return None if bits is None else (v.data.ptr, v.size, bits, v.device.id)
+    return None
+
+
+def _empty_like(x, n):
+    """An uninitialised vector of n entries like x (same library, dtype and GPU)."""
+    mod = type(x).__module__.split(".")[0]
+    if mod == "torch":
+        import torch
+        return torch.empty(n, dtype=x.dtype, device=x.device)
+    if mod == "cupy":
+        import cupy
+        with x.device:
+            return cupy.empty(n, dtype=x.dtype)
+    raise ValueError(
+        f"out is needed for a {type(x).__name__} x (augur makes it only for PyTorch and CuPy)")
+
+
+def _current_stream(x):
+    """The CUDA stream handle the caller's library is using for x's GPU (0: the legacy default
+    stream, also for libraries augur does not know)."""
+    mod = type(x).__module__.split(".")[0]
+    if mod == "torch":
+        import torch
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # an int, no Stream object
+        if raw is not None:
+            return raw(x.get_device())
+        return torch.cuda.current_stream(x.device).cuda_stream
+    if mod == "cupy":
+        import cupy
+        with x.device:
+            return cupy.cuda.get_current_stream().ptr
+    return 0
 
 
 def features(a) -> dict:

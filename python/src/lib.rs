@@ -162,6 +162,108 @@ impl PyDecision {
     }
 }
 
+// DLPack's C structures (dlpack.h, v0.8 "legacy" capsule "dltensor", which every producer
+// exports by default).
+#[repr(C)]
+struct DlDevice {
+    device_type: i32,
+    device_id: i32,
+}
+#[repr(C)]
+struct DlDataType {
+    code: u8,
+    bits: u8,
+    lanes: u16,
+}
+#[repr(C)]
+struct DlTensor {
+    data: *mut std::ffi::c_void,
+    device: DlDevice,
+    ndim: i32,
+    dtype: DlDataType,
+    shape: *const i64,
+    strides: *const i64,
+    byte_offset: u64,
+}
+#[repr(C)]
+struct DlManagedTensor {
+    dl_tensor: DlTensor,
+    manager_ctx: *mut std::ffi::c_void,
+    deleter: Option<unsafe extern "C" fn(*mut DlManagedTensor)>,
+}
+const DL_CUDA: i32 = 2;
+const DL_CUDA_MANAGED: i32 = 13;
+const DL_FLOAT: u8 = 2;
+
+/// A one-dimensional CUDA vector borrowed through DLPack: its address, length, element bits and
+/// GPU, with the capsule that keeps it alive (its deleter runs when the capsule goes).
+struct CudaVector<'py> {
+    _capsule: Bound<'py, PyAny>,
+    ptr: u64,
+    len: usize,
+    bits: u8,
+    device: i32,
+}
+
+impl<'py> CudaVector<'py> {
+    /// `obj.__dlpack__(stream=stream)`, checked: a contiguous 1-D float vector on a CUDA GPU.
+    fn of(obj: &Bound<'py, PyAny>, stream: u64, what: &str) -> PyResult<CudaVector<'py>> {
+        let kwargs = PyDict::new(obj.py());
+        kwargs.set_item("stream", stream)?;
+        let capsule = obj
+            .call_method("__dlpack__", (), Some(&kwargs))
+            .map_err(|e| value_err(format!("{what}: __dlpack__ failed: {e}")))?;
+        // SAFETY: a capsule object (checked by name inside); its pointer is a DLManagedTensor
+        // alive as long as the capsule, which this struct holds.
+        let raw =
+            unsafe { pyo3::ffi::PyCapsule_GetPointer(capsule.as_ptr(), c"dltensor".as_ptr()) };
+        if raw.is_null() {
+            pyo3::PyErr::take(obj.py());
+            return Err(value_err(format!(
+                "{what}: __dlpack__ did not return a \"dltensor\" capsule"
+            )));
+        }
+        let t = unsafe { &(*raw.cast::<DlManagedTensor>()).dl_tensor };
+        if t.device.device_type != DL_CUDA && t.device.device_type != DL_CUDA_MANAGED {
+            return Err(value_err(format!(
+                "{what} is not on a CUDA GPU (DLPack device type {})",
+                t.device.device_type
+            )));
+        }
+        if t.ndim != 1 {
+            return Err(value_err(format!(
+                "{what} must be one-dimensional, not {}-dimensional",
+                t.ndim
+            )));
+        }
+        // SAFETY: ndim = 1 entries behind shape (and strides when not null), per DLPack.
+        let len = unsafe { *t.shape };
+        let stride = if t.strides.is_null() {
+            1
+        } else {
+            unsafe { *t.strides }
+        };
+        if stride != 1 && len > 1 {
+            return Err(value_err(format!(
+                "{what} must be contiguous (stride {stride}); .contiguous() / cupy.ascontiguousarray"
+            )));
+        }
+        if t.dtype.code != DL_FLOAT || t.dtype.lanes != 1 || !matches!(t.dtype.bits, 32 | 64) {
+            return Err(value_err(format!(
+                "{what} must hold float32 or float64 values (DLPack type code {}, {} bits)",
+                t.dtype.code, t.dtype.bits
+            )));
+        }
+        Ok(CudaVector {
+            ptr: t.data as u64 + t.byte_offset,
+            len: len.max(0) as usize,
+            bits: t.dtype.bits,
+            device: t.device.device_id,
+            _capsule: capsule,
+        })
+    }
+}
+
 /// A plan: the matrix (copied), the chosen kernel set up on its backend.
 #[pyclass(unsendable, module = "augur._augur")]
 pub struct Plan {
@@ -310,6 +412,68 @@ impl Plan {
         })
     }
 
+    /// y = A x on CUDA vectors the caller owns (DLPack: PyTorch, CuPy, JAX...), without copies,
+    /// in order with the caller's CUDA `stream` (its handle; 0 or 1: the legacy default stream):
+    /// the product runs after the work already on it and before the work enqueued next. The host
+    /// does not wait.
+    fn run_cuda(
+        &mut self,
+        x: &Bound<'_, PyAny>,
+        out: &Bound<'_, PyAny>,
+        stream: u64,
+    ) -> PyResult<()> {
+        let stream = if stream == 0 { 1 } else { stream };
+        let xv = CudaVector::of(x, stream, "x")?;
+        let yv = CudaVector::of(out, stream, "out")?;
+        self.launch_checked(xv.raw(), yv.raw(), stream)
+    }
+
+    /// `run_cuda` for vectors described by the caller's library itself (PyTorch's data_ptr,
+    /// CuPy's data.ptr; the package does this for them, which is cheaper than a DLPack export):
+    /// each `(address, entries, bits per value, GPU)`.
+    fn run_cuda_ptr(
+        &mut self,
+        x: (u64, usize, u8, i32),
+        out: (u64, usize, u8, i32),
+        stream: u64,
+    ) -> PyResult<()> {
+        let stream = if stream == 0 { 1 } else { stream };
+        self.launch_checked(RawVector::from(x), RawVector::from(out), stream)
+    }
+
+    /// For the overhead benchmark (bench/python-gpu): `n` products on the same CUDA vectors
+    /// enqueued from a Rust loop (the DLPack export and checks once), then one wait; seconds per
+    /// call. What `run` costs from Python beyond this is the binding's overhead.
+    fn _time_launches(
+        &mut self,
+        x: &Bound<'_, PyAny>,
+        out: &Bound<'_, PyAny>,
+        stream: u64,
+        n: usize,
+    ) -> PyResult<f64> {
+        let stream = if stream == 0 { 1 } else { stream };
+        let (xv, yv) = (
+            CudaVector::of(x, stream, "x")?,
+            CudaVector::of(out, stream, "out")?,
+        );
+        // One checked call first (types, lengths), then the loop.
+        self.run_cuda(x, out, stream)?;
+        self.inner.synchronize().map_err(py_err)?;
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            // SAFETY: the vectors checked by the run_cuda above, alive for this call.
+            unsafe { self.inner.launch_cuda(xv.ptr, yv.ptr, Some(stream)) }.map_err(py_err)?;
+        }
+        self.inner.synchronize().map_err(py_err)?;
+        Ok(t.elapsed().as_secs_f64() / n.max(1) as f64)
+    }
+
+    /// Wait until the plan's GPU work is done (not needed after run_cuda when the caller orders
+    /// by its stream).
+    fn synchronize(&self) -> PyResult<()> {
+        self.inner.synchronize().map_err(py_err)
+    }
+
     /// The kernel chosen and why.
     #[getter]
     fn decision(&self) -> PyDecision {
@@ -368,6 +532,79 @@ impl Plan {
     #[getter]
     fn nnz(&self) -> usize {
         self.inner.shape().2
+    }
+}
+
+/// A CUDA vector as an address, its entries, bits per value and GPU.
+#[derive(Clone, Copy)]
+struct RawVector {
+    ptr: u64,
+    len: usize,
+    bits: u8,
+    device: i32,
+}
+
+impl From<(u64, usize, u8, i32)> for RawVector {
+    fn from((ptr, len, bits, device): (u64, usize, u8, i32)) -> RawVector {
+        RawVector {
+            ptr,
+            len,
+            bits,
+            device,
+        }
+    }
+}
+
+impl CudaVector<'_> {
+    fn raw(&self) -> RawVector {
+        RawVector {
+            ptr: self.ptr,
+            len: self.len,
+            bits: self.bits,
+            device: self.device,
+        }
+    }
+}
+
+impl Plan {
+    /// The product on checked CUDA vectors (types, lengths, one GPU, no overlap; the plan checks
+    /// that they are device memory of its GPU).
+    fn launch_checked(&mut self, xv: RawVector, yv: RawVector, stream: u64) -> PyResult<()> {
+        let (rows, cols, _) = self.inner.shape();
+        let bits = if self.inner.precision() == "f32" {
+            32
+        } else {
+            64
+        };
+        for (what, v, n) in [("x", &xv, cols), ("out", &yv, rows)] {
+            if v.bits != bits {
+                return Err(value_err(format!(
+                    "{what} holds float{} values; this plan holds float{bits}",
+                    v.bits
+                )));
+            }
+            if v.len != n {
+                return Err(value_err(format!(
+                    "{what} has {} entries; the {rows} x {cols} matrix needs {n}",
+                    v.len
+                )));
+            }
+        }
+        if xv.device != yv.device {
+            return Err(value_err(format!(
+                "x is on GPU {} and out on GPU {}",
+                xv.device, yv.device
+            )));
+        }
+        let (xb, yb) = (xv.ptr, yv.ptr);
+        let bytes = (bits / 8) as u64;
+        if rows > 0 && cols > 0 && xb < yb + rows as u64 * bytes && yb < xb + cols as u64 * bytes {
+            return Err(value_err("x and out overlap"));
+        }
+        // SAFETY: CUDA vectors of the lengths and type checked above, kept alive by the caller's
+        // objects for this call and, by the caller's stream ordering, until the product has run
+        // (the caller's stream waits for it); the plan checks they are device memory of its GPU.
+        unsafe { self.inner.launch_cuda(xb, yb, Some(stream)) }.map_err(py_err)
     }
 }
 

@@ -107,7 +107,7 @@ impl OwnedPlan {
     /// A plan for the CSR arrays of a `shape.0 x shape.1` matrix (copied; any integer index
     /// type whose values fit i32). Rows with unsorted or repeated column indices are sorted and
     /// summed, which the decision's notes say. `name` names the matrix in errors.
-    pub fn from_arrays<T: PlanScalar, I: Copy + TryInto<i64> + std::fmt::Display>(
+    pub fn from_arrays<T: PlanScalar, I: Copy + TryInto<i64> + std::fmt::Display + Sync>(
         name: &str,
         shape: (usize, usize),
         (indptr, indices, data): (&[I], &[I], &[T]),
@@ -128,6 +128,32 @@ impl OwnedPlan {
     /// `y = A x` (host vectors; a GPU plan copies them to and from the device).
     pub fn run<T: PlanScalar>(&mut self, x: &[T], y: &mut [T]) -> Result<(), AugurError> {
         T::run(self, x, y)
+    }
+
+    /// [`SpmvPlan::launch_cuda`]: `y = A x` on the caller's CUDA memory, in order with its
+    /// stream; `x` and `y` hold values of [`OwnedPlan::precision`].
+    ///
+    /// # Safety
+    /// As [`SpmvPlan::launch_cuda`], with values of the plan's precision.
+    pub unsafe fn launch_cuda(
+        &mut self,
+        x: u64,
+        y: u64,
+        stream: Option<u64>,
+    ) -> Result<(), AugurError> {
+        match &mut self.cell {
+            // SAFETY: the caller's promise, passed on.
+            Cell::F32(c) => c.with_dependent_mut(|_, p| unsafe { p.launch_cuda(x, y, stream) }),
+            Cell::F64(c) => c.with_dependent_mut(|_, p| unsafe { p.launch_cuda(x, y, stream) }),
+        }
+    }
+
+    /// Wait for the plan's device (its own stream).
+    pub fn synchronize(&self) -> Result<(), AugurError> {
+        match &self.cell {
+            Cell::F32(c) => c.with_dependent(|_, p| p.synchronize()),
+            Cell::F64(c) => c.with_dependent(|_, p| p.synchronize()),
+        }
     }
 
     /// `f32` or `f64`.
@@ -207,5 +233,8 @@ mod tests {
         assert!(e.to_string().contains("holds f64 values"), "{e}");
         let e = p.run(&[1.0f64], &mut y).unwrap_err();
         assert!(!e.to_string().is_empty());
+        // Device pointers are CUDA's alone.
+        let e = unsafe { p.launch_cuda(0x1000, 0x2000, None) }.unwrap_err();
+        assert!(e.to_string().contains("CUDA only"), "{e}");
     }
 }

@@ -448,6 +448,36 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
         Ok(gpu.launch(k, m, x, y)?)
     }
 
+    /// Enqueue `y = A x` on CUDA memory the caller owns (device addresses on the plan's GPU:
+    /// from DLPack, `__cuda_array_interface__` or C), in order with the caller's `stream` (a
+    /// CUstream of the GPU's primary context, `0` for the legacy default stream): after the work
+    /// already on it, before the work enqueued on it next. Nothing is copied and the host does
+    /// not wait. `None`: ordered on the plan's own stream only ([`SpmvPlan::synchronize`]).
+    ///
+    /// # Safety
+    /// `x` must hold `cols` and `y` `rows` values of T, not overlap, and stay allocated until
+    /// the product has run; `stream` must be a live stream of the plan's GPU. (Whether the
+    /// addresses are device memory of that GPU is checked.)
+    pub unsafe fn launch_cuda(
+        &mut self,
+        x: u64,
+        y: u64,
+        stream: Option<u64>,
+    ) -> Result<(), AugurError> {
+        let (Some(gpu), Some(m), Some(k)) = (
+            self.device.as_cuda(),
+            self.m.as_cuda(),
+            self.kernel.as_cuda_mut(),
+        ) else {
+            return Err(AugurError::Invalid(format!(
+                "device pointers given to a plan on the {} backend (CUDA only)",
+                self.device.kind().name()
+            )));
+        };
+        // SAFETY: the caller's promise, passed on.
+        Ok(unsafe { gpu.launch_external(k, m, (x, y), stream) }?)
+    }
+
     /// The device a plan runs on.
     pub fn device(&self) -> &Device {
         &self.device

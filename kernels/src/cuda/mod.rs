@@ -18,6 +18,7 @@ use crate::KernelError;
 pub mod attention;
 pub mod comm;
 pub mod cusparse;
+mod external;
 pub mod gather;
 pub mod module;
 pub(crate) mod spmv;
@@ -27,6 +28,15 @@ pub use spmv::{CudaSpmv, DeviceCsr, GpuKernel, GpuScalar, Prepared};
 pub use timing::{
     batch_for, time_events, time_mode, time_modes, ModeTimes, TimingMode, TimingPlan,
 };
+
+/// A raw driver call's result as a [`KernelError`] naming the call.
+pub(crate) fn check(what: &str, r: cudarc::driver::sys::CUresult) -> Result<(), KernelError> {
+    if r == cudarc::driver::sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(KernelError::Cuda(format!("{what}: {r:?}")))
+    }
+}
 
 /// A failed driver call as a [`KernelError`] naming the call.
 pub(crate) fn drv(what: &str) -> impl Fn(result::DriverError) -> KernelError + '_ {

@@ -305,6 +305,8 @@ pub struct CudaSpmv {
     copy_stream: std::cell::OnceCell<(Arc<CudaStream>, CudaEvent, CudaEvent)>,
     /// The feature gatherer, loaded on first use ([`CudaSpmv::gatherer`]).
     gatherer: std::cell::OnceCell<super::gather::GpuGatherer>,
+    /// Events ordering this stream with a caller's (`launch_external`), made on first use.
+    pub(super) joins: std::cell::OnceCell<super::external::Joins>,
 }
 
 use super::drv;
@@ -328,6 +330,7 @@ impl CudaSpmv {
             cusparse: std::cell::OnceCell::new(),
             copy_stream: std::cell::OnceCell::new(),
             gatherer: std::cell::OnceCell::new(),
+            joins: std::cell::OnceCell::new(),
         })
     }
 

@@ -136,13 +136,7 @@ fn nccl_type(d: Dtype) -> nccl_sys::ncclDataType_t {
     }
 }
 
-fn check(what: &str, r: sys::CUresult) -> Result<(), KernelError> {
-    if r == sys::CUresult::CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(KernelError::Cuda(format!("{what}: {r:?}")))
-    }
-}
+use super::check;
 
 fn nccl_err(what: &'static str) -> impl Fn(nccl::NcclError) -> KernelError {
     move |e| KernelError::Cuda(format!("{what}: {e:?}"))

@@ -1,0 +1,176 @@
+"""augur's Python package on a CUDA GPU (issue 22): correctness of the zero-copy path with PyTorch
+and CuPy vectors against the f64 product of SciPy, stream ordering on a non-default stream, the
+binding's per-call overhead against the same launches from a Rust loop (CuPy's own csr @ x beside
+them), and what plan creation from a SciPy matrix adds over the plan's own setup at 1e7 nonzeros.
+Usage: python check_and_bench.py MATRICES_DIR OUT_DIR (bash bench/python-gpu/run.sh does it)."""
+import csv, glob, os, statistics, sys, time, warnings
+warnings.simplefilter("ignore", DeprecationWarning)
+
+import numpy as np
+import scipy.io
+import scipy.sparse as sp
+import torch
+import cupy
+import cupyx.scipy.sparse as csp
+
+import augur
+
+mdir, out = sys.argv[1], sys.argv[2]
+os.makedirs(out, exist_ok=True)
+print("augur", augur.__version__, "torch", torch.__version__, "cupy", cupy.__version__,
+      torch.cuda.get_device_name(0), flush=True)
+
+
+def bound(a, x, dtype):
+    eps = np.finfo(dtype).eps
+    return 4 * (np.diff(a.indptr) + 1) * eps * (abs(a) @ np.abs(x)) + np.finfo(dtype).tiny
+
+
+# 1. Correctness: every shared matrix, f32 and f64, PyTorch and CuPy vectors, outputs poisoned.
+rows, fails = [], 0
+for path in sorted(glob.glob(os.path.join(mdir, "*.mtx.gz"))):
+    name = os.path.basename(path)[:-7]
+    m = scipy.io.mmread(path)
+    if not sp.issparse(m) or np.iscomplexobj(m.data):
+        continue
+    a64 = sp.csr_matrix(m, dtype=np.float64)
+    if a64.nnz == 0:
+        continue
+    for dtype in (np.float32, np.float64):
+        if dtype == np.float32 and np.abs(a64.data).max() > 1e30:
+            continue
+        a = a64.astype(dtype)
+        x = np.random.default_rng(1).uniform(0.5, 1.5, a.shape[1]).astype(dtype)
+        want = a.astype(np.float64) @ x.astype(np.float64)
+        tol = bound(a, x, dtype)
+        plan = augur.SpmvPlan(a, backend="cuda", iterations=100)
+        for lib in ("torch", "cupy"):
+            if lib == "torch":
+                xd = torch.from_numpy(x).cuda()
+                yd = torch.full((a.shape[0],), float("nan"), dtype=xd.dtype, device="cuda")
+                plan.run(xd, yd)
+                y = yd.cpu().numpy()
+            else:
+                xd = cupy.asarray(x)
+                yd = cupy.full(a.shape[0], cupy.nan, dtype=dtype)
+                plan.run(xd, yd)
+                y = cupy.asnumpy(yd)
+            err = np.abs(y.astype(np.float64) - want)
+            ok = bool(np.all(err <= tol))
+            fails += not ok
+            rows.append([name, np.dtype(dtype).name, lib, plan.kernel, a.nnz, ok,
+                         float(np.max(err / tol)) if len(err) else 0.0])
+with open(os.path.join(out, "check.csv"), "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["matrix", "dtype", "library", "kernel", "nnz", "passed", "worst_over_bound"])
+    w.writerows(rows)
+print(f"check: {len(rows)} products (matrix x dtype x library), {fails} failed", flush=True)
+
+# 2. Stream order: on a non-default stream, behind a long sleep kernel, x made, the product, and
+# a read of y, all on that stream; the host never waits in between.
+a = sp.csr_matrix(scipy.io.mmread(os.path.join(mdir, "bcsstk33.mtx.gz")), dtype=np.float32)
+plan = augur.SpmvPlan(a, backend="cuda", iterations=100)
+x = np.random.default_rng(2).uniform(0.5, 1.5, a.shape[1]).astype(np.float32)
+xt = torch.from_numpy(x).cuda()
+want = a.astype(np.float64) @ (2 * x.astype(np.float64))
+s = torch.cuda.Stream()
+ok_order = True
+for trial in range(5):
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(50_000_000)  # ~tens of ms of GPU time first on s
+        x2 = xt * 2
+        y = torch.full((a.shape[0],), float("nan"), device="cuda")  # poisoned, on s
+        plan.run(x2, y)                # on s: after x2, without a host wait
+        z = y * 1.0                    # on s: after the product
+        z = z.cpu().numpy()            # the copy on s too (.cpu() on another stream need not wait)
+    ok_order &= bool(np.all(np.abs(z - want) <= bound(a, 2 * x, np.float32)))
+# The same through CuPy's current stream.
+cs = cupy.cuda.Stream(non_blocking=True)
+xc = cupy.asarray(x)
+with cs:
+    for trial in range(5):
+        busy = cupy.ones(1 << 26, dtype=cupy.float32)
+        for _ in range(30):  # some milliseconds of work on cs first
+            busy = busy * 1.0000001
+        x2 = xc * 2
+        y = cupy.full(a.shape[0], cupy.nan, dtype=cupy.float32)
+        plan.run(x2, y)
+        z = cupy.asnumpy(y * 1.0, stream=cs)
+        ok_order &= bool(np.all(np.abs(z - want) <= bound(a, 2 * x, np.float32)))
+print(f"stream order on a non-default stream behind a sleep: {'passed' if ok_order else 'FAILED'}",
+      flush=True)
+
+# 3. Per-call overhead: the same launches from Python (plan.run with DLPack each call) and from a
+# Rust loop, host-bound small matrices; CuPy's csr @ x beside them.
+bench = []
+for path in ["bcsstk33.mtx.gz", "nos3.mtx.gz", "bp_1600.mtx.gz"]:
+    p = os.path.join(mdir, path)
+    if not os.path.exists(p):
+        continue
+    a = sp.csr_matrix(scipy.io.mmread(p), dtype=np.float32)
+    plan = augur.SpmvPlan(a, backend="cuda", iterations=1000)
+    xt = torch.ones(a.shape[1], device="cuda")
+    yt = torch.empty(a.shape[0], device="cuda")
+    ac = csp.csr_matrix(a)
+    xc = cupy.ones(a.shape[1], dtype=cupy.float32)
+    n = 2000
+    stream = torch.cuda.current_stream().cuda_stream
+    for rep in range(7):
+        rust = plan._plan._time_launches(xt, yt, stream, n)
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(n):
+            plan.run(xt, yt)
+        torch.cuda.synchronize()
+        py = (time.perf_counter() - t) / n
+        t = time.perf_counter()
+        for _ in range(n):
+            plan._plan.run_cuda(xt, yt, stream)
+        torch.cuda.synchronize()
+        dl = (time.perf_counter() - t) / n
+        t = time.perf_counter()
+        for _ in range(n):
+            yc = ac @ xc
+        cupy.cuda.Device().synchronize()
+        cp = (time.perf_counter() - t) / n
+        bench.append([path[:-7], a.nnz, plan.kernel, rep, rust * 1e6, py * 1e6, dl * 1e6,
+                      cp * 1e6])
+with open(os.path.join(out, "overhead.csv"), "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["matrix", "nnz", "kernel", "rep", "rust_loop_us", "python_run_us",
+                "python_dlpack_us", "cupy_csr_matvec_us"])
+    w.writerows(bench)
+for name in sorted({b[0] for b in bench}):
+    r = [b for b in bench if b[0] == name][1:]  # the first rep warms up
+    med = lambda i: statistics.median(b[i] for b in r)
+    print(f"overhead {name}: rust loop {med(4):.2f} us, python run {med(5):.2f} us "
+          f"(+{med(5) - med(4):.2f} us), through DLPack {med(6):.2f} us, cupy csr@x "
+          f"{med(7):.2f} us per call", flush=True)
+
+# 4. Plan creation from SciPy at 1e7 nonzeros: wall time of augur.SpmvPlan against the plan's own
+# setup (what the Rust API pays for a matrix it already holds); the difference is the binding's
+# conversion, copy and checks.
+n1 = 1000
+t1 = sp.diags([-np.ones(n1 - 1), 2 * np.ones(n1), -np.ones(n1 - 1)], [-1, 0, 1], format="csr")
+big = sp.kron(sp.kron(t1, sp.identity(1000, format="csr")), sp.csr_matrix(np.ones((1, 3))),
+              format="csr").astype(np.float64)
+big.sort_indices()
+creation = []
+for backend in ("cuda", "cpu"):
+    for rep in range(5):
+        t = time.perf_counter()
+        p = augur.SpmvPlan(big, backend=backend, iterations=100)
+        wall = time.perf_counter() - t
+        creation.append([backend, big.nnz, rep, wall, p.setup_cost["total"]])
+        del p
+with open(os.path.join(out, "creation.csv"), "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["backend", "nnz", "rep", "python_wall_s", "plan_setup_total_s"])
+    w.writerows(creation)
+for backend in ("cuda", "cpu"):
+    r = [c for c in creation if c[0] == backend][1:]
+    wall = statistics.median(c[3] for c in r)
+    own = statistics.median(c[4] for c in r)
+    print(f"creation {backend} nnz={big.nnz}: python {wall * 1e3:.1f} ms, plan setup "
+          f"{own * 1e3:.1f} ms, added {100 * (wall / own - 1):.1f}%", flush=True)
+sys.exit(1 if fails or not ok_order else 0)

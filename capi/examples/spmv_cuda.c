@@ -1,0 +1,85 @@
+/* augur from C on device pointers (a GPU machine; not built in CI, which has no GPU): the 2-D
+ * Laplacian's plan on the CUDA backend, x and y in cudaMalloc'd memory, the product enqueued on a
+ * stream of the caller's behind other work, checked against the product computed here.
+ * Build and run: nvcc -I capi/include capi/examples/spmv_cuda.c -L <dir of libaugur.so> -laugur
+ * Exits 0 when every check holds. */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "augur.h"
+
+#define CK(call)                                                                      \
+  do {                                                                                \
+    cudaError_t e_ = (call);                                                          \
+    if (e_ != cudaSuccess) {                                                          \
+      fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_));                     \
+      return 1;                                                                       \
+    }                                                                                 \
+  } while (0)
+
+int main(void) {
+  const int n = 300, rows = n * n;
+  int32_t *ptr = (int32_t *)malloc(sizeof(int32_t) * (rows + 1));
+  int32_t *idx = (int32_t *)malloc(sizeof(int32_t) * 5 * rows);
+  float *val = (float *)malloc(sizeof(float) * 5 * rows);
+  float *x = (float *)malloc(sizeof(float) * rows), *y = (float *)malloc(sizeof(float) * rows);
+  double *want = (double *)malloc(sizeof(double) * rows);
+  int nnz = 0;
+  for (int i = 0; i < rows; i++) x[i] = 1.0f + (i % 5) * 0.5f;
+  for (int r = 0; r < rows; r++) {
+    const int gi = r / n, gj = r % n;
+    const int cols[5] = {r - n, r - 1, r, r + 1, r + n};
+    const int ok[5] = {gi > 0, gj > 0, 1, gj < n - 1, gi < n - 1};
+    ptr[r] = nnz;
+    want[r] = 0.0;
+    for (int k = 0; k < 5; k++) {
+      if (!ok[k]) continue;
+      idx[nnz] = cols[k];
+      val[nnz] = cols[k] == r ? 4.0f : -1.0f;
+      want[r] += (double)val[nnz] * x[cols[k]];
+      nnz++;
+    }
+  }
+  ptr[rows] = nnz;
+  AugurPlanOptions o = augur_plan_options_default();
+  o.backend = AUGUR_BACKEND_CUDA;
+  o.iterations = 1000;
+  AugurPlan *plan = NULL;
+  AugurStatus s = augur_plan_create(rows, rows, ptr, idx, val, AUGUR_VALUE_TYPE_F32, &o, &plan);
+  if (s != AUGUR_STATUS_OK) {
+    fprintf(stderr, "augur_plan_create: %s\n", augur_last_error());
+    return 1;
+  }
+  float *dx, *dy;
+  cudaStream_t st;
+  CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  CK(cudaMalloc((void **)&dx, sizeof(float) * rows));
+  CK(cudaMalloc((void **)&dy, sizeof(float) * rows));
+  CK(cudaMemsetAsync(dy, 0xff, sizeof(float) * rows, st)); /* poison: NaN */
+  CK(cudaMemcpyAsync(dx, x, sizeof(float) * rows, cudaMemcpyHostToDevice, st));
+  s = augur_plan_run_device(plan, dx, dy, st);
+  if (s != AUGUR_STATUS_OK) {
+    fprintf(stderr, "augur_plan_run_device: %s\n", augur_last_error());
+    return 1;
+  }
+  CK(cudaMemcpyAsync(y, dy, sizeof(float) * rows, cudaMemcpyDeviceToHost, st));
+  CK(cudaStreamSynchronize(st));
+  double worst = 0.0;
+  for (int i = 0; i < rows; i++) {
+    const double e = fabs((double)y[i] - want[i]) / (fabs(want[i]) + 1e-30);
+    if (!(e <= worst)) worst = e;
+  }
+  /* A host pointer where device memory is expected: refused with a message, not a crash. */
+  s = augur_plan_run_device(plan, x, dy, st);
+  const int refused = s == AUGUR_STATUS_INVALID;
+  printf("augur %s C API on CUDA: %d x %d, kernel %s, max relative error %.3g; host pointer "
+         "refused: %s (%s)\n",
+         augur_version(), rows, rows, augur_plan_kernel(plan), worst, refused ? "yes" : "NO",
+         augur_last_error());
+  augur_plan_destroy(plan);
+  cudaFree(dx);
+  cudaFree(dy);
+  return worst < 1e-5 && refused ? 0 : 1;
+}
