@@ -733,6 +733,45 @@ impl Model {
         Ok(PyDecision::of(&d))
     }
 
+    /// A collectives or attention model's choice for a shape given as augur's spec string
+    /// (`message:collective=all-reduce,dtype=bf16,bytes=64KiB,world=4,link=nvlink`, or
+    /// `attention:q_heads=32,kv_heads=8,head_dim=128,lens=4096*2;16*30`): (the pattern or
+    /// schedule, the path through the tree, notes). No GPU needed.
+    fn choose(&self, spec: &str) -> PyResult<(String, Vec<String>, Vec<String>)> {
+        use augur::features::attention::AttentionShape;
+        use augur::features::message::MessageShape;
+        let feature = |e: augur::features::FeatureError| value_err(e.to_string());
+        match &self.model {
+            AnyModel::Comm(m) => {
+                let shape = MessageShape::parse(spec).map_err(feature)?;
+                shape.validate().map_err(feature)?;
+                let pick = m.choose(&shape).ok_or_else(|| {
+                    value_err(format!(
+                        "{} has no tree for {:?}",
+                        self.origin, shape.collective
+                    ))
+                })?;
+                let path = m
+                    .path(&shape)
+                    .into_iter()
+                    .map(|(n, v, t, below)| {
+                        format!("{n} = {v} {} {t}", if below { "<" } else { ">=" })
+                    })
+                    .collect();
+                Ok((pick.to_string(), path, Vec::new()))
+            }
+            AnyModel::Attention(m) => {
+                let shape = AttentionShape::parse(spec).map_err(feature)?;
+                let c = augur::attention::choose_schedule(m, &shape, None, "").map_err(py_err)?;
+                Ok((c.schedule.name().to_string(), c.path, c.notes))
+            }
+            AnyModel::Spmv(_) => Err(value_err(format!(
+                "{} is an SpMV model: use select(features, iterations)",
+                self.origin
+            ))),
+        }
+    }
+
     /// An SpMV model's kernels.
     #[getter]
     fn kernels<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {

@@ -209,3 +209,16 @@ def test_plan_reports_its_setup_and_features():
     assert p.features["row_len_max"] == 5
     assert p.decision.tier == "gathered"
     assert "SpmvPlan(625 x 625" in repr(p)
+
+
+def test_comm_and_attention_choices_from_spec_strings():
+    comm = augur.Model.load("default-comm")
+    pick, path, _ = comm.choose("message:collective=all-reduce,dtype=bf16,bytes=64KiB,world=4,link=nvlink")
+    assert pick and path and all(("<" in p or ">=" in p) for p in path)
+    att = augur.Model.load("default-attention")
+    sched, path, notes = att.choose("attention:q_heads=32,kv_heads=8,head_dim=128,lens=4096*2;16*30")
+    assert sched and isinstance(path, list)
+    with pytest.raises(ValueError):
+        comm.choose("message:collective=all-reduce,bytes=-3")
+    with pytest.raises(ValueError, match="SpMV model"):
+        augur.Model.load("default-cpu").choose("message:collective=all-reduce,bytes=1KiB")
