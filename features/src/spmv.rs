@@ -13,7 +13,6 @@ pub use sampled::{
 
 use std::time::Instant;
 
-use augur_datasets::Csr;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -76,11 +75,13 @@ pub struct CsrPattern<'a> {
 }
 
 impl<'a> CsrPattern<'a> {
-    pub fn of<T>(a: &'a Csr<T>) -> Self {
+    /// The pattern of a [`Csr`] or of borrowed CSR arrays ([`augur_datasets::CsrRef`]).
+    pub fn of<T: 'a>(a: impl Into<augur_datasets::CsrRef<'a, T>>) -> Self {
+        let a = a.into();
         CsrPattern {
             rows: a.rows(),
             cols: a.cols(),
-            indptr: a.indptr().into_raw_storage(),
+            indptr: a.indptr(),
             indices: a.indices(),
         }
     }

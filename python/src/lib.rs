@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use augur::datasets::CsrRef;
 use augur::features::spmv::{CpuGatherer, CsrPattern, SpmvFeatures, SpmvGatherer};
 use augur::kernels::KernelError;
 use augur::models::{AnyModel, ExportFormat};
@@ -280,6 +281,25 @@ fn make<T: augur::PlanScalar + numpy::Element>(
 ) -> PyResult<OwnedPlan> {
     let name = format!("the {} x {} matrix", shape.0, shape.1);
     let v = contiguous(data, "data")?;
+    // A GPU plan reads the arrays only while it is made (the upload): canonical int32 CSR is
+    // taken where it is, without a copy, the arrays kept alive by the plan.
+    if b.kind() != "cpu" {
+        if let (Index::I32(p), Index::I32(i)) = (indptr, indices) {
+            let (ps, is) = (contiguous(p, "indptr")?, contiguous(i, "indices")?);
+            if let Some(r) = CsrRef::try_new(shape, ps, is, v) {
+                let keep: Vec<Py<PyAny>> = vec![
+                    p.as_any().clone().unbind(),
+                    i.as_any().clone().unbind(),
+                    data.as_any().clone().unbind(),
+                ];
+                // SAFETY: the arrays stay allocated while the plan holds `keep` (their
+                // references); a GPU plan reads them only inside this call, while they are
+                // borrowed read-only.
+                return unsafe { OwnedPlan::from_ref_kept(r, Box::new(keep), b, opts) }
+                    .map_err(py_err);
+            }
+        }
+    }
     let r = match (indptr, indices) {
         (Index::I32(p), Index::I32(i)) => OwnedPlan::from_arrays(
             &name,
@@ -526,6 +546,13 @@ impl Plan {
     fn shape(&self) -> (usize, usize) {
         let (r, c, _) = self.inner.shape();
         (r, c)
+    }
+
+    /// Whether the plan copied the matrix's arrays (False: a GPU plan made from canonical int32
+    /// CSR read them where they are).
+    #[getter]
+    fn copied(&self) -> bool {
+        self.inner.copied()
     }
 
     /// Stored entries (after summing repeats).

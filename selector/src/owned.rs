@@ -1,10 +1,14 @@
-//! [`OwnedPlan`]: an [`SpmvPlan`] that owns its matrix, for callers that hand augur arrays
-//! rather than a borrow that outlives the plan (the Python and C bindings). The matrix is built
-//! from CSR arrays with [`augur_datasets::csr_from_arrays`] (checked; non-canonical rows sorted
-//! and summed, with a note in the decision), and the plan borrows it inside one allocation
-//! (`self_cell`: no unsafe code here).
+//! [`OwnedPlan`]: an [`SpmvPlan`] that keeps what it reads alive, for callers that hand augur
+//! arrays rather than a borrow that outlives the plan (the Python and C bindings). Either the
+//! plan owns a copy: a matrix built from CSR arrays with [`augur_datasets::csr_from_arrays`]
+//! (checked; non-canonical rows sorted and summed, with a note in the decision), borrowed by the
+//! plan inside one allocation (`self_cell`); or, without a copy, the plan borrows the caller's
+//! arrays and holds whatever keeps them alive ([`OwnedPlan::from_ref_kept`], unsafe: the caller
+//! vouches for them).
 
-use augur_datasets::{csr_from_arrays, Csr};
+use std::any::Any;
+
+use augur_datasets::{csr_from_arrays, Csr, CsrRef};
 use augur_features::spmv::SpmvFeatures;
 use augur_kernels::device::SpmvDevice;
 use self_cell::self_cell;
@@ -30,12 +34,30 @@ self_cell!(
     }
 );
 
+/// What keeps borrowed arrays alive (e.g. the Python arrays' references); dropped after the plan.
+pub type Keep = Box<dyn Any>;
+
 enum Cell {
     F32(CellF32),
     F64(CellF64),
+    // (plan, keep): fields drop in order, the plan before what keeps its arrays alive.
+    RefF32(Box<SpmvPlan<'static, f32>>, #[allow(dead_code)] Keep),
+    RefF64(Box<SpmvPlan<'static, f64>>, #[allow(dead_code)] Keep),
 }
 
-/// A plan and the matrix it owns, in f32 or f64.
+/// Run `$e` with `$p` bound to the plan, whichever way it is held.
+macro_rules! with_plan {
+    ($cell:expr, |$p:ident| $e:expr) => {
+        match $cell {
+            Cell::F32(c) => c.with_dependent(|_, $p| $e),
+            Cell::F64(c) => c.with_dependent(|_, $p| $e),
+            Cell::RefF32($p, _) => $e,
+            Cell::RefF64($p, _) => $e,
+        }
+    };
+}
+
+/// A plan and the matrix it keeps, in f32 or f64.
 pub struct OwnedPlan {
     cell: Cell,
     /// What the plan was made for, kept for callers (the decision, the setup cost).
@@ -49,11 +71,28 @@ pub trait PlanScalar: augur_kernels::cuda::GpuScalar {
     #[doc(hidden)]
     fn make(a: Csr<Self>, backend: &Backend, opts: PlanOptions) -> Result<OwnedPlan, AugurError>;
     #[doc(hidden)]
+    fn make_ref(
+        a: CsrRef<'static, Self>,
+        keep: Keep,
+        backend: &Backend,
+        opts: PlanOptions,
+    ) -> Result<OwnedPlan, AugurError>;
+    #[doc(hidden)]
     fn run(p: &mut OwnedPlan, x: &[Self], y: &mut [Self]) -> Result<(), AugurError>;
 }
 
+fn parts<T: augur_kernels::cuda::GpuScalar>(
+    p: &SpmvPlan<'_, T>,
+) -> (Decision, SetupCost, SpmvFeatures) {
+    (
+        p.decision().clone(),
+        p.setup().clone(),
+        p.features().clone(),
+    )
+}
+
 macro_rules! plan_scalar {
-    ($t:ty, $cell:ident, $variant:ident) => {
+    ($t:ty, $cell:ident, $variant:ident, $refvariant:ident) => {
         impl PlanScalar for $t {
             fn make(
                 a: Csr<$t>,
@@ -61,15 +100,25 @@ macro_rules! plan_scalar {
                 opts: PlanOptions,
             ) -> Result<OwnedPlan, AugurError> {
                 let cell = $cell::try_new(a, |a| SpmvPlan::new(a, backend, opts))?;
-                let (decision, setup, features) = cell.with_dependent(|_, p| {
-                    (
-                        p.decision().clone(),
-                        p.setup().clone(),
-                        p.features().clone(),
-                    )
-                });
+                let (decision, setup, features) = cell.with_dependent(|_, p| parts(p));
                 Ok(OwnedPlan {
                     cell: Cell::$variant(cell),
+                    decision,
+                    setup,
+                    features,
+                })
+            }
+
+            fn make_ref(
+                a: CsrRef<'static, $t>,
+                keep: Keep,
+                backend: &Backend,
+                opts: PlanOptions,
+            ) -> Result<OwnedPlan, AugurError> {
+                let plan = Box::new(SpmvPlan::from_ref(a, backend, opts)?);
+                let (decision, setup, features) = parts(&plan);
+                Ok(OwnedPlan {
+                    cell: Cell::$refvariant(plan, keep),
                     decision,
                     setup,
                     features,
@@ -79,6 +128,7 @@ macro_rules! plan_scalar {
             fn run(p: &mut OwnedPlan, x: &[$t], y: &mut [$t]) -> Result<(), AugurError> {
                 match &mut p.cell {
                     Cell::$variant(c) => c.with_dependent_mut(|_, plan| plan.run(x, y)),
+                    Cell::$refvariant(plan, _) => plan.run(x, y),
                     _ => Err(AugurError::Invalid(format!(
                         "this plan holds {} values; it runs on {} vectors, not {}",
                         p.precision(),
@@ -91,8 +141,8 @@ macro_rules! plan_scalar {
     };
 }
 
-plan_scalar!(f32, CellF32, F32);
-plan_scalar!(f64, CellF64, F64);
+plan_scalar!(f32, CellF32, F32, RefF32);
+plan_scalar!(f64, CellF64, F64, RefF64);
 
 impl OwnedPlan {
     /// A plan for the matrix `a` (taken over).
@@ -125,6 +175,24 @@ impl OwnedPlan {
         Ok(p)
     }
 
+    /// A plan on the caller's arrays without a copy: `keep` is whatever keeps them alive (the
+    /// Python arrays' references); it is dropped after the plan.
+    ///
+    /// # Safety
+    /// The arrays behind `a` must stay allocated, and must not be written, as long as `keep`
+    /// lives (a GPU plan reads them only while it is made; a CPU plan at every product).
+    pub unsafe fn from_ref_kept<T: PlanScalar>(
+        a: CsrRef<'_, T>,
+        keep: Keep,
+        backend: &Backend,
+        opts: PlanOptions,
+    ) -> Result<OwnedPlan, AugurError> {
+        // SAFETY: the caller's promise: the arrays outlive `keep`, which the plan holds and
+        // drops after itself.
+        let a: CsrRef<'static, T> = unsafe { std::mem::transmute(a) };
+        T::make_ref(a, keep, backend, opts)
+    }
+
     /// `y = A x` (host vectors; a GPU plan copies them to and from the device).
     pub fn run<T: PlanScalar>(&mut self, x: &[T], y: &mut [T]) -> Result<(), AugurError> {
         T::run(self, x, y)
@@ -141,41 +209,39 @@ impl OwnedPlan {
         y: u64,
         stream: Option<u64>,
     ) -> Result<(), AugurError> {
+        // SAFETY: the caller's promise, passed on.
         match &mut self.cell {
-            // SAFETY: the caller's promise, passed on.
             Cell::F32(c) => c.with_dependent_mut(|_, p| unsafe { p.launch_cuda(x, y, stream) }),
             Cell::F64(c) => c.with_dependent_mut(|_, p| unsafe { p.launch_cuda(x, y, stream) }),
+            Cell::RefF32(p, _) => unsafe { p.launch_cuda(x, y, stream) },
+            Cell::RefF64(p, _) => unsafe { p.launch_cuda(x, y, stream) },
         }
     }
 
     /// Wait for the plan's device (its own stream).
     pub fn synchronize(&self) -> Result<(), AugurError> {
-        match &self.cell {
-            Cell::F32(c) => c.with_dependent(|_, p| p.synchronize()),
-            Cell::F64(c) => c.with_dependent(|_, p| p.synchronize()),
-        }
+        with_plan!(&self.cell, |p| p.synchronize())
     }
 
     /// `f32` or `f64`.
     pub fn precision(&self) -> &'static str {
         match self.cell {
-            Cell::F32(_) => "f32",
-            Cell::F64(_) => "f64",
+            Cell::F32(_) | Cell::RefF32(..) => "f32",
+            Cell::F64(_) | Cell::RefF64(..) => "f64",
         }
     }
 
     /// Rows, columns and stored entries of the matrix.
     pub fn shape(&self) -> (usize, usize, usize) {
-        match &self.cell {
-            Cell::F32(c) => {
-                let a = c.borrow_owner();
-                (a.rows(), a.cols(), a.nnz())
-            }
-            Cell::F64(c) => {
-                let a = c.borrow_owner();
-                (a.rows(), a.cols(), a.nnz())
-            }
-        }
+        with_plan!(&self.cell, |p| {
+            let a = p.matrix();
+            (a.rows(), a.cols(), a.nnz())
+        })
+    }
+
+    /// Whether the plan copied the matrix (false: it reads the caller's arrays).
+    pub fn copied(&self) -> bool {
+        matches!(self.cell, Cell::F32(_) | Cell::F64(_))
     }
 
     /// The kernel chosen and why (notes included).
@@ -194,10 +260,7 @@ impl OwnedPlan {
 
     /// `cpu`, `cuda` or `hip`.
     pub fn backend(&self) -> &'static str {
-        match &self.cell {
-            Cell::F32(c) => c.with_dependent(|_, p| p.device().kind().name()),
-            Cell::F64(c) => c.with_dependent(|_, p| p.device().kind().name()),
-        }
+        with_plan!(&self.cell, |p| p.device().kind().name())
     }
 }
 
@@ -233,6 +296,22 @@ mod tests {
         assert!(e.to_string().contains("holds f64 values"), "{e}");
         let e = p.run(&[1.0f64], &mut y).unwrap_err();
         assert!(!e.to_string().is_empty());
+        // Borrowed arrays: no copy, the same product.
+        let ptr32 = [0i32, 2, 3, 5];
+        let idx32 = [0i32, 2, 1, 0, 2];
+        let val2 = [2.0f64, 1.0, 3.0, 4.0, 5.0];
+        let r = CsrRef::try_new((3, 3), &ptr32, &idx32, &val2).unwrap();
+        let mut q = unsafe {
+            OwnedPlan::from_ref_kept(r, Box::new(()), &Backend::cpu(), PlanOptions::default())
+        }
+        .unwrap();
+        assert!(!q.copied() && p.copied());
+        let mut z = [f64::NAN; 3];
+        q.run(&[1.0, 2.0, 3.0], &mut z).unwrap();
+        assert_eq!(z, [5.0, 6.0, 19.0]);
+        // Non-canonical arrays are not a CsrRef.
+        assert!(CsrRef::try_new((3, 3), &ptr32, &[2, 0, 1, 0, 2], &val2).is_none());
+        assert!(CsrRef::try_new((3, 3), &ptr32, &[0, 3, 1, 0, 2], &val2).is_none());
         // Device pointers are CUDA's alone.
         let e = unsafe { p.launch_cuda(0x1000, 0x2000, None) }.unwrap_err();
         assert!(e.to_string().contains("CUDA only"), "{e}");

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use augur_datasets::Csr;
+use augur_datasets::{Csr, CsrRef};
 use augur_features::spmv::{self as fs, CsrPattern, SpmvFeatures};
 use augur_kernels::cuda::GpuScalar;
 use augur_kernels::device::{Device, DeviceKernel, DeviceMatrix, DeviceVec, SpmvDevice};
@@ -227,7 +227,7 @@ impl MatrixKey {
 /// SpMV `y = A x` for one matrix: features extracted, kernel selected, matrix uploaded and the
 /// kernel set up once; [`SpmvPlan::run`] as often as needed.
 pub struct SpmvPlan<'a, T: GpuScalar> {
-    a: &'a Csr<T>,
+    a: CsrRef<'a, T>,
     decision: Decision,
     features: SpmvFeatures,
     setup: SetupCost,
@@ -273,8 +273,19 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
         backend: &Backend,
         opts: PlanOptions,
     ) -> Result<SpmvPlan<'a, T>, AugurError> {
+        SpmvPlan::from_ref(a.into(), backend, opts)
+    }
+
+    /// [`SpmvPlan::new`] for CSR arrays borrowed from wherever they live (checked by
+    /// [`CsrRef::try_new`]): no copy on the host; a GPU plan reads them only while it is made
+    /// (the upload), a CPU plan at every product.
+    pub fn from_ref(
+        a: CsrRef<'a, T>,
+        backend: &Backend,
+        opts: PlanOptions,
+    ) -> Result<SpmvPlan<'a, T>, AugurError> {
         let t0 = Instant::now();
-        check_size(a)?;
+        check_shape(a.rows(), a.cols(), a.nnz())?;
         let k = opts.expected_iterations.max(1);
         let mut setup = SetupCost::default();
         let pattern = CsrPattern::of(a);
@@ -378,7 +389,8 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
         &self.setup
     }
 
-    pub fn matrix(&self) -> &'a Csr<T> {
+    /// The matrix the plan was made for (its arrays, where they live).
+    pub fn matrix(&self) -> CsrRef<'a, T> {
         self.a
     }
 

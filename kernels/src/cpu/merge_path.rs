@@ -3,7 +3,7 @@
 //! equal pieces gives every thread the same rows + nonzeros, whatever the row lengths; a row cut
 //! by a piece boundary is finished through a carry added after all pieces are done.
 
-use augur_datasets::{Csr, Scalar};
+use augur_datasets::{CsrRef, Scalar};
 use rayon::prelude::*;
 
 use super::dot;
@@ -42,9 +42,8 @@ fn search(d: usize, ptr: &[i32], nnz: usize) -> (usize, usize) {
     (lo, d - lo)
 }
 
-pub(super) fn run<T: Scalar>(a: &Csr<T>, x: &[T], y: &mut [T], coords: &[(usize, usize)]) {
+pub(super) fn run<T: Scalar>(a: CsrRef<'_, T>, x: &[T], y: &mut [T], coords: &[(usize, usize)]) {
     let ptr = a.indptr();
-    let ptr = ptr.raw_storage();
     let (idx, val) = (a.indices(), a.data());
     // Piece p writes the rows it finishes, coords[p].0 .. coords[p+1].0: disjoint slices of y.
     let mut pieces = Vec::with_capacity(coords.len() - 1);

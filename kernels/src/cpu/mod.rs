@@ -15,7 +15,7 @@ mod merge_path;
 
 use std::ops::Range;
 
-use augur_datasets::{Csr, Scalar};
+use augur_datasets::{CsrRef, Scalar};
 use rayon::prelude::*;
 
 use crate::error::{check_dims, KernelError};
@@ -58,7 +58,8 @@ impl CpuKernel {
     }
 
     /// Setup: compute this kernel's partition of `a` for the current rayon pool.
-    pub fn prepare<T: Scalar>(self, a: &Csr<T>) -> PreparedSpmv<'_, T> {
+    pub fn prepare<'a, T: Scalar>(self, a: impl Into<CsrRef<'a, T>>) -> PreparedSpmv<'a, T> {
+        let a = a.into();
         PreparedSpmv {
             a,
             part: self.partition(a),
@@ -67,10 +68,10 @@ impl CpuKernel {
 
     /// This kernel's partition of `a` for the current rayon pool, apart from the matrix (what
     /// [`crate::device::CpuDevice`] keeps as its prepared kernel).
-    pub fn partition<T>(self, a: &Csr<T>) -> CpuPartition {
+    pub fn partition<'a, T: 'a>(self, a: impl Into<CsrRef<'a, T>>) -> CpuPartition {
+        let a = a.into();
         let parts = rayon::current_num_threads().max(1);
         let ptr = a.indptr();
-        let ptr = ptr.raw_storage();
         let rows = a.rows();
         let plan = match self {
             CpuKernel::Sequential => Plan::Rows(vec![0, rows]),
@@ -108,7 +109,7 @@ enum Plan {
 
 /// A kernel set up for one matrix: run it as often as needed.
 pub struct PreparedSpmv<'a, T> {
-    a: &'a Csr<T>,
+    a: CsrRef<'a, T>,
     part: CpuPartition,
 }
 
@@ -137,7 +138,13 @@ impl CpuPartition {
     }
 
     /// `y = A x` for the matrix this partition was made for.
-    pub fn run<T: Scalar>(&self, a: &Csr<T>, x: &[T], y: &mut [T]) -> Result<(), KernelError> {
+    pub fn run<'a, T: Scalar>(
+        &self,
+        a: impl Into<CsrRef<'a, T>>,
+        x: &[T],
+        y: &mut [T],
+    ) -> Result<(), KernelError> {
+        let a = a.into();
         let rows_ok = match &self.plan {
             Plan::Rows(b) => b.last() == Some(&a.rows()),
             Plan::Merge(c) => c.last().copied() == Some((a.rows(), a.nnz())),
@@ -174,9 +181,8 @@ impl CpuPartition {
 
 /// Rows `first..first + y.len()` of `A x` into `y`.
 #[inline]
-fn rows_range<T: Scalar>(a: &Csr<T>, x: &[T], y: &mut [T], first: usize) {
+fn rows_range<T: Scalar>(a: CsrRef<'_, T>, x: &[T], y: &mut [T], first: usize) {
     let ptr = a.indptr();
-    let ptr = ptr.raw_storage();
     let (idx, val) = (a.indices(), a.data());
     for (k, yi) in y.iter_mut().enumerate() {
         let (s, e) = (ptr[first + k] as usize, ptr[first + k + 1] as usize);

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use augur_datasets::{Csr, Scalar};
+use augur_datasets::{Csr, CsrRef, Scalar};
 use augur_features::spmv::RowSums;
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr,
@@ -373,14 +373,18 @@ impl CudaSpmv {
     }
 
     /// Copy a matrix to the device.
-    pub fn upload<T: GpuScalar>(&self, a: &Csr<T>) -> Result<DeviceCsr<T>, KernelError> {
+    pub fn upload<'a, T: GpuScalar>(
+        &self,
+        a: impl Into<CsrRef<'a, T>>,
+    ) -> Result<DeviceCsr<T>, KernelError> {
+        let a = a.into();
         let s = &self.stream;
         Ok(DeviceCsr {
             rows: a.rows(),
             cols: a.cols(),
             nnz: a.nnz(),
             ptr: s
-                .clone_htod(a.indptr().raw_storage())
+                .clone_htod(a.indptr())
                 .map_err(drv("upload row pointers"))?,
             idx: s.clone_htod(a.indices()).map_err(drv("upload indices"))?,
             val: s.clone_htod(a.data()).map_err(drv("upload values"))?,
@@ -393,11 +397,12 @@ impl CudaSpmv {
     /// only what does not fit under the copy of the values (two launches and a wait on the
     /// results if the gather is still running; `augur collect` records both uploads as
     /// `upload_s` and `upload_gather_s`). The matrix is ready on [`CudaSpmv::stream`] after.
-    pub fn upload_gathering<T: GpuScalar>(
+    pub fn upload_gathering<'a, T: GpuScalar>(
         &self,
-        a: &Csr<T>,
+        a: impl Into<CsrRef<'a, T>>,
         gatherer: &super::gather::GpuGatherer,
     ) -> Result<(DeviceCsr<T>, RowSums), KernelError> {
+        let a = a.into();
         let s = &self.stream;
         if !Arc::ptr_eq(gatherer.stream(), s) {
             return Err(KernelError::Invalid(
@@ -422,7 +427,7 @@ impl CudaSpmv {
             }
         };
         let ptr = s
-            .clone_htod(a.indptr().raw_storage())
+            .clone_htod(a.indptr())
             .map_err(drv("upload row pointers"))?;
         let idx = s.clone_htod(a.indices()).map_err(drv("upload indices"))?;
         // SAFETY: filled by the copy below before anything reads it (`s` waits for `c`).

@@ -4,7 +4,7 @@
 
 use std::rc::Rc;
 
-use augur_datasets::Csr;
+use augur_datasets::CsrRef;
 use augur_features::spmv::RowSums;
 use cudarc::driver::CudaSlice;
 
@@ -32,7 +32,7 @@ enum Inner {
 pub struct DeviceMatrix<'a, T: GpuScalar>(Mat<'a, T>);
 
 enum Mat<'a, T: GpuScalar> {
-    Cpu(&'a Csr<T>),
+    Cpu(CsrRef<'a, T>),
     Cuda(DeviceCsr<T>),
     #[cfg(feature = "hip")]
     Hip(HipCsr<T>),
@@ -301,7 +301,11 @@ impl SpmvDevice for Device {
         }
     }
 
-    fn upload<'a, T: GpuScalar>(&self, a: &'a Csr<T>) -> Result<DeviceMatrix<'a, T>, KernelError> {
+    fn upload<'a, T: GpuScalar>(
+        &self,
+        a: impl Into<CsrRef<'a, T>>,
+    ) -> Result<DeviceMatrix<'a, T>, KernelError> {
+        let a = a.into();
         Ok(DeviceMatrix(match &self.0 {
             Inner::Cpu(d) => Mat::Cpu(d.upload(a)?),
             Inner::Cuda(d) => Mat::Cuda(SpmvDevice::upload(&**d, a)?),
@@ -331,8 +335,9 @@ impl SpmvDevice for Device {
 
     fn upload_gathering<'a, T: GpuScalar>(
         &self,
-        a: &'a Csr<T>,
+        a: impl Into<CsrRef<'a, T>>,
     ) -> Result<(DeviceMatrix<'a, T>, RowSums), KernelError> {
+        let a = a.into();
         Ok(match &self.0 {
             Inner::Cpu(d) => {
                 let (m, s) = d.upload_gathering(a)?;

@@ -2,7 +2,7 @@
 //! vectors are host vectors, a prepared kernel is its partition of the work, and everything runs
 //! at once (synchronising is a no-op).
 
-use augur_datasets::Csr;
+use augur_datasets::CsrRef;
 use augur_features::spmv::{cpu_sums, CsrPattern, RowSums};
 
 use super::{same_len, BackendKind, SpmvDevice};
@@ -16,7 +16,7 @@ use crate::KernelError;
 pub struct CpuDevice;
 
 impl SpmvDevice for CpuDevice {
-    type Matrix<'a, T: GpuScalar + 'a> = &'a Csr<T>;
+    type Matrix<'a, T: GpuScalar + 'a> = CsrRef<'a, T>;
     type Vector<T: GpuScalar> = Vec<T>;
     type Kernel<T: GpuScalar> = CpuPartition;
 
@@ -32,12 +32,15 @@ impl SpmvDevice for CpuDevice {
         CpuKernel::ALL.iter().map(|k| k.name()).collect()
     }
 
-    fn upload<'a, T: GpuScalar>(&self, a: &'a Csr<T>) -> Result<&'a Csr<T>, KernelError> {
-        Ok(a)
+    fn upload<'a, T: GpuScalar>(
+        &self,
+        a: impl Into<CsrRef<'a, T>>,
+    ) -> Result<CsrRef<'a, T>, KernelError> {
+        Ok(a.into())
     }
 
     /// The exact sums on the host (a parallel pass over the pattern).
-    fn gather<T: GpuScalar>(&self, a: &&Csr<T>) -> Result<RowSums, KernelError> {
+    fn gather<T: GpuScalar>(&self, a: &CsrRef<'_, T>) -> Result<RowSums, KernelError> {
         Ok(cpu_sums(CsrPattern::of(*a)))
     }
 
@@ -64,7 +67,7 @@ impl SpmvDevice for CpuDevice {
     fn prepare<T: GpuScalar>(
         &self,
         kernel: &str,
-        a: &&Csr<T>,
+        a: &CsrRef<'_, T>,
         x: &Vec<T>,
         y: &mut Vec<T>,
     ) -> Result<CpuPartition, KernelError> {
@@ -76,7 +79,7 @@ impl SpmvDevice for CpuDevice {
     fn launch<T: GpuScalar>(
         &self,
         k: &mut CpuPartition,
-        a: &&Csr<T>,
+        a: &CsrRef<'_, T>,
         x: &Vec<T>,
         y: &mut Vec<T>,
     ) -> Result<(), KernelError> {
@@ -87,7 +90,7 @@ impl SpmvDevice for CpuDevice {
     fn run_host<T: GpuScalar>(
         &self,
         k: &mut CpuPartition,
-        a: &&Csr<T>,
+        a: &CsrRef<'_, T>,
         _vectors: (&mut Vec<T>, &mut Vec<T>),
         x: &[T],
         y: &mut [T],

@@ -1,7 +1,7 @@
 //! One NVIDIA GPU as an [`SpmvDevice`]: [`CudaSpmv`] (the NVRTC-compiled pool, cuSPARSE, the
 //! feature gatherer) on its own stream.
 
-use augur_datasets::Csr;
+use augur_datasets::CsrRef;
 use augur_features::spmv::RowSums;
 use cudarc::driver::CudaSlice;
 
@@ -31,7 +31,10 @@ impl SpmvDevice for CudaSpmv {
             .collect()
     }
 
-    fn upload<'a, T: GpuScalar>(&self, a: &'a Csr<T>) -> Result<DeviceCsr<T>, KernelError> {
+    fn upload<'a, T: GpuScalar>(
+        &self,
+        a: impl Into<CsrRef<'a, T>>,
+    ) -> Result<DeviceCsr<T>, KernelError> {
         CudaSpmv::upload(self, a)
     }
 
@@ -49,7 +52,7 @@ impl SpmvDevice for CudaSpmv {
     /// ([`CudaSpmv::upload_gathering`]).
     fn upload_gathering<'a, T: GpuScalar>(
         &self,
-        a: &'a Csr<T>,
+        a: impl Into<CsrRef<'a, T>>,
     ) -> Result<(DeviceCsr<T>, RowSums), KernelError> {
         CudaSpmv::upload_gathering(self, a, self.gatherer()?)
     }

@@ -31,7 +31,7 @@ mod cuda;
 
 use std::time::Instant;
 
-use augur_datasets::Csr;
+use augur_datasets::{Csr, CsrRef};
 use augur_features::spmv::RowSums;
 
 use crate::cuda::GpuScalar;
@@ -85,7 +85,10 @@ pub trait SpmvDevice {
     fn kernel_names(&self) -> Vec<&'static str>;
 
     /// Make `a` available to this backend's kernels (a copy to the device on a GPU).
-    fn upload<'a, T: GpuScalar>(&self, a: &'a Csr<T>) -> Result<Self::Matrix<'a, T>, KernelError>;
+    fn upload<'a, T: GpuScalar>(
+        &self,
+        a: impl Into<CsrRef<'a, T>>,
+    ) -> Result<Self::Matrix<'a, T>, KernelError>;
 
     /// The exact feature sums of an uploaded matrix, computed where it lives.
     fn gather<T: GpuScalar>(&self, _a: &Self::Matrix<'_, T>) -> Result<RowSums, KernelError> {
@@ -102,7 +105,7 @@ pub trait SpmvDevice {
     /// with the copy of the values.
     fn upload_gathering<'a, T: GpuScalar>(
         &self,
-        a: &'a Csr<T>,
+        a: impl Into<CsrRef<'a, T>>,
     ) -> Result<(Self::Matrix<'a, T>, RowSums), KernelError> {
         let m = self.upload(a)?;
         let sums = self.gather(&m)?;

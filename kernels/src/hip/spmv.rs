@@ -8,7 +8,7 @@ use std::ffi::{c_int, c_void, CString};
 use std::marker::PhantomData;
 use std::time::Instant;
 
-use augur_datasets::Csr;
+use augur_datasets::CsrRef;
 use augur_features::spmv::RowSums;
 
 use super::api::{self, Api, Event, Function, Module, Stream};
@@ -689,11 +689,15 @@ impl SpmvDevice for HipSpmv {
             .collect()
     }
 
-    fn upload<'a, T: GpuScalar>(&self, a: &'a Csr<T>) -> Result<HipCsr<T>, KernelError> {
+    fn upload<'a, T: GpuScalar>(
+        &self,
+        a: impl Into<CsrRef<'a, T>>,
+    ) -> Result<HipCsr<T>, KernelError> {
+        let a = a.into();
         let mut ptr = self.alloc::<i32>(a.rows() + 1)?;
         let mut idx = self.alloc::<i32>(a.nnz())?;
         let mut val = self.alloc::<T>(a.nnz())?;
-        self.copy_in(a.indptr().raw_storage(), &mut ptr)?;
+        self.copy_in(a.indptr(), &mut ptr)?;
         self.copy_in(a.indices(), &mut idx)?;
         self.copy_in(a.data(), &mut val)?;
         Ok(HipCsr {
@@ -722,13 +726,14 @@ impl SpmvDevice for HipSpmv {
     /// second stream), nothing overlaps yet; worth doing once it can be measured on AMD.
     fn upload_gathering<'a, T: GpuScalar>(
         &self,
-        a: &'a Csr<T>,
+        a: impl Into<CsrRef<'a, T>>,
     ) -> Result<(HipCsr<T>, RowSums), KernelError> {
+        let a = a.into();
         let g = self.gatherer()?;
         let mut ptr = self.alloc::<i32>(a.rows() + 1)?;
         let mut idx = self.alloc::<i32>(a.nnz())?;
         let mut val = self.alloc::<T>(a.nnz())?;
-        self.copy_in(a.indptr().raw_storage(), &mut ptr)?;
+        self.copy_in(a.indptr(), &mut ptr)?;
         self.copy_in(a.indices(), &mut idx)?;
         let (sums, copied) = g.sums_during(self, (a.rows(), a.nnz()), (ptr.ptr, idx.ptr), || {
             self.copy_in(a.data(), &mut val)
