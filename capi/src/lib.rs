@@ -303,27 +303,10 @@ pub unsafe extern "C" fn augur_plan_run(
         if y.is_null() && rows > 0 {
             return Err(invalid(format!("y is NULL but must hold {rows} entries")));
         }
+        // SAFETY: the caller's vectors of the plan's type and these lengths.
         match p.precision() {
-            "f32" => {
-                let xs = unsafe { slice(x.cast::<f32>(), cols, "x")? };
-                let ys: &mut [f32] = if rows == 0 {
-                    &mut []
-                } else {
-                    // SAFETY: non-null, rows entries (the caller's promise).
-                    unsafe { std::slice::from_raw_parts_mut(y.cast(), rows) }
-                };
-                p.run(xs, ys).map_err(augur_err)
-            }
-            _ => {
-                let xs = unsafe { slice(x.cast::<f64>(), cols, "x")? };
-                let ys: &mut [f64] = if rows == 0 {
-                    &mut []
-                } else {
-                    // SAFETY: as above.
-                    unsafe { std::slice::from_raw_parts_mut(y.cast(), rows) }
-                };
-                p.run(xs, ys).map_err(augur_err)
-            }
+            "f32" => unsafe { run_on::<f32>(p, (rows, cols), x, y) },
+            _ => unsafe { run_on::<f64>(p, (rows, cols), x, y) },
         }
     })
 }
@@ -356,6 +339,26 @@ pub unsafe extern "C" fn augur_plan_run_device(
         // memory of its GPU).
         unsafe { p.launch_cuda(x as u64, y as u64, Some(s)) }.map_err(augur_err)
     })
+}
+
+/// `y = A x` on the caller's host vectors of T (`x` cols entries, `y` rows).
+///
+/// # Safety
+/// `x` and `y` point at that many values of T (or are NULL for none).
+unsafe fn run_on<T: augur_lib::PlanScalar>(
+    p: &mut OwnedPlan,
+    (rows, cols): (usize, usize),
+    x: *const c_void,
+    y: *mut c_void,
+) -> Result<(), (AugurStatus, String)> {
+    let xs = unsafe { slice(x.cast::<T>(), cols, "x")? };
+    let ys: &mut [T] = if rows == 0 {
+        &mut []
+    } else {
+        // SAFETY: non-null (checked by the caller), rows entries (the caller's promise).
+        unsafe { std::slice::from_raw_parts_mut(y.cast(), rows) }
+    };
+    p.run(xs, ys).map_err(augur_err)
 }
 
 /// The kernel the plan runs ("scalar", "vector8", "cusparse_alg1", ...); owned by the plan.

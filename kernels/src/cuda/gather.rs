@@ -392,35 +392,52 @@ impl GatherCheck {
         let alone = self.gatherer.gather(p).map_err(probe)?.values();
         let (dm, sums) = self.gpu.upload_gathering(m, &self.gatherer)?;
         let during = finish_features(p, &sums).values();
-        let schema = SpmvFeatures::schema();
-        let mut diff = Vec::new();
-        for (what, g) in [("gpu", &alone), ("gpu during upload", &during)] {
-            diff.extend(
-                cpu.iter()
-                    .zip(g)
-                    .zip(schema.names())
-                    .filter(|((c, g), _)| c.to_bits() != g.to_bits())
-                    .map(|((c, g), n)| format!("{n}: cpu {c} {what} {g}")),
-            );
-        }
-        let (ptr, idx, val) = dm.download(&self.gpu)?;
-        let intact = [
-            ("row pointers", ptr[..] == m.indptr().raw_storage()[..]),
-            ("indices", idx[..] == m.indices()[..]),
-            (
-                "values",
-                val.iter()
-                    .map(|v| v.to_bits())
-                    .eq(m.data().iter().map(|v| v.to_bits())),
-            ),
-        ];
-        if intact.iter().any(|(_, ok)| !ok) {
-            let parts: Vec<String> = intact
-                .iter()
-                .map(|(w, ok)| format!("{w} {}", if *ok { "intact" } else { "DIFFER" }))
-                .collect();
-            diff.push(format!("upload with gathering: {}", parts.join(", ")));
-        }
-        Ok(diff)
+        let arrays = dm.download(&self.gpu)?;
+        Ok(differences(
+            m,
+            &cpu,
+            [("gpu", &alone), ("gpu during upload", &during)],
+            arrays,
+        ))
     }
+}
+
+/// What a device gatherer's check found on `m` (empty: nothing): each feature of `gathered`
+/// (named by who gathered it) unlike the CPU gatherer's `cpu` to the bit, and the arrays an
+/// upload with gathering left on the device unlike the host's. Shared by the CUDA and HIP checks.
+pub(crate) fn differences(
+    m: &augur_datasets::Csr<f64>,
+    cpu: &[f64],
+    gathered: [(&str, &Vec<f64>); 2],
+    (ptr, idx, val): super::spmv::HostCsrArrays<f64>,
+) -> Vec<String> {
+    let schema = SpmvFeatures::schema();
+    let mut diff = Vec::new();
+    for (what, g) in gathered {
+        diff.extend(
+            cpu.iter()
+                .zip(g)
+                .zip(schema.names())
+                .filter(|((c, g), _)| c.to_bits() != g.to_bits())
+                .map(|((c, g), n)| format!("{n}: cpu {c} {what} {g}")),
+        );
+    }
+    let intact = [
+        ("row pointers", ptr[..] == m.indptr().raw_storage()[..]),
+        ("indices", idx[..] == m.indices()[..]),
+        (
+            "values",
+            val.iter()
+                .map(|v| v.to_bits())
+                .eq(m.data().iter().map(|v| v.to_bits())),
+        ),
+    ];
+    if intact.iter().any(|(_, ok)| !ok) {
+        let parts: Vec<String> = intact
+            .iter()
+            .map(|(w, ok)| format!("{w} {}", if *ok { "intact" } else { "DIFFER" }))
+            .collect();
+        diff.push(format!("upload with gathering: {}", parts.join(", ")));
+    }
+    diff
 }

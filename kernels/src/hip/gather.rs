@@ -211,7 +211,7 @@ impl HipGatherCheck {
     pub fn compare(&self, m: &augur_datasets::Csr<f64>) -> Result<Vec<String>, KernelError> {
         use crate::device::SpmvDevice;
         use augur_features::spmv::SpmvGatherer;
-        use augur_features::spmv::{finish_features, CpuGatherer, CsrPattern, SpmvFeatures};
+        use augur_features::spmv::{finish_features, CpuGatherer, CsrPattern};
         let p = CsrPattern::of(m);
         let cpu = CpuGatherer
             .gather(p)
@@ -221,35 +221,12 @@ impl HipGatherCheck {
         let alone = finish_features(p, &self.gpu.gather(&up)?).values();
         let (dm, sums) = self.gpu.upload_gathering(m)?;
         let during = finish_features(p, &sums).values();
-        let schema = SpmvFeatures::schema();
-        let mut diff = Vec::new();
-        for (what, g) in [("hip", &alone), ("hip during upload", &during)] {
-            diff.extend(
-                cpu.iter()
-                    .zip(g)
-                    .zip(schema.names())
-                    .filter(|((c, g), _)| c.to_bits() != g.to_bits())
-                    .map(|((c, g), n)| format!("{n}: cpu {c} {what} {g}")),
-            );
-        }
-        let (ptr, idx, val) = dm.download(&self.gpu)?;
-        let intact = [
-            ("row pointers", ptr[..] == m.indptr().raw_storage()[..]),
-            ("indices", idx[..] == m.indices()[..]),
-            (
-                "values",
-                val.iter()
-                    .map(|v| v.to_bits())
-                    .eq(m.data().iter().map(|v| v.to_bits())),
-            ),
-        ];
-        if intact.iter().any(|(_, ok)| !ok) {
-            let parts: Vec<String> = intact
-                .iter()
-                .map(|(w, ok)| format!("{w} {}", if *ok { "intact" } else { "DIFFER" }))
-                .collect();
-            diff.push(format!("upload with gathering: {}", parts.join(", ")));
-        }
-        Ok(diff)
+        let arrays = dm.download(&self.gpu)?;
+        Ok(crate::cuda::gather::differences(
+            m,
+            &cpu,
+            [("hip", &alone), ("hip during upload", &during)],
+            arrays,
+        ))
     }
 }
