@@ -80,16 +80,32 @@ fn gather_policy(s: &str) -> PyResult<GatherPolicy> {
     })
 }
 
+thread_local! {
+    /// Backends opened on this thread, by name and GPU: a GPU is opened once (its context,
+    /// stream and kernel modules) and shared by the plans made after, as a Rust program that
+    /// keeps its `Backend` does.
+    static BACKENDS: std::cell::RefCell<std::collections::HashMap<(String, usize), Backend>> =
+        Default::default();
+}
+
 fn backend(s: &str, device: usize) -> PyResult<Backend> {
-    match s {
-        "auto" => Ok(Backend::auto()),
-        "cpu" => Ok(Backend::cpu()),
-        "cuda" => Backend::cuda(device).map_err(py_err),
-        "hip" => Backend::hip(device).map_err(py_err),
-        _ => Err(value_err(format!(
-            "backend = {s:?}: \"auto\", \"cpu\", \"cuda\" or \"hip\""
-        ))),
+    let key = (s.to_string(), device);
+    if let Some(b) = BACKENDS.with(|m| m.borrow().get(&key).cloned()) {
+        return Ok(b);
     }
+    let b = match s {
+        "auto" => Backend::auto(),
+        "cpu" => Backend::cpu(),
+        "cuda" => Backend::cuda(device).map_err(py_err)?,
+        "hip" => Backend::hip(device).map_err(py_err)?,
+        _ => {
+            return Err(value_err(format!(
+                "backend = {s:?}: \"auto\", \"cpu\", \"cuda\" or \"hip\""
+            )))
+        }
+    };
+    BACKENDS.with(|m| m.borrow_mut().insert(key, b.clone()));
+    Ok(b)
 }
 
 /// The kernel chosen for a matrix, and why. `str()` is the explanation.
