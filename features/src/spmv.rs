@@ -118,7 +118,12 @@ pub trait SpmvGatherer {
 
 /// The known features alone (sampled and gathered ones NaN).
 pub fn known(m: CsrPattern<'_>) -> SpmvFeatures {
-    let (rows, cols, nnz) = (m.rows as f64, m.cols as f64, m.nnz() as f64);
+    known_shape(m.rows, m.cols, m.nnz())
+}
+
+/// The known features from the shape alone (a matrix whose pattern is not on the host).
+pub fn known_shape(rows: usize, cols: usize, nnz: usize) -> SpmvFeatures {
+    let (rows, cols, nnz) = (rows as f64, cols as f64, nnz as f64);
     SpmvFeatures {
         rows,
         cols,
@@ -213,10 +218,18 @@ pub fn finish_features(m: CsrPattern<'_>, sums: &RowSums) -> SpmvFeatures {
 /// The known and the exact (gathered) features from the exact sums, the sampled ones left NaN:
 /// what the gathered tier reads (a plan that gathers on the GPU does not also sample on the host).
 pub fn exact_features(m: CsrPattern<'_>, sums: &RowSums) -> SpmvFeatures {
-    let mut f = known(m);
-    let rows = m.rows;
+    exact_features_shape((m.rows, m.cols, m.nnz()), sums)
+}
+
+/// [`exact_features`] from the shape `(rows, cols, nnz)` and the exact sums (a matrix whose
+/// pattern is on the device only, gathered there).
+pub fn exact_features_shape(
+    (rows, cols, nnz): (usize, usize, usize),
+    sums: &RowSums,
+) -> SpmvFeatures {
+    let mut f = known_shape(rows, cols, nnz);
     let n = rows as f64;
-    let nnz = m.nnz() as f64;
+    let nnz = nnz as f64;
     if rows == 0 {
         for v in [
             &mut f.row_len_min,

@@ -35,12 +35,10 @@ def _csr_arrays(a, what="a"):
         raise ValueError(f"{what}: augur takes scipy.sparse matrices; install scipy") from e
     mod = type(a).__module__.split(".")[0]
     if mod == "cupyx" and hasattr(a, "get"):
-        notes.append("a CuPy sparse matrix: copied to the host for the plan (device-resident "
-                     "matrices are not yet taken as they are)")
+        notes.append("a CuPy sparse matrix: copied to the host for a plan off the GPU")
         a = a.get()
     elif mod == "torch" and getattr(a, "is_sparse_csr", False):
-        notes.append("a PyTorch CSR tensor: copied to the host for the plan (device-resident "
-                     "matrices are not yet taken as they are)")
+        notes.append("a PyTorch CSR tensor: copied to the host for a plan off the GPU")
         t = a.cpu()
         a = sp.csr_matrix((t.values().numpy(), t.col_indices().numpy(),
                            t.crow_indices().numpy()), shape=tuple(t.shape))
@@ -103,10 +101,21 @@ class SpmvPlan:
             raise ValueError(f"backend = {backend!r}: one of {', '.join(map(repr, _BACKENDS))}")
         if not isinstance(iterations, (int, _np.integer)) or iterations < 1:
             raise ValueError(f"iterations = {iterations!r}: a positive integer")
+        model = None if model is None else str(model)
+        dev = _device_csr(a) if backend in ("auto", "cuda") else None
+        if dev is not None:
+            # A CSR matrix in CUDA memory (CuPy, PyTorch): it stays there (copied on the GPU).
+            ptrs, shape, nnz, bits, gpu, stream, notes, keep = dev  # keep: alive for the call
+            self._plan = _augur.make_plan_cuda(
+                ptrs, shape, nnz, bits, stream, gpu, int(iterations), gather, kernel, model,
+                bool(allow_other_device))
+            del keep
+            self._notes = notes
+            return
         indptr, indices, data, shape, notes = _csr_arrays(a)
         self._plan = _augur.make_plan(
             indptr, indices, data, shape, backend, int(device), int(iterations), gather, kernel,
-            None if model is None else str(model), bool(allow_other_device))
+            model, bool(allow_other_device))
         self._notes = notes
 
     def run(self, x, out=None, stream=None):
@@ -209,6 +218,52 @@ def _raw(v):
             return None
         bits = _BITS.get(v.dtype.name)
         return None if bits is None else (v.data.ptr, v.size, bits, v.device.id)
+    return None
+
+
+def _device_csr(a):
+    """(device addresses, shape, nnz, value bits, GPU, the caller's current stream, notes, the
+    arrays to keep alive while the plan copies them) of a CSR matrix in CUDA memory
+    (CuPy's csr_matrix, PyTorch's sparse CSR tensor), its indices made int32 and, for CuPy,
+    its rows canonical on the GPU; None for anything else."""
+    mod = type(a).__module__.split(".")[0]
+    notes = []
+    if mod == "cupyx" and getattr(a, "format", None) == "csr":
+        import cupy
+        bits = _BITS.get(a.dtype.name)
+        if bits is None:
+            raise ValueError(f"the matrix holds {a.dtype} values; augur runs float32 or float64")
+        if not a.has_canonical_format:
+            a = a.copy()
+            a.sum_duplicates()
+            notes.append("unsorted or repeated column indices: sorted and summed on the GPU")
+        ip, ix = a.indptr, a.indices
+        if ip.dtype != cupy.int32 or ix.dtype != cupy.int32:
+            ip, ix = ip.astype(cupy.int32), ix.astype(cupy.int32)
+            notes.append("indices converted to int32 on the GPU")
+        notes.append("a CuPy matrix in GPU memory: copied on the GPU, not through the host")
+        gpu = a.data.device.id
+        with cupy.cuda.Device(gpu):
+            stream = cupy.cuda.get_current_stream().ptr
+        return ((ip.data.ptr, ix.data.ptr, a.data.data.ptr), (int(a.shape[0]), int(a.shape[1])),
+                int(a.nnz), bits, gpu, stream, notes, (a, ip, ix))
+    if mod == "torch" and getattr(a, "is_sparse_csr", False) and a.is_cuda:
+        import torch
+        vals = a.values()
+        bits = _BITS.get(str(vals.dtype)[6:])
+        if bits is None:
+            raise ValueError(f"the matrix holds {vals.dtype} values; augur runs float32 or float64")
+        crow, col = a.crow_indices(), a.col_indices()
+        if crow.dtype != torch.int32 or col.dtype != torch.int32:
+            if max(a.shape[0], a.shape[1], vals.numel()) > _np.iinfo(_np.int32).max:
+                raise ValueError("the matrix does not fit augur's 32-bit indices")
+            crow, col = crow.to(torch.int32), col.to(torch.int32)
+            notes.append(f"{a.crow_indices().dtype} indices converted to int32 on the GPU")
+        crow, col, vals = crow.contiguous(), col.contiguous(), vals.contiguous()
+        notes.append("a PyTorch CSR tensor in GPU memory: copied on the GPU, not through the host")
+        return ((crow.data_ptr(), col.data_ptr(), vals.data_ptr()),
+                (int(a.shape[0]), int(a.shape[1])), int(vals.numel()), bits,
+                vals.get_device(), _current_stream(vals), notes, (a, crow, col, vals))
     return None
 
 

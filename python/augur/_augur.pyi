@@ -18,6 +18,19 @@ def make_plan(
     model: Optional[str] = None,
     allow_other_device: bool = False,
 ) -> Plan: ...
+def make_plan_cuda(
+    ptrs: tuple[int, int, int],
+    shape: tuple[int, int],
+    nnz: int,
+    bits: int,
+    stream: int,
+    device: int = 0,
+    iterations: int = 1,
+    gather: str = "auto",
+    kernel: Optional[str] = None,
+    model: Optional[str] = None,
+    allow_other_device: bool = False,
+) -> Plan: ...
 def features(
     indptr: npt.NDArray[np.integer], indices: npt.NDArray[np.integer], shape: tuple[int, int]
 ) -> dict[str, float]: ...

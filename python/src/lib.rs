@@ -381,6 +381,54 @@ fn make_plan(
     Ok(Plan { inner })
 }
 
+/// Make a plan from CSR arrays already in CUDA memory (CuPy, PyTorch): their device addresses
+/// `(indptr, indices, data)`, int32 indices and float32 or float64 values (`bits`), copied on the
+/// device in order with the caller's `stream`.
+#[pyfunction]
+#[pyo3(signature = (ptrs, shape, nnz, bits, stream, device=0, iterations=1, gather="auto", kernel=None, model=None, allow_other_device=false))]
+#[allow(clippy::too_many_arguments)]
+fn make_plan_cuda(
+    ptrs: (u64, u64, u64),
+    shape: (usize, usize),
+    nnz: usize,
+    bits: u8,
+    stream: u64,
+    device: usize,
+    iterations: u32,
+    gather: &str,
+    kernel: Option<&str>,
+    model: Option<&str>,
+    allow_other_device: bool,
+) -> PyResult<Plan> {
+    let b = backend("cuda", device)?;
+    let mut opts = PlanOptions::default()
+        .expected_iterations(iterations.max(1))
+        .gather(gather_policy(gather)?)
+        .allow_other_device(allow_other_device);
+    if let Some(k) = kernel {
+        opts = opts.kernel(k);
+    }
+    if let Some(m) = model {
+        opts = opts.selector(Selector::load(m).map_err(py_err)?);
+    }
+    let stream = Some(if stream == 0 { 1 } else { stream });
+    let full = (shape.0, shape.1, nnz);
+    // SAFETY: the package passes the device arrays of a CuPy/PyTorch CSR matrix of this shape
+    // (int32 indices, values of `bits`), alive for this call; the plan checks they are device
+    // memory of its GPU and the row pointers' ends, and copies them before returning.
+    let inner = match bits {
+        32 => unsafe { OwnedPlan::from_cuda_csr::<f32>(full, ptrs, stream, &b, opts) },
+        64 => unsafe { OwnedPlan::from_cuda_csr::<f64>(full, ptrs, stream, &b, opts) },
+        _ => {
+            return Err(value_err(
+                "a device matrix must hold float32 or float64 values",
+            ))
+        }
+    }
+    .map_err(py_err)?;
+    Ok(Plan { inner })
+}
+
 fn run_typed<'py, T: augur::PlanScalar + numpy::Element>(
     plan: &mut OwnedPlan,
     py: Python<'py>,
@@ -841,6 +889,7 @@ fn _augur(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDecision>()?;
     m.add_class::<Model>()?;
     m.add_function(wrap_pyfunction!(make_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(make_plan_cuda, m)?)?;
     m.add_function(wrap_pyfunction!(features, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())

@@ -71,12 +71,7 @@ pub trait PlanScalar: augur_kernels::cuda::GpuScalar {
     #[doc(hidden)]
     fn make(a: Csr<Self>, backend: &Backend, opts: PlanOptions) -> Result<OwnedPlan, AugurError>;
     #[doc(hidden)]
-    fn make_ref(
-        a: CsrRef<'static, Self>,
-        keep: Keep,
-        backend: &Backend,
-        opts: PlanOptions,
-    ) -> Result<OwnedPlan, AugurError>;
+    fn hold(plan: SpmvPlan<'static, Self>, keep: Keep) -> OwnedPlan;
     #[doc(hidden)]
     fn run(p: &mut OwnedPlan, x: &[Self], y: &mut [Self]) -> Result<(), AugurError>;
 }
@@ -109,20 +104,14 @@ macro_rules! plan_scalar {
                 })
             }
 
-            fn make_ref(
-                a: CsrRef<'static, $t>,
-                keep: Keep,
-                backend: &Backend,
-                opts: PlanOptions,
-            ) -> Result<OwnedPlan, AugurError> {
-                let plan = Box::new(SpmvPlan::from_ref(a, backend, opts)?);
+            fn hold(plan: SpmvPlan<'static, $t>, keep: Keep) -> OwnedPlan {
                 let (decision, setup, features) = parts(&plan);
-                Ok(OwnedPlan {
-                    cell: Cell::$refvariant(plan, keep),
+                OwnedPlan {
+                    cell: Cell::$refvariant(Box::new(plan), keep),
                     decision,
                     setup,
                     features,
-                })
+                }
             }
 
             fn run(p: &mut OwnedPlan, x: &[$t], y: &mut [$t]) -> Result<(), AugurError> {
@@ -190,7 +179,24 @@ impl OwnedPlan {
         // SAFETY: the caller's promise: the arrays outlive `keep`, which the plan holds and
         // drops after itself.
         let a: CsrRef<'static, T> = unsafe { std::mem::transmute(a) };
-        T::make_ref(a, keep, backend, opts)
+        Ok(T::hold(SpmvPlan::from_ref(a, backend, opts)?, keep))
+    }
+
+    /// [`SpmvPlan::from_cuda_csr`]: a plan for a matrix already in CUDA memory (copied on the
+    /// device; the caller's arrays may go once its stream has passed the copy).
+    ///
+    /// # Safety
+    /// As [`SpmvPlan::from_cuda_csr`].
+    pub unsafe fn from_cuda_csr<T: PlanScalar>(
+        shape: (usize, usize, usize),
+        ptrs: (u64, u64, u64),
+        stream: Option<u64>,
+        backend: &Backend,
+        opts: PlanOptions,
+    ) -> Result<OwnedPlan, AugurError> {
+        // SAFETY: the caller's promise, passed on.
+        let plan = unsafe { SpmvPlan::from_cuda_csr(shape, ptrs, stream, backend, opts) }?;
+        Ok(T::hold(plan, Box::new(())))
     }
 
     /// `y = A x` (host vectors; a GPU plan copies them to and from the device).
@@ -233,10 +239,7 @@ impl OwnedPlan {
 
     /// Rows, columns and stored entries of the matrix.
     pub fn shape(&self) -> (usize, usize, usize) {
-        with_plan!(&self.cell, |p| {
-            let a = p.matrix();
-            (a.rows(), a.cols(), a.nnz())
-        })
+        with_plan!(&self.cell, |p| p.shape())
     }
 
     /// Whether the plan copied the matrix (false: it reads the caller's arrays).
@@ -312,6 +315,19 @@ mod tests {
         // Non-canonical arrays are not a CsrRef.
         assert!(CsrRef::try_new((3, 3), &ptr32, &[2, 0, 1, 0, 2], &val2).is_none());
         assert!(CsrRef::try_new((3, 3), &ptr32, &[0, 3, 1, 0, 2], &val2).is_none());
+        // A matrix in GPU memory needs a CUDA backend: refused before any address is read.
+        let e = unsafe {
+            OwnedPlan::from_cuda_csr::<f32>(
+                (3, 3, 5),
+                (0x1000, 0x2000, 0x3000),
+                None,
+                &Backend::cpu(),
+                PlanOptions::default(),
+            )
+        }
+        .err()
+        .expect("refused");
+        assert!(e.to_string().contains("CUDA device memory"), "{e}");
         // Device pointers are CUDA's alone.
         let e = unsafe { p.launch_cuda(0x1000, 0x2000, None) }.unwrap_err();
         assert!(e.to_string().contains("CUDA only"), "{e}");

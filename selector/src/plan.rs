@@ -227,7 +227,10 @@ impl MatrixKey {
 /// SpMV `y = A x` for one matrix: features extracted, kernel selected, matrix uploaded and the
 /// kernel set up once; [`SpmvPlan::run`] as often as needed.
 pub struct SpmvPlan<'a, T: GpuScalar> {
-    a: CsrRef<'a, T>,
+    /// The host arrays (None: a matrix that was only in GPU memory).
+    a: Option<CsrRef<'a, T>>,
+    /// Rows, columns, entries.
+    shape: (usize, usize, usize),
     decision: Decision,
     features: SpmvFeatures,
     setup: SetupCost,
@@ -265,6 +268,16 @@ pub fn check_shape(rows: usize, cols: usize, nnz: usize) -> Result<(), AugurErro
     })
 }
 
+/// Where a plan's matrix comes from.
+enum Source<'a, T> {
+    Host(CsrRef<'a, T>),
+    Cuda {
+        shape: (usize, usize, usize),
+        ptrs: (u64, u64, u64),
+        stream: Option<u64>,
+    },
+}
+
 impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
     /// Make a plan for `a` on `backend`: known features, then (when the policy or `opts` say
     /// so) the gathered ones, the model's choice, the upload and the kernel's setup.
@@ -284,11 +297,58 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
         backend: &Backend,
         opts: PlanOptions,
     ) -> Result<SpmvPlan<'a, T>, AugurError> {
+        SpmvPlan::build(Source::Host(a), backend, opts)
+    }
+
+    /// A plan for a matrix already in CUDA memory (a CuPy or PyTorch CSR matrix, a C caller's
+    /// device arrays): `rows + 1` row pointers, `nnz` int32 column indices and values of T at
+    /// those device addresses, copied on the device in order with the caller's `stream` (as
+    /// [`SpmvPlan::launch_cuda`]). Its features are the known ones or gathered on the device
+    /// (there is no host pattern to sample: a sampled tier is read as gathered, with a note).
+    ///
+    /// # Safety
+    /// The addresses must be device allocations of the plan's GPU holding that many elements, a
+    /// valid CSR structure (the row pointers' ends are checked; column indices out of range
+    /// fault the GPU); `stream` a live stream of that GPU.
+    pub unsafe fn from_cuda_csr(
+        shape: (usize, usize, usize),
+        ptrs: (u64, u64, u64),
+        stream: Option<u64>,
+        backend: &Backend,
+        opts: PlanOptions,
+    ) -> Result<SpmvPlan<'static, T>, AugurError> {
+        SpmvPlan::build(
+            Source::Cuda {
+                shape,
+                ptrs,
+                stream,
+            },
+            backend,
+            opts,
+        )
+    }
+
+    fn build(
+        src: Source<'a, T>,
+        backend: &Backend,
+        opts: PlanOptions,
+    ) -> Result<SpmvPlan<'a, T>, AugurError>
+    where
+        T: 'a,
+    {
         let t0 = Instant::now();
-        check_shape(a.rows(), a.cols(), a.nnz())?;
+        let host = match &src {
+            Source::Host(a) => Some(*a),
+            Source::Cuda { .. } => None,
+        };
+        let shape = match &src {
+            Source::Host(a) => (a.rows(), a.cols(), a.nnz()),
+            Source::Cuda { shape, .. } => *shape,
+        };
+        check_shape(shape.0, shape.1, shape.2)?;
         let k = opts.expected_iterations.max(1);
         let mut setup = SetupCost::default();
-        let pattern = CsrPattern::of(a);
+        let pattern = host.map(CsrPattern::of);
 
         // Which selector, and does it fit here?
         let t = Instant::now();
@@ -311,40 +371,67 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
         setup.model_s = t.elapsed().as_secs_f64();
 
         let t = Instant::now();
-        let mut features = fs::known(pattern);
-        let tier = match (&selector, opts.gather) {
+        let mut features = fs::known_shape(shape.0, shape.1, shape.2);
+        let mut tier = match (&selector, opts.gather) {
             (None, GatherPolicy::Auto) | (_, GatherPolicy::Never) => Tier::Known,
             (_, GatherPolicy::Always) => Tier::Gathered,
             (_, GatherPolicy::Sample) => Tier::Sampled,
             (Some(s), GatherPolicy::Auto) => s.tier_for(&features, k),
         };
-        if tier == Tier::Sampled {
-            fs::sample_into(pattern, &mut features);
+        match pattern {
+            Some(p) if tier == Tier::Sampled => fs::sample_into(p, &mut features),
+            None if tier == Tier::Sampled => {
+                tier = Tier::Gathered;
+                notes.push(
+                    "the matrix is in GPU memory only: no host pattern to sample, its features \
+                     were gathered on the device instead"
+                        .into(),
+                );
+            }
+            _ => {}
         }
         let gather = tier == Tier::Gathered;
         setup.features_s = t.elapsed().as_secs_f64();
 
         // Upload first: a GPU's gatherer reads the uploaded pattern (during the upload).
         let device = backend.as_device();
-        let m = if gather {
+        if gather {
             let t = Instant::now();
             device.prepare_gather()?;
             setup.modules_s = t.elapsed().as_secs_f64();
-            let t = Instant::now();
-            let (m, sums) = device.upload_gathering(a)?;
-            device.synchronize()?;
-            setup.upload_s = t.elapsed().as_secs_f64();
-            let t = Instant::now();
-            features = fs::exact_features(pattern, &sums);
-            setup.features_s += t.elapsed().as_secs_f64();
-            m
-        } else {
-            let t = Instant::now();
-            let m = device.upload(a)?;
-            device.synchronize()?;
-            setup.upload_s = t.elapsed().as_secs_f64();
-            m
+        }
+        let t = Instant::now();
+        let (m, sums) = match (src, gather) {
+            (Source::Host(a), true) => {
+                let (m, sums) = device.upload_gathering(a)?;
+                (m, Some(sums))
+            }
+            (Source::Host(a), false) => (device.upload(a)?, None),
+            (
+                Source::Cuda {
+                    shape,
+                    ptrs,
+                    stream,
+                },
+                _,
+            ) => {
+                // SAFETY: from_cuda_csr's contract, passed on.
+                let m = unsafe { device.adopt_cuda_csr(shape, ptrs, stream) }?;
+                let sums = if gather {
+                    Some(device.gather(&m)?)
+                } else {
+                    None
+                };
+                (m, sums)
+            }
         };
+        device.synchronize()?;
+        setup.upload_s = t.elapsed().as_secs_f64();
+        if let Some(sums) = sums {
+            let t = Instant::now();
+            features = fs::exact_features_shape(shape, &sums);
+            setup.features_s += t.elapsed().as_secs_f64();
+        }
 
         let t = Instant::now();
         let mut decision = match (&opts.kernel, &selector) {
@@ -356,14 +443,15 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
         setup.select_s = t.elapsed().as_secs_f64();
 
         let t = Instant::now();
-        let x = device.zeros(a.cols())?;
-        let mut y = device.zeros(a.rows())?;
+        let x = device.zeros(shape.1)?;
+        let mut y = device.zeros(shape.0)?;
         let kernel = device.prepare(&decision.kernel, &m, &x, &mut y)?;
         device.synchronize()?;
         setup.kernel_setup_s = t.elapsed().as_secs_f64();
         setup.total_s = t0.elapsed().as_secs_f64();
         Ok(SpmvPlan {
-            a,
+            a: host,
+            shape,
             decision,
             features,
             setup,
@@ -389,15 +477,21 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
         &self.setup
     }
 
-    /// The matrix the plan was made for (its arrays, where they live).
-    pub fn matrix(&self) -> CsrRef<'a, T> {
+    /// The matrix the plan was made for (its host arrays, where they live; None for a plan
+    /// made from GPU memory).
+    pub fn matrix(&self) -> Option<CsrRef<'a, T>> {
         self.a
+    }
+
+    /// Rows, columns and stored entries.
+    pub fn shape(&self) -> (usize, usize, usize) {
+        self.shape
     }
 
     /// `y = A x` with host vectors (on a GPU: x copied in, y copied out, synchronised; on the
     /// CPU straight from x into y).
     pub fn run(&mut self, x: &[T], y: &mut [T]) -> Result<(), AugurError> {
-        augur_kernels::error::check_dims(self.a.rows(), self.a.cols(), x.len(), y.len())?;
+        augur_kernels::error::check_dims(self.shape.0, self.shape.1, x.len(), y.len())?;
         let vectors = (&mut self.x, &mut self.y);
         Ok(self
             .device

@@ -59,6 +59,90 @@ impl CudaSpmv {
         Ok(())
     }
 
+    /// A matrix already in this GPU's memory (the caller's CSR arrays: `rows + 1` row pointers,
+    /// `nnz` column indices and values of T) copied on the device into arrays of its own, in
+    /// order after the work already on `stream` and before the work enqueued on it next (as
+    /// [`CudaSpmv::launch_external`]). The caller may free its arrays once its stream has passed
+    /// this point. The structure is not checked on the host (it is not there): indices out of
+    /// range fault the GPU later, as they would in cuSPARSE.
+    ///
+    /// # Safety
+    /// The three addresses must be device allocations of this GPU of at least those many
+    /// elements (checked: that they are device memory of this GPU); `stream` a live stream of
+    /// this GPU's primary context.
+    pub unsafe fn copy_device_csr<T: GpuScalar>(
+        &self,
+        (rows, cols, nnz): (usize, usize, usize),
+        (ptr, idx, val): (u64, u64, u64),
+        stream: Option<u64>,
+    ) -> Result<DeviceCsr<T>, KernelError> {
+        self.check_device_pointer("the row pointers", ptr)?;
+        if nnz > 0 {
+            self.check_device_pointer("the column indices", idx)?;
+            self.check_device_pointer("the values", val)?;
+        }
+        let s = self.stream();
+        let ours = s.cu_stream();
+        let theirs = stream.map(|s| s as sys::CUstream);
+        let j = self.joins()?;
+        if let Some(t) = theirs {
+            // SAFETY: live events of this context; `t` a live stream (the caller's promise).
+            check("cuEventRecord", unsafe {
+                sys::cuEventRecord(j.before.cu_event(), t)
+            })?;
+            check("cuStreamWaitEvent", unsafe {
+                sys::cuStreamWaitEvent(ours, j.before.cu_event(), 0)
+            })?;
+        }
+        fn copy<U: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
+            s: &std::sync::Arc<cudarc::driver::CudaStream>,
+            from: u64,
+            n: usize,
+        ) -> Result<CudaSlice<U>, KernelError> {
+            let mut dst = s.alloc_zeros::<U>(n).map_err(drv("cuMemAlloc"))?;
+            if n > 0 {
+                // SAFETY: the caller's allocation of n elements (copy_device_csr's contract).
+                let src: CudaSlice<U> = unsafe { s.upgrade_device_ptr(from, n) };
+                let r = s.memcpy_dtod(&src, &mut dst).map_err(drv("cuMemcpyDtoD"));
+                src.leak();
+                r?;
+            }
+            Ok(dst)
+        }
+        let m = DeviceCsr {
+            rows,
+            cols,
+            nnz,
+            ptr: copy::<i32>(s, ptr, rows + 1)?,
+            idx: copy::<i32>(s, idx, nnz)?,
+            val: copy::<T>(s, val, nnz)?,
+        };
+        if let Some(t) = theirs {
+            // SAFETY: as above.
+            check("cuEventRecord", unsafe {
+                sys::cuEventRecord(j.after.cu_event(), ours)
+            })?;
+            check("cuStreamWaitEvent", unsafe {
+                sys::cuStreamWaitEvent(t, j.after.cu_event(), 0)
+            })?;
+        }
+        // The two row pointers the host can afford to read: the first must be 0, the last nnz.
+        let ends = [
+            s.clone_dtoh(&m.ptr.slice(0..1))
+                .map_err(drv("device to host copy"))?[0],
+            s.clone_dtoh(&m.ptr.slice(rows..rows + 1))
+                .map_err(drv("device to host copy"))?[0],
+        ];
+        if ends != [0, nnz as i32] {
+            return Err(KernelError::Invalid(format!(
+                "the device row pointers run from {} to {}; a {rows}-row matrix with {nnz} \
+                 entries needs 0 to {nnz}",
+                ends[0], ends[1]
+            )));
+        }
+        Ok(m)
+    }
+
     /// `y = A x` with a prepared kernel on the caller's device memory: `x_ptr` holds `a.cols`
     /// values of T and `y_ptr` `a.rows`, ordered after the work already on `stream` (a CUstream
     /// of this GPU's primary context; `0` is the legacy default stream) and before the work the

@@ -285,9 +285,9 @@ pub struct DeviceCsr<T> {
     pub rows: usize,
     pub cols: usize,
     pub nnz: usize,
-    ptr: CudaSlice<i32>,
-    idx: CudaSlice<i32>,
-    val: CudaSlice<T>,
+    pub(super) ptr: CudaSlice<i32>,
+    pub(super) idx: CudaSlice<i32>,
+    pub(super) val: CudaSlice<T>,
 }
 
 /// One GPU with the SpMV module loaded.

@@ -59,6 +59,28 @@ enum Kernel<T: GpuScalar> {
 }
 
 impl Device {
+    /// A matrix already in the GPU's memory (CUDA): [`CudaSpmv::copy_device_csr`] (copied on
+    /// the device, in order with the caller's `stream`). Other backends: unsupported.
+    ///
+    /// # Safety
+    /// As [`CudaSpmv::copy_device_csr`].
+    pub unsafe fn adopt_cuda_csr<'a, T: GpuScalar>(
+        &self,
+        shape: (usize, usize, usize),
+        ptrs: (u64, u64, u64),
+        stream: Option<u64>,
+    ) -> Result<DeviceMatrix<'a, T>, KernelError> {
+        match &self.0 {
+            // SAFETY: the caller's promise, passed on.
+            Inner::Cuda(d) => Ok(DeviceMatrix(Mat::Cuda(unsafe {
+                d.copy_device_csr(shape, ptrs, stream)
+            }?))),
+            _ => Err(super::unsupported(
+                self.kind(),
+                "a matrix in CUDA device memory",
+            )),
+        }
+    }
     /// The rayon CPU kernels on the current rayon pool.
     pub fn cpu() -> Device {
         Device(Inner::Cpu(CpuDevice))

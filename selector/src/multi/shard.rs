@@ -98,7 +98,7 @@ pub(super) fn worker<T: GpuScalar + NcclType>(
             gpu: ctx.ordinal,
             device: backend.device(),
             rows: ctx.layout.pieces[c][rank].clone(),
-            nnz: p.matrix().nnz(),
+            nnz: p.shape().2,
             decision: p.decision().clone(),
             setup: p.setup().clone(),
         })
