@@ -27,39 +27,45 @@ def bound(a, x, dtype):
 
 
 # 1. Correctness: every shared matrix, f32 and f64, PyTorch and CuPy vectors, outputs poisoned.
-rows, fails = [], 0
-for path in sorted(glob.glob(os.path.join(mdir, "*.mtx.gz"))):
-    name = os.path.basename(path)[:-7]
-    m = scipy.io.mmread(path)
-    if not sp.issparse(m) or np.iscomplexobj(m.data):
-        continue
-    a64 = sp.csr_matrix(m, dtype=np.float64)
-    if a64.nnz == 0:
-        continue
-    for dtype in (np.float32, np.float64):
-        if dtype == np.float32 and np.abs(a64.data).max() > 1e30:
+def shared(mdir):
+    """(name, dtype, matrix) for every real shared matrix with entries, f32 (where its values
+    fit) and f64, canonical CSR."""
+    for path in sorted(glob.glob(os.path.join(mdir, "*.mtx.gz"))):
+        m = scipy.io.mmread(path)
+        if not sp.issparse(m) or np.iscomplexobj(m.data):
             continue
-        a = a64.astype(dtype)
-        x = np.random.default_rng(1).uniform(0.5, 1.5, a.shape[1]).astype(dtype)
-        want = a.astype(np.float64) @ x.astype(np.float64)
-        tol = bound(a, x, dtype)
-        plan = augur.SpmvPlan(a, backend="cuda", iterations=100)
-        for lib in ("torch", "cupy"):
-            if lib == "torch":
-                xd = torch.from_numpy(x).cuda()
-                yd = torch.full((a.shape[0],), float("nan"), dtype=xd.dtype, device="cuda")
-                plan.run(xd, yd)
-                y = yd.cpu().numpy()
-            else:
-                xd = cupy.asarray(x)
-                yd = cupy.full(a.shape[0], cupy.nan, dtype=dtype)
-                plan.run(xd, yd)
-                y = cupy.asnumpy(yd)
-            err = np.abs(y.astype(np.float64) - want)
-            ok = bool(np.all(err <= tol))
-            fails += not ok
-            rows.append([name, np.dtype(dtype).name, lib, plan.kernel, a.nnz, ok,
-                         float(np.max(err / tol)) if len(err) else 0.0])
+        a64 = sp.csr_matrix(m, dtype=np.float64)
+        a64.sum_duplicates()
+        if a64.nnz == 0:
+            continue
+        for dtype in (np.float32, np.float64):
+            if dtype == np.float32 and np.abs(a64.data).max() > 1e30:
+                continue
+            yield os.path.basename(path)[:-7], dtype, a64.astype(dtype)
+
+
+rows, fails = [], 0
+for name, dtype, a in shared(mdir):
+    x = np.random.default_rng(1).uniform(0.5, 1.5, a.shape[1]).astype(dtype)
+    want = a.astype(np.float64) @ x.astype(np.float64)
+    tol = bound(a, x, dtype)
+    plan = augur.SpmvPlan(a, backend="cuda", iterations=100)
+    for lib in ("torch", "cupy"):
+        if lib == "torch":
+            xd = torch.from_numpy(x).cuda()
+            yd = torch.full((a.shape[0],), float("nan"), dtype=xd.dtype, device="cuda")
+            plan.run(xd, yd)
+            y = yd.cpu().numpy()
+        else:
+            xd = cupy.asarray(x)
+            yd = cupy.full(a.shape[0], cupy.nan, dtype=dtype)
+            plan.run(xd, yd)
+            y = cupy.asnumpy(yd)
+        err = np.abs(y.astype(np.float64) - want)
+        ok = bool(np.all(err <= tol))
+        fails += not ok
+        rows.append([name, np.dtype(dtype).name, lib, plan.kernel, a.nnz, ok,
+                     float(np.max(err / tol)) if len(err) else 0.0])
 with open(os.path.join(out, "check.csv"), "w", newline="") as f:
     w = csv.writer(f)
     w.writerow(["matrix", "dtype", "library", "kernel", "nnz", "passed", "worst_over_bound"])
@@ -69,40 +75,28 @@ print(f"check: {len(rows)} products (matrix x dtype x library), {fails} failed",
 # 1b. Matrices already in GPU memory (CuPy csr_matrix, PyTorch sparse CSR): the plan copies them
 # on the GPU (not through the host); every shared matrix, f32 and f64.
 drows, dfails = [], 0
-for path in sorted(glob.glob(os.path.join(mdir, "*.mtx.gz"))):
-    name = os.path.basename(path)[:-7]
-    m = scipy.io.mmread(path)
-    if not sp.issparse(m) or np.iscomplexobj(m.data):
-        continue
-    a64 = sp.csr_matrix(m, dtype=np.float64)
-    if a64.nnz == 0:
-        continue
-    for dtype in (np.float32, np.float64):
-        if dtype == np.float32 and np.abs(a64.data).max() > 1e30:
-            continue
-        a = a64.astype(dtype)
-        a.sum_duplicates()
-        x = np.random.default_rng(3).uniform(0.5, 1.5, a.shape[1]).astype(dtype)
-        want = a.astype(np.float64) @ x.astype(np.float64)
-        tol = bound(a, x, dtype)
-        for lib in ("cupy", "torch"):
-            if lib == "cupy":
-                dm = csp.csr_matrix(a)
-                xd = cupy.asarray(x)
-            else:
-                dm = torch.sparse_csr_tensor(torch.from_numpy(a.indptr.astype(np.int64)),
-                                             torch.from_numpy(a.indices.astype(np.int64)),
-                                             torch.from_numpy(a.data), size=a.shape).cuda()
-                xd = torch.from_numpy(x).cuda()
-            plan = augur.SpmvPlan(dm, backend="cuda", iterations=100)
-            on_gpu = any("copied on the GPU" in n for n in plan.notes)
-            yd = plan.run(xd)
-            y = cupy.asnumpy(yd) if lib == "cupy" else yd.cpu().numpy()
-            err = np.abs(y.astype(np.float64) - want)
-            ok = bool(np.all(err <= tol)) and on_gpu and not plan._plan.copied
-            dfails += not ok
-            drows.append([name, np.dtype(dtype).name, lib, plan.kernel, plan.decision.tier,
-                          a.nnz, ok, float(np.max(err / tol)) if len(err) else 0.0])
+for name, dtype, a in shared(mdir):
+    x = np.random.default_rng(3).uniform(0.5, 1.5, a.shape[1]).astype(dtype)
+    want = a.astype(np.float64) @ x.astype(np.float64)
+    tol = bound(a, x, dtype)
+    for lib in ("cupy", "torch"):
+        if lib == "cupy":
+            dm = csp.csr_matrix(a)
+            xd = cupy.asarray(x)
+        else:
+            dm = torch.sparse_csr_tensor(torch.from_numpy(a.indptr.astype(np.int64)),
+                                         torch.from_numpy(a.indices.astype(np.int64)),
+                                         torch.from_numpy(a.data), size=a.shape).cuda()
+            xd = torch.from_numpy(x).cuda()
+        plan = augur.SpmvPlan(dm, backend="cuda", iterations=100)
+        on_gpu = any("copied on the GPU" in n for n in plan.notes)
+        yd = plan.run(xd)
+        y = cupy.asnumpy(yd) if lib == "cupy" else yd.cpu().numpy()
+        err = np.abs(y.astype(np.float64) - want)
+        ok = bool(np.all(err <= tol)) and on_gpu and not plan._plan.copied
+        dfails += not ok
+        drows.append([name, np.dtype(dtype).name, lib, plan.kernel, plan.decision.tier,
+                      a.nnz, ok, float(np.max(err / tol)) if len(err) else 0.0])
 with open(os.path.join(out, "device-matrix.csv"), "w", newline="") as f:
     w = csv.writer(f)
     w.writerow(["matrix", "dtype", "library", "kernel", "tier", "nnz", "passed",

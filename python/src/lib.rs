@@ -340,6 +340,27 @@ fn make<T: augur::PlanScalar + numpy::Element>(
     r.map_err(py_err)
 }
 
+/// The plan options both constructors take.
+fn plan_options(
+    iterations: u32,
+    gather: &str,
+    kernel: Option<&str>,
+    model: Option<&str>,
+    allow_other_device: bool,
+) -> PyResult<PlanOptions> {
+    let mut opts = PlanOptions::default()
+        .expected_iterations(iterations.max(1))
+        .gather(gather_policy(gather)?)
+        .allow_other_device(allow_other_device);
+    if let Some(k) = kernel {
+        opts = opts.kernel(k);
+    }
+    if let Some(m) = model {
+        opts = opts.selector(Selector::load(m).map_err(py_err)?);
+    }
+    Ok(opts)
+}
+
 /// Make a plan from CSR arrays (see `augur.SpmvPlan`, which takes a scipy.sparse matrix).
 #[pyfunction]
 #[pyo3(signature = (indptr, indices, data, shape, backend_name="auto", device=0, iterations=1, gather="auto", kernel=None, model=None, allow_other_device=false))]
@@ -358,16 +379,7 @@ fn make_plan(
     allow_other_device: bool,
 ) -> PyResult<Plan> {
     let b = backend(backend_name, device)?;
-    let mut opts = PlanOptions::default()
-        .expected_iterations(iterations.max(1))
-        .gather(gather_policy(gather)?)
-        .allow_other_device(allow_other_device);
-    if let Some(k) = kernel {
-        opts = opts.kernel(k);
-    }
-    if let Some(m) = model {
-        opts = opts.selector(Selector::load(m).map_err(py_err)?);
-    }
+    let opts = plan_options(iterations, gather, kernel, model, allow_other_device)?;
     let (p, i) = (index(indptr, "indptr")?, index(indices, "indices")?);
     let inner = if let Ok(d) = data.extract::<PyReadonlyArray1<'_, f32>>() {
         make(&d, &p, &i, shape, &b, opts)?
@@ -401,16 +413,7 @@ fn make_plan_cuda(
     allow_other_device: bool,
 ) -> PyResult<Plan> {
     let b = backend("cuda", device)?;
-    let mut opts = PlanOptions::default()
-        .expected_iterations(iterations.max(1))
-        .gather(gather_policy(gather)?)
-        .allow_other_device(allow_other_device);
-    if let Some(k) = kernel {
-        opts = opts.kernel(k);
-    }
-    if let Some(m) = model {
-        opts = opts.selector(Selector::load(m).map_err(py_err)?);
-    }
+    let opts = plan_options(iterations, gather, kernel, model, allow_other_device)?;
     let stream = Some(if stream == 0 { 1 } else { stream });
     let full = (shape.0, shape.1, nnz);
     // SAFETY: the package passes the device arrays of a CuPy/PyTorch CSR matrix of this shape
