@@ -124,23 +124,6 @@ impl<'a, T> CsrRef<'a, T> {
     pub fn data(&self) -> &'a [T] {
         self.data
     }
-
-    /// An owned copy.
-    pub fn to_csr(&self) -> Csr<T>
-    where
-        T: Clone,
-    {
-        // SAFETY: a CsrRef holds a valid CSR structure (its constructors check it).
-        unsafe {
-            Csr::new_unchecked(
-                sprs::CompressedStorage::CSR,
-                (self.rows, self.cols),
-                self.indptr.to_vec(),
-                self.indices.to_vec(),
-                self.data.to_vec(),
-            )
-        }
-    }
 }
 
 /// Largest row count, column count or number of stored entries a [`Csr`] can hold.

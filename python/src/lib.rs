@@ -212,6 +212,17 @@ const DL_CUDA: i32 = 2;
 const DL_CUDA_MANAGED: i32 = 13;
 const DL_FLOAT: u8 = 2;
 
+/// A caller's CUDA stream handle as augur and DLPack take it: 0 (the legacy default stream in
+/// CuPy's and PyTorch's numbering) becomes 1, which both DLPack and the CUDA driver
+/// (`CU_STREAM_LEGACY`) read as that stream (DLPack does not allow 0).
+fn cuda_stream(stream: u64) -> u64 {
+    if stream == 0 {
+        1
+    } else {
+        stream
+    }
+}
+
 /// A one-dimensional CUDA vector borrowed through DLPack: its address, length, element bits and
 /// GPU, with the capsule that keeps it alive (its deleter runs when the capsule goes).
 struct CudaVector<'py> {
@@ -414,7 +425,7 @@ fn make_plan_cuda(
 ) -> PyResult<Plan> {
     let b = backend("cuda", device)?;
     let opts = plan_options(iterations, gather, kernel, model, allow_other_device)?;
-    let stream = Some(if stream == 0 { 1 } else { stream });
+    let stream = Some(cuda_stream(stream));
     let full = (shape.0, shape.1, nnz);
     // SAFETY: the package passes the device arrays of a CuPy/PyTorch CSR matrix of this shape
     // (int32 indices, values of `bits`), alive for this call; the plan checks they are device
@@ -509,7 +520,7 @@ impl Plan {
         out: &Bound<'_, PyAny>,
         stream: u64,
     ) -> PyResult<()> {
-        let stream = if stream == 0 { 1 } else { stream };
+        let stream = cuda_stream(stream);
         let xv = CudaVector::of(x, stream, "x")?;
         let yv = CudaVector::of(out, stream, "out")?;
         self.launch_checked(xv.raw(), yv.raw(), stream)
@@ -524,7 +535,7 @@ impl Plan {
         out: (u64, usize, u8, i32),
         stream: u64,
     ) -> PyResult<()> {
-        let stream = if stream == 0 { 1 } else { stream };
+        let stream = cuda_stream(stream);
         self.launch_checked(RawVector::from(x), RawVector::from(out), stream)
     }
 
@@ -538,7 +549,7 @@ impl Plan {
         stream: u64,
         n: usize,
     ) -> PyResult<f64> {
-        let stream = if stream == 0 { 1 } else { stream };
+        let stream = cuda_stream(stream);
         let (xv, yv) = (
             CudaVector::of(x, stream, "x")?,
             CudaVector::of(out, stream, "out")?,

@@ -337,13 +337,9 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
         T: 'a,
     {
         let t0 = Instant::now();
-        let host = match &src {
-            Source::Host(a) => Some(*a),
-            Source::Cuda { .. } => None,
-        };
-        let shape = match &src {
-            Source::Host(a) => (a.rows(), a.cols(), a.nnz()),
-            Source::Cuda { shape, .. } => *shape,
+        let (host, shape) = match &src {
+            Source::Host(a) => (Some(*a), (a.rows(), a.cols(), a.nnz())),
+            Source::Cuda { shape, .. } => (None, *shape),
         };
         check_shape(shape.0, shape.1, shape.2)?;
         let k = opts.expected_iterations.max(1);

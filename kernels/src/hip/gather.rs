@@ -83,31 +83,30 @@ impl HipGatherer {
     }
 
     /// The exact sums of a device pattern (row pointers `ptr`, column indices `idx`) on `gpu`'s
-    /// stream, after whatever is already enqueued there (an upload of the pattern), then
-    /// `during` (e.g. the values' copy) before the results are read back.
-    pub(super) fn sums_during<R>(
+    /// stream, after whatever is already enqueued there: two kernels, one copy back.
+    pub(super) fn sums(
         &self,
         gpu: &HipSpmv,
         (rows, nnz): (usize, usize),
         (ptr, idx): (*mut c_void, *mut c_void),
-        during: impl FnOnce() -> R,
-    ) -> (Result<RowSums, KernelError>, R) {
+    ) -> Result<RowSums, KernelError> {
         if rows == 0 {
-            return (Ok(RowSums::NO_ROWS), during());
+            return Ok(RowSums::NO_ROWS);
         }
         let mut guard = self.bufs.borrow_mut();
-        let enqueued = self.launch(gpu, &mut guard, (rows, nnz), (ptr, idx));
-        let r = during();
-        let sums = enqueued.and_then(|()| {
-            let b = guard.as_ref().expect("allocated by launch");
-            let mut out = vec![0u64; OUT_N];
-            gpu.copy_out(&b.acc, &mut out)?;
-            Ok(decode(&out))
-        });
+        let sums = self
+            .launch(gpu, &mut guard, (rows, nnz), (ptr, idx))
+            .and_then(|()| {
+                let b = guard.as_ref().expect("allocated by launch");
+                let mut out = vec![0u64; OUT_N];
+                gpu.copy_out(&b.acc, &mut out)?;
+                Ok(decode(&out))
+            });
         if sums.is_err() {
+            // The counters may be half-updated: start from fresh ones next time.
             *guard = None;
         }
-        (sums, r)
+        sums
     }
 
     /// Buffers for `nnz` entries (first use: allocated and zeroed by `feat_init`), then the two

@@ -714,40 +714,13 @@ impl SpmvDevice for HipSpmv {
         self.gatherer().map(|_| ())
     }
 
-    /// A device pass over the uploaded pattern (two kernels and one copy back).
+    /// A device pass over the uploaded pattern (two kernels and one copy back). An upload with
+    /// gathering is the trait's upload then this, in order: unlike CUDA's (the gather overlapping
+    /// the values' copy on a second stream), nothing overlaps on HIP yet; worth doing once it can
+    /// be measured on AMD.
     fn gather<T: GpuScalar>(&self, a: &HipCsr<T>) -> Result<RowSums, KernelError> {
         let g = self.gatherer()?;
-        let (sums, ()) = g.sums_during(self, (a.rows, a.nnz), (a.ptr.ptr, a.idx.ptr), || ());
-        sums
-    }
-
-    /// The pattern first, the gather enqueued behind it, then the values copied before the
-    /// results are read. All on the one stream, in that order: unlike CUDA's (values on a
-    /// second stream), nothing overlaps yet; worth doing once it can be measured on AMD.
-    fn upload_gathering<'a, T: GpuScalar>(
-        &self,
-        a: impl Into<CsrRef<'a, T>>,
-    ) -> Result<(HipCsr<T>, RowSums), KernelError> {
-        let a = a.into();
-        let g = self.gatherer()?;
-        let mut ptr = self.alloc::<i32>(a.rows() + 1)?;
-        let mut idx = self.alloc::<i32>(a.nnz())?;
-        let mut val = self.alloc::<T>(a.nnz())?;
-        self.copy_in(a.indptr(), &mut ptr)?;
-        self.copy_in(a.indices(), &mut idx)?;
-        let (sums, copied) = g.sums_during(self, (a.rows(), a.nnz()), (ptr.ptr, idx.ptr), || {
-            self.copy_in(a.data(), &mut val)
-        });
-        copied?;
-        let m = HipCsr {
-            rows: a.rows(),
-            cols: a.cols(),
-            nnz: a.nnz(),
-            ptr,
-            idx,
-            val,
-        };
-        Ok((m, sums?))
+        g.sums(self, (a.rows, a.nnz), (a.ptr.ptr, a.idx.ptr))
     }
 
     fn vector<T: GpuScalar>(&self, host: &[T]) -> Result<HipBuf<T>, KernelError> {
