@@ -105,6 +105,34 @@ with open(os.path.join(out, "device-matrix.csv"), "w", newline="") as f:
 print(f"device-resident matrices: {len(drows)} plans and products, {dfails} failed", flush=True)
 fails += dfails
 
+# 1c. What PyTorch's fast path (read in Rust, no DLPack) must refuse, with a ValueError naming it,
+# and what it must hand on (a CPU tensor runs on the host).
+a = sp.csr_matrix(sp.random(50, 40, density=0.2, random_state=4, dtype=np.float32))
+plan = augur.SpmvPlan(a, backend="cuda")
+xt = torch.rand(40, device="cuda")
+refusals = [
+    ("x of 39 entries", lambda: plan.run(xt[:39], torch.empty(50, device="cuda")), "entries"),
+    ("float16 x", lambda: plan.run(xt.half(), torch.empty(50, device="cuda")), "float"),
+    ("strided x", lambda: plan.run(torch.rand(80, device="cuda")[::2],
+                                   torch.empty(50, device="cuda")), "contiguous"),
+    ("float64 out", lambda: plan.run(xt, torch.empty(50, device="cuda", dtype=torch.float64)),
+     "float"),
+    ("2-D out", lambda: plan.run(xt, torch.empty(50, 1, device="cuda")), "dimensional"),
+]
+for what, call, word in refusals:
+    try:
+        call()
+        print(f"fast path: {what} was NOT refused", flush=True)
+        fails += 1
+    except ValueError as e:
+        ok = word in str(e)
+        fails += not ok
+        print(f"fast path: {what} refused{'' if ok else ' WITHOUT naming it'}: {e}", flush=True)
+y_host = plan.run(xt.cpu())
+ok = np.allclose(np.asarray(y_host), a @ xt.cpu().numpy(), rtol=1e-5, atol=1e-6)
+fails += not ok
+print(f"fast path: a CPU tensor ran on the host: {'passed' if ok else 'FAILED'}", flush=True)
+
 # 2. Stream order: on a non-default stream, behind a long sleep kernel, x made, the product, and
 # a read of y, all on that stream; the host never waits in between.
 a = sp.csr_matrix(scipy.io.mmread(os.path.join(mdir, "bcsstk33.mtx.gz")), dtype=np.float32)
@@ -200,17 +228,30 @@ for backend in ("cuda", "cpu"):
         t = time.perf_counter()
         p = augur.SpmvPlan(big, backend=backend, iterations=100)
         wall = time.perf_counter() - t
-        creation.append([backend, big.nnz, rep, wall, p.setup_cost["total"], p._plan.copied])
+        setup, copied = p.setup_cost["total"], p._plan.copied
         del p
+        t = time.perf_counter()
+        augur._csr_arrays(big)  # the package's Python side alone (format, dtype and index checks)
+        arrays = time.perf_counter() - t
+        # The Rust API on the same arrays (check + from_ref), timed in Rust.
+        check, rust = augur._augur._time_rust_creation(big.indptr, big.indices, big.data,
+                                                       big.shape, backend, 100)
+        creation.append([backend, big.nnz, rep, wall, setup, copied, arrays, check, rust])
 with open(os.path.join(out, "creation.csv"), "w", newline="") as f:
     w = csv.writer(f)
-    w.writerow(["backend", "nnz", "rep", "python_wall_s", "plan_setup_total_s", "copied"])
+    w.writerow(["backend", "nnz", "rep", "python_wall_s", "plan_setup_total_s", "copied",
+                "python_arrays_s", "rust_check_s", "rust_from_arrays_s"])
     w.writerows(creation)
 for backend in ("cuda", "cpu"):
     r = [c for c in creation if c[0] == backend][1:]
     wall = statistics.median(c[3] for c in r)
     own = statistics.median(c[4] for c in r)
-    print(f"creation {backend} nnz={big.nnz}: python {wall * 1e3:.1f} ms, plan setup "
-          f"{own * 1e3:.1f} ms, added {100 * (wall / own - 1):.1f}% (arrays copied: {r[0][5]})",
-          flush=True)
+    arrays = statistics.median(c[6] for c in r)
+    check = statistics.median(c[7] for c in r)
+    rust = statistics.median(c[8] for c in r)
+    print(f"creation {backend} nnz={big.nnz}: python {wall * 1e3:.1f} ms; Rust from the same "
+          f"arrays {rust * 1e3:.1f} ms (their check {check * 1e3:.2f} ms), added "
+          f"{100 * (wall / rust - 1):.1f}%; plan setup alone {own * 1e3:.1f} ms, added "
+          f"{100 * (wall / own - 1):.1f}% (arrays copied: {r[0][5]}; package's Python side "
+          f"{arrays * 1e3:.2f} ms)", flush=True)
 sys.exit(1 if fails or not ok_order else 0)

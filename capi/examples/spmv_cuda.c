@@ -1,6 +1,7 @@
 /* augur from C on device pointers (a GPU machine; not built in CI, which has no GPU): the 2-D
  * Laplacian's plan on the CUDA backend, x and y in cudaMalloc'd memory, the product enqueued on a
- * stream of the caller's behind other work, checked against the product computed here.
+ * stream of the caller's behind other work, checked against the product computed here; then the
+ * same matrix made from device arrays (augur_plan_create_device).
  * Build and run: nvcc -I capi/include capi/examples/spmv_cuda.c -L <dir of libaugur.so> -laugur
  * Exits 0 when every check holds. */
 #include <cuda_runtime.h>
@@ -71,6 +72,42 @@ int main(void) {
     const double e = fabs((double)y[i] - want[i]) / (fabs(want[i]) + 1e-30);
     if (!(e <= worst)) worst = e;
   }
+  /* The same matrix made from device arrays (as a CUDA code holds it): copied on the GPU after
+   * the uploads on st, then run on the poisoned y again. */
+  int32_t *dptr, *didx;
+  float *dval;
+  CK(cudaMalloc((void **)&dptr, sizeof(int32_t) * (rows + 1)));
+  CK(cudaMalloc((void **)&didx, sizeof(int32_t) * nnz));
+  CK(cudaMalloc((void **)&dval, sizeof(float) * nnz));
+  CK(cudaMemcpyAsync(dptr, ptr, sizeof(int32_t) * (rows + 1), cudaMemcpyHostToDevice, st));
+  CK(cudaMemcpyAsync(didx, idx, sizeof(int32_t) * nnz, cudaMemcpyHostToDevice, st));
+  CK(cudaMemcpyAsync(dval, val, sizeof(float) * nnz, cudaMemcpyHostToDevice, st));
+  AugurPlan *dplan = NULL;
+  s = augur_plan_create_device(rows, rows, nnz, dptr, didx, dval, AUGUR_VALUE_TYPE_F32, st, &o,
+                               &dplan);
+  if (s != AUGUR_STATUS_OK) {
+    fprintf(stderr, "augur_plan_create_device: %s\n", augur_last_error());
+    return 1;
+  }
+  CK(cudaFree(dval)); /* the plan holds its own copy */
+  CK(cudaMemsetAsync(dy, 0xff, sizeof(float) * rows, st));
+  s = augur_plan_run_device(dplan, dx, dy, st);
+  if (s != AUGUR_STATUS_OK) {
+    fprintf(stderr, "augur_plan_run_device (device matrix): %s\n", augur_last_error());
+    return 1;
+  }
+  CK(cudaMemcpyAsync(y, dy, sizeof(float) * rows, cudaMemcpyDeviceToHost, st));
+  CK(cudaStreamSynchronize(st));
+  double worst_dev = 0.0;
+  for (int i = 0; i < rows; i++) {
+    const double e = fabs((double)y[i] - want[i]) / (fabs(want[i]) + 1e-30);
+    if (!(e <= worst_dev)) worst_dev = e;
+  }
+  printf("from device arrays: kernel %s, max relative error %.3g\n", augur_plan_kernel(dplan),
+         worst_dev);
+  augur_plan_destroy(dplan);
+  cudaFree(dptr);
+  cudaFree(didx);
   /* A host pointer where device memory is expected: refused with a message, not a crash. */
   s = augur_plan_run_device(plan, x, dy, st);
   const int refused = s == AUGUR_STATUS_INVALID;
@@ -81,5 +118,5 @@ int main(void) {
   augur_plan_destroy(plan);
   cudaFree(dx);
   cudaFree(dy);
-  return worst < 1e-5 && refused ? 0 : 1;
+  return worst < 1e-5 && worst_dev < 1e-5 && refused ? 0 : 1;
 }

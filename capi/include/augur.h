@@ -99,6 +99,29 @@ enum AugurStatus augur_plan_create(int32_t rows,
                                    const struct AugurPlanOptions *options,
                                    struct AugurPlan **plan);
 
+// Make a plan for a CSR matrix already in CUDA memory (the CUDA backend; `options.backend` auto
+// or CUDA): `row_ptr` (rows + 1 entries), `col_idx` and `values` (`nnz` entries of
+// `value_type`) are device pointers of the plan's GPU. They are copied on the device after the
+// work already on `stream` (as `augur_plan_run_device`; NULL: the legacy default stream); the
+// copy is done when this returns, so the caller may free them then.
+// The row pointers' ends (0 and nnz) are checked; features are the known ones or gathered on
+// the GPU (a sampled tier is read as gathered, and the explanation says so).
+//
+// # Safety
+// The pointers must be device allocations of that GPU with those entries and a valid CSR
+// structure (sorted, unique column indices below cols: out-of-range ones fault the GPU);
+// `stream` a live stream of that GPU; `plan` writable.
+enum AugurStatus augur_plan_create_device(int32_t rows,
+                                          int32_t cols,
+                                          int64_t nnz,
+                                          const int32_t *row_ptr,
+                                          const int32_t *col_idx,
+                                          const void *values,
+                                          enum AugurValueType value_type,
+                                          void *stream,
+                                          const struct AugurPlanOptions *options,
+                                          struct AugurPlan **plan);
+
 // `y = A x` on host vectors of the plan's value type: `x` holds cols entries, `y` rows. A GPU
 // plan copies them to and from the device; done when this returns.
 //

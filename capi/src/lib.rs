@@ -5,9 +5,9 @@
 //! returned as `AUGUR_STATUS_INTERNAL`, never unwound into C.
 //!
 //! `augur_plan_run` takes host vectors (a GPU plan copies them); `augur_plan_run_device` takes
-//! device pointers and the caller's CUDA stream (no copies, no host wait). Not in this version: a
-//! matrix already on the device (the arrays are host arrays, copied), and the models' export from
-//! C (the `augur` CLI and the Python package do that).
+//! device pointers and the caller's CUDA stream (no copies, no host wait).
+//! `augur_plan_create_device` takes a matrix already in CUDA memory (copied on the GPU). Not in
+//! this version: the models' export from C (the `augur` CLI and the Python package do that).
 
 use std::cell::RefCell;
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -189,6 +189,69 @@ unsafe fn slice<'a, T>(
     Ok(unsafe { std::slice::from_raw_parts(p, len) })
 }
 
+/// The backend and plan options of a caller's options struct (NULL: the defaults). `device`:
+/// the matrix is in CUDA memory, so the backend is CUDA (auto means CUDA; others are refused).
+///
+/// # Safety
+/// Non-null `options` must point at an `AugurPlanOptions` whose `kernel` is NULL or a
+/// NUL-terminated string.
+unsafe fn backend_and_options(
+    options: *const AugurPlanOptions,
+    device: bool,
+) -> Result<(Backend, PlanOptions), (AugurStatus, String)> {
+    let o = if options.is_null() {
+        augur_plan_options_default()
+    } else {
+        // SAFETY: non-null, the caller's struct.
+        unsafe { *options }
+    };
+    if o.device < 0 {
+        return Err(invalid(format!("device = {}: must be >= 0", o.device)));
+    }
+    let ordinal = o.device as usize;
+    let backend = match (o.backend, device) {
+        (AugurBackend::Auto | AugurBackend::Cuda, true) => {
+            Backend::cuda(ordinal).map_err(augur_err)?
+        }
+        (other, true) => {
+            return Err(invalid(format!(
+                "a matrix in CUDA memory needs the CUDA backend (options.backend is {other:?})"
+            )))
+        }
+        (AugurBackend::Auto, false) => Backend::auto(),
+        (AugurBackend::Cpu, false) => Backend::cpu(),
+        (AugurBackend::Cuda, false) => Backend::cuda(ordinal).map_err(augur_err)?,
+        (AugurBackend::Hip, false) => Backend::hip(ordinal).map_err(augur_err)?,
+    };
+    let mut opts = PlanOptions::default()
+        .expected_iterations(o.iterations.max(1))
+        .gather(match o.gather {
+            AugurGather::Auto => GatherPolicy::Auto,
+            AugurGather::Never => GatherPolicy::Never,
+            AugurGather::Sample => GatherPolicy::Sample,
+            AugurGather::Always => GatherPolicy::Always,
+        });
+    if !o.kernel.is_null() {
+        // SAFETY: non-null, a NUL-terminated string by the header's contract.
+        let k = unsafe { CStr::from_ptr(o.kernel) }
+            .to_str()
+            .map_err(|_| invalid("options.kernel is not UTF-8"))?;
+        opts = opts.kernel(k);
+    }
+    Ok((backend, opts))
+}
+
+/// The C handle of a made plan: its decision's text kept beside it.
+fn handle(p: OwnedPlan) -> *mut AugurPlan {
+    let d = p.decision();
+    let text = |s: String| CString::new(s.replace('\0', " ")).expect("NUL bytes replaced");
+    Box::into_raw(Box::new(AugurPlan {
+        explanation: text(d.to_string()),
+        kernel: text(d.kernel.clone()),
+        plan: p,
+    }))
+}
+
 /// Make a plan for the `rows` x `cols` CSR matrix (`row_ptr`: rows + 1 entries starting at 0;
 /// `col_idx` and `values`: row_ptr[rows] entries; `values` of `value_type`). The arrays are
 /// copied: the caller may free them after this returns. Rows with unsorted or repeated column
@@ -227,36 +290,8 @@ pub unsafe extern "C" fn augur_plan_create(
             return Err(invalid(format!("row_ptr[{rows}] = {nnz} is negative")));
         }
         let idx = unsafe { slice(col_idx, nnz as usize, "col_idx")? };
-        let o = if options.is_null() {
-            augur_plan_options_default()
-        } else {
-            // SAFETY: non-null, the caller's struct.
-            unsafe { *options }
-        };
-        if o.device < 0 {
-            return Err(invalid(format!("device = {}: must be >= 0", o.device)));
-        }
-        let backend = match o.backend {
-            AugurBackend::Auto => Backend::auto(),
-            AugurBackend::Cpu => Backend::cpu(),
-            AugurBackend::Cuda => Backend::cuda(o.device.max(0) as usize).map_err(augur_err)?,
-            AugurBackend::Hip => Backend::hip(o.device.max(0) as usize).map_err(augur_err)?,
-        };
-        let mut opts = PlanOptions::default()
-            .expected_iterations(o.iterations.max(1))
-            .gather(match o.gather {
-                AugurGather::Auto => GatherPolicy::Auto,
-                AugurGather::Never => GatherPolicy::Never,
-                AugurGather::Sample => GatherPolicy::Sample,
-                AugurGather::Always => GatherPolicy::Always,
-            });
-        if !o.kernel.is_null() {
-            // SAFETY: non-null, a NUL-terminated string by the header's contract.
-            let k = unsafe { CStr::from_ptr(o.kernel) }
-                .to_str()
-                .map_err(|_| invalid("options.kernel is not UTF-8"))?;
-            opts = opts.kernel(k);
-        }
+        // SAFETY: the caller's options struct or NULL.
+        let (backend, opts) = unsafe { backend_and_options(options, false)? };
         let name = format!("the {rows} x {cols} CSR matrix");
         let arrays_plan = match value_type {
             AugurValueType::F32 => {
@@ -269,15 +304,76 @@ pub unsafe extern "C" fn augur_plan_create(
             }
         }
         .map_err(augur_err)?;
-        let d = arrays_plan.decision();
-        let text = |s: String| CString::new(s.replace('\0', " ")).expect("NUL bytes replaced");
-        let p = AugurPlan {
-            explanation: text(d.to_string()),
-            kernel: text(d.kernel.clone()),
-            plan: arrays_plan,
-        };
         // SAFETY: checked non-null above.
-        unsafe { *plan = Box::into_raw(Box::new(p)) };
+        unsafe { *plan = handle(arrays_plan) };
+        Ok(())
+    })
+}
+
+/// Make a plan for a CSR matrix already in CUDA memory (the CUDA backend; `options.backend` auto
+/// or CUDA): `row_ptr` (rows + 1 entries), `col_idx` and `values` (`nnz` entries of
+/// `value_type`) are device pointers of the plan's GPU. They are copied on the device after the
+/// work already on `stream` (as `augur_plan_run_device`; NULL: the legacy default stream); the
+/// copy is done when this returns, so the caller may free them then.
+/// The row pointers' ends (0 and nnz) are checked; features are the known ones or gathered on
+/// the GPU (a sampled tier is read as gathered, and the explanation says so).
+///
+/// # Safety
+/// The pointers must be device allocations of that GPU with those entries and a valid CSR
+/// structure (sorted, unique column indices below cols: out-of-range ones fault the GPU);
+/// `stream` a live stream of that GPU; `plan` writable.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn augur_plan_create_device(
+    rows: i32,
+    cols: i32,
+    nnz: i64,
+    row_ptr: *const i32,
+    col_idx: *const i32,
+    values: *const c_void,
+    value_type: AugurValueType,
+    stream: *mut c_void,
+    options: *const AugurPlanOptions,
+    plan: *mut *mut AugurPlan,
+) -> AugurStatus {
+    guard(|| {
+        if plan.is_null() {
+            return Err(invalid("plan (the output pointer) is NULL"));
+        }
+        // SAFETY: checked non-null; the caller's out-pointer.
+        unsafe { *plan = std::ptr::null_mut() };
+        if rows < 0 || cols < 0 || nnz < 0 {
+            return Err(invalid(format!(
+                "rows = {rows}, cols = {cols}, nnz = {nnz}: must be >= 0"
+            )));
+        }
+        for (what, p, needed) in [
+            ("row_ptr", row_ptr.cast::<c_void>(), true),
+            ("col_idx", col_idx.cast(), nnz > 0),
+            ("values", values, nnz > 0),
+        ] {
+            if needed && p.is_null() {
+                return Err(invalid(format!("{what} is NULL")));
+            }
+        }
+        // SAFETY: the caller's options struct or NULL.
+        let (backend, opts) = unsafe { backend_and_options(options, true)? };
+        let shape = (rows as usize, cols as usize, nnz as usize);
+        let ptrs = (row_ptr as u64, col_idx as u64, values as u64);
+        let s = Some(if stream.is_null() { 1 } else { stream as u64 });
+        // SAFETY: the caller's promise, passed on (the plan checks the addresses are device
+        // memory of its GPU, and the row pointers' ends).
+        let made = match value_type {
+            AugurValueType::F32 => unsafe {
+                OwnedPlan::from_cuda_csr::<f32>(shape, ptrs, s, &backend, opts)
+            },
+            AugurValueType::F64 => unsafe {
+                OwnedPlan::from_cuda_csr::<f64>(shape, ptrs, s, &backend, opts)
+            },
+        }
+        .map_err(augur_err)?;
+        // SAFETY: checked non-null above.
+        unsafe { *plan = handle(made) };
         Ok(())
     })
 }
@@ -538,6 +634,41 @@ mod tests {
         };
         assert_eq!(s, AugurStatus::Invalid, "{}", last());
         assert!(last().contains("no_such_kernel"), "{}", last());
+    }
+
+    #[test]
+    fn a_device_matrix_needs_cuda_and_device_memory() {
+        let mut p: *mut AugurPlan = std::ptr::null_mut();
+        let (ptr, idx, val) = ([0i32, 1, 2], [0i32, 1], [1.0f32; 2]);
+        let create = |o: &AugurPlanOptions, p: &mut *mut AugurPlan, row_ptr: *const i32| unsafe {
+            augur_plan_create_device(
+                2,
+                2,
+                2,
+                row_ptr,
+                idx.as_ptr(),
+                val.as_ptr().cast(),
+                AugurValueType::F32,
+                std::ptr::null_mut(),
+                o,
+                p,
+            )
+        };
+        let mut o = augur_plan_options_default();
+        o.backend = AugurBackend::Cpu;
+        assert_eq!(create(&o, &mut p, ptr.as_ptr()), AugurStatus::Invalid);
+        assert!(last().contains("needs the CUDA backend"), "{}", last());
+        let o = augur_plan_options_default();
+        assert_eq!(create(&o, &mut p, std::ptr::null()), AugurStatus::Invalid);
+        assert!(last().contains("row_ptr is NULL"), "{}", last());
+        // Host arrays: no CUDA here (unavailable), or refused as host memory on a GPU machine.
+        let s = create(&o, &mut p, ptr.as_ptr());
+        assert!(
+            matches!(s, AugurStatus::Unavailable | AugurStatus::Invalid),
+            "{s:?}: {}",
+            last()
+        );
+        assert!(p.is_null() && !last().is_empty());
     }
 
     /// include/augur.h is what cbindgen makes of this crate now.

@@ -249,6 +249,7 @@ pub fn csr_from_arrays<T: Scalar, I: Copy + TryInto<i64> + std::fmt::Display + S
 #[cfg(test)]
 mod array_tests {
     use super::*;
+    use crate::CsrRef;
 
     #[test]
     fn canonical_arrays_are_taken_as_they_are() {
@@ -321,6 +322,100 @@ mod array_tests {
         let big = [0i64, 1 << 40];
         assert!(
             e(csr_from_arrays("a", (1, 2), &big, &[0], &v[..1])).contains("beyond the i32 limit")
+        );
+    }
+
+    #[test]
+    fn borrowed_csr_is_checked_in_one_pass() {
+        let v = [1.0f64; 5];
+        let ok =
+            |p: &[i32], i: &[i32], shape| CsrRef::try_new(shape, p, i, &v[..i.len()]).is_some();
+        assert!(ok(&[0, 2, 2, 5], &[0, 2, 0, 1, 2], (3, 3)));
+        assert!(ok(&[0], &[], (0, 4)));
+        assert!(ok(&[0, 0], &[], (1, 0)));
+        // Row pointers: decreasing in the middle, negative, past the end, wrong ends.
+        assert!(!ok(&[0, 3, 2, 5], &[0, 1, 2, 0, 1], (3, 3)));
+        assert!(!ok(&[0, -1, 2, 5], &[0, 1, 2, 0, 1], (3, 3)));
+        assert!(!ok(&[0, 9, 2, 5], &[0, 1, 2, 0, 1], (3, 3)));
+        assert!(!ok(&[0, 2, 2, 4], &[0, 1, 2, 0, 1], (3, 3)));
+        assert!(!ok(&[1, 2, 2, 5], &[0, 1, 2, 0, 1], (3, 3)));
+        assert!(!ok(&[0, 2, 5], &[0, 1, 2, 0, 1], (3, 3)));
+        // Columns: negative, at the column count, repeated, unsorted.
+        assert!(!ok(&[0, 2, 2, 5], &[-1, 2, 0, 1, 2], (3, 3)));
+        assert!(!ok(&[0, 2, 2, 5], &[0, 3, 0, 1, 2], (3, 3)));
+        assert!(!ok(&[0, 2, 2, 5], &[0, 2, 0, 1, 1], (3, 3)));
+        assert!(!ok(&[0, 2, 2, 5], &[2, 0, 0, 1, 2], (3, 3)));
+        // Many rows (several parallel chunks), one bad row far in.
+        let n = 20_000;
+        let p: Vec<i32> = (0..=n).collect();
+        let mut i: Vec<i32> = (0..n).collect();
+        let w = vec![1.0f32; n as usize];
+        let n = n as usize;
+        assert!(CsrRef::try_new((n, n), &p, &i, &w).is_some());
+        i[17_123] = n as i32;
+        assert!(CsrRef::try_new((n, n), &p, &i, &w).is_none());
+    }
+
+    #[test]
+    fn the_borrowed_check_agrees_with_a_plain_one() {
+        // Random small arrays, often slightly broken, against the obvious row-by-row check.
+        fn plain(rows: usize, cols: usize, p: &[i32], i: &[i32]) -> bool {
+            p.len() == rows + 1
+                && p[0] == 0
+                && p[rows] as usize == i.len()
+                && p.windows(2).all(|w| w[0] <= w[1])
+                && (0..rows).all(|r| {
+                    let s = &i[p[r] as usize..p[r + 1] as usize];
+                    s.iter().all(|&c| c >= 0 && (c as usize) < cols)
+                        && s.windows(2).all(|w| w[0] < w[1])
+                })
+        }
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n.max(1)
+        };
+        let (mut valid, mut invalid) = (0, 0);
+        for _ in 0..20_000 {
+            let (rows, cols) = (next(6) as usize, next(6) as usize);
+            let mut p = vec![0i32];
+            let mut i = Vec::new();
+            for _ in 0..rows {
+                let mut c: Vec<i32> = (0..cols as i32).filter(|_| next(2) == 0).collect();
+                c.sort();
+                i.extend(c);
+                p.push(i.len() as i32);
+            }
+            match next(8) {
+                0 if !i.is_empty() => {
+                    let k = next(i.len() as u64) as usize;
+                    i[k] = next(8) as i32 - 2;
+                }
+                1 if rows > 0 => {
+                    let k = 1 + next(rows as u64) as usize;
+                    p[k] = next(8) as i32 - 1;
+                }
+                2 if i.len() > 1 => {
+                    let k = next(i.len() as u64 - 1) as usize;
+                    i.swap(k, k + 1);
+                }
+                _ => {}
+            }
+            let v = vec![1.0f32; i.len()];
+            let want = plain(rows, cols, &p, &i);
+            let got = CsrRef::try_new((rows, cols), &p, &i, &v).is_some();
+            assert_eq!(got, want, "rows {rows} cols {cols} p {p:?} i {i:?}");
+            if want {
+                valid += 1
+            } else {
+                invalid += 1
+            }
+        }
+        assert!(
+            valid > 1000 && invalid > 1000,
+            "{valid} valid, {invalid} invalid"
         );
     }
 }

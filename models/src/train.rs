@@ -866,7 +866,7 @@ impl CheckedTrainParams {
                         &pick(&plabel, &at),
                         &pick(&pweight, &at),
                         &pick(&pslow, &at),
-                        hyper.clone(),
+                        hyper,
                         Leaves::LogSlowdown,
                     )
                 })

@@ -130,6 +130,8 @@ class SpmvPlan:
         """
         if isinstance(x, _np.ndarray):
             return self._plan.run(x, out)
+        if out is not None and self._plan.run_torch(x, out, stream):
+            return out  # PyTorch CUDA tensors: read in Rust, the hot path
         rx = _raw(x)
         if rx is None:
             if not hasattr(x, "__dlpack_device__"):
@@ -138,6 +140,8 @@ class SpmvPlan:
                 return self._plan.run(_np.asarray(x), out)
         if out is None:
             out = _empty_like(x, self.shape[0])
+            if self._plan.run_torch(x, out, stream):
+                return out
         if stream is None:
             stream = _current_stream(x)
         ry = _raw(out) if rx is not None else None

@@ -37,6 +37,27 @@ fn value_err(msg: impl Into<String>) -> PyErr {
     PyValueError::new_err(msg.into())
 }
 
+/// `f()` with the GIL released, so that other Python threads run meanwhile (plan creation, host
+/// products: milliseconds on large matrices).
+///
+/// Plans and backends are not `Send` (their GPU handles are reference-counted per thread), and
+/// do not need to be: `detach` runs `f` on this thread and returns here. `f` must not touch
+/// Python objects; the ones it may drop (a plan's keep-alive references on an error) are
+/// released later by PyO3's reference pool. A `Plan` is `unsendable`, so no other thread can
+/// reach the plan `f` works on.
+fn without_gil<R>(py: Python<'_>, f: impl FnOnce() -> R) -> R {
+    struct SameThread<T>(T);
+    // SAFETY: see above: the value crosses no thread (detach calls `f` on the calling thread).
+    unsafe impl<T> Send for SameThread<T> {}
+    impl<T> SameThread<T> {
+        fn into_inner(self) -> T {
+            self.0
+        }
+    }
+    let f = SameThread(f);
+    py.detach(move || SameThread(f.into_inner()())).into_inner()
+}
+
 /// An index array as i32 or i64 (the two dtypes scipy uses).
 enum Index<'py> {
     I32(PyReadonlyArray1<'py, i32>),
@@ -307,6 +328,7 @@ fn make<T: augur::PlanScalar + numpy::Element>(
     opts: PlanOptions,
 ) -> PyResult<OwnedPlan> {
     let name = format!("the {} x {} matrix", shape.0, shape.1);
+    let py = data.py();
     let v = contiguous(data, "data")?;
     // A GPU plan reads the arrays only while it is made (the upload): canonical int32 CSR is
     // taken where it is, without a copy, the arrays kept alive by the plan.
@@ -321,27 +343,27 @@ fn make<T: augur::PlanScalar + numpy::Element>(
                 ];
                 // SAFETY: the arrays stay allocated while the plan holds `keep` (their
                 // references); a GPU plan reads them only inside this call, while they are
-                // borrowed read-only.
-                return unsafe { OwnedPlan::from_ref_kept(r, Box::new(keep), b, opts) }
-                    .map_err(py_err);
+                // borrowed read-only. Other Python threads run meanwhile (the GIL released).
+                return without_gil(py, || unsafe {
+                    OwnedPlan::from_ref_kept(r, Box::new(keep), b, opts)
+                })
+                .map_err(py_err);
             }
         }
     }
     let r = match (indptr, indices) {
-        (Index::I32(p), Index::I32(i)) => OwnedPlan::from_arrays(
-            &name,
-            shape,
-            (contiguous(p, "indptr")?, contiguous(i, "indices")?, v),
-            b,
-            opts,
-        ),
-        (Index::I64(p), Index::I64(i)) => OwnedPlan::from_arrays(
-            &name,
-            shape,
-            (contiguous(p, "indptr")?, contiguous(i, "indices")?, v),
-            b,
-            opts,
-        ),
+        (Index::I32(p), Index::I32(i)) => {
+            let (p, i) = (contiguous(p, "indptr")?, contiguous(i, "indices")?);
+            without_gil(py, || {
+                OwnedPlan::from_arrays(&name, shape, (p, i, v), b, opts)
+            })
+        }
+        (Index::I64(p), Index::I64(i)) => {
+            let (p, i) = (contiguous(p, "indptr")?, contiguous(i, "indices")?);
+            without_gil(py, || {
+                OwnedPlan::from_arrays(&name, shape, (p, i, v), b, opts)
+            })
+        }
         _ => {
             return Err(value_err(
                 "indptr and indices must have the same dtype (both int32 or both int64)",
@@ -488,7 +510,7 @@ fn run_typed<'py, T: augur::PlanScalar + numpy::Element>(
         let ys = w
             .as_slice_mut()
             .map_err(|_| value_err("out must be C-contiguous"))?;
-        plan.run(xs, ys).map_err(py_err)?;
+        without_gil(py, || plan.run(xs, ys)).map_err(py_err)?;
     }
     Ok(out)
 }
@@ -537,6 +559,33 @@ impl Plan {
     ) -> PyResult<()> {
         let stream = cuda_stream(stream);
         self.launch_checked(RawVector::from(x), RawVector::from(out), stream)
+    }
+
+    /// `run_cuda` for PyTorch CUDA tensors, read here without a DLPack export (the package's
+    /// hot path): True when both `x` and `out` are contiguous one-dimensional float tensors on a
+    /// GPU and the product was enqueued on `stream` (None: PyTorch's current stream of their
+    /// GPU); False for anything else, which the package then hands to DLPack (whose checks
+    /// name the problem).
+    #[pyo3(signature = (x, out, stream=None))]
+    fn run_torch(
+        &mut self,
+        py: Python<'_>,
+        x: &Bound<'_, PyAny>,
+        out: &Bound<'_, PyAny>,
+        stream: Option<u64>,
+    ) -> PyResult<bool> {
+        let Some(api) = TorchApi::of(py, x)? else {
+            return Ok(false);
+        };
+        let (Some(xv), Some(yv)) = (api.vector(x)?, api.vector(out)?) else {
+            return Ok(false);
+        };
+        let stream = match stream {
+            Some(s) => s,
+            None => api.current_stream(py, xv.device)?,
+        };
+        self.launch_checked(xv, yv, cuda_stream(stream))?;
+        Ok(true)
     }
 
     /// For the overhead benchmark (bench/python-gpu): `n` products on the same CUDA vectors
@@ -637,6 +686,92 @@ impl Plan {
     #[getter]
     fn nnz(&self) -> usize {
         self.inner.shape().2
+    }
+}
+
+/// What the PyTorch fast path needs of the `torch` module, looked up once (when the first
+/// tensor arrives; augur never imports PyTorch itself).
+struct TorchApi {
+    tensor: Py<pyo3::types::PyType>,
+    f32: Py<PyAny>,
+    f64: Py<PyAny>,
+    /// `torch._C._cuda_getCurrentRawStream(device)` (an int, no Stream object), where it exists.
+    raw_stream: Option<Py<PyAny>>,
+    current_stream: Py<PyAny>,
+}
+
+static TORCH: pyo3::sync::PyOnceLock<TorchApi> = pyo3::sync::PyOnceLock::new();
+
+impl TorchApi {
+    /// The API when `v` is exactly a `torch.Tensor` (subclasses go through DLPack).
+    fn of<'a>(py: Python<'a>, v: &Bound<'a, PyAny>) -> PyResult<Option<&'a TorchApi>> {
+        let ty = v.get_type();
+        if let Some(api) = TORCH.get(py) {
+            return Ok(ty.is(api.tensor.bind(py)).then_some(api));
+        }
+        if !ty.module()?.to_cow()?.starts_with("torch") {
+            return Ok(None);
+        }
+        let api = TORCH.get_or_try_init(py, || -> PyResult<TorchApi> {
+            let torch = py.import("torch")?;
+            let c = torch.getattr("_C")?;
+            Ok(TorchApi {
+                tensor: torch.getattr("Tensor")?.cast_into()?.unbind(),
+                f32: torch.getattr("float32")?.unbind(),
+                f64: torch.getattr("float64")?.unbind(),
+                raw_stream: c
+                    .getattr("_cuda_getCurrentRawStream")
+                    .ok()
+                    .map(Bound::unbind),
+                current_stream: torch.getattr("cuda")?.getattr("current_stream")?.unbind(),
+            })
+        })?;
+        Ok(ty.is(api.tensor.bind(py)).then_some(api))
+    }
+
+    /// A contiguous one-dimensional float32/float64 CUDA tensor as a raw vector; None for any
+    /// other tensor.
+    fn vector(&self, v: &Bound<'_, PyAny>) -> PyResult<Option<RawVector>> {
+        let py = v.py();
+        if !v.get_type().is(self.tensor.bind(py)) {
+            return Ok(None);
+        }
+        let device: i32 = v.call_method0(pyo3::intern!(py, "get_device"))?.extract()?;
+        if device < 0
+            || v.call_method0(pyo3::intern!(py, "dim"))?.extract::<i64>()? != 1
+            || !v
+                .call_method0(pyo3::intern!(py, "is_contiguous"))?
+                .extract::<bool>()?
+        {
+            return Ok(None);
+        }
+        let dtype = v.getattr(pyo3::intern!(py, "dtype"))?;
+        let bits = if dtype.is(self.f32.bind(py)) {
+            32
+        } else if dtype.is(self.f64.bind(py)) {
+            64
+        } else {
+            return Ok(None);
+        };
+        Ok(Some(RawVector {
+            ptr: v.call_method0(pyo3::intern!(py, "data_ptr"))?.extract()?,
+            len: v.call_method0(pyo3::intern!(py, "numel"))?.extract()?,
+            bits,
+            device,
+        }))
+    }
+
+    /// PyTorch's current stream on `device`, as a handle.
+    fn current_stream(&self, py: Python<'_>, device: i32) -> PyResult<u64> {
+        match &self.raw_stream {
+            Some(f) => f.bind(py).call1((device,))?.extract(),
+            None => self
+                .current_stream
+                .bind(py)
+                .call1((device,))?
+                .getattr("cuda_stream")?
+                .extract(),
+        }
     }
 }
 
@@ -897,6 +1032,36 @@ fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }
 
+/// For the creation benchmark (bench/python-gpu): what the Rust API pays for the same plan from
+/// the same arrays, timed in Rust: `(check_s, total_s)`, the check of the borrowed arrays
+/// (`CsrRef::try_new`) and check plus `SpmvPlan::from_ref` (float64 values, int32 indices, the
+/// model's choice for `iterations`). What `augur.SpmvPlan` costs beyond `total_s` is the
+/// binding's overhead.
+#[pyfunction]
+fn _time_rust_creation(
+    indptr: PyReadonlyArray1<'_, i32>,
+    indices: PyReadonlyArray1<'_, i32>,
+    data: PyReadonlyArray1<'_, f64>,
+    shape: (usize, usize),
+    backend_name: &str,
+    iterations: u32,
+) -> PyResult<(f64, f64)> {
+    let b = backend(backend_name, 0)?;
+    let opts = plan_options(iterations, "auto", None, None, false)?;
+    let (p, i, v) = (
+        contiguous(&indptr, "indptr")?,
+        contiguous(&indices, "indices")?,
+        contiguous(&data, "data")?,
+    );
+    let t = std::time::Instant::now();
+    let r = CsrRef::try_new(shape, p, i, v).ok_or_else(|| value_err("not canonical CSR arrays"))?;
+    let check = t.elapsed().as_secs_f64();
+    let plan = augur::SpmvPlan::from_ref(r, &b, opts).map_err(py_err)?;
+    let total = t.elapsed().as_secs_f64();
+    drop(plan);
+    Ok((check, total))
+}
+
 #[pymodule]
 fn _augur(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Plan>()?;
@@ -906,5 +1071,6 @@ fn _augur(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(make_plan_cuda, m)?)?;
     m.add_function(wrap_pyfunction!(features, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(_time_rust_creation, m)?)?;
     Ok(())
 }

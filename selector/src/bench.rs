@@ -232,7 +232,6 @@ impl SpmvBench {
                     }
                 }
             };
-            drop(launch);
             let setup_s = if kind == BackendKind::Cpu {
                 host_setup_s
             } else {

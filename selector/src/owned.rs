@@ -35,7 +35,7 @@ self_cell!(
 );
 
 /// What keeps borrowed arrays alive (e.g. the Python arrays' references); dropped after the plan.
-pub type Keep = Box<dyn Any>;
+pub type Keep = Box<dyn Any + Send>;
 
 enum Cell {
     F32(CellF32),

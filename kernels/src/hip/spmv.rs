@@ -167,6 +167,9 @@ impl<T> HipCsr<T> {
     }
 }
 
+/// A merge kernel's state: items per thread, the partition's row and entry starts, the carries.
+type MergeState<T> = (i64, HipBuf<i32>, HipBuf<i32>, HipBuf<T>);
+
 /// A kernel set up for one matrix: its entry points and, for the merge kernels, the partition
 /// and the carries; for binned, its row lists.
 pub struct HipPrepared<T> {
@@ -175,7 +178,7 @@ pub struct HipPrepared<T> {
     /// None for binned (its entry points are per bin).
     main: Option<Function>,
     fixup: Option<Function>,
-    merge: Option<(i64, HipBuf<i32>, HipBuf<i32>, HipBuf<T>)>,
+    merge: Option<MergeState<T>>,
     binned: Option<HipBins>,
     vendor: Option<RocSpmv>,
 }
