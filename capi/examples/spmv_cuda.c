@@ -20,6 +20,25 @@
     }                                                                                 \
   } while (0)
 
+/* y = A x on the device into a NaN-poisoned dy, enqueued on st; *worst: the largest relative
+ * error against want. Returns nonzero (with a message) when a call fails. */
+static int product_error(AugurPlan *plan, const float *dx, float *dy, float *y, const double *want,
+                         int rows, cudaStream_t st, double *worst) {
+  CK(cudaMemsetAsync(dy, 0xff, sizeof(float) * rows, st));
+  if (augur_plan_run_device(plan, dx, dy, st) != AUGUR_STATUS_OK) {
+    fprintf(stderr, "augur_plan_run_device: %s\n", augur_last_error());
+    return 1;
+  }
+  CK(cudaMemcpyAsync(y, dy, sizeof(float) * rows, cudaMemcpyDeviceToHost, st));
+  CK(cudaStreamSynchronize(st));
+  *worst = 0.0;
+  for (int i = 0; i < rows; i++) {
+    const double e = fabs((double)y[i] - want[i]) / (fabs(want[i]) + 1e-30);
+    if (!(e <= *worst)) *worst = e;
+  }
+  return 0;
+}
+
 int main(void) {
   const int n = 300, rows = n * n;
   int32_t *ptr = (int32_t *)malloc(sizeof(int32_t) * (rows + 1));
@@ -58,20 +77,9 @@ int main(void) {
   CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   CK(cudaMalloc((void **)&dx, sizeof(float) * rows));
   CK(cudaMalloc((void **)&dy, sizeof(float) * rows));
-  CK(cudaMemsetAsync(dy, 0xff, sizeof(float) * rows, st)); /* poison: NaN */
   CK(cudaMemcpyAsync(dx, x, sizeof(float) * rows, cudaMemcpyHostToDevice, st));
-  s = augur_plan_run_device(plan, dx, dy, st);
-  if (s != AUGUR_STATUS_OK) {
-    fprintf(stderr, "augur_plan_run_device: %s\n", augur_last_error());
-    return 1;
-  }
-  CK(cudaMemcpyAsync(y, dy, sizeof(float) * rows, cudaMemcpyDeviceToHost, st));
-  CK(cudaStreamSynchronize(st));
-  double worst = 0.0;
-  for (int i = 0; i < rows; i++) {
-    const double e = fabs((double)y[i] - want[i]) / (fabs(want[i]) + 1e-30);
-    if (!(e <= worst)) worst = e;
-  }
+  double worst;
+  if (product_error(plan, dx, dy, y, want, rows, st, &worst)) return 1;
   /* The same matrix made from device arrays (as a CUDA code holds it): copied on the GPU after
    * the uploads on st, then run on the poisoned y again. */
   int32_t *dptr, *didx;
@@ -90,19 +98,8 @@ int main(void) {
     return 1;
   }
   CK(cudaFree(dval)); /* the plan holds its own copy */
-  CK(cudaMemsetAsync(dy, 0xff, sizeof(float) * rows, st));
-  s = augur_plan_run_device(dplan, dx, dy, st);
-  if (s != AUGUR_STATUS_OK) {
-    fprintf(stderr, "augur_plan_run_device (device matrix): %s\n", augur_last_error());
-    return 1;
-  }
-  CK(cudaMemcpyAsync(y, dy, sizeof(float) * rows, cudaMemcpyDeviceToHost, st));
-  CK(cudaStreamSynchronize(st));
-  double worst_dev = 0.0;
-  for (int i = 0; i < rows; i++) {
-    const double e = fabs((double)y[i] - want[i]) / (fabs(want[i]) + 1e-30);
-    if (!(e <= worst_dev)) worst_dev = e;
-  }
+  double worst_dev;
+  if (product_error(dplan, dx, dy, y, want, rows, st, &worst_dev)) return 1;
   printf("from device arrays: kernel %s, max relative error %.3g\n", augur_plan_kernel(dplan),
          worst_dev);
   augur_plan_destroy(dplan);

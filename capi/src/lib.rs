@@ -241,6 +241,19 @@ unsafe fn backend_and_options(
     Ok((backend, opts))
 }
 
+/// Set the caller's plan out-pointer to NULL (what it holds after a failure).
+///
+/// # Safety
+/// Non-null `plan` must be writable.
+unsafe fn clear_out(plan: *mut *mut AugurPlan) -> Result<(), (AugurStatus, String)> {
+    if plan.is_null() {
+        return Err(invalid("plan (the output pointer) is NULL"));
+    }
+    // SAFETY: checked non-null; the caller's out-pointer.
+    unsafe { *plan = std::ptr::null_mut() };
+    Ok(())
+}
+
 /// The C handle of a made plan: its decision's text kept beside it.
 fn handle(p: OwnedPlan) -> *mut AugurPlan {
     let d = p.decision();
@@ -272,11 +285,8 @@ pub unsafe extern "C" fn augur_plan_create(
     plan: *mut *mut AugurPlan,
 ) -> AugurStatus {
     guard(|| {
-        if plan.is_null() {
-            return Err(invalid("plan (the output pointer) is NULL"));
-        }
-        // SAFETY: checked non-null; the caller's out-pointer.
-        unsafe { *plan = std::ptr::null_mut() };
+        // SAFETY: the caller's out-pointer (checked for NULL inside).
+        unsafe { clear_out(plan)? };
         if rows < 0 || cols < 0 {
             return Err(invalid(format!(
                 "rows = {rows}, cols = {cols}: must be >= 0"
@@ -337,11 +347,8 @@ pub unsafe extern "C" fn augur_plan_create_device(
     plan: *mut *mut AugurPlan,
 ) -> AugurStatus {
     guard(|| {
-        if plan.is_null() {
-            return Err(invalid("plan (the output pointer) is NULL"));
-        }
-        // SAFETY: checked non-null; the caller's out-pointer.
-        unsafe { *plan = std::ptr::null_mut() };
+        // SAFETY: the caller's out-pointer (checked for NULL inside).
+        unsafe { clear_out(plan)? };
         if rows < 0 || cols < 0 || nnz < 0 {
             return Err(invalid(format!(
                 "rows = {rows}, cols = {cols}, nnz = {nnz}: must be >= 0"
