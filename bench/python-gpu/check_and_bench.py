@@ -128,6 +128,41 @@ for what, call, word in refusals:
         ok = word in str(e)
         fails += not ok
         print(f"fast path: {what} refused{'' if ok else ' WITHOUT naming it'}: {e}", flush=True)
+# Non-canonical SciPy arrays on a GPU plan (checked while they upload, then taken the copying
+# way: sorted and summed) and broken ones (a column out of range: a ValueError, not a GPU fault).
+n_ = 300000  # 6 scattered columns per row (sp.random at this size would need 9e10 draws)
+r_ = np.repeat(np.arange(n_), 6)
+big = sp.csr_matrix((np.random.default_rng(5).uniform(0.5, 1.5, r_.size),
+                     (r_, (r_ * 7919 + np.tile(np.arange(6), n_) * 104729) % n_)),
+                    shape=(n_, n_))
+big.sum_duplicates()
+big.sort_indices()
+ok, nc = False, big
+try:
+    # Each row's columns twice over (unsorted and repeated), as csr_matrix((data, indices,
+    # indptr)) keeps them.
+    rows_ = np.repeat(np.arange(big.shape[0]), np.diff(big.indptr))
+    o = np.argsort(np.r_[rows_, rows_], kind="stable")
+    nc = sp.csr_matrix((np.r_[big.data, big.data][o], np.r_[big.indices, big.indices][o],
+                        2 * big.indptr), shape=big.shape)
+    p2 = augur.SpmvPlan(nc, backend="cuda", iterations=10)
+    xd = torch.rand(big.shape[1], device="cuda", dtype=torch.float64)
+    y2 = p2.run(xd).cpu().numpy()
+    ok = np.allclose(y2, 2 * (big @ xd.cpu().numpy()), rtol=1e-10, atol=1e-12) and \
+        any("sorted" in n for n in p2.notes)
+except Exception as e:
+    print(f"non-canonical arrays on CUDA: {e}", flush=True)
+fails += not ok
+print(f"non-canonical SciPy arrays on a CUDA plan (nnz {nc.nnz}): "
+      f"{'sorted and summed, product passed' if ok else 'FAILED'}", flush=True)
+bad = big.copy()
+bad.indices[bad.nnz // 2] = bad.shape[1] + 7
+try:
+    augur.SpmvPlan(bad, backend="cuda")
+    print("a column out of range on CUDA: NOT refused", flush=True)
+    fails += 1
+except ValueError as e:
+    print(f"a column out of range on CUDA: refused: {str(e)[:160]}", flush=True)
 y_host = plan.run(xt.cpu())
 ok = np.allclose(np.asarray(y_host), a @ xt.cpu().numpy(), rtol=1e-5, atol=1e-6)
 fails += not ok
@@ -233,7 +268,7 @@ for backend in ("cuda", "cpu"):
         t = time.perf_counter()
         augur._csr_arrays(big)  # the package's Python side alone (format, dtype and index checks)
         arrays = time.perf_counter() - t
-        # The Rust API on the same arrays (check + from_ref), timed in Rust.
+        # The Rust API on the same arrays (SpmvPlan::from_arrays; and the check alone), in Rust.
         check, rust = augur._augur._time_rust_creation(big.indptr, big.indices, big.data,
                                                        big.shape, backend, 100)
         creation.append([backend, big.nnz, rep, wall, setup, copied, arrays, check, rust])
@@ -250,7 +285,7 @@ for backend in ("cuda", "cpu"):
     check = statistics.median(c[7] for c in r)
     rust = statistics.median(c[8] for c in r)
     print(f"creation {backend} nnz={big.nnz}: python {wall * 1e3:.1f} ms; Rust from the same "
-          f"arrays {rust * 1e3:.1f} ms (their check {check * 1e3:.2f} ms), added "
+          f"arrays {rust * 1e3:.1f} ms (their check alone {check * 1e3:.2f} ms), added "
           f"{100 * (wall / rust - 1):.1f}%; plan setup alone {own * 1e3:.1f} ms, added "
           f"{100 * (wall / own - 1):.1f}% (arrays copied: {r[0][5]}; package's Python side "
           f"{arrays * 1e3:.2f} ms)", flush=True)

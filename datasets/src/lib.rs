@@ -75,7 +75,7 @@ impl<'a, T> CsrRef<'a, T> {
     /// when they are not a canonical CSR matrix (lengths, row pointers, a column out of range or
     /// not increasing in its row, more than i32 can index).
     pub fn try_new(
-        (rows, cols): (usize, usize),
+        shape: (usize, usize),
         indptr: &'a [i32],
         indices: &'a [i32],
         data: &'a [T],
@@ -83,25 +83,54 @@ impl<'a, T> CsrRef<'a, T> {
     where
         T: Sync,
     {
-        use rayon::prelude::*;
-        let ok = rows <= MAX_INDEX
-            && cols <= MAX_INDEX
-            && indptr.len() == rows + 1
-            && indptr[0] == 0
-            && indptr[rows] as usize == indices.len()
-            && indices.len() == data.len()
-            // One parallel pass over blocks of rows (vectorised within a block).
-            && (0..rows.div_ceil(ROWS_PER_CHECK)).into_par_iter().all(|b| {
-                let r = b * ROWS_PER_CHECK..((b + 1) * ROWS_PER_CHECK).min(rows);
-                rows_canonical(&indptr[r.start..=r.end], indices, cols)
-            });
-        ok.then_some(CsrRef {
+        // SAFETY: checked before it is returned.
+        let a = unsafe { CsrRef::new_unchecked(shape, indptr, indices, data) };
+        a.is_canonical().then_some(a)
+    }
+
+    /// Borrow CSR arrays without checking them, for a caller that checks them
+    /// ([`CsrRef::is_canonical`]) while other work goes on (a plan checks the caller's arrays
+    /// while it uploads them).
+    ///
+    /// # Safety
+    /// Host code reads a `CsrRef` with bounds checks (malformed arrays give wrong values or a
+    /// panic), but GPU kernels do not: nothing may launch a kernel on the arrays (uploaded or
+    /// not) before `is_canonical` said true.
+    pub unsafe fn new_unchecked(
+        (rows, cols): (usize, usize),
+        indptr: &'a [i32],
+        indices: &'a [i32],
+        data: &'a [T],
+    ) -> CsrRef<'a, T> {
+        CsrRef {
             rows,
             cols,
             indptr,
             indices,
             data,
-        })
+        }
+    }
+
+    /// Whether the arrays are a canonical CSR matrix (what [`CsrRef::try_new`] checks: lengths,
+    /// row pointers, a column out of range or not increasing in its row, more than i32 can
+    /// index), in one parallel pass.
+    pub fn is_canonical(&self) -> bool
+    where
+        T: Sync,
+    {
+        use rayon::prelude::*;
+        let (rows, cols, indptr, indices) = (self.rows, self.cols, self.indptr, self.indices);
+        rows <= MAX_INDEX
+            && cols <= MAX_INDEX
+            && indptr.len() == rows + 1
+            && indptr[0] == 0
+            && indptr[rows] as usize == indices.len()
+            && indices.len() == self.data.len()
+            // One parallel pass over blocks of rows (vectorised within a block).
+            && (0..rows.div_ceil(ROWS_PER_CHECK)).into_par_iter().all(|b| {
+                let r = b * ROWS_PER_CHECK..((b + 1) * ROWS_PER_CHECK).min(rows);
+                rows_canonical(&indptr[r.start..=r.end], indices, cols)
+            })
     }
 
     pub fn rows(&self) -> usize {

@@ -330,24 +330,26 @@ fn make<T: augur::PlanScalar + numpy::Element>(
     let name = format!("the {} x {} matrix", shape.0, shape.1);
     let py = data.py();
     let v = contiguous(data, "data")?;
-    // A GPU plan reads the arrays only while it is made (the upload): canonical int32 CSR is
-    // taken where it is, without a copy, the arrays kept alive by the plan.
+    // A GPU plan reads the arrays only while it is made (the upload): int32 CSR is taken where
+    // it is, without a copy, the arrays kept alive by the plan, and checked while it uploads;
+    // arrays that are not canonical (unsorted or repeated columns) go the copying way below.
     if b.kind() != "cpu" {
         if let (Index::I32(p), Index::I32(i)) = (indptr, indices) {
             let (ps, is) = (contiguous(p, "indptr")?, contiguous(i, "indices")?);
-            if let Some(r) = CsrRef::try_new(shape, ps, is, v) {
-                let keep: Vec<Py<PyAny>> = vec![
-                    p.as_any().clone().unbind(),
-                    i.as_any().clone().unbind(),
-                    data.as_any().clone().unbind(),
-                ];
-                // SAFETY: the arrays stay allocated while the plan holds `keep` (their
-                // references); a GPU plan reads them only inside this call, while they are
-                // borrowed read-only. Other Python threads run meanwhile (the GIL released).
-                return without_gil(py, || unsafe {
-                    OwnedPlan::from_ref_kept(r, Box::new(keep), b, opts)
-                })
-                .map_err(py_err);
+            let keep: Vec<Py<PyAny>> = vec![
+                p.as_any().clone().unbind(),
+                i.as_any().clone().unbind(),
+                data.as_any().clone().unbind(),
+            ];
+            let o = opts.clone();
+            // SAFETY: the arrays stay allocated while the plan holds `keep` (their
+            // references); a GPU plan reads them only inside this call, while they are
+            // borrowed read-only. Other Python threads run meanwhile (the GIL released).
+            match without_gil(py, || unsafe {
+                OwnedPlan::from_arrays_kept(shape, (ps, is, v), Box::new(keep), b, o)
+            }) {
+                Err(AugurError::NotCanonical { .. }) => {}
+                r => return r.map_err(py_err),
             }
         }
     }
@@ -1033,10 +1035,10 @@ fn version() -> &'static str {
 }
 
 /// For the creation benchmark (bench/python-gpu): what the Rust API pays for the same plan from
-/// the same arrays, timed in Rust: `(check_s, total_s)`, the check of the borrowed arrays
-/// (`CsrRef::try_new`) and check plus `SpmvPlan::from_ref` (float64 values, int32 indices, the
-/// model's choice for `iterations`). What `augur.SpmvPlan` costs beyond `total_s` is the
-/// binding's overhead.
+/// the same arrays, timed in Rust: `(check_s, total_s)`, the check of the arrays alone
+/// (`CsrRef::try_new`), and `SpmvPlan::from_arrays` (which checks them while they upload;
+/// float64 values, int32 indices, the model's choice for `iterations`). What `augur.SpmvPlan`
+/// costs beyond `total_s` is the binding's overhead.
 #[pyfunction]
 fn _time_rust_creation(
     indptr: PyReadonlyArray1<'_, i32>,
@@ -1054,9 +1056,12 @@ fn _time_rust_creation(
         contiguous(&data, "data")?,
     );
     let t = std::time::Instant::now();
-    let r = CsrRef::try_new(shape, p, i, v).ok_or_else(|| value_err("not canonical CSR arrays"))?;
+    if CsrRef::try_new(shape, p, i, v).is_none() {
+        return Err(value_err("not canonical CSR arrays"));
+    }
     let check = t.elapsed().as_secs_f64();
-    let plan = augur::SpmvPlan::from_ref(r, &b, opts).map_err(py_err)?;
+    let t = std::time::Instant::now();
+    let plan = augur::SpmvPlan::from_arrays(shape, p, i, v, &b, opts).map_err(py_err)?;
     let total = t.elapsed().as_secs_f64();
     drop(plan);
     Ok((check, total))

@@ -29,6 +29,19 @@ pub enum AugurError {
         nnz: usize,
     },
 
+    /// CSR arrays that are not canonical (given to [`crate::SpmvPlan::from_arrays`]).
+    #[error(
+        "the {rows} x {cols} CSR arrays with {nnz} entries are not canonical CSR (row pointers \
+         from 0 to nnz, non-decreasing; column indices below {cols}, strictly increasing in \
+         each row): augur_datasets::csr_from_arrays sorts and sums unsorted or repeated \
+         columns, or names the entry that is wrong"
+    )]
+    NotCanonical {
+        rows: usize,
+        cols: usize,
+        nnz: usize,
+    },
+
     /// A model for another backend.
     #[error("model {origin} selects `{model}` kernels, this plan runs on `{backend}`")]
     WrongBackend {

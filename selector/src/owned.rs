@@ -182,6 +182,26 @@ impl OwnedPlan {
         Ok(T::hold(SpmvPlan::from_ref(a, backend, opts)?, keep))
     }
 
+    /// [`OwnedPlan::from_ref_kept`] for arrays not checked yet ([`SpmvPlan::from_arrays`]:
+    /// checked while they upload; [`AugurError::NotCanonical`] when they are not canonical CSR).
+    ///
+    /// # Safety
+    /// As [`OwnedPlan::from_ref_kept`].
+    pub unsafe fn from_arrays_kept<T: PlanScalar>(
+        shape: (usize, usize),
+        (indptr, indices, data): (&[i32], &[i32], &[T]),
+        keep: Keep,
+        backend: &Backend,
+        opts: PlanOptions,
+    ) -> Result<OwnedPlan, AugurError> {
+        // SAFETY: the caller's promise: the arrays outlive `keep`, which the plan holds and
+        // drops after itself.
+        let (indptr, indices, data): (&'static [i32], &'static [i32], &'static [T]) =
+            unsafe { std::mem::transmute((indptr, indices, data)) };
+        let plan = SpmvPlan::from_arrays(shape, indptr, indices, data, backend, opts)?;
+        Ok(T::hold(plan, keep))
+    }
+
     /// [`SpmvPlan::from_cuda_csr`]: a plan for a matrix already in CUDA memory (copied on the
     /// device; the caller's arrays may go once its stream has passed the copy).
     ///

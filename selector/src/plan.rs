@@ -268,9 +268,19 @@ pub fn check_shape(rows: usize, cols: usize, nnz: usize) -> Result<(), AugurErro
     })
 }
 
+/// Entries from which a plan checks or samples a host matrix while it uploads (below, the
+/// upload is too short to hide them: a few hundred microseconds at most).
+pub(crate) const OVERLAP_MIN_NNZ: usize = 1 << 17;
+
+fn not_canonical((rows, cols, nnz): (usize, usize, usize)) -> AugurError {
+    AugurError::NotCanonical { rows, cols, nnz }
+}
+
 /// Where a plan's matrix comes from.
 enum Source<'a, T> {
-    Host(CsrRef<'a, T>),
+    /// Host arrays, and whether they are known canonical (else checked before any kernel can
+    /// read them, while they upload where the matrix is large).
+    Host(CsrRef<'a, T>, bool),
     Cuda {
         shape: (usize, usize, usize),
         ptrs: (u64, u64, u64),
@@ -297,7 +307,26 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
         backend: &Backend,
         opts: PlanOptions,
     ) -> Result<SpmvPlan<'a, T>, AugurError> {
-        SpmvPlan::build(Source::Host(a), backend, opts)
+        SpmvPlan::build(Source::Host(a, true), backend, opts)
+    }
+
+    /// [`SpmvPlan::from_ref`] for CSR arrays not checked yet: `indptr` (rows + 1 entries),
+    /// `indices` and `data` (nnz each), checked as [`CsrRef::try_new`] does, but on another core
+    /// while they upload (on a large matrix the check then costs nothing; a GPU kernel never sees
+    /// them unchecked). Arrays that are not canonical CSR (unsorted or repeated columns included)
+    /// are [`AugurError::NotCanonical`]: [`augur_datasets::csr_from_arrays`] sorts and sums
+    /// those, or names the bad entry.
+    pub fn from_arrays(
+        shape: (usize, usize),
+        indptr: &'a [i32],
+        indices: &'a [i32],
+        data: &'a [T],
+        backend: &Backend,
+        opts: PlanOptions,
+    ) -> Result<SpmvPlan<'a, T>, AugurError> {
+        // SAFETY: `build` checks them before any kernel runs (Source::Host(_, false)).
+        let a = unsafe { CsrRef::new_unchecked(shape, indptr, indices, data) };
+        SpmvPlan::build(Source::Host(a, false), backend, opts)
     }
 
     /// A plan for a matrix already in CUDA memory (a CuPy or PyTorch CSR matrix, a C caller's
@@ -337,9 +366,9 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
         T: 'a,
     {
         let t0 = Instant::now();
-        let (host, shape) = match &src {
-            Source::Host(a) => (Some(*a), (a.rows(), a.cols(), a.nnz())),
-            Source::Cuda { shape, .. } => (None, *shape),
+        let (host, checked, shape) = match &src {
+            Source::Host(a, checked) => (Some(*a), *checked, (a.rows(), a.cols(), a.nnz())),
+            Source::Cuda { shape, .. } => (None, true, *shape),
         };
         check_shape(shape.0, shape.1, shape.2)?;
         let k = opts.expected_iterations.max(1);
@@ -375,7 +404,6 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
             (Some(s), GatherPolicy::Auto) => s.tier_for(&features, k),
         };
         match pattern {
-            Some(p) if tier == Tier::Sampled => fs::sample_into(p, &mut features),
             None if tier == Tier::Sampled => {
                 tier = Tier::Gathered;
                 notes.push(
@@ -387,6 +415,20 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
             _ => {}
         }
         let gather = tier == Tier::Gathered;
+        // Host work on the arrays: the check of unchecked ones, the sample of the sampled tier.
+        // On a large matrix it runs on another core while the matrix uploads (it needs only the
+        // host arrays, and the choice it informs is made after the upload); a gather during the
+        // upload reads the arrays on the GPU, so they are checked before it.
+        let sample = pattern.filter(|_| tier == Tier::Sampled);
+        let overlap = !gather && shape.2 >= OVERLAP_MIN_NNZ && (sample.is_some() || !checked);
+        if let (Some(a), false) = (host, overlap) {
+            if !checked && !a.is_canonical() {
+                return Err(not_canonical(shape));
+            }
+            if let Some(p) = sample {
+                fs::sample_into(p, &mut features);
+            }
+        }
         setup.features_s = t.elapsed().as_secs_f64();
 
         // Upload first: a GPU's gatherer reads the uploaded pattern (during the upload).
@@ -398,11 +440,39 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
         }
         let t = Instant::now();
         let (m, sums) = match (src, gather) {
-            (Source::Host(a), true) => {
+            (Source::Host(a, _), true) => {
                 let (m, sums) = device.upload_gathering(a)?;
                 (m, Some(sums))
             }
-            (Source::Host(a), false) => (device.upload(a)?, None),
+            (Source::Host(a, _), false) if overlap => {
+                let mut helper = None;
+                let (m, uploaded) = rayon::in_place_scope(|s| {
+                    let known = &features;
+                    let out = &mut helper;
+                    s.spawn(move |_| {
+                        let ok = checked || a.is_canonical();
+                        let f = sample.filter(|_| ok).map(|p| {
+                            let mut f = known.clone();
+                            fs::sample_into(p, &mut f);
+                            f
+                        });
+                        *out = Some((ok, f));
+                    });
+                    let m = device.upload(a);
+                    (m, Instant::now())
+                });
+                // What the host work added beyond the upload (its wait), as features' time.
+                setup.features_s += uploaded.elapsed().as_secs_f64();
+                let (ok, sampled) = helper.expect("the scope ran the host work");
+                if !ok {
+                    return Err(not_canonical(shape));
+                }
+                if let Some(f) = sampled {
+                    features = f;
+                }
+                (m?, None)
+            }
+            (Source::Host(a, _), false) => (device.upload(a)?, None),
             (
                 Source::Cuda {
                     shape,

@@ -289,6 +289,84 @@ fn forced_kernels_are_checked_and_gathering_follows_the_policy() {
 }
 
 #[test]
+fn plans_from_unchecked_arrays_check_them_while_they_upload() {
+    // Small (checked before the upload) and large (checked, and sampled, on another core while
+    // it uploads): the same features and products as a plan from the checked matrix.
+    let b = Backend::cpu();
+    for spec in [
+        "stencil2d:nx=30",
+        "stencil2d:nx=400",
+        "powerlaw:rows=60000,alpha=1.8",
+    ] {
+        let a = gen::<f64>(spec);
+        assert_eq!(
+            a.nnz() >= crate::plan::OVERLAP_MIN_NNZ,
+            spec != "stencil2d:nx=30",
+            "{spec}: the sizes this test means"
+        );
+        let (p, i, v) = (a.indptr().into_raw_storage(), a.indices(), a.data());
+        let x = check::test_vector::<f64>(a.cols(), 3);
+        for gather in [
+            GatherPolicy::Never,
+            GatherPolicy::Sample,
+            GatherPolicy::Always,
+        ] {
+            let opts = PlanOptions::default()
+                .gather(gather)
+                .expected_iterations(10);
+            let mut want = SpmvPlan::new(&a, &b, opts.clone()).unwrap();
+            let mut got = SpmvPlan::from_arrays(a.shape(), p, i, v, &b, opts).unwrap();
+            assert_eq!(got.decision().kernel, want.decision().kernel, "{spec}");
+            let (f, g) = (want.features().values(), got.features().values());
+            assert!(
+                f.iter()
+                    .zip(&g)
+                    .all(|(x, y)| x == y || (x.is_nan() && y.is_nan())),
+                "{spec} {gather:?}"
+            );
+            let (mut y1, mut y2) = (vec![f64::NAN; a.rows()], vec![f64::NAN; a.rows()]);
+            want.run(&x, &mut y1).unwrap();
+            got.run(&x, &mut y2).unwrap();
+            assert_eq!(y1, y2, "{spec} {gather:?}");
+        }
+        // Broken arrays: a column out of range, a repeated column, a decreasing row pointer,
+        // each deep inside the matrix; every policy refuses them before any kernel runs.
+        let mid = a.nnz() / 2;
+        let row = p.partition_point(|&q| (q as usize) <= mid) - 1;
+        let mut out_of_range = i.to_vec();
+        out_of_range[mid] = a.cols() as i32;
+        let mut repeated = i.to_vec();
+        let s = p[row] as usize;
+        if p[row + 1] as usize - s >= 2 {
+            repeated[s + 1] = repeated[s];
+        }
+        let mut decreasing = p.to_vec();
+        decreasing[row + 1] = decreasing[row - 1];
+        for gather in [
+            GatherPolicy::Never,
+            GatherPolicy::Sample,
+            GatherPolicy::Always,
+        ] {
+            let opts = PlanOptions::default().gather(gather);
+            for (what, pp, ii) in [
+                ("out of range", p, &out_of_range[..]),
+                ("repeated", p, &repeated[..]),
+                ("decreasing", &decreasing[..], i),
+            ] {
+                let e = SpmvPlan::from_arrays(a.shape(), pp, ii, v, &b, opts.clone())
+                    .err()
+                    .unwrap_or_else(|| panic!("{spec} {what} {gather:?}: accepted"));
+                assert!(
+                    matches!(e, AugurError::NotCanonical { .. })
+                        && e.to_string().contains("csr_from_arrays"),
+                    "{spec} {what}: {e}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn the_dispatcher_reuses_plans_by_matrix_identity() {
     let a = gen::<f32>("stencil2d:nx=30");
     let b = gen::<f32>("stencil2d:nx=30");
