@@ -402,8 +402,8 @@ pub fn table(r: &EvalReport) -> String {
         o,
         "gathering charged as {}",
         match r.gather_cost {
-            GatherCost::Upload => "a plan from a host matrix pays it (what the gather adds to the upload, the median per decade of nonzeros where the runs timed it; --gather-cost device: a matrix already on the device; upload-raw: each matrix's own noisy figure)",
-            GatherCost::UploadRaw => "a plan from a host matrix pays it, each matrix's own measured difference of two uploads (noisy)",
+            GatherCost::Upload => "a plan from a host matrix pays it (what the gather adds to the upload, the median per decade of nonzeros where the runs timed it; sampling: what the plan's thread pays with the sample beside the upload, where timed; --gather-cost device: a matrix already on the device; upload-raw: each matrix's own noisy figure)",
+            GatherCost::UploadRaw => "a plan from a host matrix pays it, each matrix's own measured difference of two uploads (noisy); sampling: beside the upload, where timed",
             GatherCost::Device => "a matrix already on the device pays it (the device pass and the copy back)",
         }
     );

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::ModelError;
 
 /// The fixed columns before the features.
-pub const HEAD_COLUMNS: [&str; 18] = [
+pub const HEAD_COLUMNS: [&str; 19] = [
     "matrix",
     "family",
     "source",
@@ -44,10 +44,12 @@ pub const HEAD_COLUMNS: [&str; 18] = [
     "sample_s",
     "upload_s",
     "upload_gather_s",
+    "sample_upload_s",
 ];
-/// Head columns of runs written before the upload was timed (read with `upload_s` and
-/// `upload_gather_s` unknown).
-const HEAD_COLUMNS_BEFORE_UPLOAD: usize = 16;
+/// Head columns of the older runs formats still read, newest first: before the sampled tier
+/// was timed beside the upload (`sample_upload_s` unknown), and before the upload was timed
+/// (`upload_s` and `upload_gather_s` unknown too).
+const HEAD_COLUMNS_OLDER: [usize; 2] = [18, 16];
 /// The fixed columns after the features.
 pub const TAIL_COLUMNS: [&str; 11] = [
     "kernel",
@@ -106,10 +108,10 @@ pub fn header() -> Vec<String> {
     h
 }
 
-/// The header of runs collected before the upload was timed (still read).
-fn header_before_upload() -> Vec<String> {
+/// The header of runs of an older format with `head` head columns (still read).
+fn header_with_head(head: usize) -> Vec<String> {
     let mut h = header();
-    h.drain(HEAD_COLUMNS_BEFORE_UPLOAD..HEAD_COLUMNS.len());
+    h.drain(head..HEAD_COLUMNS.len());
     h
 }
 
@@ -151,6 +153,11 @@ pub struct MatrixInfo {
     /// plus the median difference of alternated pairs (at least 0). What gathering adds to a
     /// plan made from a host matrix is `upload_gather_s - upload_s`.
     pub upload_gather_s: Option<f64>,
+    /// Seconds the sampled tier costs a plan made from a host matrix, as the plan computes it:
+    /// on a worker beside the upload for a large matrix (what the plan's thread pays: the
+    /// hand-off and any wait after the upload), before it for a small one (median; None in runs
+    /// collected before it was timed).
+    pub sample_upload_s: Option<f64>,
     /// Every feature, schema order.
     pub features: Vec<f64>,
 }
@@ -309,10 +316,10 @@ impl Runs {
         let mut order: Vec<(String, String)> = Vec::new();
         let mut by: BTreeMap<(String, String), (MatrixInfo, Vec<KernelRun>)> = BTreeMap::new();
         let current = header();
-        let before_upload = header_before_upload();
+        let older = HEAD_COLUMNS_OLDER.map(header_with_head);
         for path in paths {
-            // Runs collected before the upload was timed lack its two columns: still read.
-            let accepted: [&[String]; 2] = [&current, &before_upload];
+            // Runs of older formats lack the later cost columns: still read.
+            let accepted: [&[String]; 3] = [&current, &older[0], &older[1]];
             let (mut rdr, which) = open_csv_one_of(path, &accepted, |col, found, want| {
                 if want == "timing" && found == "reps" {
                     return "runs format 1 (one per-launch figure with the host's launch latency \
@@ -326,10 +333,9 @@ impl Runs {
                 )
             })?;
             let expected = accepted[which];
-            let head = if which == 0 {
-                HEAD_COLUMNS.len()
-            } else {
-                HEAD_COLUMNS_BEFORE_UPLOAD
+            let head = match which {
+                0 => HEAD_COLUMNS.len(),
+                i => HEAD_COLUMNS_OLDER[i - 1],
             };
             let nf = SpmvFeatures::schema().features.len();
             for rec in rdr.records() {
@@ -397,6 +403,7 @@ impl Runs {
                     }
                 };
                 let (upload_s, upload_gather_s) = (optional(16)?, optional(17)?);
+                let sample_upload_s = optional(18)?;
                 let info = MatrixInfo {
                     matrix: get(0).to_string(),
                     family: get(1).to_string(),
@@ -416,6 +423,7 @@ impl Runs {
                     sample_s,
                     upload_s,
                     upload_gather_s,
+                    sample_upload_s,
                     features,
                 };
                 if info.matrix.is_empty() {
@@ -575,6 +583,8 @@ pub fn record(info: &MatrixInfo, run: &KernelRun) -> Vec<String> {
         format!("{:e}", info.sample_s),
         info.upload_s.map_or(String::new(), |v| format!("{v:e}")),
         info.upload_gather_s
+            .map_or(String::new(), |v| format!("{v:e}")),
+        info.sample_upload_s
             .map_or(String::new(), |v| format!("{v:e}")),
     ];
     r.extend(info.features.iter().map(|v| format!("{v}")));

@@ -96,6 +96,7 @@ fn synthetic(hidden: bool) -> Runs {
                     sample_s: base * 0.001,
                     upload_s: None,
                     upload_gather_s: None,
+                    sample_upload_s: None,
                     features: f,
                 },
                 kernels,
@@ -152,6 +153,7 @@ fn runs_carry_the_upload_and_read_runs_from_before_it() {
     r.matrices[0].info.upload_gather_s = Some(1.02e-3);
     r.matrices[1].info.upload_s = Some(1e-3);
     r.matrices[1].info.upload_gather_s = Some(0.9e-3);
+    r.matrices[0].info.sample_upload_s = Some(2e-6);
     let p = write_runs(&r, "upload");
     let back = Runs::read(std::slice::from_ref(&p)).unwrap();
     let (a, b, c) = (
@@ -167,6 +169,13 @@ fn runs_carry_the_upload_and_read_runs_from_before_it() {
     assert_eq!(GatherCost::Upload.of(c), c.gather_s);
     assert_eq!(GatherCost::Device.of(a), a.gather_s);
     assert_eq!(GatherCost::UploadRaw.of(a), GatherCost::Upload.of(a));
+    // The sampled tier: beside the upload where timed, the sample alone otherwise or on request.
+    assert_eq!(a.sample_upload_s, Some(2e-6));
+    let host = crate::train::GatherCosts::new(GatherCost::Upload, &back, |_| true);
+    let device = crate::train::GatherCosts::new(GatherCost::Device, &back, |_| true);
+    assert_eq!(host.sample_of(a), 2e-6);
+    assert_eq!(host.sample_of(b), b.sample_s);
+    assert_eq!(device.sample_of(a), a.sample_s);
     // ...and pooled: the median per decade of nonzeros of what it adds, for every matrix of that
     // decade with a timed upload (one matrix's own difference is mostly jitter).
     let mut pooled = back.clone();
@@ -188,22 +197,27 @@ fn runs_carry_the_upload_and_read_runs_from_before_it() {
     assert!((costs.of(info(4)) - 3e-5).abs() < 1e-12);
     let raw = crate::train::GatherCosts::new(GatherCost::UploadRaw, &pooled, |_| true);
     assert!((raw.of(info(2)) - 7e-3).abs() < 1e-12);
-    // The same file without the two columns (collected before the upload was timed) still reads.
+    // The same file without the sampled tier's column (collected before it was timed beside
+    // the upload), and without the upload's two columns too (before the upload was timed): both
+    // still read.
     let text = std::fs::read_to_string(&p).unwrap();
-    let old: Vec<String> = text
-        .lines()
-        .map(|l| {
-            let mut c: Vec<&str> = l.split(',').collect();
-            c.drain(16..18);
-            c.join(",")
-        })
-        .collect();
-    std::fs::write(&p, old.join("\n") + "\n").unwrap();
-    let back = Runs::read(std::slice::from_ref(&p)).unwrap();
-    assert_eq!(back.matrices.len(), r.matrices.len());
-    assert_eq!(back.matrices[0].info.upload_s, None);
-    assert_eq!(back.matrices[0].info.features, r.matrices[0].info.features);
-    assert_eq!(back.matrices[3].kernels, r.matrices[3].kernels);
+    for (cut, upload) in [(18..19, Some(1e-3)), (16..19, None)] {
+        let old: Vec<String> = text
+            .lines()
+            .map(|l| {
+                let mut c: Vec<&str> = l.split(',').collect();
+                c.drain(cut.clone());
+                c.join(",")
+            })
+            .collect();
+        std::fs::write(&p, old.join("\n") + "\n").unwrap();
+        let back = Runs::read(std::slice::from_ref(&p)).unwrap();
+        assert_eq!(back.matrices.len(), r.matrices.len());
+        assert_eq!(back.matrices[0].info.upload_s, upload);
+        assert_eq!(back.matrices[0].info.sample_upload_s, None);
+        assert_eq!(back.matrices[0].info.features, r.matrices[0].info.features);
+        assert_eq!(back.matrices[3].kernels, r.matrices[3].kernels);
+    }
 }
 
 #[test]
@@ -247,7 +261,8 @@ fn runs_errors_name_file_line_and_value() {
         (15, "-2e-6", "sample_s"),
         (16, "-1e-3", "upload_s"),
         (17, "soon", "upload_gather_s"),
-        (18, "NaN", "f_rows"),
+        (18, "-1", "sample_upload_s"),
+        (19, "NaN", "f_rows"),
     ] {
         let e = third_with(&[(col, value)]);
         assert!(

@@ -93,6 +93,18 @@ impl GatherCosts {
         }
     }
 
+    /// Seconds the sampled tier costs on `info`: for a plan from a host matrix ([`GatherCost::Upload`]
+    /// and [`GatherCost::UploadRaw`]) what the plan's thread pays with the sample beside the upload
+    /// (`sample_upload_s`, where the runs timed it); else the sample alone (`sample_s`).
+    pub fn sample_of(&self, info: &crate::runs::MatrixInfo) -> f64 {
+        match self.kind {
+            GatherCost::Upload | GatherCost::UploadRaw => {
+                info.sample_upload_s.unwrap_or(info.sample_s)
+            }
+            GatherCost::Device => info.sample_s,
+        }
+    }
+
     /// Seconds the gathered tier costs on `info`.
     pub fn of(&self, info: &crate::runs::MatrixInfo) -> f64 {
         match self.kind {
@@ -203,7 +215,7 @@ pub fn samples(
                 best,
                 oracle,
                 gather_s: gather.of(&m.info),
-                sample_s: m.info.sample_s,
+                sample_s: gather.sample_of(&m.info),
             });
         }
     }
@@ -909,9 +921,13 @@ impl CheckedTrainParams {
             h.update(m.info.gather_s.to_le_bytes());
             h.update(m.info.sample_s.to_le_bytes());
             if p.gather_cost != GatherCost::Device {
-                for v in [m.info.upload_s, m.info.upload_gather_s]
-                    .into_iter()
-                    .flatten()
+                for v in [
+                    m.info.upload_s,
+                    m.info.upload_gather_s,
+                    m.info.sample_upload_s,
+                ]
+                .into_iter()
+                .flatten()
                 {
                     h.update(v.to_le_bytes());
                 }

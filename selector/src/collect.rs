@@ -243,6 +243,27 @@ impl Measurer {
             upload_gather_s = Some(up + median(diff).max(0.0));
             None
         };
+        // The sampled tier as a plan from this host matrix pays it (beside the upload for a
+        // large matrix: the hand-off and any wait after the upload; before it for a small one):
+        // the median of five after one (three where an upload takes 2 ms or more).
+        let known_f = spmv::known(pat);
+        let sampled_upload = || -> Result<f64, AugurError> {
+            let work = crate::plan::HostWork {
+                checked: true,
+                sample: Some((pat, &known_f)),
+            };
+            let (dm, _, host_s) = crate::plan::upload_with_host_work(dev, m.into(), work)?;
+            dev.synchronize()?;
+            drop(dm);
+            Ok(host_s)
+        };
+        sampled_upload()?;
+        let n = if upload_s.unwrap_or(0.0) < 2e-3 { 5 } else { 3 };
+        let mut beside = Vec::with_capacity(n);
+        for _ in 0..n {
+            beside.push(sampled_upload()?);
+        }
+        let sample_upload_s = Some(median(beside));
         let dm = dev.upload(m)?;
         // The device pass alone (GPUs): the gathered tier reads the known and exact features.
         let gather_s = match host_gather_s {
@@ -326,6 +347,7 @@ impl Measurer {
             sample_s,
             upload_s,
             upload_gather_s,
+            sample_upload_s,
             features: features.values(),
         };
         Ok((info, runs))

@@ -32,6 +32,7 @@ pub use augur_models as models;
 
 pub mod attention;
 pub mod bench;
+mod beside;
 pub mod collect;
 pub mod defaults;
 mod error;

@@ -276,6 +276,57 @@ fn not_canonical((rows, cols, nnz): (usize, usize, usize)) -> AugurError {
     AugurError::NotCanonical { rows, cols, nnz }
 }
 
+/// What a plan made from a host matrix does on the host beside its upload.
+pub(crate) struct HostWork<'f> {
+    /// The arrays are known canonical (else they are checked).
+    pub checked: bool,
+    /// The sampled tier: the pattern to sample, and the known features to complete.
+    pub sample: Option<(CsrPattern<'f>, &'f SpmvFeatures)>,
+}
+
+/// The upload of a host matrix with its host work (`HostWork`): on a rayon worker beside the
+/// upload from [`OVERLAP_MIN_NNZ`] entries (the choice it informs is made after the upload, and
+/// the upload needs no more than the arrays), before it below. Returns the uploaded matrix, the
+/// sampled features, and the seconds this thread spent on the host work: the work itself, or
+/// the hand-off and the wait after the upload. Arrays that are not canonical are
+/// [`AugurError::NotCanonical`], and no kernel has seen them.
+pub(crate) fn upload_with_host_work<'a, T: GpuScalar>(
+    device: &Device,
+    a: CsrRef<'a, T>,
+    work: HostWork<'_>,
+) -> Result<(DeviceMatrix<'a, T>, Option<SpmvFeatures>, f64), AugurError> {
+    let shape = (a.rows(), a.cols(), a.nnz());
+    let host = || {
+        let ok = work.checked || a.is_canonical();
+        let sampled = work.sample.filter(|_| ok).map(|(p, known)| {
+            let mut f = known.clone();
+            fs::sample_into(p, &mut f);
+            f
+        });
+        (ok, sampled)
+    };
+    let t0 = Instant::now();
+    if shape.2 < OVERLAP_MIN_NNZ || (work.checked && work.sample.is_none()) {
+        let (ok, sampled) = host();
+        let host_s = t0.elapsed().as_secs_f64();
+        if !ok {
+            return Err(not_canonical(shape));
+        }
+        return Ok((device.upload(a)?, sampled, host_s));
+    }
+    let (done, (m, start, end)) = crate::beside::beside(host, || {
+        let start = Instant::now();
+        let m = device.upload(a);
+        (m, start, Instant::now())
+    });
+    let host_s = (start - t0).as_secs_f64() + end.elapsed().as_secs_f64();
+    let (ok, sampled) = done.unwrap_or_else(|p| std::panic::resume_unwind(p));
+    if !ok {
+        return Err(not_canonical(shape));
+    }
+    Ok((m?, sampled, host_s))
+}
+
 /// Where a plan's matrix comes from.
 enum Source<'a, T> {
     /// Host arrays, and whether they are known canonical (else checked before any kernel can
@@ -420,13 +471,9 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
         // host arrays, and the choice it informs is made after the upload); a gather during the
         // upload reads the arrays on the GPU, so they are checked before it.
         let sample = pattern.filter(|_| tier == Tier::Sampled);
-        let overlap = !gather && shape.2 >= OVERLAP_MIN_NNZ && (sample.is_some() || !checked);
-        if let (Some(a), false) = (host, overlap) {
-            if !checked && !a.is_canonical() {
+        if let (Some(a), true) = (host, gather && !checked) {
+            if !a.is_canonical() {
                 return Err(not_canonical(shape));
-            }
-            if let Some(p) = sample {
-                fs::sample_into(p, &mut features);
             }
         }
         setup.features_s = t.elapsed().as_secs_f64();
@@ -439,40 +486,24 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
             setup.modules_s = t.elapsed().as_secs_f64();
         }
         let t = Instant::now();
+        let features_before_upload = setup.features_s;
         let (m, sums) = match (src, gather) {
             (Source::Host(a, _), true) => {
                 let (m, sums) = device.upload_gathering(a)?;
                 (m, Some(sums))
             }
-            (Source::Host(a, _), false) if overlap => {
-                let mut helper = None;
-                let (m, uploaded) = rayon::in_place_scope(|s| {
-                    let known = &features;
-                    let out = &mut helper;
-                    s.spawn(move |_| {
-                        let ok = checked || a.is_canonical();
-                        let f = sample.filter(|_| ok).map(|p| {
-                            let mut f = known.clone();
-                            fs::sample_into(p, &mut f);
-                            f
-                        });
-                        *out = Some((ok, f));
-                    });
-                    let m = device.upload(a);
-                    (m, Instant::now())
-                });
-                // What the host work added beyond the upload (its wait), as features' time.
-                setup.features_s += uploaded.elapsed().as_secs_f64();
-                let (ok, sampled) = helper.expect("the scope ran the host work");
-                if !ok {
-                    return Err(not_canonical(shape));
-                }
+            (Source::Host(a, _), false) => {
+                let work = HostWork {
+                    checked,
+                    sample: sample.map(|p| (p, &features)),
+                };
+                let (m, sampled, host_s) = upload_with_host_work(device, a, work)?;
+                setup.features_s += host_s;
                 if let Some(f) = sampled {
                     features = f;
                 }
-                (m?, None)
+                (m, None)
             }
-            (Source::Host(a, _), false) => (device.upload(a)?, None),
             (
                 Source::Cuda {
                     shape,
@@ -492,7 +523,7 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
             }
         };
         device.synchronize()?;
-        setup.upload_s = t.elapsed().as_secs_f64();
+        setup.upload_s = t.elapsed().as_secs_f64() - setup.features_s + features_before_upload;
         if let Some(sums) = sums {
             let t = Instant::now();
             features = fs::exact_features_shape(shape, &sums);
