@@ -6,6 +6,7 @@ mod collect;
 mod comm;
 mod datasets;
 mod devices;
+mod distributed;
 mod features;
 mod kernels;
 mod matrix;
@@ -89,6 +90,11 @@ enum Command {
     /// --model) which pattern it picks for each message, and why.
     #[command(subcommand)]
     Comm(comm::CommCommand),
+    /// One process per GPU: `augur distributed check` reads each process's rank as augur does
+    /// (torchrun, Open MPI, MPICH, Slurm variables) and has the ranks meet at rank 0
+    /// (MASTER_ADDR:MASTER_PORT or AUGUR_RENDEZVOUS), with a deadline; no GPU needed.
+    #[command(subcommand)]
+    Distributed(distributed::DistributedCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -150,6 +156,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Attention(c) => attention::run(c),
         Command::Comm(comm::CommCommand::Plan(a)) => comm::plan(a),
         Command::Bench(BenchCommand::Dispatch(a)) => run::dispatch(a),
+        Command::Distributed(c) => distributed::run(c),
     }
 }
 

@@ -46,6 +46,7 @@ use crate::{AugurError, Decision, PlanOptions, SetupCost};
 
 mod gather;
 mod halo;
+pub mod launch;
 mod partition;
 mod shard;
 

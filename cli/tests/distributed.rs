@@ -1,0 +1,130 @@
+//! `augur distributed check` as separate processes on this host (issue 23: one process per GPU;
+//! the rendezvous over loopback runs without GPUs).
+
+use std::process::{Child, Command, Output, Stdio};
+
+use augur_tests::temp_dir;
+
+/// Launcher variables of the machine running the tests, which must not leak into the ranks.
+const FOREIGN: [&str; 12] = [
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "SLURM_PROCID",
+    "SLURM_NTASKS",
+    "MASTER_ADDR",
+    "AUGUR_RENDEZVOUS",
+];
+
+fn rank(r: usize, world: usize, meeting: &[(&str, String)], timeout: &str) -> Child {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_augur"));
+    c.args(["distributed", "check", "--timeout", timeout]);
+    for k in FOREIGN.iter().chain(&["MASTER_PORT"]) {
+        c.env_remove(k);
+    }
+    c.env("RANK", r.to_string())
+        .env("WORLD_SIZE", world.to_string())
+        .env("LOCAL_RANK", r.to_string());
+    for (k, v) in meeting {
+        c.env(k, v);
+    }
+    c.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn free_port() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port().to_string()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn digest(o: &Output) -> String {
+    let s = String::from_utf8_lossy(&o.stdout);
+    s.split("digest ")
+        .nth(1)
+        .map(|d| d.trim().to_string())
+        .unwrap_or_else(|| panic!("no digest in {s:?}"))
+}
+
+#[test]
+fn ranks_in_separate_processes_meet_over_tcp_and_through_a_file() {
+    let tcp = vec![
+        ("MASTER_ADDR", "127.0.0.1".to_string()),
+        ("MASTER_PORT", free_port()),
+    ];
+    let dir = temp_dir("distributed");
+    let file = vec![(
+        "AUGUR_RENDEZVOUS",
+        format!("file:{}", dir.join("id").display()),
+    )];
+    for meeting in [tcp, file] {
+        // Rank 0 last: the others wait for it.
+        let kids: Vec<Child> = (0..3).rev().map(|r| rank(r, 3, &meeting, "60")).collect();
+        let out: Vec<Output> = kids
+            .into_iter()
+            .map(|k| k.wait_with_output().unwrap())
+            .collect();
+        for o in &out {
+            assert!(o.status.success(), "{}", text(o));
+        }
+        let d: Vec<String> = out.iter().map(digest).collect();
+        assert!(d.iter().all(|x| x == &d[0]), "{d:?}");
+        assert!(text(&out[2]).contains("rank 0 of 3 (local rank 0, torchrun)"));
+    }
+}
+
+#[test]
+fn a_rank_that_never_starts_is_named_and_nobody_hangs() {
+    let meeting = vec![
+        ("MASTER_ADDR", "127.0.0.1".to_string()),
+        ("MASTER_PORT", free_port()),
+    ];
+    // World 3, rank 2 never launched: rank 0 gives up after its timeout, naming it; rank 1 got
+    // the id and is done.
+    let root = rank(0, 3, &meeting, "3");
+    let one = rank(1, 3, &meeting, "30");
+    let (root, one) = (
+        root.wait_with_output().unwrap(),
+        one.wait_with_output().unwrap(),
+    );
+    assert!(!root.status.success());
+    assert!(
+        text(&root).contains("rank 2 did not reach"),
+        "{}",
+        text(&root)
+    );
+    assert!(one.status.success(), "{}", text(&one));
+    // A rank whose rank 0 never comes.
+    let lone = rank(1, 2, &meeting, "1").wait_with_output().unwrap();
+    assert!(!lone.status.success());
+    assert!(
+        text(&lone).contains("rank 1: rank 0 did not answer"),
+        "{}",
+        text(&lone)
+    );
+    // No launcher: says what to set.
+    let o = Command::new(env!("CARGO_BIN_EXE_augur"))
+        .args(["distributed", "check"])
+        .env_remove("RANK")
+        .env_remove("OMPI_COMM_WORLD_RANK")
+        .env_remove("PMI_RANK")
+        .env_remove("SLURM_PROCID")
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(text(&o).contains("no launcher set a rank"), "{}", text(&o));
+}

@@ -1,0 +1,567 @@
+//! One process per GPU: where a process stands in a distributed run (its rank, the world size
+//! and its GPU on the host, from the launcher's environment), and the rendezvous that gives
+//! every rank the bytes rank 0 made (NCCL's unique id) over TCP to rank 0's address, or through
+//! a shared file.
+//!
+//! Launchers, first match wins: torchrun and friends (`RANK`, `WORLD_SIZE`, `LOCAL_RANK`),
+//! Open MPI (`OMPI_COMM_WORLD_RANK`, `_SIZE`, `_LOCAL_RANK`), MPICH/Hydra and Intel MPI
+//! (`PMI_RANK`, `PMI_SIZE`, `MPI_LOCALRANKID`), Slurm (`SLURM_PROCID`, `SLURM_NTASKS`,
+//! `SLURM_LOCALID`). Rank 0's address: `MASTER_ADDR` and `MASTER_PORT` (torchrun's names; set
+//! them under MPI or Slurm too), or `AUGUR_RENDEZVOUS` as `host:port` or `file:PATH`.
+//!
+//! Nothing waits forever: every step has a deadline, and the error names the rank that is late
+//! or the address that did not answer. A file meeting place must be new for each run (put the
+//! job id in its name, e.g. `file:/shared/augur-$SLURM_JOB_ID`): a rank that finds a file left
+//! by an earlier run cannot tell it from rank 0's.
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::AugurError;
+
+/// Where this process stands in a distributed run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RankEnv {
+    pub rank: usize,
+    pub world: usize,
+    /// The rank among the processes of this host: the GPU ordinal it takes.
+    pub local_rank: usize,
+    /// Which launcher's variables said so.
+    pub launcher: &'static str,
+}
+
+/// The launchers' (rank, world, local rank) variable names, in the order they are tried.
+const LAUNCHERS: [(&str, [&str; 3]); 4] = [
+    ("torchrun", ["RANK", "WORLD_SIZE", "LOCAL_RANK"]),
+    (
+        "Open MPI",
+        [
+            "OMPI_COMM_WORLD_RANK",
+            "OMPI_COMM_WORLD_SIZE",
+            "OMPI_COMM_WORLD_LOCAL_RANK",
+        ],
+    ),
+    ("MPICH/PMI", ["PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"]),
+    ("Slurm", ["SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"]),
+];
+
+impl RankEnv {
+    /// From this process's environment; None when no launcher set a rank (a single process).
+    pub fn from_env() -> Result<Option<RankEnv>, AugurError> {
+        RankEnv::from_vars(|k| std::env::var(k).ok())
+    }
+
+    /// From variables looked up by `get` (the environment, or a test's table).
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Option<RankEnv>, AugurError> {
+        for (launcher, [r, w, l]) in LAUNCHERS {
+            let Some(rank) = get(r) else { continue };
+            let int = |name: &str, v: &str| -> Result<usize, AugurError> {
+                v.trim().parse::<usize>().map_err(|_| {
+                    AugurError::Invalid(format!(
+                        "{launcher}: {name}={v:?} is not a non-negative integer"
+                    ))
+                })
+            };
+            let rank = int(r, &rank)?;
+            let world = match get(w) {
+                Some(v) => int(w, &v)?,
+                None => {
+                    return Err(AugurError::Invalid(format!(
+                        "{launcher}: {r} is set but {w} is not: the world size is unknown"
+                    )))
+                }
+            };
+            if world == 0 || rank >= world {
+                return Err(AugurError::Invalid(format!(
+                    "{launcher}: {r}={rank} with {w}={world}: the rank must be below the world size"
+                )));
+            }
+            // Without a local rank (one process per host, or a launcher that does not say),
+            // GPU 0.
+            let local_rank = match get(l) {
+                Some(v) => int(l, &v)?,
+                None => 0,
+            };
+            return Ok(Some(RankEnv {
+                rank,
+                world,
+                local_rank,
+                launcher,
+            }));
+        }
+        Ok(None)
+    }
+}
+
+/// Where ranks meet: rank 0's TCP address, or a file every rank can read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Meeting {
+    Tcp(String),
+    File(PathBuf),
+}
+
+impl Meeting {
+    /// `AUGUR_RENDEZVOUS` (`host:port` or `file:PATH`), else `MASTER_ADDR:MASTER_PORT`; None
+    /// when neither is set.
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Option<Meeting>, AugurError> {
+        if let Some(v) = get("AUGUR_RENDEZVOUS") {
+            return Ok(Some(match v.strip_prefix("file:") {
+                Some(p) if !p.is_empty() => Meeting::File(PathBuf::from(p)),
+                Some(_) => {
+                    return Err(AugurError::Invalid(
+                        "AUGUR_RENDEZVOUS=file: names no file".into(),
+                    ))
+                }
+                None if v
+                    .rsplit_once(':')
+                    .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok()) =>
+                {
+                    Meeting::Tcp(v)
+                }
+                None => {
+                    return Err(AugurError::Invalid(format!(
+                        "AUGUR_RENDEZVOUS={v:?}: expected host:port or file:PATH"
+                    )))
+                }
+            }));
+        }
+        match (get("MASTER_ADDR"), get("MASTER_PORT")) {
+            (Some(a), Some(p)) => match p.trim().parse::<u16>() {
+                Ok(p) => Ok(Some(Meeting::Tcp(format!("{a}:{p}")))),
+                Err(_) => Err(AugurError::Invalid(format!(
+                    "MASTER_PORT={p:?} is not a port number"
+                ))),
+            },
+            (Some(_), None) => Err(AugurError::Invalid(
+                "MASTER_ADDR is set but MASTER_PORT is not".into(),
+            )),
+            (None, Some(_)) => Err(AugurError::Invalid(
+                "MASTER_PORT is set but MASTER_ADDR is not".into(),
+            )),
+            (None, None) => Ok(None),
+        }
+    }
+}
+
+/// The first bytes of every message: the protocol and its version.
+const MAGIC: &[u8; 8] = b"augur-r1";
+/// Largest blob shared (an NCCL unique id is 128 bytes).
+const MAX_BLOB: usize = 1 << 16;
+
+fn io_err(what: String) -> impl FnOnce(std::io::Error) -> AugurError {
+    move |e| AugurError::Invalid(format!("{what}: {e}"))
+}
+
+/// Every rank's copy of the bytes rank 0 made: rank 0 calls `make` and shares its result, the
+/// others receive it. TCP: rank 0 listens on the meeting address and answers each rank that
+/// says hello; a file: rank 0 writes it whole (through a temporary file and a rename) and the
+/// others read it once it is there. Errors after `timeout`, naming the ranks that never came or
+/// the address that never answered.
+pub fn share(
+    env: &RankEnv,
+    meeting: &Meeting,
+    make: impl FnOnce() -> Result<Vec<u8>, AugurError>,
+    timeout: Duration,
+) -> Result<Vec<u8>, AugurError> {
+    match meeting {
+        Meeting::Tcp(addr) if env.rank == 0 => {
+            let blob = make()?;
+            let listener = TcpListener::bind(resolve(addr)?)
+                .map_err(io_err(format!("rank 0: cannot listen on {addr}")))?;
+            serve(listener, env.world, &blob, timeout)?;
+            Ok(blob)
+        }
+        Meeting::Tcp(addr) => fetch(&resolve(addr)?, env.rank, env.world, timeout),
+        Meeting::File(path) if env.rank == 0 => {
+            let blob = make()?;
+            write_file(path, &blob)?;
+            Ok(blob)
+        }
+        Meeting::File(path) => read_file(path, env.rank, timeout),
+    }
+}
+
+fn resolve(addr: &str) -> Result<SocketAddr, AugurError> {
+    addr.to_socket_addrs()
+        .map_err(io_err(format!("rendezvous address {addr}")))?
+        .next()
+        .ok_or_else(|| AugurError::Invalid(format!("rendezvous address {addr}: no address")))
+}
+
+/// Rank 0's side: answer `world - 1` hellos (each rank once) with `blob`.
+pub fn serve(
+    listener: TcpListener,
+    world: usize,
+    blob: &[u8],
+    timeout: Duration,
+) -> Result<(), AugurError> {
+    if blob.len() > MAX_BLOB {
+        return Err(AugurError::Invalid(format!(
+            "rendezvous: {} bytes to share, at most {MAX_BLOB}",
+            blob.len()
+        )));
+    }
+    let deadline = Instant::now() + timeout;
+    let at = listener
+        .local_addr()
+        .map_or_else(|_| "?".into(), |a| a.to_string());
+    listener
+        .set_nonblocking(true)
+        .map_err(io_err(format!("rank 0: listening on {at}")))?;
+    let mut seen = BTreeSet::new();
+    while seen.len() + 1 < world {
+        match listener.accept() {
+            Ok((mut s, peer)) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                s.set_nonblocking(false)
+                    .and_then(|_| s.set_read_timeout(Some(left.max(Duration::from_millis(1)))))
+                    .and_then(|_| s.set_write_timeout(Some(left.max(Duration::from_millis(1)))))
+                    .map_err(io_err(format!("rank 0: connection from {peer}")))?;
+                let mut hello = [0u8; 16];
+                if s.read_exact(&mut hello).is_err() || &hello[..8] != MAGIC {
+                    // Not one of ours (a port scanner, another program): not counted.
+                    continue;
+                }
+                let (rank, their_world) = (
+                    u32::from_le_bytes(hello[8..12].try_into().expect("4 bytes")) as usize,
+                    u32::from_le_bytes(hello[12..16].try_into().expect("4 bytes")) as usize,
+                );
+                if their_world != world || rank == 0 || rank >= world {
+                    return Err(AugurError::Invalid(format!(
+                        "rank 0 (world {world}): {peer} says it is rank {rank} of {their_world}"
+                    )));
+                }
+                if !seen.insert(rank) {
+                    return Err(AugurError::Invalid(format!(
+                        "rank 0: rank {rank} said hello twice (from {peer}): two processes with one rank?"
+                    )));
+                }
+                let mut msg = Vec::with_capacity(12 + blob.len());
+                msg.extend_from_slice(MAGIC);
+                msg.extend_from_slice(&(blob.len() as u32).to_le_bytes());
+                msg.extend_from_slice(blob);
+                s.write_all(&msg)
+                    .map_err(io_err(format!("rank 0: answering rank {rank} at {peer}")))?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if Instant::now() >= deadline {
+                    let missing: Vec<String> = (1..world)
+                        .filter(|r| !seen.contains(r))
+                        .map(|r| r.to_string())
+                        .collect();
+                    return Err(AugurError::Invalid(format!(
+                        "rank 0: rank{} {} did not reach {at} within {:.0} s (failed to start, \
+                         or cannot reach this host?)",
+                        if missing.len() > 1 { "s" } else { "" },
+                        missing.join(", "),
+                        timeout.as_secs_f64()
+                    )));
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(e) => return Err(io_err(format!("rank 0: accepting on {at}"))(e)),
+        }
+    }
+    Ok(())
+}
+
+/// A rank's side: say hello to rank 0 at `addr` (retrying until it listens) and read the blob.
+pub fn fetch(
+    addr: &SocketAddr,
+    rank: usize,
+    world: usize,
+    timeout: Duration,
+) -> Result<Vec<u8>, AugurError> {
+    let deadline = Instant::now() + timeout;
+    let late = || {
+        AugurError::Invalid(format!(
+            "rank {rank}: rank 0 did not answer at {addr} within {:.0} s (not started, failed, \
+             or the address is wrong?)",
+            timeout.as_secs_f64()
+        ))
+    };
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(late());
+        }
+        let mut s = match TcpStream::connect_timeout(addr, left.min(Duration::from_secs(1))) {
+            Ok(s) => s,
+            Err(_) => {
+                std::thread::sleep(Duration::from_millis(20).min(left));
+                continue;
+            }
+        };
+        let io = |e: std::io::Error| {
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) {
+                late()
+            } else {
+                AugurError::Invalid(format!("rank {rank}: talking to rank 0 at {addr}: {e}"))
+            }
+        };
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1));
+        s.set_read_timeout(Some(left)).map_err(io)?;
+        s.set_write_timeout(Some(left)).map_err(io)?;
+        let mut hello = Vec::with_capacity(16);
+        hello.extend_from_slice(MAGIC);
+        hello.extend_from_slice(&(rank as u32).to_le_bytes());
+        hello.extend_from_slice(&(world as u32).to_le_bytes());
+        s.write_all(&hello).map_err(io)?;
+        let mut head = [0u8; 12];
+        s.read_exact(&mut head).map_err(io)?;
+        if &head[..8] != MAGIC {
+            return Err(AugurError::Invalid(format!(
+                "rank {rank}: {addr} is not augur's rank 0 (another program on that port?)"
+            )));
+        }
+        let n = u32::from_le_bytes(head[8..12].try_into().expect("4 bytes")) as usize;
+        if n > MAX_BLOB {
+            return Err(AugurError::Invalid(format!(
+                "rank {rank}: rank 0 at {addr} announced {n} bytes, at most {MAX_BLOB}"
+            )));
+        }
+        let mut blob = vec![0u8; n];
+        s.read_exact(&mut blob).map_err(io)?;
+        return Ok(blob);
+    }
+}
+
+/// Rank 0's file: written beside its final name and renamed, so no rank reads half of it.
+fn write_file(path: &Path, blob: &[u8]) -> Result<(), AugurError> {
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    let mut data = Vec::with_capacity(12 + blob.len());
+    data.extend_from_slice(MAGIC);
+    data.extend_from_slice(&(blob.len() as u32).to_le_bytes());
+    data.extend_from_slice(blob);
+    std::fs::write(&tmp, &data)
+        .and_then(|_| std::fs::rename(&tmp, path))
+        .map_err(io_err(format!("rank 0: writing {}", path.display())))
+}
+
+fn read_file(path: &Path, rank: usize, timeout: Duration) -> Result<Vec<u8>, AugurError> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Ok(data) = std::fs::read(path) {
+            if data.len() >= 12 && &data[..8] == MAGIC {
+                let n = u32::from_le_bytes(data[8..12].try_into().expect("4 bytes")) as usize;
+                if data.len() == 12 + n {
+                    return Ok(data[12..].to_vec());
+                }
+            }
+            return Err(AugurError::Invalid(format!(
+                "rank {rank}: {} is not a rendezvous file of augur's (a stale file of another \
+                 run? remove it before launching)",
+                path.display()
+            )));
+        }
+        if Instant::now() >= deadline {
+            return Err(AugurError::Invalid(format!(
+                "rank {rank}: rank 0 did not write {} within {:.0} s",
+                path.display(),
+                timeout.as_secs_f64()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn launchers_are_read_in_order_and_checked() {
+        let e = RankEnv::from_vars(vars(&[])).unwrap();
+        assert_eq!(e, None);
+        let e = RankEnv::from_vars(vars(&[
+            ("RANK", "3"),
+            ("WORLD_SIZE", "4"),
+            ("LOCAL_RANK", "1"),
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            (e.rank, e.world, e.local_rank, e.launcher),
+            (3, 4, 1, "torchrun")
+        );
+        let e = RankEnv::from_vars(vars(&[
+            ("OMPI_COMM_WORLD_RANK", "2"),
+            ("OMPI_COMM_WORLD_SIZE", "8"),
+            ("OMPI_COMM_WORLD_LOCAL_RANK", "2"),
+            ("SLURM_PROCID", "5"),
+            ("SLURM_NTASKS", "8"),
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!((e.rank, e.launcher), (2, "Open MPI"), "MPI before Slurm");
+        let e = RankEnv::from_vars(vars(&[("SLURM_PROCID", "1"), ("SLURM_NTASKS", "2")]))
+            .unwrap()
+            .unwrap();
+        assert_eq!((e.rank, e.world, e.local_rank), (1, 2, 0));
+        for (bad, needle) in [
+            (vec![("RANK", "x"), ("WORLD_SIZE", "2")], "RANK=\"x\""),
+            (
+                vec![("RANK", "2"), ("WORLD_SIZE", "2")],
+                "below the world size",
+            ),
+            (vec![("RANK", "0")], "WORLD_SIZE is not"),
+            (
+                vec![("PMI_RANK", "0"), ("PMI_SIZE", "0")],
+                "below the world size",
+            ),
+            (
+                vec![("RANK", "0"), ("WORLD_SIZE", "2"), ("LOCAL_RANK", "-1")],
+                "LOCAL_RANK",
+            ),
+        ] {
+            let e = RankEnv::from_vars(vars(&bad)).unwrap_err().to_string();
+            assert!(e.contains(needle), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn meeting_places_are_parsed() {
+        let m = |p: &[(&str, &str)]| Meeting::from_vars(vars(p));
+        assert_eq!(m(&[]).unwrap(), None);
+        assert_eq!(
+            m(&[("MASTER_ADDR", "node1"), ("MASTER_PORT", "29500")]).unwrap(),
+            Some(Meeting::Tcp("node1:29500".into()))
+        );
+        assert_eq!(
+            m(&[
+                ("AUGUR_RENDEZVOUS", "file:/shared/id"),
+                ("MASTER_ADDR", "x")
+            ])
+            .unwrap(),
+            Some(Meeting::File("/shared/id".into()))
+        );
+        assert_eq!(
+            m(&[("AUGUR_RENDEZVOUS", "10.0.0.1:7000")]).unwrap(),
+            Some(Meeting::Tcp("10.0.0.1:7000".into()))
+        );
+        for bad in [
+            vec![("AUGUR_RENDEZVOUS", "nowhere")],
+            vec![("AUGUR_RENDEZVOUS", "file:")],
+            vec![("MASTER_ADDR", "a")],
+            vec![("MASTER_ADDR", "a"), ("MASTER_PORT", "http")],
+        ] {
+            assert!(m(&bad).is_err(), "{bad:?}");
+        }
+    }
+
+    fn env(rank: usize, world: usize) -> RankEnv {
+        RankEnv {
+            rank,
+            world,
+            local_rank: rank,
+            launcher: "test",
+        }
+    }
+
+    #[test]
+    fn every_rank_gets_rank_zeros_bytes_over_tcp() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let blob: Vec<u8> = (0..128u8).collect();
+        let world = 4;
+        let t = Duration::from_secs(20);
+        std::thread::scope(|s| {
+            let root = s.spawn(|| serve(listener, world, &blob, t));
+            let others: Vec<_> = (1..world)
+                .map(|r| s.spawn(move || fetch(&addr, r, world, t)))
+                .collect();
+            for o in others {
+                assert_eq!(o.join().unwrap().unwrap(), blob);
+            }
+            root.join().unwrap().unwrap();
+        });
+    }
+
+    #[test]
+    fn a_missing_rank_is_named_not_waited_for() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let t = Duration::from_secs(2);
+        std::thread::scope(|s| {
+            let root = s.spawn(|| serve(listener, 4, b"id", t));
+            // Ranks 1 and 3 come; rank 2 never starts.
+            let a = s.spawn(move || fetch(&addr, 1, 4, t));
+            let b = s.spawn(move || fetch(&addr, 3, 4, t));
+            let e = root.join().unwrap().unwrap_err().to_string();
+            assert!(e.contains("rank 2 did not reach"), "{e}");
+            assert_eq!(a.join().unwrap().unwrap(), b"id");
+            assert_eq!(b.join().unwrap().unwrap(), b"id");
+        });
+        // And a rank whose rank 0 never comes.
+        let dead = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let e = fetch(&dead, 1, 2, Duration::from_millis(300))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("rank 1: rank 0 did not answer"), "{e}");
+    }
+
+    #[test]
+    fn a_rank_claimed_twice_or_out_of_the_world_is_refused() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let t = Duration::from_secs(5);
+        std::thread::scope(|s| {
+            let root = s.spawn(|| serve(listener, 3, b"id", t));
+            fetch(&addr, 1, 3, t).unwrap();
+            let _ = fetch(&addr, 1, 3, Duration::from_millis(500));
+            let e = root.join().unwrap().unwrap_err().to_string();
+            assert!(e.contains("rank 1 said hello twice"), "{e}");
+        });
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::scope(|s| {
+            let root = s.spawn(|| serve(listener, 3, b"id", t));
+            let _ = fetch(&addr, 1, 4, Duration::from_millis(500));
+            let e = root.join().unwrap().unwrap_err().to_string();
+            assert!(e.contains("says it is rank 1 of 4"), "{e}");
+        });
+    }
+
+    #[test]
+    fn the_file_meeting_place_shares_too() {
+        let dir = std::env::temp_dir().join(format!("augur-rdv-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("id");
+        let _ = std::fs::remove_file(&path);
+        let m = Meeting::File(path.clone());
+        let t = Duration::from_secs(10);
+        std::thread::scope(|s| {
+            let late = s.spawn(|| share(&env(2, 3), &m, || unreachable!(), t));
+            std::thread::sleep(Duration::from_millis(50));
+            let root = share(&env(0, 3), &m, || Ok(vec![7u8; 128]), t).unwrap();
+            assert_eq!(late.join().unwrap().unwrap(), root);
+        });
+        // A file that is not one of ours: refused, not read as an id.
+        std::fs::write(&path, b"hello").unwrap();
+        let e = share(&env(1, 3), &m, || unreachable!(), t)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a rendezvous file"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
