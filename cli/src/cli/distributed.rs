@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use augur::multi::launch::{share, Meeting, RankEnv};
+use augur::multi::launch::{nccl_check, share, Meeting, RankEnv};
 use clap::{Args, Subcommand};
 
 #[derive(Subcommand, Debug)]
@@ -23,6 +23,10 @@ pub struct CheckArgs {
     /// Seconds to wait for the other ranks (rank 0) or for rank 0 (the others).
     #[arg(long, default_value_t = 60.0)]
     timeout: f64,
+    /// Share NCCL's unique id instead, open one communicator per rank on GPU LOCAL_RANK and
+    /// all-reduce rank + 1 (needs a CUDA GPU per rank and libnccl).
+    #[arg(long)]
+    nccl: bool,
 }
 
 pub fn run(c: DistributedCommand) -> anyhow::Result<ExitCode> {
@@ -39,6 +43,20 @@ pub fn run(c: DistributedCommand) -> anyhow::Result<ExitCode> {
         "no meeting place: set MASTER_ADDR and MASTER_PORT (rank 0's host and a free port), or \
          AUGUR_RENDEZVOUS=host:port or file:PATH (a file every rank can read)",
     )?;
+    let at = match &meeting {
+        Meeting::Tcp(a) => a.clone(),
+        Meeting::File(p) => format!("file {}", p.display()),
+    };
+    let timeout = Duration::from_secs_f64(a.timeout);
+    if a.nccl {
+        let (sum, gpu) = nccl_check(&env, &meeting, timeout)?;
+        println!(
+            "rank {} of {} (local rank {}, {}): met at {at}; NCCL communicator on GPU {} ({gpu}): \
+             all-reduce of rank + 1 = {sum} (expected)",
+            env.rank, env.world, env.local_rank, env.launcher, env.local_rank
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let blob = share(
         &env,
         &meeting,
@@ -54,16 +72,12 @@ pub fn run(c: DistributedCommand) -> anyhow::Result<ExitCode> {
                 })
                 .collect())
         },
-        Duration::from_secs_f64(a.timeout),
+        timeout,
     )?;
     // FNV-1a: equal on every rank when the bytes are.
     let digest = blob.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
         (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
     });
-    let at = match &meeting {
-        Meeting::Tcp(a) => a.clone(),
-        Meeting::File(p) => format!("file {}", p.display()),
-    };
     println!(
         "rank {} of {} (local rank {}, {}): met at {at}: {} bytes from rank 0, digest {digest:016x}",
         env.rank,

@@ -373,6 +373,73 @@ fn read_file(path: &Path, rank: usize, timeout: Duration) -> Result<Vec<u8>, Aug
     }
 }
 
+/// NCCL across processes, checked: rank 0 makes NCCL's unique id, [`share`] gives it to every
+/// rank, each opens its communicator on its local GPU (`local_rank`) and all-reduces rank + 1.
+/// Returns the sum every rank read, which must be world (world + 1) / 2 (else an error), and the
+/// GPU's name. What `augur distributed check --nccl` runs; `ncclCommInitRank` itself has no
+/// deadline (the rendezvous before it has seen every rank alive).
+pub fn nccl_check(
+    env: &RankEnv,
+    meeting: &Meeting,
+    timeout: Duration,
+) -> Result<(f64, String), AugurError> {
+    use cudarc::nccl::{Comm, Id, ReduceOp};
+    if !super::nccl_available() {
+        return Err(AugurError::Nccl(
+            "libnccl cannot be loaded here (install NCCL, or put it on LD_LIBRARY_PATH)".into(),
+        ));
+    }
+    let backend = crate::Backend::cuda(env.local_rank)?;
+    let g = backend
+        .as_device()
+        .as_cuda()
+        .ok_or_else(|| AugurError::Invalid(format!("rank {}: not a CUDA backend", env.rank)))?;
+    let nccl = |what: &'static str| super::nccl_err(what);
+    let drv = |what: &'static str| {
+        move |e: cudarc::driver::DriverError| AugurError::Invalid(format!("{what}: {e}"))
+    };
+    g.context()
+        .bind_to_thread()
+        .map_err(drv("cuCtxSetCurrent"))?;
+    let bytes = share(
+        env,
+        meeting,
+        || {
+            let id = Id::new().map_err(nccl("ncclGetUniqueId"))?;
+            Ok(id.internal().iter().map(|&c| c as u8).collect())
+        },
+        timeout,
+    )?;
+    let mut internal = [0 as std::ffi::c_char; 128];
+    if bytes.len() != internal.len() {
+        return Err(AugurError::Invalid(format!(
+            "rank {}: rank 0 shared {} bytes, not an NCCL unique id (128)",
+            env.rank,
+            bytes.len()
+        )));
+    }
+    for (d, &b) in internal.iter_mut().zip(&bytes) {
+        *d = b as std::ffi::c_char;
+    }
+    let stream = g.stream().clone();
+    let comm = Comm::from_rank(stream.clone(), env.rank, env.world, Id::uninit(internal))
+        .map_err(nccl("ncclCommInitRank"))?;
+    let mut buf = stream
+        .clone_htod(&[(env.rank + 1) as f32])
+        .map_err(drv("cuMemcpyHtoD"))?;
+    comm.all_reduce_in_place(&mut buf, &ReduceOp::Sum)
+        .map_err(nccl("ncclAllReduce"))?;
+    let got = stream.clone_dtoh(&buf).map_err(drv("cuMemcpyDtoH"))?[0] as f64;
+    let want = (env.world * (env.world + 1) / 2) as f64;
+    if got != want {
+        return Err(AugurError::Nccl(format!(
+            "rank {}: the all-reduce of rank + 1 over {} ranks gave {got}, not {want}",
+            env.rank, env.world
+        )));
+    }
+    Ok((got, backend.device()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
