@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use augur::multi::launch::{nccl_check, share, Meeting, RankEnv};
+use augur::multi::launch::{nccl_check, share, share_nccl_id, Meeting, RankEnv};
 use clap::{Args, Subcommand};
 
 #[derive(Subcommand, Debug)]
@@ -49,7 +49,16 @@ pub fn run(c: DistributedCommand) -> anyhow::Result<ExitCode> {
     };
     let timeout = Duration::from_secs_f64(a.timeout);
     if a.nccl {
-        let (sum, gpu) = nccl_check(&env, &meeting, timeout)?;
+        let id = share_nccl_id(&env, &meeting, timeout)?;
+        // Fault injection for the tests: a rank that stops between the rendezvous and NCCL.
+        if std::env::var("AUGUR_FAULT").as_deref() == Ok("exit-after-rendezvous") {
+            eprintln!(
+                "augur: rank {}: exiting after the rendezvous (AUGUR_FAULT)",
+                env.rank
+            );
+            return Ok(ExitCode::from(3));
+        }
+        let (sum, gpu) = nccl_check(&env, id, timeout)?;
         println!(
             "rank {} of {} (local rank {}, {}): met at {at}; NCCL communicator on GPU {} ({gpu}): \
              all-reduce of rank + 1 = {sum} (expected)",

@@ -373,63 +373,201 @@ fn read_file(path: &Path, rank: usize, timeout: Duration) -> Result<Vec<u8>, Aug
     }
 }
 
-/// NCCL across processes, checked: rank 0 makes NCCL's unique id, [`share`] gives it to every
-/// rank, each opens its communicator on its local GPU (`local_rank`) and all-reduces rank + 1.
-/// Returns the sum every rank read, which must be world (world + 1) / 2 (else an error), and the
-/// GPU's name. What `augur distributed check --nccl` runs; `ncclCommInitRank` itself has no
-/// deadline (the rendezvous before it has seen every rank alive).
-pub fn nccl_check(
+/// NCCL's unique id made by rank 0 and given to every rank by [`share`] (128 bytes).
+pub fn share_nccl_id(
     env: &RankEnv,
     meeting: &Meeting,
     timeout: Duration,
-) -> Result<(f64, String), AugurError> {
-    use cudarc::nccl::{Comm, Id, ReduceOp};
+) -> Result<cudarc::nccl::sys::ncclUniqueId, AugurError> {
     if !super::nccl_available() {
         return Err(AugurError::Nccl(
             "libnccl cannot be loaded here (install NCCL, or put it on LD_LIBRARY_PATH)".into(),
         ));
     }
-    let backend = crate::Backend::cuda(env.local_rank)?;
-    let g = backend
-        .as_device()
-        .as_cuda()
-        .ok_or_else(|| AugurError::Invalid(format!("rank {}: not a CUDA backend", env.rank)))?;
-    let nccl = |what: &'static str| super::nccl_err(what);
-    let drv = |what: &'static str| {
-        move |e: cudarc::driver::DriverError| AugurError::Invalid(format!("{what}: {e}"))
-    };
-    g.context()
-        .bind_to_thread()
-        .map_err(drv("cuCtxSetCurrent"))?;
     let bytes = share(
         env,
         meeting,
         || {
-            let id = Id::new().map_err(nccl("ncclGetUniqueId"))?;
+            let id = cudarc::nccl::Id::new().map_err(super::nccl_err("ncclGetUniqueId"))?;
             Ok(id.internal().iter().map(|&c| c as u8).collect())
         },
         timeout,
     )?;
-    let mut internal = [0 as std::ffi::c_char; 128];
-    if bytes.len() != internal.len() {
+    let mut id = cudarc::nccl::sys::ncclUniqueId { internal: [0; 128] };
+    if bytes.len() != id.internal.len() {
         return Err(AugurError::Invalid(format!(
             "rank {}: rank 0 shared {} bytes, not an NCCL unique id (128)",
             env.rank,
             bytes.len()
         )));
     }
-    for (d, &b) in internal.iter_mut().zip(&bytes) {
+    for (d, &b) in id.internal.iter_mut().zip(&bytes) {
         *d = b as std::ffi::c_char;
     }
+    Ok(id)
+}
+
+/// `ncclConfig_t` as NCCL 2.17 laid it out (NCCL reads a caller's config by its `size` and
+/// `version`, so this older layout is valid with later libraries); unset fields as
+/// `NCCL_CONFIG_INITIALIZER` leaves them.
+#[repr(C)]
+struct NcclConfig217 {
+    size: usize,
+    magic: std::ffi::c_uint,
+    version: std::ffi::c_uint,
+    blocking: std::ffi::c_int,
+    cga_cluster_size: std::ffi::c_int,
+    min_ctas: std::ffi::c_int,
+    max_ctas: std::ffi::c_int,
+    net_name: *const std::ffi::c_char,
+    split_share: std::ffi::c_int,
+}
+
+/// A communicator opened without blocking, so that a rank that never comes is an error after
+/// `deadline` (the communicator aborted), not a hang. The calling thread's current CUDA context
+/// is the rank's GPU.
+fn open_comm(
+    id: cudarc::nccl::sys::ncclUniqueId,
+    env: &RankEnv,
+    deadline: Instant,
+) -> Result<cudarc::nccl::sys::ncclComm_t, AugurError> {
+    use cudarc::nccl::sys;
+    let undef = i32::MIN; // NCCL_CONFIG_UNDEF_INT
+    let mut cfg = NcclConfig217 {
+        size: std::mem::size_of::<NcclConfig217>(),
+        magic: 0xcafe_beef,
+        version: 21700,
+        blocking: 0,
+        cga_cluster_size: undef,
+        min_ctas: undef,
+        max_ctas: undef,
+        net_name: std::ptr::null(),
+        split_share: undef,
+    };
+    let mut comm: sys::ncclComm_t = std::ptr::null_mut();
+    // SAFETY: out-pointer, a valid id, and a config NCCL reads up to its `size`.
+    let r = unsafe {
+        sys::ncclCommInitRankConfig(
+            &mut comm,
+            env.world as i32,
+            id,
+            env.rank as i32,
+            (&mut cfg as *mut NcclConfig217).cast(),
+        )
+    };
+    if !matches!(
+        r,
+        sys::ncclResult_t::ncclSuccess | sys::ncclResult_t::ncclInProgress
+    ) {
+        return Err(AugurError::Nccl(format!(
+            "rank {}: ncclCommInitRankConfig: {r:?}",
+            env.rank
+        )));
+    }
+    wait_comm(comm, env, deadline, "opening the communicator")?;
+    Ok(comm)
+}
+
+/// Poll a non-blocking communicator until its last call is done; after `deadline`, or on an
+/// error, abort it.
+fn wait_comm(
+    comm: cudarc::nccl::sys::ncclComm_t,
+    env: &RankEnv,
+    deadline: Instant,
+    what: &str,
+) -> Result<(), AugurError> {
+    use cudarc::nccl::sys::{self, ncclResult_t};
+    loop {
+        let mut state = ncclResult_t::ncclSuccess;
+        // SAFETY: a communicator NCCL handed out, not yet destroyed.
+        let r = unsafe { sys::ncclCommGetAsyncError(comm, &mut state) };
+        let failed = match (r, state) {
+            (ncclResult_t::ncclSuccess, ncclResult_t::ncclSuccess) => return Ok(()),
+            (ncclResult_t::ncclSuccess, ncclResult_t::ncclInProgress) => {
+                if Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(1));
+                    continue;
+                }
+                format!(
+                    "not done by the deadline: a rank of the {} did not join or stopped \
+                     (communicator aborted)",
+                    env.world
+                )
+            }
+            (ncclResult_t::ncclSuccess, e) | (e, _) => format!("{e:?} (communicator aborted)"),
+        };
+        // SAFETY: as above; abort frees it without waiting for the other ranks.
+        unsafe { sys::ncclCommAbort(comm) };
+        return Err(AugurError::Nccl(format!(
+            "rank {}: {what}: {failed}",
+            env.rank
+        )));
+    }
+}
+
+/// NCCL across processes, checked: with the id from [`share_nccl_id`], each rank opens its
+/// communicator on its local GPU (`local_rank`) and all-reduces rank + 1. Returns the sum every
+/// rank read, which must be world (world + 1) / 2 (else an error), and the GPU's name. Every
+/// NCCL step has `timeout` (non-blocking communicator, aborted when late). What `augur
+/// distributed check --nccl` runs.
+pub fn nccl_check(
+    env: &RankEnv,
+    id: cudarc::nccl::sys::ncclUniqueId,
+    timeout: Duration,
+) -> Result<(f64, String), AugurError> {
+    use cudarc::nccl::sys;
+    let deadline = Instant::now() + timeout;
+    let backend = crate::Backend::cuda(env.local_rank)?;
+    let g = backend
+        .as_device()
+        .as_cuda()
+        .ok_or_else(|| AugurError::Invalid(format!("rank {}: not a CUDA backend", env.rank)))?;
+    let drv = |what: &'static str| {
+        move |e: cudarc::driver::DriverError| AugurError::Invalid(format!("{what}: {e}"))
+    };
+    g.context()
+        .bind_to_thread()
+        .map_err(drv("cuCtxSetCurrent"))?;
+    let comm = open_comm(id, env, deadline)?;
     let stream = g.stream().clone();
-    let comm = Comm::from_rank(stream.clone(), env.rank, env.world, Id::uninit(internal))
-        .map_err(nccl("ncclCommInitRank"))?;
-    let mut buf = stream
-        .clone_htod(&[(env.rank + 1) as f32])
-        .map_err(drv("cuMemcpyHtoD"))?;
-    comm.all_reduce_in_place(&mut buf, &ReduceOp::Sum)
-        .map_err(nccl("ncclAllReduce"))?;
-    let got = stream.clone_dtoh(&buf).map_err(drv("cuMemcpyDtoH"))?[0] as f64;
+    let run = || -> Result<f64, AugurError> {
+        let mut buf = stream
+            .clone_htod(&[(env.rank + 1) as f32])
+            .map_err(drv("cuMemcpyHtoD"))?;
+        {
+            use cudarc::driver::DevicePtrMut;
+            let (ptr, _sync) = buf.device_ptr_mut(&stream);
+            // SAFETY: one f32 of device memory of this GPU, in place, on its stream.
+            let r = unsafe {
+                sys::ncclAllReduce(
+                    ptr as *const std::ffi::c_void,
+                    ptr as *mut std::ffi::c_void,
+                    1,
+                    sys::ncclDataType_t::ncclFloat32,
+                    sys::ncclRedOp_t::ncclSum,
+                    comm,
+                    stream.cu_stream() as sys::cudaStream_t,
+                )
+            };
+            if !matches!(
+                r,
+                sys::ncclResult_t::ncclSuccess | sys::ncclResult_t::ncclInProgress
+            ) {
+                return Err(AugurError::Nccl(format!(
+                    "rank {}: ncclAllReduce: {r:?}",
+                    env.rank
+                )));
+            }
+        }
+        wait_comm(comm, env, deadline, "the all-reduce")?;
+        Ok(stream.clone_dtoh(&buf).map_err(drv("cuMemcpyDtoH"))?[0] as f64)
+    };
+    let got = run();
+    // SAFETY: done with it (after an error wait_comm already aborted it).
+    if got.is_ok() {
+        unsafe { sys::ncclCommDestroy(comm) };
+    }
+    let got = got?;
     let want = (env.world * (env.world + 1) / 2) as f64;
     if got != want {
         return Err(AugurError::Nccl(format!(
