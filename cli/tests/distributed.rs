@@ -6,7 +6,7 @@ use std::process::{Child, Command, Output, Stdio};
 use augur_tests::temp_dir;
 
 /// Launcher variables of the machine running the tests, which must not leak into the ranks.
-const FOREIGN: [&str; 12] = [
+const FOREIGN: [&str; 13] = [
     "RANK",
     "WORLD_SIZE",
     "LOCAL_RANK",
@@ -18,15 +18,22 @@ const FOREIGN: [&str; 12] = [
     "SLURM_PROCID",
     "SLURM_NTASKS",
     "MASTER_ADDR",
+    "MASTER_PORT",
     "AUGUR_RENDEZVOUS",
 ];
 
-fn rank(r: usize, world: usize, meeting: &[(&str, String)], timeout: &str) -> Child {
+/// `augur distributed check` with none of the machine's launcher variables.
+fn check_command(timeout: &str) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_augur"));
     c.args(["distributed", "check", "--timeout", timeout]);
-    for k in FOREIGN.iter().chain(&["MASTER_PORT"]) {
+    for k in FOREIGN {
         c.env_remove(k);
     }
+    c
+}
+
+fn rank(r: usize, world: usize, meeting: &[(&str, String)], timeout: &str) -> Child {
+    let mut c = check_command(timeout);
     c.env("RANK", r.to_string())
         .env("WORLD_SIZE", world.to_string())
         .env("LOCAL_RANK", r.to_string());
@@ -117,14 +124,7 @@ fn a_rank_that_never_starts_is_named_and_nobody_hangs() {
         text(&lone)
     );
     // No launcher: says what to set.
-    let o = Command::new(env!("CARGO_BIN_EXE_augur"))
-        .args(["distributed", "check"])
-        .env_remove("RANK")
-        .env_remove("OMPI_COMM_WORLD_RANK")
-        .env_remove("PMI_RANK")
-        .env_remove("SLURM_PROCID")
-        .output()
-        .unwrap();
+    let o = check_command("60").output().unwrap();
     assert!(!o.status.success());
     assert!(text(&o).contains("no launcher set a rank"), "{}", text(&o));
 }

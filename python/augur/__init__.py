@@ -146,7 +146,7 @@ class SpmvPlan:
             stream = _current_stream(x)
         ry = _raw(out) if rx is not None else None
         if ry is not None:
-            # PyTorch or CuPy: the address from the library itself (cheaper than DLPack).
+            # CuPy: the address from the library itself (cheaper than DLPack).
             self._plan.run_cuda_ptr(rx, ry, stream)
         else:
             self._plan.run_cuda(x, out, int(stream))
@@ -209,15 +209,10 @@ _BITS = {"float32": 32, "float64": 64}
 
 
 def _raw(v):
-    """(address, entries, bits, GPU) of a contiguous 1-D float CUDA vector of PyTorch or CuPy,
-    else None (DLPack then takes it, or says what is wrong with it)."""
-    mod = type(v).__module__
-    if mod == "torch":  # torch.Tensor (subclasses fall back to DLPack)
-        if not v.is_cuda or v.dim() != 1 or not v.is_contiguous():
-            return None
-        bits = _BITS.get(str(v.dtype)[6:])  # "torch.float32"
-        return None if bits is None else (v.data_ptr(), v.numel(), bits, v.get_device())
-    if mod.startswith("cupy"):
+    """(address, entries, bits, GPU) of a contiguous 1-D float CUDA vector of CuPy, else None
+    (DLPack then takes it, or says what is wrong with it). PyTorch tensors are read in Rust
+    (`Plan.run_torch`) before this is asked."""
+    if type(v).__module__.startswith("cupy"):
         if v.ndim != 1 or not v.flags.c_contiguous:
             return None
         bits = _BITS.get(v.dtype.name)

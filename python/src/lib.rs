@@ -248,10 +248,7 @@ fn cuda_stream(stream: u64) -> u64 {
 /// GPU, with the capsule that keeps it alive (its deleter runs when the capsule goes).
 struct CudaVector<'py> {
     _capsule: Bound<'py, PyAny>,
-    ptr: u64,
-    len: usize,
-    bits: u8,
-    device: i32,
+    raw: RawVector,
 }
 
 impl<'py> CudaVector<'py> {
@@ -304,10 +301,12 @@ impl<'py> CudaVector<'py> {
             )));
         }
         Ok(CudaVector {
-            ptr: t.data as u64 + t.byte_offset,
-            len: len.max(0) as usize,
-            bits: t.dtype.bits,
-            device: t.device.device_id,
+            raw: RawVector {
+                ptr: t.data as u64 + t.byte_offset,
+                len: len.max(0) as usize,
+                bits: t.dtype.bits,
+                device: t.device.device_id,
+            },
             _capsule: capsule,
         })
     }
@@ -547,7 +546,7 @@ impl Plan {
         let stream = cuda_stream(stream);
         let xv = CudaVector::of(x, stream, "x")?;
         let yv = CudaVector::of(out, stream, "out")?;
-        self.launch_checked(xv.raw(), yv.raw(), stream)
+        self.launch_checked(xv.raw, yv.raw, stream)
     }
 
     /// `run_cuda` for vectors described by the caller's library itself (PyTorch's data_ptr,
@@ -611,7 +610,8 @@ impl Plan {
         let t = std::time::Instant::now();
         for _ in 0..n {
             // SAFETY: the vectors checked by the run_cuda above, alive for this call.
-            unsafe { self.inner.launch_cuda(xv.ptr, yv.ptr, Some(stream)) }.map_err(py_err)?;
+            unsafe { self.inner.launch_cuda(xv.raw.ptr, yv.raw.ptr, Some(stream)) }
+                .map_err(py_err)?;
         }
         self.inner.synchronize().map_err(py_err)?;
         Ok(t.elapsed().as_secs_f64() / n.max(1) as f64)
@@ -793,17 +793,6 @@ impl From<(u64, usize, u8, i32)> for RawVector {
             len,
             bits,
             device,
-        }
-    }
-}
-
-impl CudaVector<'_> {
-    fn raw(&self) -> RawVector {
-        RawVector {
-            ptr: self.ptr,
-            len: self.len,
-            bits: self.bits,
-            device: self.device,
         }
     }
 }

@@ -3,12 +3,12 @@
 //! plan owns a copy: a matrix built from CSR arrays with [`augur_datasets::csr_from_arrays`]
 //! (checked; non-canonical rows sorted and summed, with a note in the decision), borrowed by the
 //! plan inside one allocation (`self_cell`); or, without a copy, the plan borrows the caller's
-//! arrays and holds whatever keeps them alive ([`OwnedPlan::from_ref_kept`], unsafe: the caller
-//! vouches for them).
+//! arrays, checks them while they upload, and holds whatever keeps them alive
+//! ([`OwnedPlan::from_arrays_kept`], unsafe: the caller vouches for their lifetime).
 
 use std::any::Any;
 
-use augur_datasets::{csr_from_arrays, Csr, CsrRef};
+use augur_datasets::{csr_from_arrays, Csr};
 use augur_features::spmv::SpmvFeatures;
 use augur_kernels::device::SpmvDevice;
 use self_cell::self_cell;
@@ -164,29 +164,14 @@ impl OwnedPlan {
         Ok(p)
     }
 
-    /// A plan on the caller's arrays without a copy: `keep` is whatever keeps them alive (the
-    /// Python arrays' references); it is dropped after the plan.
+    /// A plan on the caller's CSR arrays without a copy ([`SpmvPlan::from_arrays`]: checked
+    /// while they upload; [`AugurError::NotCanonical`] when they are not canonical CSR). `keep`
+    /// is whatever keeps them alive (the Python arrays' references); it is dropped after the
+    /// plan.
     ///
     /// # Safety
-    /// The arrays behind `a` must stay allocated, and must not be written, as long as `keep`
-    /// lives (a GPU plan reads them only while it is made; a CPU plan at every product).
-    pub unsafe fn from_ref_kept<T: PlanScalar>(
-        a: CsrRef<'_, T>,
-        keep: Keep,
-        backend: &Backend,
-        opts: PlanOptions,
-    ) -> Result<OwnedPlan, AugurError> {
-        // SAFETY: the caller's promise: the arrays outlive `keep`, which the plan holds and
-        // drops after itself.
-        let a: CsrRef<'static, T> = unsafe { std::mem::transmute(a) };
-        Ok(T::hold(SpmvPlan::from_ref(a, backend, opts)?, keep))
-    }
-
-    /// [`OwnedPlan::from_ref_kept`] for arrays not checked yet ([`SpmvPlan::from_arrays`]:
-    /// checked while they upload; [`AugurError::NotCanonical`] when they are not canonical CSR).
-    ///
-    /// # Safety
-    /// As [`OwnedPlan::from_ref_kept`].
+    /// The arrays must stay allocated, and must not be written, as long as `keep` lives (a GPU
+    /// plan reads them only while it is made; a CPU plan at every product).
     pub unsafe fn from_arrays_kept<T: PlanScalar>(
         shape: (usize, usize),
         (indptr, indices, data): (&[i32], &[i32], &[T]),
@@ -290,6 +275,7 @@ impl OwnedPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use augur_datasets::CsrRef;
 
     #[test]
     fn an_owned_plan_runs_like_a_borrowed_one_and_refuses_the_other_precision() {
@@ -323,11 +309,17 @@ mod tests {
         let ptr32 = [0i32, 2, 3, 5];
         let idx32 = [0i32, 2, 1, 0, 2];
         let val2 = [2.0f64, 1.0, 3.0, 4.0, 5.0];
-        let r = CsrRef::try_new((3, 3), &ptr32, &idx32, &val2).unwrap();
-        let mut q = unsafe {
-            OwnedPlan::from_ref_kept(r, Box::new(()), &Backend::cpu(), PlanOptions::default())
-        }
-        .unwrap();
+        let cpu = Backend::cpu();
+        let kept = |i: &[i32]| unsafe {
+            OwnedPlan::from_arrays_kept(
+                (3, 3),
+                (&ptr32, i, &val2),
+                Box::new(()),
+                &cpu,
+                PlanOptions::default(),
+            )
+        };
+        let mut q = kept(&idx32).unwrap();
         assert!(!q.copied() && p.copied());
         let mut z = [f64::NAN; 3];
         q.run(&[1.0, 2.0, 3.0], &mut z).unwrap();
@@ -335,6 +327,10 @@ mod tests {
         // Non-canonical arrays are not a CsrRef.
         assert!(CsrRef::try_new((3, 3), &ptr32, &[2, 0, 1, 0, 2], &val2).is_none());
         assert!(CsrRef::try_new((3, 3), &ptr32, &[0, 3, 1, 0, 2], &val2).is_none());
+        for bad in [[2, 0, 1, 0, 2], [0, 3, 1, 0, 2]] {
+            let e = kept(&bad).err().unwrap();
+            assert!(matches!(e, AugurError::NotCanonical { .. }), "{e}");
+        }
         // A matrix in GPU memory needs a CUDA backend: refused before any address is read.
         let e = unsafe {
             OwnedPlan::from_cuda_csr::<f32>(

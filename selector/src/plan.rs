@@ -486,7 +486,8 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
             setup.modules_s = t.elapsed().as_secs_f64();
         }
         let t = Instant::now();
-        let features_before_upload = setup.features_s;
+        // What this thread spent on the host work during the upload phase (not the upload's).
+        let mut host_s = 0.0;
         let (m, sums) = match (src, gather) {
             (Source::Host(a, _), true) => {
                 let (m, sums) = device.upload_gathering(a)?;
@@ -497,8 +498,8 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
                     checked,
                     sample: sample.map(|p| (p, &features)),
                 };
-                let (m, sampled, host_s) = upload_with_host_work(device, a, work)?;
-                setup.features_s += host_s;
+                let (m, sampled, s) = upload_with_host_work(device, a, work)?;
+                host_s = s;
                 if let Some(f) = sampled {
                     features = f;
                 }
@@ -523,7 +524,8 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
             }
         };
         device.synchronize()?;
-        setup.upload_s = t.elapsed().as_secs_f64() - setup.features_s + features_before_upload;
+        setup.upload_s = t.elapsed().as_secs_f64() - host_s;
+        setup.features_s += host_s;
         if let Some(sums) = sums {
             let t = Instant::now();
             features = fs::exact_features_shape(shape, &sums);

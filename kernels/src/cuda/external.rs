@@ -17,6 +17,25 @@ pub(crate) struct Joins {
     after: CudaEvent,
 }
 
+/// Make the work enqueued on `waiter` from now on wait for the work already on `first`,
+/// through `event` (recorded on `first`), without the host waiting.
+///
+/// # Safety
+/// `event` a live event and both streams live streams of the current context.
+unsafe fn order(
+    event: &CudaEvent,
+    first: sys::CUstream,
+    waiter: sys::CUstream,
+) -> Result<(), KernelError> {
+    // SAFETY: the caller's promise.
+    check("cuEventRecord", unsafe {
+        sys::cuEventRecord(event.cu_event(), first)
+    })?;
+    check("cuStreamWaitEvent", unsafe {
+        sys::cuStreamWaitEvent(waiter, event.cu_event(), 0)
+    })
+}
+
 impl CudaSpmv {
     fn joins(&self) -> Result<&Joins, KernelError> {
         if let Some(j) = self.joins.get() {
@@ -87,12 +106,7 @@ impl CudaSpmv {
         let j = self.joins()?;
         if let Some(t) = theirs {
             // SAFETY: live events of this context; `t` a live stream (the caller's promise).
-            check("cuEventRecord", unsafe {
-                sys::cuEventRecord(j.before.cu_event(), t)
-            })?;
-            check("cuStreamWaitEvent", unsafe {
-                sys::cuStreamWaitEvent(ours, j.before.cu_event(), 0)
-            })?;
+            unsafe { order(&j.before, t, ours) }?;
         }
         fn copy<U: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
             s: &std::sync::Arc<cudarc::driver::CudaStream>,
@@ -119,12 +133,7 @@ impl CudaSpmv {
         };
         if let Some(t) = theirs {
             // SAFETY: as above.
-            check("cuEventRecord", unsafe {
-                sys::cuEventRecord(j.after.cu_event(), ours)
-            })?;
-            check("cuStreamWaitEvent", unsafe {
-                sys::cuStreamWaitEvent(t, j.after.cu_event(), 0)
-            })?;
+            unsafe { order(&j.after, ours, t) }?;
         }
         // The two row pointers the host can afford to read: the first must be 0, the last nnz.
         let ends = [
@@ -172,12 +181,7 @@ impl CudaSpmv {
         let j = self.joins()?;
         if let Some(s) = theirs {
             // SAFETY: live events of this context; `s` a live stream (the caller's promise).
-            check("cuEventRecord", unsafe {
-                sys::cuEventRecord(j.before.cu_event(), s)
-            })?;
-            check("cuStreamWaitEvent", unsafe {
-                sys::cuStreamWaitEvent(ours, j.before.cu_event(), 0)
-            })?;
+            unsafe { order(&j.before, s, ours) }?;
         }
         // The caller's buffers as slices of this stream, released without being freed.
         // SAFETY: device memory of this GPU of those lengths (the caller's promise, checked above
@@ -190,12 +194,7 @@ impl CudaSpmv {
         r?;
         if let Some(s) = theirs {
             // SAFETY: as above.
-            check("cuEventRecord", unsafe {
-                sys::cuEventRecord(j.after.cu_event(), ours)
-            })?;
-            check("cuStreamWaitEvent", unsafe {
-                sys::cuStreamWaitEvent(s, j.after.cu_event(), 0)
-            })?;
+            unsafe { order(&j.after, ours, s) }?;
         }
         Ok(())
     }

@@ -455,28 +455,37 @@ fn open_comm(
             (&mut cfg as *mut NcclConfig217).cast(),
         )
     };
-    if !matches!(
-        r,
-        sys::ncclResult_t::ncclSuccess | sys::ncclResult_t::ncclInProgress
-    ) {
+    if comm.is_null() {
         return Err(AugurError::Nccl(format!(
-            "rank {}: ncclCommInitRankConfig: {r:?}",
+            "rank {}: ncclCommInitRankConfig: {r:?} (no communicator)",
             env.rank
         )));
     }
-    wait_comm(comm, env, deadline, "opening the communicator")?;
+    wait_comm(comm, r, env, deadline, "opening the communicator")?;
     Ok(comm)
 }
 
-/// Poll a non-blocking communicator until its last call is done; after `deadline`, or on an
-/// error, abort it.
+/// Finish a call on a non-blocking communicator that returned `called`: poll until it is done;
+/// when it failed, failed later or is not done by `deadline`, abort the communicator.
 fn wait_comm(
     comm: cudarc::nccl::sys::ncclComm_t,
+    called: cudarc::nccl::sys::ncclResult_t,
     env: &RankEnv,
     deadline: Instant,
     what: &str,
 ) -> Result<(), AugurError> {
     use cudarc::nccl::sys::{self, ncclResult_t};
+    if !matches!(
+        called,
+        ncclResult_t::ncclSuccess | ncclResult_t::ncclInProgress
+    ) {
+        // SAFETY: a communicator NCCL handed out; abort frees it.
+        unsafe { sys::ncclCommAbort(comm) };
+        return Err(AugurError::Nccl(format!(
+            "rank {}: {what}: {called:?} (communicator aborted)",
+            env.rank
+        )));
+    }
     loop {
         let mut state = ncclResult_t::ncclSuccess;
         // SAFETY: a communicator NCCL handed out, not yet destroyed.
@@ -549,24 +558,18 @@ pub fn nccl_check(
                     stream.cu_stream() as sys::cudaStream_t,
                 )
             };
-            if !matches!(
-                r,
-                sys::ncclResult_t::ncclSuccess | sys::ncclResult_t::ncclInProgress
-            ) {
-                return Err(AugurError::Nccl(format!(
-                    "rank {}: ncclAllReduce: {r:?}",
-                    env.rank
-                )));
-            }
+            wait_comm(comm, r, env, deadline, "the all-reduce")?;
         }
-        wait_comm(comm, env, deadline, "the all-reduce")?;
         Ok(stream.clone_dtoh(&buf).map_err(drv("cuMemcpyDtoH"))?[0] as f64)
     };
     let got = run();
-    // SAFETY: done with it (after an error wait_comm already aborted it).
-    if got.is_ok() {
-        unsafe { sys::ncclCommDestroy(comm) };
-    }
+    // SAFETY: done with it (after an NCCL error wait_comm already aborted it; after a copy's
+    // error it is still open).
+    match &got {
+        Ok(_) => unsafe { sys::ncclCommDestroy(comm) },
+        Err(AugurError::Nccl(_)) => sys::ncclResult_t::ncclSuccess,
+        Err(_) => unsafe { sys::ncclCommAbort(comm) },
+    };
     let got = got?;
     let want = (env.world * (env.world + 1) / 2) as f64;
     if got != want {
