@@ -28,16 +28,71 @@ pub struct CheckArgs {
     /// Every result as one JSON array instead of the summary table.
     #[arg(long)]
     json: bool,
+    /// With --backend cuda: also the halo mode of MultiGpuSpmv on every square matrix, cut
+    /// into each of these shard counts, all shards on the one GPU (local and remote blocks
+    /// planned apart, pack, exchange by device copies, scatter-add; all but NCCL), in f32 and
+    /// f64 against the f64 reference.
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    halo_shards: Vec<usize>,
+}
+
+/// What the halo checks found.
+#[derive(Default)]
+struct HaloTally {
+    checks: usize,
+    worst: f64,
+    remote_kernels: BTreeMap<String, usize>,
+    failures: Vec<String>,
+}
+
+fn halo_one<T: augur_kernels::cuda::GpuScalar>(
+    backend: &augur::Backend,
+    name: &str,
+    m: &Csr<f64>,
+    shards: usize,
+    t: &mut HaloTally,
+) {
+    let a: Csr<T> = m.map(|&v| <T as augur_datasets::Scalar>::from_f64(v));
+    let x = augur_kernels::check::test_vector::<T>(a.cols(), 7);
+    t.checks += 1;
+    let what = format!("halo {shards} shards {} {name}", T::SUFFIX);
+    match augur::multi::halo_check(&a, shards, &x, backend, augur::PlanOptions::default()) {
+        Ok(h) => {
+            let r = augur_kernels::check::check(&a, &x, &h.y);
+            t.worst = t.worst.max(r.max_bound_ratio);
+            for k in h.kernels.iter().filter_map(|k| k.1.as_ref()) {
+                *t.remote_kernels.entry(k.clone()).or_default() += 1;
+            }
+            if !r.passed {
+                t.failures.push(format!("{what}: {r:?}"));
+            }
+        }
+        Err(e) => t.failures.push(format!("{what}: {e}")),
+    }
 }
 
 pub fn run(a: CheckArgs) -> anyhow::Result<ExitCode> {
-    match a.backend {
+    if !a.halo_shards.is_empty() && a.backend != Backend::Cuda {
+        anyhow::bail!("--halo-shards checks the halo mode on a CUDA GPU: add --backend cuda");
+    }
+    if let Some(&n) = a.halo_shards.iter().find(|&&n| n == 0 || n > 64) {
+        anyhow::bail!("--halo-shards {n}: from 1 to 64 shards");
+    }
+    let mut halo = HaloTally::default();
+    let code = match a.backend {
         Backend::Cpu => check(Device::cpu(), &a, |_, _| Ok(None)),
         Backend::Cuda => {
             let b = Device::cuda(a.device)?;
             // The GPU feature gatherer against the CPU one (GatherCheck, beside the suite).
             let gather_check = GatherCheck::new(a.device)?;
-            let compare = move |name: &str, m: &Csr<f64>| -> anyhow::Result<Option<String>> {
+            let plans = augur::Backend::cuda(a.device)?;
+            let compare = |name: &str, m: &Csr<f64>| -> anyhow::Result<Option<String>> {
+                for &n in &a.halo_shards {
+                    if m.rows() == m.cols() && m.rows() >= n {
+                        halo_one::<f32>(&plans, name, m, n, &mut halo);
+                        halo_one::<f64>(&plans, name, m, n, &mut halo);
+                    }
+                }
                 let diff = gather_check.compare(m)?;
                 Ok((!diff.is_empty()).then(|| format!("{name}: {}", diff.join(", "))))
             };
@@ -53,7 +108,32 @@ pub fn run(a: CheckArgs) -> anyhow::Result<ExitCode> {
             };
             check(b, &a, compare)
         }
+    }?;
+    if a.halo_shards.is_empty() {
+        return Ok(code);
     }
+    let remote: Vec<String> = halo
+        .remote_kernels
+        .iter()
+        .map(|(k, n)| format!("{k} x{n}"))
+        .collect();
+    println!(
+        "halo mode on one GPU ({:?} shards): {} checks, {} failed, worst error/bound {:.3e}; \
+         remote blocks' kernels: {}",
+        a.halo_shards,
+        halo.checks,
+        halo.failures.len(),
+        halo.worst,
+        remote.join(", ")
+    );
+    for f in &halo.failures {
+        println!("FAILED {f}");
+    }
+    Ok(if halo.failures.is_empty() {
+        code
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// A named matrix, or why it could not be loaded.

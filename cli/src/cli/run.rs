@@ -38,6 +38,7 @@ pub enum GatherModeArg {
     Pull,
     Push,
     CopyEngine,
+    Halo,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -60,7 +61,7 @@ pub struct RunArgs {
     /// Default: cuda when a GPU is present, else cpu.
     #[arg(long, value_enum)]
     backend: Option<RunBackend>,
-    /// Split the rows across this many GPUs (MultiGpuSpmv: NCCL all-gather of y each product).
+    /// Split the rows across this many GPUs (MultiGpuSpmv: all-gather of y or halo exchange).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     gpus: Option<u16>,
     /// With --gpus: chunks per shard, each all-gathered while the next one is computed.
@@ -69,7 +70,9 @@ pub struct RunArgs {
     /// With --gpus: how y reaches every GPU: `auto` asks the communication-pattern model
     /// (the built-in H200 one unless --comm-model); or a padded ncclAllGather, one grouped
     /// ncclBroadcast per shard (all-gather-v), or augur's ll, pull, push or copy-engine
-    /// all-gather over peer access.
+    /// all-gather over peer access; or `halo`: only the x entries each shard reads, by NCCL
+    /// send/recv while the local block is multiplied (square matrices; auto takes it when the
+    /// busiest shard's halo is at most a quarter of the all-gather).
     #[arg(long, value_enum, default_value = "auto")]
     gather_mode: GatherModeArg,
     /// With --gpus and --gather-mode auto: a comm model file from `augur train` on comm runs.
@@ -105,6 +108,16 @@ pub struct RunArgs {
     /// One JSON object on stdout instead of text.
     #[arg(long)]
     json: bool,
+    /// One process per GPU under a launcher (torchrun, mpirun, srun, or RANK/WORLD_SIZE/
+    /// LOCAL_RANK with MASTER_ADDR/MASTER_PORT): this process is one rank, on GPU LOCAL_RANK,
+    /// exchanging through NCCL (--gather-mode halo, all-gather or broadcasts; auto: the halo by
+    /// its traffic, else the all-gather). Rank 0 prints the report; --check checks each rank's
+    /// rows.
+    #[arg(long, conflicts_with = "gpus")]
+    distributed: bool,
+    /// With --distributed: seconds any rank waits for the others, at any step.
+    #[arg(long, default_value_t = 120.0)]
+    timeout: f64,
 }
 
 #[derive(Serialize)]
@@ -116,6 +129,9 @@ struct Report {
     precision: &'static str,
     load_s: f64,
     backend: &'static str,
+    /// With --distributed: this process's rank, of `gpus`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rank: Option<usize>,
     device: String,
     gpus: usize,
     iterations: u32,
@@ -170,7 +186,14 @@ fn options(a: &RunArgs, backend: &str) -> anyhow::Result<PlanOptions> {
 
 fn run_typed<T: GpuScalar + NcclType>(a: &RunArgs, src: &MatrixSource) -> anyhow::Result<ExitCode> {
     let gpus = a.gpus.map(usize::from);
+    if a.distributed && a.backend.is_some_and(|b| b != RunBackend::Cuda) {
+        anyhow::bail!("--distributed runs on CUDA GPUs (one per process)");
+    }
+    if !(a.timeout.is_finite() && a.timeout > 0.0) {
+        anyhow::bail!("--timeout {}: a positive number of seconds", a.timeout);
+    }
     let backend_kind = match (a.backend, gpus) {
+        _ if a.distributed => RunBackend::Cuda,
         (Some(b), Some(n)) if n != 1 && b != RunBackend::Cuda => {
             anyhow::bail!("--gpus {n} needs --backend cuda")
         }
@@ -209,6 +232,7 @@ fn run_typed<T: GpuScalar + NcclType>(a: &RunArgs, src: &MatrixSource) -> anyhow
         precision: T::NAME,
         load_s,
         backend: kind,
+        rank: None,
         device: String::new(),
         gpus: 0,
         iterations: a.iterations,
@@ -223,6 +247,9 @@ fn run_typed<T: GpuScalar + NcclType>(a: &RunArgs, src: &MatrixSource) -> anyhow
         profile: None,
     };
     let x0 = check::test_vector::<T>(m.cols(), 1);
+    if a.distributed {
+        return run_distributed(a, &m, &x0, report, warmup, iters);
+    }
     if let Some(n) = gpus.filter(|_| backend_kind == RunBackend::Cuda) {
         let t = Instant::now();
         let ordinals: Vec<usize> = (0..n).collect();
@@ -230,19 +257,10 @@ fn run_typed<T: GpuScalar + NcclType>(a: &RunArgs, src: &MatrixSource) -> anyhow
             Some(p) => Some(std::sync::Arc::new(augur_models::comm::CommModel::read(p)?)),
             None => None,
         };
-        let mut mopts =
-            MultiOptions::default()
-                .plan(opts)
-                .chunks(a.chunks)
-                .gather(match a.gather_mode {
-                    GatherModeArg::Auto => GatherMode::Auto,
-                    GatherModeArg::AllGather => GatherMode::AllGather,
-                    GatherModeArg::Broadcasts => GatherMode::Broadcasts,
-                    GatherModeArg::Ll => GatherMode::Ll,
-                    GatherModeArg::Pull => GatherMode::Pull,
-                    GatherModeArg::Push => GatherMode::Push,
-                    GatherModeArg::CopyEngine => GatherMode::CopyEngine,
-                });
+        let mut mopts = MultiOptions::default()
+            .plan(opts)
+            .chunks(a.chunks)
+            .gather(gather_mode(a.gather_mode));
         mopts.comm_model = comm_model;
         let mut mg = MultiGpuSpmv::<T>::on_devices(&m, &ordinals, mopts)?;
         report.chunks = if n == 1 { 1 } else { a.chunks };
@@ -314,6 +332,114 @@ fn run_typed<T: GpuScalar + NcclType>(a: &RunArgs, src: &MatrixSource) -> anyhow
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print_report(&report, a.explain);
+    }
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn gather_mode(g: GatherModeArg) -> GatherMode {
+    match g {
+        GatherModeArg::Auto => GatherMode::Auto,
+        GatherModeArg::AllGather => GatherMode::AllGather,
+        GatherModeArg::Broadcasts => GatherMode::Broadcasts,
+        GatherModeArg::Ll => GatherMode::Ll,
+        GatherModeArg::Pull => GatherMode::Pull,
+        GatherModeArg::Push => GatherMode::Push,
+        GatherModeArg::CopyEngine => GatherMode::CopyEngine,
+        GatherModeArg::Halo => GatherMode::Halo,
+    }
+}
+
+/// `augur run --distributed`: this process is one rank of a group (see
+/// `MultiGpuSpmv::distributed`); every rank checks its own rows and times the same iterations;
+/// rank 0 prints the report, the others one line on stderr.
+fn run_distributed<T: GpuScalar + NcclType>(
+    a: &RunArgs,
+    m: &Csr<T>,
+    x0: &[T],
+    mut report: Report,
+    warmup: usize,
+    iters: usize,
+) -> anyhow::Result<ExitCode> {
+    let timeout = std::time::Duration::from_secs_f64(a.timeout);
+    let t = Instant::now();
+    let group = augur::multi::Group::join(timeout)?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "--distributed: no launcher set a rank: run under torchrun, mpirun or srun, or set \
+             RANK and WORLD_SIZE (and LOCAL_RANK) with MASTER_ADDR and MASTER_PORT"
+        )
+    })?;
+    let rank = group.env.rank;
+    let mut mopts = MultiOptions::default()
+        .plan(options(a, "cuda")?)
+        .chunks(a.chunks)
+        .gather(gather_mode(a.gather_mode));
+    if a.comm_model.is_some() {
+        anyhow::bail!("--comm-model: across processes the exchange is NCCL's (no model asked)");
+    }
+    mopts.comm_model = None;
+    let mut mg = MultiGpuSpmv::<T>::distributed(m, &group, mopts)?;
+    report.rank = Some(rank);
+    report.gpus = mg.gpus();
+    report.chunks = a.chunks;
+    report.gather_mode = Some(mg.gather().mode.name());
+    report.gather = Some(mg.gather().clone());
+    report.setup.total_s = t.elapsed().as_secs_f64();
+    report.device = mg.shards()[0].device.clone();
+    report.shards = mg.shards().to_vec();
+    let own = mg.row_bounds()[rank]..mg.row_bounds()[rank + 1];
+    if a.check {
+        // This rank's rows of one product (the halo mode fills only those).
+        let mut y = vec![T::nan(); m.rows()];
+        mg.run(x0, &mut y)?;
+        let (reference, scale) = check::reference_product(m, x0);
+        let mine = m.slice_outer(own.clone()).to_owned();
+        report.check = Some(vec![check::compare(
+            &mine,
+            &reference[own.clone()],
+            &scale[own.clone()],
+            &y[own.clone()],
+        )]);
+    }
+    if m.rows() == m.cols() {
+        mg.set_x(x0)?;
+        mg.iterate(warmup)?;
+        mg.set_x(x0)?;
+        let t = Instant::now();
+        mg.iterate(iters)?;
+        report.per_iteration_s = t.elapsed().as_secs_f64() / iters as f64;
+    } else {
+        let mut y = vec![T::zero(); m.rows()];
+        report.per_iteration_s = per_call(warmup, iters, || Ok(mg.run(x0, &mut y)?), || Ok(()))?;
+    }
+    if a.profile {
+        report.profile = Some(mg.profile(warmup, iters.min(50))?);
+    }
+    let failed = report
+        .check
+        .as_ref()
+        .is_some_and(|c| c.iter().any(|r| !r.passed));
+    if rank == 0 {
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        } else {
+            print_report(&report, a.explain);
+        }
+    } else {
+        eprintln!(
+            "augur: rank {rank} of {} (GPU {}): rows {own:?}, {} per iteration{}",
+            report.gpus,
+            group.env.local_rank,
+            ms(report.per_iteration_s),
+            match &report.check {
+                Some(c) if c.iter().all(|r| r.passed) => ", check passed",
+                Some(_) => ", CHECK FAILED",
+                None => "",
+            }
+        );
     }
     Ok(if failed {
         ExitCode::FAILURE

@@ -23,6 +23,7 @@ pub mod gather;
 pub mod module;
 pub(crate) mod spmv;
 pub mod timing;
+pub mod vector;
 
 pub use spmv::{CudaSpmv, DeviceCsr, GpuKernel, GpuScalar, Prepared};
 pub use timing::{

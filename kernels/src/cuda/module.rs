@@ -74,6 +74,14 @@ pub const COMM: Source = Source {
     portable: true,
 };
 
+/// Halo packing and CG's vector operations (issue 23), loaded by `vector::VectorKernels`.
+pub const VECTOR: Source = Source {
+    name: "vector",
+    text: include_str!("../../cuda/vector.cu"),
+    defines: &[("DOT_BLOCKS", super::vector::DOT_BLOCKS as u64)],
+    portable: true,
+};
+
 /// Decode attention over ragged KV (issue 8), loaded by `CudaAttention`.
 pub const ATTENTION: Source = Source {
     name: "attention",
@@ -83,7 +91,7 @@ pub const ATTENTION: Source = Source {
 };
 
 /// Every kernel source, for `augur kernels build` and the compile check.
-pub const SOURCES: &[Source] = &[SPMV_CSR, FEATURES, COMM, ATTENTION];
+pub const SOURCES: &[Source] = &[SPMV_CSR, FEATURES, COMM, VECTOR, ATTENTION];
 
 /// NVRTC's options for `src` on `arch`: the architecture, the language, the shared constants.
 pub fn options(src: Source, arch: (i32, i32)) -> Vec<String> {

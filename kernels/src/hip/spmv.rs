@@ -98,6 +98,10 @@ pub fn entry_points(source: &str) -> Vec<String> {
             .iter()
             .map(|s| s.to_string())
             .collect(),
+        "vector" => crate::cuda::vector::ENTRY_POINTS
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
         _ => Vec::new(),
     }
 }

@@ -4,14 +4,20 @@
 use std::error::Error;
 
 use augur::datasets::{Csr, MatrixSource};
-use augur::{Backend, MultiGpuSpmv, PlanOptions, SpmvPlan};
+use augur::multi::Group;
+use augur::{Backend, GatherMode, MultiGpuSpmv, MultiOptions, PlanOptions, SpmvPlan};
 
 pub type Res<T> = Result<T, Box<dyn Error>>;
 
-/// `[MATRIX] [--gpus N] [--cpu] [--iterations K]`; MATRIX defaults to a generated 3D stencil.
+/// `[MATRIX] [--gpus N | --distributed] [--halo] [--cpu] [--iterations K]`; MATRIX defaults to
+/// a generated 3D stencil. `--distributed`: this process is one rank of a group the launcher
+/// started (torchrun, mpirun, srun; one GPU each).
 pub struct Args {
     pub matrix: String,
     pub gpus: Option<usize>,
+    /// With --gpus: exchange only the halo (else the comm model's all-gather or the halo).
+    pub halo: bool,
+    pub distributed: bool,
     pub cpu: bool,
     pub iterations: u32,
 }
@@ -20,6 +26,8 @@ pub fn args(default_iterations: u32) -> Res<Args> {
     let mut a = Args {
         matrix: "stencil3d:nx=48,points=27".into(),
         gpus: None,
+        halo: false,
+        distributed: false,
         cpu: false,
         iterations: default_iterations,
     };
@@ -28,6 +36,8 @@ pub fn args(default_iterations: u32) -> Res<Args> {
         match s.as_str() {
             "--gpus" => a.gpus = Some(it.next().ok_or("--gpus needs a count")?.parse()?),
             "--cpu" => a.cpu = true,
+            "--halo" => a.halo = true,
+            "--distributed" => a.distributed = true,
             "--iterations" => {
                 a.iterations = it.next().ok_or("--iterations needs a count")?.parse()?
             }
@@ -67,7 +77,7 @@ pub fn spd_matrix(spec: &str) -> Res<Csr<f64>> {
 /// `y = A x` through a single-device plan or across GPUs.
 pub enum Operator<'a> {
     One(Box<SpmvPlan<'a, f64>>),
-    Multi(MultiGpuSpmv<f64>),
+    Multi(Box<MultiGpuSpmv<f64>>),
 }
 
 impl<'a> Operator<'a> {
@@ -75,13 +85,32 @@ impl<'a> Operator<'a> {
     /// on GPU 0 when present, else on the CPU. Prints each decision and why.
     pub fn new(a: &'a Csr<f64>, args: &Args) -> Res<Operator<'a>> {
         let opts = PlanOptions::default().expected_iterations(args.iterations);
-        if let Some(n) = args.gpus {
-            let m = MultiGpuSpmv::new(a, n, opts)?;
+        if args.gpus.is_some() || args.distributed {
+            let mut mopts = MultiOptions::default().plan(opts);
+            if args.halo {
+                mopts = mopts.gather(GatherMode::Halo);
+            }
+            let m = match args.gpus {
+                Some(n) => {
+                    let ordinals: Vec<usize> = (0..n).collect();
+                    MultiGpuSpmv::on_devices(a, &ordinals, mopts)?
+                }
+                None => {
+                    let g = Group::join(std::time::Duration::from_secs(120))?
+                        .ok_or("--distributed: no launcher set RANK / WORLD_SIZE")?;
+                    println!("rank {} of {}", g.env.rank, g.env.world);
+                    MultiGpuSpmv::distributed(a, &g, mopts)?
+                }
+            };
+            println!("exchange: {}", m.gather().mode.name());
+            for note in &m.gather().notes {
+                println!("  {note}");
+            }
             for s in m.shards() {
                 println!("shard {} on GPU {} (rows {:?}):", s.rank, s.gpu, s.rows);
                 print!("{}", s.decision);
             }
-            return Ok(Operator::Multi(m));
+            return Ok(Operator::Multi(Box::new(m)));
         }
         let backend = if args.cpu {
             Backend::cpu()

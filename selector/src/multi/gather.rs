@@ -33,7 +33,17 @@ pub enum GatherMode {
     /// ran on the legacy default stream, this hung in 8 of 16 checks on H200 x2; on their own
     /// non-blocking stream, 0 of 16: `bench/results/comm-h200x2-ll-2026-11-22/ce-hang.csv`.)
     CopyEngine,
+    /// Only the halo: each shard receives the x entries its rows read from other shards (NCCL
+    /// send/recv, overlapped with the local block's product); x and y stay split by rows.
+    /// Square matrices, one chunk per shard.
+    Halo,
 }
+
+/// [`GatherMode::Auto`] exchanges the halo when the busiest shard's halo is at most this share
+/// of what the all-gather brings it. A first rule, not yet measured: no machine with more than
+/// one GPU was lent since the halo mode was written (issue 23). The halo pays a pack, a second
+/// product and a scatter-add, and one send/recv pair per neighbour.
+pub const HALO_SHARE: f64 = 0.25;
 
 impl GatherMode {
     pub fn name(self) -> &'static str {
@@ -45,6 +55,7 @@ impl GatherMode {
             GatherMode::Pull => "pull",
             GatherMode::Push => "push",
             GatherMode::CopyEngine => "copy-engine",
+            GatherMode::Halo => "halo",
         }
     }
 
@@ -86,13 +97,42 @@ pub struct GatherChoice {
 
 /// Resolve [`GatherMode::Auto`] with the comm model: the all-gather of y (rows x value bytes)
 /// on these GPUs (probes the link and the device, then [`gather_choice`]).
-pub(super) fn choose_gather<T>(
+pub(super) fn choose_gather<T: Sync>(
     a: &Csr<T>,
     ordinals: &[usize],
     opts: &MultiOptions,
+    bounds: &[usize],
 ) -> Result<GatherChoice, AugurError> {
     let bytes = a.rows() * std::mem::size_of::<T>();
     let n = ordinals.len();
+    let mut halo_note = None;
+    if opts.gather == GatherMode::Auto && n >= 2 && opts.chunks == 1 && a.rows() == a.cols() {
+        let t = super::partition::traffic_of(a, bounds);
+        let busiest = t
+            .iter()
+            .max_by_key(|s| s.halo_entries)
+            .expect("n >= 2 shards");
+        let share = busiest.halo_entries as f64 / busiest.allgather_entries.max(1) as f64;
+        let note = format!(
+            "halo: the busiest shard ({}) reads {} x entries of other shards; the all-gather \
+             brings it {} ({:.1}%; the halo is taken at <= {:.0}%)",
+            busiest.rank,
+            busiest.halo_entries,
+            busiest.allgather_entries,
+            100.0 * share,
+            100.0 * HALO_SHARE
+        );
+        if share <= HALO_SHARE {
+            return Ok(GatherChoice {
+                mode: GatherMode::Halo,
+                bytes: busiest.halo_entries * std::mem::size_of::<T>(),
+                gpus: n,
+                path: Vec::new(),
+                notes: vec![note],
+            });
+        }
+        halo_note = Some(note);
+    }
     if opts.gather != GatherMode::Auto || n < 2 || opts.chunks > 1 {
         // The model is not asked: nothing to probe.
         return Ok(gather_choice(
@@ -116,7 +156,7 @@ pub(super) fn choose_gather<T>(
         .get(ordinals[0])
         .map(|d| d.name.clone())
         .unwrap_or_default();
-    Ok(gather_choice(
+    let mut c = gather_choice(
         Some(&model),
         GatherMode::Auto,
         bytes,
@@ -124,7 +164,9 @@ pub(super) fn choose_gather<T>(
         opts.chunks,
         link,
         &device,
-    ))
+    );
+    c.notes.extend(halo_note);
+    Ok(c)
 }
 
 /// How y of `bytes` is exchanged on `n` GPUs of `device` joined by `link` when `mode` is asked
@@ -193,4 +235,41 @@ pub fn gather_choice(
             .push("the comm model has no all-gather tree: NCCL's padded all-gather".into()),
     }
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use augur_datasets::generate::Generator;
+
+    fn gen(spec: &str) -> Csr<f64> {
+        Generator::parse(spec).unwrap().generate().unwrap()
+    }
+
+    /// Auto takes the halo for a stencil (a few planes per shard) before asking the comm model
+    /// (nothing probed: no GPU needed), names the numbers, and leaves asked-for modes alone.
+    #[test]
+    fn auto_takes_the_halo_when_it_is_a_small_share_of_the_all_gather() {
+        let a = gen("stencil3d:nx=24,points=27");
+        let bounds = super::super::partition_rows(&a, 4);
+        let c = choose_gather(&a, &[0, 1, 2, 3], &MultiOptions::default(), &bounds).unwrap();
+        assert_eq!(c.mode, GatherMode::Halo);
+        let t = super::super::shard_traffic(&a, 4).unwrap();
+        let busiest = t.iter().map(|s| s.halo_entries).max().unwrap();
+        assert_eq!(c.bytes, busiest * 8);
+        assert!(
+            c.notes[0].contains(&format!("reads {busiest} x entries")),
+            "{:?}",
+            c.notes
+        );
+        // Asked for: as asked, no analysis.
+        let opts = MultiOptions::default().gather(GatherMode::Pull);
+        let c = choose_gather(&a, &[0, 1, 2, 3], &opts, &bounds).unwrap();
+        assert_eq!(c.mode, GatherMode::Pull);
+        assert!(c.notes.is_empty());
+        // One GPU: nothing to exchange.
+        let one = super::super::partition_rows(&a, 1);
+        let c = choose_gather(&a, &[0], &MultiOptions::default(), &one).unwrap();
+        assert_eq!(c.mode, GatherMode::AllGather);
+    }
 }

@@ -1,10 +1,11 @@
-//! Halo plans (issue 23, first part: the host-side split; not yet used by [`super::MultiGpuSpmv`]):
-//! each shard of a square matrix splits its rows into a **local** block (the columns it owns,
-//! renumbered from 0) and a **remote** block (the columns other shards own, renumbered into a
-//! compact halo buffer), with the lists of what to receive from and send to every other shard.
-//! A product is then `y_s = local · x_s + remote · halo_s`, where `halo_s` holds the x entries
-//! the shard reads from others, and only those cross the links (PETSc's VecScatter, Ginkgo's
-//! distributed matrix). Column ownership follows the row cut (x is indexed like y).
+//! Halo plans (issue 23): each shard of a square matrix splits its rows into a **local** block
+//! (the columns it owns, renumbered from 0) and a **remote** block (the columns other shards own,
+//! renumbered into a compact halo buffer; only the rows that have such entries, listed in
+//! `remote_rows`), with the lists of what to receive from and send to every other shard. A
+//! product is then `y_s = local · x_s`, then `y_s[remote_rows] += remote · halo_s`, where `halo_s`
+//! holds the x entries the shard reads from others, and only those cross the links (PETSc's
+//! VecScatter, Ginkgo's distributed matrix). Column ownership follows the row cut (x is indexed
+//! like y). [`super::MultiGpuSpmv`]'s halo mode runs it.
 
 use std::ops::Range;
 
@@ -22,8 +23,11 @@ pub struct HaloShard<T> {
     pub rows: Range<usize>,
     /// Entries of columns this shard owns; column `j` is `rows.start + j` of x.
     pub local: Csr<T>,
-    /// Entries of other shards' columns; column `h` is halo slot `h` ([`HaloShard::halo_cols`]).
+    /// Entries of other shards' columns, one row per entry of `remote_rows`; column `h` is halo
+    /// slot `h` ([`HaloShard::halo_cols`]).
     pub remote: Csr<T>,
+    /// The shard's rows (offsets from `rows.start`) that have remote entries, ascending.
+    pub remote_rows: Vec<usize>,
     /// The global x index of each halo slot: grouped by owner in rank order, ascending within.
     pub halo_cols: Vec<usize>,
     /// `recv[q]`: the halo slots filled from rank q (empty for itself and for ranks it does not
@@ -107,6 +111,7 @@ pub fn halo_plan<T: GpuScalar>(
             }
             let (mut lp, mut li, mut lv) = (vec![0i32], Vec::new(), Vec::new());
             let (mut rp, mut ri, mut rv) = (vec![0i32], Vec::new(), Vec::new());
+            let mut remote_rows = Vec::new();
             for r in own.clone() {
                 for k in ptr[r] as usize..ptr[r + 1] as usize {
                     let j = idx[k] as usize;
@@ -120,17 +125,21 @@ pub fn halo_plan<T: GpuScalar>(
                     }
                 }
                 lp.push(li.len() as i32);
-                rp.push(ri.len() as i32);
+                if ri.len() as i32 > *rp.last().expect("starts with 0") {
+                    rp.push(ri.len() as i32);
+                    remote_rows.push(r - own.start);
+                }
             }
-            let block = |cols, p, i, v, what| {
-                Csr::try_new((own.len(), cols), p, i, v).map_err(|(_, _, _, e)| {
+            let block = |rows, cols, p, i, v, what| {
+                Csr::try_new((rows, cols), p, i, v).map_err(|(_, _, _, e)| {
                     AugurError::Invalid(format!("shard {s} {what} block: {e}"))
                 })
             };
             Ok(HaloShard {
                 rank: s,
-                local: block(own.len(), lp, li, lv, "local")?,
-                remote: block(halo_cols.len(), rp, ri, rv, "remote")?,
+                local: block(own.len(), own.len(), lp, li, lv, "local")?,
+                remote: block(remote_rows.len(), halo_cols.len(), rp, ri, rv, "remote")?,
+                remote_rows,
                 rows: own,
                 halo_cols,
                 recv,
@@ -187,9 +196,16 @@ mod tests {
                 for s in &plan {
                     let own = &x[s.rows.clone()];
                     let halo: Vec<f64> = s.halo_cols.iter().map(|&j| x[j]).collect();
-                    let (yl, yr) = (product(&s.local, own), product(&s.remote, &halo));
+                    let (mut y, yr) = (product(&s.local, own), product(&s.remote, &halo));
+                    assert_eq!(yr.len(), s.remote_rows.len());
+                    assert!(s.remote_rows.windows(2).all(|w| w[0] < w[1]));
+                    let rp = s.remote.indptr().raw_storage().to_vec();
+                    assert!(rp.windows(2).all(|w| w[0] < w[1]), "a remote row is empty");
+                    for (&r, v) in s.remote_rows.iter().zip(&yr) {
+                        y[r] += v;
+                    }
                     for (i, r) in s.rows.clone().enumerate() {
-                        let got = yl[i] + yr[i];
+                        let got = y[i];
                         assert!(
                             (got - want[r]).abs() <= 1e-12 * (1.0 + want[r].abs()),
                             "{spec} n={n} shard {} row {r}: {got} vs {}",

@@ -426,7 +426,7 @@ struct NcclConfig217 {
 /// A communicator opened without blocking, so that a rank that never comes is an error after
 /// `deadline` (the communicator aborted), not a hang. The calling thread's current CUDA context
 /// is the rank's GPU.
-fn open_comm(
+pub(super) fn open_comm(
     id: cudarc::nccl::sys::ncclUniqueId,
     env: &RankEnv,
     deadline: Instant,

@@ -22,6 +22,16 @@
 //! [`GatherMode::Auto`] (the default) asks the communication-pattern model which of these (or
 //! NCCL) is fastest for this all-gather: its bytes and the number of GPUs.
 //!
+//! [`GatherMode::Halo`] exchanges only what each shard reads (issue 23): every shard splits its
+//! rows into a local block (its own columns) and a remote block (the others'), sends the x
+//! entries its neighbours read with NCCL send/recv on a second stream while the local block is
+//! multiplied, then multiplies the remote block and adds it in (`blocks.rs`). x and y are then
+//! kept by rows: each GPU holds its own. [`GatherMode::Auto`] takes it when the busiest shard's
+//! halo is well under the all-gather ([`HALO_SHARE`]).
+//!
+//! [`MultiGpuSpmv::cg`] runs Jacobi-preconditioned conjugate gradients on the GPUs, with no host
+//! round trip per iteration (`shard/cg.rs`).
+//!
 //! One thread per GPU, as NCCL recommends: each owns its GPU, its plan and its communicator
 //! (`ncclCommInitRank` with a shared unique id) and waits for commands from the caller.
 
@@ -44,18 +54,20 @@ use serde::Serialize;
 use crate::plan::check_size;
 use crate::{AugurError, Decision, PlanOptions, SetupCost};
 
+mod blocks;
 mod gather;
 mod halo;
 pub mod launch;
 mod partition;
 mod shard;
 
+pub use blocks::{halo_check, HaloCheck};
 use gather::choose_gather;
-pub use gather::{gather_choice, GatherChoice, GatherMode};
+pub use gather::{gather_choice, GatherChoice, GatherMode, HALO_SHARE};
 pub use halo::{halo_plan, HaloShard, HaloTraffic};
 use partition::shard;
 pub use partition::{partition_rows, shard_traffic, ShardTraffic, MAX_SHARDS};
-use shard::{worker, WorkerCtx};
+use shard::{worker, Parts, WorkerCtx};
 
 /// One shard as planned on its GPU.
 #[derive(Debug, Clone, Serialize)]
@@ -158,12 +170,55 @@ enum Cmd<T> {
         warmup: usize,
         reps: usize,
     },
+    Cg(Arc<CgRequest<T>>),
+}
+
+/// What every GPU needs to run CG.
+struct CgRequest<T> {
+    b: Vec<T>,
+    tol: f64,
+    max_iter: usize,
+    check_every: usize,
+    /// For the modes without an NCCL communicator (opened for CG's sums).
+    id: Option<nccl_sys::ncclUniqueId>,
+}
+
+/// One GPU's share of a CG run.
+struct CgPart<T> {
+    x: Vec<T>,
+    /// r.r after each iteration (summed over the GPUs), the first before any.
+    rr: Vec<f64>,
+    bb: f64,
+    converged_at: Option<usize>,
+    enqueued: usize,
+    setup_s: f64,
+    solve_s: f64,
+}
+
+/// How [`MultiGpuSpmv::cg`] ended.
+#[derive(Debug, Clone, Serialize)]
+pub struct CgReport<T> {
+    /// The solution.
+    #[serde(skip)]
+    pub x: Vec<T>,
+    /// Iterations until ||r|| <= tol ||b|| (None: not within the limit).
+    pub iterations: Option<usize>,
+    /// Iterations enqueued (checked every `check_every`; those past convergence change nothing).
+    pub enqueued: usize,
+    /// ||r|| / ||b|| after each iteration, the first before any.
+    pub relative_residuals: Vec<f64>,
+    /// Seconds (host clock, the first GPU's thread) to upload b and 1 / diag(A), allocate the
+    /// vectors and reach r, z, p of x0 = 0; then for the enqueued iterations, until the GPU
+    /// finished them (without reading x back).
+    pub setup_s: f64,
+    pub solve_s: f64,
 }
 
 enum Reply<T> {
     Done,
     Vector(Vec<T>),
     Profile(ShardProfile),
+    Cg(CgPart<T>),
 }
 
 type Answer<T> = (usize, Result<Reply<T>, AugurError>);
@@ -183,6 +238,53 @@ pub struct MultiGpuSpmv<T: GpuScalar + NcclType> {
     /// A worker failed mid-collective: the others may be blocked in NCCL.
     poisoned: bool,
     gather: GatherChoice,
+    /// Each GPU's rows (x and y are split by them in the halo mode).
+    bounds: Vec<usize>,
+    /// Whether the workers lack an NCCL communicator (CG then opens one).
+    nccl_less: bool,
+    /// GPUs in the group (of every process), and the ranks of this process's workers.
+    world: usize,
+    local_ranks: Vec<usize>,
+}
+
+/// Where the ranks of a [`MultiGpuSpmv`] run.
+#[derive(Clone, Copy)]
+enum Ranks<'e> {
+    /// Every rank a thread of this process, rank i on GPU `ordinals[i]`.
+    Local(&'e [usize]),
+    /// This process is one rank of a group of processes.
+    Process(&'e Group),
+}
+
+/// This process's place in a group of processes, one GPU each (see
+/// [`MultiGpuSpmv::distributed`]).
+#[derive(Debug, Clone)]
+pub struct Group {
+    pub env: launch::RankEnv,
+    /// NCCL's unique id, the same on every rank ([`launch::share_nccl_id`]).
+    pub id: nccl_sys::ncclUniqueId,
+    /// How long any rank waits for the others, at any step.
+    pub timeout: std::time::Duration,
+}
+
+impl Group {
+    /// Join the group the launcher started (torchrun, mpirun, srun or RANK/WORLD_SIZE): read
+    /// this process's rank, meet at MASTER_ADDR:MASTER_PORT (or AUGUR_RENDEZVOUS) and share
+    /// NCCL's unique id, waiting at most `timeout` for every rank. None without a launcher.
+    pub fn join(timeout: std::time::Duration) -> Result<Option<Group>, AugurError> {
+        let Some(env) = launch::RankEnv::from_env()? else {
+            return Ok(None);
+        };
+        let meeting = launch::Meeting::from_vars(|k| std::env::var(k).ok())?.ok_or_else(|| {
+            AugurError::Invalid(
+                "no meeting place: set MASTER_ADDR and MASTER_PORT (rank 0's host and a free \
+                 port), or AUGUR_RENDEZVOUS=host:port or file:PATH"
+                    .into(),
+            )
+        })?;
+        let id = launch::share_nccl_id(&env, &meeting, timeout)?;
+        Ok(Some(Group { env, id, timeout }))
+    }
 }
 
 fn nccl_err(what: &'static str) -> impl Fn(nccl::NcclError) -> AugurError {
@@ -215,11 +317,36 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
         ordinals: &[usize],
         opts: MultiOptions,
     ) -> Result<Self, AugurError> {
+        Self::build(a, Ranks::Local(ordinals), opts)
+    }
+
+    /// This process's part of a `MultiGpuSpmv` across processes, one GPU each (issue 23): rank
+    /// `group.env.rank` of `group.env.world`, on GPU `local_rank` of this host, its shard's
+    /// rows of `a` only (every rank passes the same matrix and cuts it the same way). The
+    /// exchange is NCCL's: the halo (send/recv) or the padded all-gather; [`GatherMode::Auto`]
+    /// takes the halo by the traffic rule ([`HALO_SHARE`]), else the all-gather. Every NCCL
+    /// step and every wait for the GPU has `group.timeout`: a rank that stops makes the others
+    /// fail with an error after it, not hang.
+    ///
+    /// Every rank makes the same calls in the same order. `run`, `x` and `cg` fill only this
+    /// rank's rows in the halo mode (the all-gather modes: every row).
+    pub fn distributed(a: &Csr<T>, group: &Group, opts: MultiOptions) -> Result<Self, AugurError> {
+        Self::build(a, Ranks::Process(group), opts)
+    }
+
+    fn build(a: &Csr<T>, ranks_at: Ranks<'_>, opts: MultiOptions) -> Result<Self, AugurError> {
         check_size(a)?;
         if opts.chunks == 0 {
             return Err(AugurError::Invalid("chunks must be at least 1".into()));
         }
-        let n = ordinals.len();
+        let local_ordinals: Vec<usize>;
+        let (ordinals, n): (&[usize], usize) = match ranks_at {
+            Ranks::Local(o) => (o, o.len()),
+            Ranks::Process(g) => {
+                local_ordinals = vec![g.env.local_rank];
+                (&local_ordinals, g.env.world)
+            }
+        };
         if n == 0 {
             return Err(AugurError::Invalid(
                 "MultiGpuSpmv needs at least one GPU".into(),
@@ -232,39 +359,82 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
                 present,
             });
         }
-        if n > present {
-            return Err(AugurError::NotEnoughGpus { asked: n, present });
+        if ordinals.len() > present {
+            return Err(AugurError::NotEnoughGpus {
+                asked: ordinals.len(),
+                present,
+            });
         }
         let mut seen = ordinals.to_vec();
         seen.sort_unstable();
         seen.dedup();
-        if seen.len() != n {
+        if seen.len() != ordinals.len() {
             return Err(AugurError::Invalid(format!(
                 "GPU ordinals {ordinals:?} name a GPU twice"
             )));
         }
-        let gather = choose_gather(a, ordinals, &opts)?;
+        if n > a.rows().max(1) {
+            return Err(AugurError::Invalid(format!(
+                "{n} GPUs for a matrix of {} rows: at most one GPU per row",
+                a.rows()
+            )));
+        }
+        let bounds = partition_rows(a, n);
+        let gather = match ranks_at {
+            Ranks::Local(_) => choose_gather(a, ordinals, &opts, &bounds)?,
+            Ranks::Process(_) => process_gather(a, n, &opts, &bounds)?,
+        };
         let mode = gather.mode;
+        if mode == GatherMode::Halo && a.rows() != a.cols() {
+            return Err(AugurError::Invalid(format!(
+                "the halo exchange needs a square matrix (x split like y); this one is {} x {}",
+                a.rows(),
+                a.cols()
+            )));
+        }
+        if mode == GatherMode::Halo && opts.chunks > 1 && n > 1 {
+            return Err(AugurError::Invalid(
+                "the halo exchange takes one chunk per shard (it overlaps the local block)".into(),
+            ));
+        }
         if opts.chunks > 1 && n > 1 && mode.pattern().is_some() {
             return Err(AugurError::Invalid(format!(
                 "the {} exchange takes one chunk per shard",
                 mode.name()
             )));
         }
-        let use_nccl = n > 1 && matches!(mode, GatherMode::AllGather | GatherMode::Broadcasts);
+        let use_nccl = n > 1
+            && matches!(
+                mode,
+                GatherMode::AllGather | GatherMode::Broadcasts | GatherMode::Halo
+            );
         if use_nccl && !nccl_available() {
             return Err(AugurError::Nccl(
                 "libnccl is not installed (or not on LD_LIBRARY_PATH); use one GPU".into(),
             ));
         }
-        let id = if use_nccl {
-            Some(nccl::get_uniqueid().map_err(nccl_err("ncclGetUniqueId"))?)
-        } else {
-            None
+        let id = match (use_nccl, ranks_at) {
+            (false, _) => None,
+            (true, Ranks::Local(_)) => {
+                Some(nccl::get_uniqueid().map_err(nccl_err("ncclGetUniqueId"))?)
+            }
+            (true, Ranks::Process(g)) => Some(g.id),
         };
-        let bounds = partition_rows(a, n);
+        // The ranks that run here: (rank, GPU ordinal).
+        let here: Vec<(usize, usize)> = match ranks_at {
+            Ranks::Local(o) => o.iter().copied().enumerate().collect(),
+            Ranks::Process(g) => vec![(g.env.rank, g.env.local_rank)],
+        };
+        let process = match ranks_at {
+            Ranks::Local(_) => None,
+            Ranks::Process(g) => Some((g.env, g.timeout)),
+        };
         // One GPU has nothing to overlap: one chunk.
-        let chunks = if n == 1 { 1 } else { opts.chunks };
+        let chunks = if n == 1 || mode == GatherMode::Halo {
+            1
+        } else {
+            opts.chunks
+        };
         let ptr = a.indptr();
         let ptr = ptr.raw_storage();
         let cuts: Vec<Vec<usize>> = (0..n)
@@ -278,11 +448,11 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
             .map(|p| p.iter().map(|r| r.len()).max().unwrap_or(0))
             .collect();
         let layout = Arc::new(Layout { pieces, maxc });
-        let barrier = Arc::new(Barrier::new(n));
+        let barrier = Arc::new(Barrier::new(here.len()));
         let failed = Arc::new(AtomicBool::new(false));
         // augur's patterns: x and the whole y in two registered buffers per GPU.
-        let mut ranks: Vec<Option<RankComm>> = (0..n).map(|_| None).collect();
-        if let (true, Some(p)) = (n > 1, mode.pattern()) {
+        let mut ranks: Vec<Option<RankComm>> = (0..here.len()).map(|_| None).collect();
+        if let (true, Some(p), None) = (n > 1, mode.pattern(), process) {
             let size = std::mem::size_of::<T>();
             let total = a.rows() * size;
             let group = CommGroup::new(
@@ -300,13 +470,27 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
                 *slot = Some(rc);
             }
         }
+        let mut halos = if mode == GatherMode::Halo {
+            halo_plan(a, &bounds)?
+                .into_iter()
+                .map(|h| Some(Box::new(blocks::HostBlocks::from(h))))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let inv_diag = inverse_diagonal(a);
         let (answer_tx, answers) = channel::<Answer<T>>();
         let (setup_tx, setup_rx) = channel::<(usize, Result<Vec<ShardInfo>, AugurError>)>();
-        let mut workers = Vec::with_capacity(n);
-        for ((rank, &ordinal), rc) in ordinals.iter().enumerate().zip(ranks) {
-            let parts = (0..chunks)
-                .map(|c| shard(a, layout.pieces[c][rank].clone()))
-                .collect::<Result<Vec<_>, _>>()?;
+        let mut workers = Vec::with_capacity(here.len());
+        for (&(rank, ordinal), rc) in here.iter().zip(ranks) {
+            let parts = match halos.get_mut(rank) {
+                Some(h) => Parts::Halo(h.take().expect("one per rank")),
+                None => Parts::Chunks(
+                    (0..chunks)
+                        .map(|c| shard(a, layout.pieces[c][rank].clone()))
+                        .collect::<Result<Vec<_>, _>>()?,
+                ),
+            };
             let (tx, rx) = channel::<Cmd<T>>();
             let ctx = WorkerCtx {
                 rank,
@@ -321,6 +505,11 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
                 barrier: barrier.clone(),
                 failed: failed.clone(),
                 rc,
+                process,
+                inv_diag: inv_diag
+                    .as_ref()
+                    .map(|d| d[bounds[rank]..bounds[rank + 1]].to_vec())
+                    .unwrap_or_default(),
             };
             let (answer_tx, setup_tx) = (answer_tx.clone(), setup_tx.clone());
             let handle = std::thread::Builder::new()
@@ -333,11 +522,18 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
             });
         }
         drop(setup_tx);
-        let mut shards: Vec<Option<Vec<ShardInfo>>> = vec![None; n];
+        let local_ranks: Vec<usize> = here.iter().map(|h| h.0).collect();
+        let at = |r: usize| {
+            local_ranks
+                .iter()
+                .position(|&q| q == r)
+                .expect("a rank of here")
+        };
+        let mut shards: Vec<Option<Vec<ShardInfo>>> = vec![None; here.len()];
         let mut first_err = None;
-        for _ in 0..n {
+        for _ in 0..here.len() {
             match setup_rx.recv() {
-                Ok((r, Ok(info))) => shards[r] = Some(info),
+                Ok((r, Ok(info))) => shards[at(r)] = Some(info),
                 Ok((_, Err(e))) => {
                     first_err.get_or_insert(e);
                 }
@@ -357,6 +553,10 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
             answers,
             poisoned: false,
             gather,
+            bounds,
+            nccl_less: n > 1 && !use_nccl,
+            world: n,
+            local_ranks,
         };
         if let Some(e) = first_err {
             return Err(e);
@@ -378,8 +578,19 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
         &self.shards
     }
 
+    /// GPUs in the group (with [`MultiGpuSpmv::distributed`]: of every process).
     pub fn gpus(&self) -> usize {
-        self.workers.len()
+        self.world
+    }
+
+    /// The rows each GPU holds: rank r's are `row_bounds()[r]..row_bounds()[r + 1]`.
+    pub fn row_bounds(&self) -> &[usize] {
+        &self.bounds
+    }
+
+    /// The ranks whose GPUs this process drives (all of them, except across processes).
+    pub fn local_ranks(&self) -> &[usize] {
+        &self.local_ranks
     }
 
     /// Send `cmd(rank)` to every worker and collect the answers in rank order.
@@ -392,7 +603,8 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
             ));
         }
         let n = self.workers.len();
-        for (r, w) in self.workers.iter().enumerate() {
+        for (i, w) in self.workers.iter().enumerate() {
+            let r = self.local_ranks[i];
             if w.tx.send(cmd(r)).is_err() {
                 self.poisoned = true;
                 return Err(AugurError::Invalid(format!(
@@ -403,9 +615,12 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
         let mut out: Vec<Option<Reply<T>>> = (0..n).map(|_| None).collect();
         for _ in 0..n {
             match self.answers.recv() {
-                Ok((r, Ok(reply))) => out[r] = Some(reply),
+                Ok((r, Ok(reply))) => {
+                    let i = self.local_ranks.iter().position(|&q| q == r);
+                    out[i.expect("a rank of this process")] = Some(reply)
+                }
                 Ok((r, Err(e))) => {
-                    self.poisoned = n > 1;
+                    self.poisoned = self.world > 1;
                     return Err(AugurError::Invalid(format!("GPU shard {r}: {e}")));
                 }
                 Err(_) => {
@@ -427,21 +642,55 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
         Ok(())
     }
 
-    /// `y = A x` with host vectors (x copied to every GPU; y read from the first).
+    /// Whether x and y are split by rows over the GPUs (the halo mode).
+    fn by_rows(&self) -> bool {
+        self.gather.mode == GatherMode::Halo
+    }
+
+    /// One whole vector from every GPU's reply: the first's, or (by rows) each one's rows.
+    fn assemble(
+        &self,
+        replies: Vec<Reply<T>>,
+        out: &mut [T],
+        what: &str,
+    ) -> Result<(), AugurError> {
+        let by_rows = self.by_rows();
+        for (i, reply) in replies.into_iter().enumerate() {
+            if i > 0 && !by_rows {
+                break;
+            }
+            let r = self.local_ranks[i];
+            let Reply::Vector(v) = reply else {
+                return Err(AugurError::Invalid(format!("GPU shard {r} sent no {what}")));
+            };
+            let at = if by_rows {
+                self.bounds[r]..self.bounds[r + 1]
+            } else {
+                0..out.len()
+            };
+            if v.len() != at.len() {
+                return Err(AugurError::Invalid(format!(
+                    "GPU shard {r} sent {} values of {what} for {} rows",
+                    v.len(),
+                    at.len()
+                )));
+            }
+            out[at].copy_from_slice(&v);
+        }
+        Ok(())
+    }
+
+    /// `y = A x` with host vectors (x copied to every GPU, or its rows to each in the halo
+    /// mode; y read from the first, or from each).
     pub fn run(&mut self, x: &[T], y: &mut [T]) -> Result<(), AugurError> {
         augur_kernels::error::check_dims(self.rows, self.cols, x.len(), y.len())?;
         let x = Arc::new(x.to_vec());
+        let by_rows = self.by_rows();
         let replies = self.all(|r| Cmd::Run {
             x: x.clone(),
-            want_y: r == 0,
+            want_y: r == 0 || by_rows,
         })?;
-        match replies.into_iter().next() {
-            Some(Reply::Vector(v)) => {
-                y.copy_from_slice(&v);
-                Ok(())
-            }
-            _ => Err(AugurError::Invalid("GPU shard 0 sent no y".into())),
-        }
+        self.assemble(replies, y, "y")
     }
 
     /// Set the iterate x on every GPU (square matrices).
@@ -458,13 +707,88 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
         self.all(|_| Cmd::Iterate { steps }).map(|_| ())
     }
 
-    /// The current iterate x (from the first GPU).
+    /// The current iterate x (from the first GPU, or each GPU's rows in the halo mode).
     pub fn x(&mut self) -> Result<Vec<T>, AugurError> {
         let replies = self.all(|_| Cmd::GetX)?;
-        match replies.into_iter().next() {
-            Some(Reply::Vector(v)) => Ok(v),
-            _ => Err(AugurError::Invalid("GPU shard 0 sent no x".into())),
+        let mut x = vec![T::zero(); self.cols];
+        self.assemble(replies, &mut x, "x")?;
+        Ok(x)
+    }
+
+    /// Solve `A x = b` by Jacobi-preconditioned conjugate gradients on the GPUs (A symmetric
+    /// positive definite; x0 = 0) until `||r|| <= tol ||b||` or `max_iter` iterations. Every
+    /// vector and scalar stays in device memory; the host reads one scalar every `check_every`
+    /// iterations (more iterations may be enqueued past convergence: they change nothing).
+    /// Leaves the GPUs' x (the product's input) as the last search direction.
+    pub fn cg(
+        &mut self,
+        b: &[T],
+        tol: f64,
+        max_iter: usize,
+        check_every: usize,
+    ) -> Result<CgReport<T>, AugurError> {
+        self.square("cg")?;
+        augur_kernels::error::check_dims(self.rows, self.cols, self.cols, b.len())?;
+        if !(tol.is_finite() && tol >= 0.0) {
+            return Err(AugurError::Invalid(format!(
+                "CG tolerance {tol}: not a finite >= 0"
+            )));
         }
+        let id = if self.nccl_less {
+            if !nccl_available() {
+                return Err(AugurError::Nccl(
+                    "CG on more than one GPU sums its dot products with NCCL, which is not \
+                     installed"
+                        .into(),
+                ));
+            }
+            Some(nccl::get_uniqueid().map_err(nccl_err("ncclGetUniqueId"))?)
+        } else {
+            None
+        };
+        let req = Arc::new(CgRequest {
+            b: b.to_vec(),
+            tol,
+            max_iter,
+            check_every: check_every.max(1),
+            id,
+        });
+        let replies = self.all(|_| Cmd::Cg(req.clone()))?;
+        self.nccl_less = false;
+        let mut x = vec![T::zero(); self.rows];
+        let mut first: Option<CgPart<T>> = None;
+        for (i, reply) in replies.into_iter().enumerate() {
+            let r = self.local_ranks[i];
+            let Reply::Cg(part) = reply else {
+                return Err(AugurError::Invalid(format!(
+                    "GPU shard {r} sent no CG result"
+                )));
+            };
+            let at = self.bounds[r]..self.bounds[r + 1];
+            if part.x.len() != at.len() {
+                return Err(AugurError::Invalid(format!(
+                    "GPU shard {r} sent {} values of x for {} rows",
+                    part.x.len(),
+                    at.len()
+                )));
+            }
+            x[at].copy_from_slice(&part.x);
+            first.get_or_insert(part);
+        }
+        let p = first.ok_or_else(|| AugurError::Invalid("no GPU answered".into()))?;
+        let bnorm = p.bb.sqrt();
+        Ok(CgReport {
+            x,
+            iterations: p.converged_at,
+            enqueued: p.enqueued,
+            setup_s: p.setup_s,
+            solve_s: p.solve_s,
+            relative_residuals: p
+                .rr
+                .iter()
+                .map(|rr| if bnorm > 0.0 { rr.sqrt() / bnorm } else { 0.0 })
+                .collect(),
+        })
     }
 
     /// Event-timed medians per shard: the product alone, the all-gather alone, both.
@@ -477,6 +801,79 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
             })
             .collect()
     }
+}
+
+/// The exchange across processes: NCCL's (augur's patterns need every GPU in one process);
+/// Auto: the halo by the traffic rule, else the padded all-gather.
+fn process_gather<T: Sync>(
+    a: &Csr<T>,
+    n: usize,
+    opts: &MultiOptions,
+    bounds: &[usize],
+) -> Result<GatherChoice, AugurError> {
+    if opts.gather.pattern().is_some() {
+        return Err(AugurError::Invalid(format!(
+            "the {} exchange reads peers' memory, which needs every GPU in one process; across \
+             processes use halo, all-gather or broadcasts",
+            opts.gather.name()
+        )));
+    }
+    let mut c = gather_choice(
+        None,
+        opts.gather,
+        a.rows() * std::mem::size_of::<T>(),
+        n,
+        opts.chunks,
+        augur_features::message::LinkType::Nvlink,
+        "",
+    );
+    if opts.gather == GatherMode::Auto && n >= 2 && opts.chunks == 1 && a.rows() == a.cols() {
+        c.notes.clear();
+        let t = partition::traffic_of(a, bounds);
+        let busiest = t
+            .iter()
+            .max_by_key(|s| s.halo_entries)
+            .expect("n >= 2 shards");
+        let share = busiest.halo_entries as f64 / busiest.allgather_entries.max(1) as f64;
+        c.notes.push(format!(
+            "across processes: NCCL; the busiest shard ({}) reads {} x entries of other shards, \
+             the all-gather brings it {} ({:.1}%; the halo is taken at <= {:.0}%)",
+            busiest.rank,
+            busiest.halo_entries,
+            busiest.allgather_entries,
+            100.0 * share,
+            100.0 * HALO_SHARE
+        ));
+        if share <= HALO_SHARE {
+            c.mode = GatherMode::Halo;
+            c.bytes = busiest.halo_entries * std::mem::size_of::<T>();
+        }
+    }
+    Ok(c)
+}
+
+/// 1 / a_ii per row (1 where the diagonal is 0 or absent; CG's Jacobi preconditioner), for a
+/// square matrix.
+fn inverse_diagonal<T: GpuScalar>(a: &Csr<T>) -> Option<Vec<T>> {
+    use rayon::prelude::*;
+    if a.rows() != a.cols() {
+        return None;
+    }
+    let ptr = a.indptr();
+    let ptr = ptr.raw_storage();
+    let (idx, val) = (a.indices(), a.data());
+    Some(
+        (0..a.rows())
+            .into_par_iter()
+            .map(|r| {
+                let (s, e) = (ptr[r] as usize, ptr[r + 1] as usize);
+                match idx[s..e].binary_search(&(r as i32)) {
+                    Ok(k) if val[s + k] != T::zero() => T::one() / val[s + k],
+                    _ => T::one(),
+                }
+            })
+            .collect(),
+    )
 }
 
 impl<T: GpuScalar + NcclType> Drop for MultiGpuSpmv<T> {
@@ -494,5 +891,23 @@ impl<T: GpuScalar + NcclType> Drop for MultiGpuSpmv<T> {
             }
         }
         // Poisoned: a worker may be blocked in NCCL forever; leave it to the process's exit.
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_jacobi_diagonal_is_one_where_the_diagonal_is_missing_or_zero() {
+        let a = Csr::new(
+            (3, 3),
+            vec![0, 2, 3, 4],
+            vec![0, 2, 0, 2],
+            vec![4.0f64, 1.0, 5.0, 0.0],
+        );
+        assert_eq!(inverse_diagonal(&a).unwrap(), vec![0.25, 1.0, 1.0]);
+        let t = Csr::new((2, 3), vec![0, 1, 1], vec![0], vec![2.0f64]);
+        assert!(inverse_diagonal(&t).is_none());
     }
 }

@@ -31,7 +31,6 @@ pub const MAX_SHARDS: usize = 4096;
 /// [`ShardTraffic`] of each of `n` equal-nonzero shards of the square matrix `a` (1 <= n <=
 /// rows, n <= [`MAX_SHARDS`]).
 pub fn shard_traffic<T: Sync>(a: &Csr<T>, n: usize) -> Result<Vec<ShardTraffic>, AugurError> {
-    use rayon::prelude::*;
     if a.rows() != a.cols() {
         return Err(AugurError::Invalid(format!(
             "shard traffic needs a square matrix (x indexed like y); this one is {} x {}",
@@ -49,11 +48,17 @@ pub fn shard_traffic<T: Sync>(a: &Csr<T>, n: usize) -> Result<Vec<ShardTraffic>,
             a.rows()
         )));
     }
-    let bounds = partition_rows(a, n);
+    Ok(traffic_of(a, &partition_rows(a, n)))
+}
+
+/// [`ShardTraffic`] of the shards cut at `bounds` (a square matrix).
+pub(super) fn traffic_of<T: Sync>(a: &Csr<T>, bounds: &[usize]) -> Vec<ShardTraffic> {
+    use rayon::prelude::*;
+    let n = bounds.len() - 1;
     let ptr = a.indptr();
     let ptr = ptr.raw_storage();
     let idx = a.indices();
-    Ok((0..n)
+    (0..n)
         .into_par_iter()
         .map(|s| {
             let own = bounds[s]..bounds[s + 1];
@@ -79,7 +84,7 @@ pub fn shard_traffic<T: Sync>(a: &Csr<T>, n: usize) -> Result<Vec<ShardTraffic>,
                 rows: own,
             }
         })
-        .collect())
+        .collect()
 }
 
 /// Rows `r` of `a` as a matrix of their own (all columns).

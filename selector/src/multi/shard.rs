@@ -1,5 +1,6 @@
 //! One GPU's worker: its shard's plans, buffers and communicator, and the commands it serves.
 
+use super::blocks::{addr, DeviceHalo, HostBlocks};
 use super::{nccl_err, Answer, Cmd, GatherMode, Layout, Reply, ShardInfo, ShardProfile};
 use crate::{AugurError, Backend, PlanOptions, SpmvPlan};
 use augur_datasets::Csr;
@@ -13,8 +14,13 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
 
-pub(super) struct WorkerCtx {
+use super::launch::RankEnv;
+
+mod cg;
+
+pub(super) struct WorkerCtx<T> {
     pub(super) rank: usize,
     pub(super) world: usize,
     pub(super) ordinal: usize,
@@ -28,11 +34,23 @@ pub(super) struct WorkerCtx {
     pub(super) rc: Option<RankComm>,
     pub(super) barrier: Arc<Barrier>,
     pub(super) failed: Arc<AtomicBool>,
+    /// Across processes: this rank and how long it waits for the others (NCCL's communicator
+    /// then opened without blocking, every wait for the GPU bounded).
+    pub(super) process: Option<(RankEnv, Duration)>,
+    /// 1 / a_ii of the shard's rows (1 where the diagonal is 0 or absent): CG's Jacobi
+    /// preconditioner; empty for a rectangular matrix.
+    pub(super) inv_diag: Vec<T>,
+}
+
+/// A shard's matrix on the host: its chunks (all-gather modes) or its halo blocks.
+pub(super) enum Parts<T> {
+    Chunks(Vec<Csr<T>>),
+    Halo(Box<HostBlocks<T>>),
 }
 
 pub(super) fn worker<T: GpuScalar + NcclType>(
-    mut ctx: WorkerCtx,
-    parts: Vec<Csr<T>>,
+    mut ctx: WorkerCtx<T>,
+    parts: Parts<T>,
     rx: Receiver<Cmd<T>>,
     setup_tx: Sender<(usize, Result<Vec<ShardInfo>, AugurError>)>,
     answer_tx: Sender<Answer<T>>,
@@ -62,25 +80,37 @@ pub(super) fn worker<T: GpuScalar + NcclType>(
     let comm = match ctx.id {
         None => None,
         Some(id) => {
-            let mut c = std::ptr::null_mut();
-            // SAFETY: out-pointer to a communicator; every rank calls with the same id and
-            // world size (on its own thread, its GPU's context current from Backend::cuda).
-            let r = unsafe {
-                if let Some(g) = backend.as_device().as_cuda() {
-                    let _ = g.context().bind_to_thread();
+            if let Some(g) = backend.as_device().as_cuda() {
+                let _ = g.context().bind_to_thread();
+            }
+            let r = match &ctx.process {
+                // Across processes: without blocking, aborted after the deadline.
+                Some((env, timeout)) => {
+                    super::launch::open_comm(id, env, Instant::now() + *timeout).map(NcclComm)
                 }
-                nccl::comm_init_rank(&mut c, ctx.world as i32, id, rank as i32)
+                None => {
+                    let mut c = std::ptr::null_mut();
+                    // SAFETY: out-pointer to a communicator; every rank calls with the same id
+                    // and world size (on its own thread, its GPU's context current).
+                    unsafe { nccl::comm_init_rank(&mut c, ctx.world as i32, id, rank as i32) }
+                        .map(|_| NcclComm(c))
+                        .map_err(nccl_err("ncclCommInitRank"))
+                }
             };
             match r {
-                Ok(_) => Some(NcclComm(c)),
+                Ok(c) => Some(c),
                 Err(e) => {
-                    let _ = setup_tx.send((rank, Err(nccl_err("ncclCommInitRank")(e))));
+                    let _ = setup_tx.send((rank, Err(e)));
                     return;
                 }
             }
         }
     };
     let shard = Shard::new(&mut ctx, &parts, &backend, comm);
+    let rows_of = |c: usize| match &parts {
+        Parts::Halo(_) => ctx.layout.pieces[0][rank].clone(),
+        Parts::Chunks(_) => ctx.layout.pieces[c][rank].clone(),
+    };
     let mut shard = match shard {
         Ok(s) => s,
         Err(e) => {
@@ -97,11 +127,27 @@ pub(super) fn worker<T: GpuScalar + NcclType>(
             chunk: c,
             gpu: ctx.ordinal,
             device: backend.device(),
-            rows: ctx.layout.pieces[c][rank].clone(),
+            rows: rows_of(c),
             nnz: p.shape().2,
             decision: p.decision().clone(),
             setup: p.setup().clone(),
         })
+        .chain(
+            shard
+                .halo
+                .iter()
+                .filter_map(|h| h.remote.as_ref())
+                .map(|p| ShardInfo {
+                    rank,
+                    chunk: 1,
+                    gpu: ctx.ordinal,
+                    device: backend.device(),
+                    rows: rows_of(0),
+                    nnz: p.shape().2,
+                    decision: p.decision().clone(),
+                    setup: p.setup().clone(),
+                }),
+        )
         .collect();
     let _ = setup_tx.send((rank, Ok(info)));
     drop(setup_tx);
@@ -151,8 +197,12 @@ impl<T> Drop for Buf<T> {
 
 /// One worker's state: a plan per chunk of its shard, x, and with more than one GPU the whole
 /// y, the buffers of the all-gather, a stream for it and the communicator.
-struct Shard<'a, T: GpuScalar + NcclType> {
+pub(super) struct Shard<'a, T: GpuScalar + NcclType> {
+    /// One plan per chunk; in the halo mode the local block's.
     plans: Vec<SpmvPlan<'a, T>>,
+    /// The halo mode: the remote block and the exchange's buffers.
+    halo: Option<DeviceHalo<'a, T>>,
+    /// The shard's x: the whole x (all-gather modes) or its own rows (halo mode).
     x: Buf<T>,
     /// The whole y (more than one GPU), gathered from every shard.
     full: Option<Buf<T>>,
@@ -162,25 +212,39 @@ struct Shard<'a, T: GpuScalar + NcclType> {
     comm: Option<NcclComm>,
     /// augur's collectives, and which registered buffer holds the whole y now.
     rc: Option<RankComm>,
+    /// NCCL for CG's sums where the exchange has no communicator (opened on first use).
+    cg_comm: Option<NcclComm>,
     full_slot: usize,
     compute: Arc<CudaStream>,
     comm_stream: Arc<CudaStream>,
     rank: usize,
     layout: Arc<Layout>,
     gather: GatherMode,
+    world: usize,
+    inv_diag: Vec<T>,
+    process: Option<(RankEnv, Duration)>,
 }
 
 impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
     fn new(
-        ctx: &mut WorkerCtx,
-        parts: &'a [Csr<T>],
+        ctx: &mut WorkerCtx<T>,
+        parts: &'a Parts<T>,
         backend: &Backend,
         comm: Option<NcclComm>,
     ) -> Result<Self, AugurError> {
-        let plans = parts
-            .iter()
-            .map(|p| SpmvPlan::new(p, backend, ctx.opts.clone()))
-            .collect::<Result<Vec<_>, _>>()?;
+        let (plans, halo) = match parts {
+            Parts::Chunks(parts) => (
+                parts
+                    .iter()
+                    .map(|p| SpmvPlan::new(p, backend, ctx.opts.clone()))
+                    .collect::<Result<Vec<_>, _>>()?,
+                None,
+            ),
+            Parts::Halo(h) => (
+                vec![SpmvPlan::new(&h.local, backend, ctx.opts.clone())?],
+                Some(DeviceHalo::new(h, backend, ctx.opts.clone())?),
+            ),
+        };
         let s = backend
             .as_device()
             .as_cuda()
@@ -214,13 +278,13 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
                 )
             }
             None => (
-                Buf::Own(s.htod(&vec![T::zero(); ctx.cols])?),
+                Buf::Own(s.htod(&vec![T::zero(); plans[0].shape().1.max(1)])?),
                 None,
                 Vec::new(),
                 Vec::new(),
             ),
         };
-        if comm.is_some() {
+        if comm.is_some() && halo.is_none() {
             full = Some(Buf::Own(s.htod(&vec![T::zero(); ctx.total_rows])?));
             if ctx.gather == GatherMode::AllGather {
                 for &m in &ctx.layout.maxc {
@@ -232,19 +296,105 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
         compute.synchronize().map_err(cuda_err)?;
         Ok(Shard {
             plans,
+            halo,
             x,
             full,
             send,
             recv,
             comm,
             rc,
+            cg_comm: None,
             full_slot: 1,
             compute,
             comm_stream,
             rank: ctx.rank,
             layout: ctx.layout.clone(),
             gather: ctx.gather,
+            world: ctx.world,
+            inv_diag: std::mem::take(&mut ctx.inv_diag),
+            process: ctx.process,
         })
+    }
+
+    /// The shard's rows of the matrix.
+    fn own_rows(&self) -> std::ops::Range<usize> {
+        self.layout.pieces[0][self.rank].clone()
+    }
+
+    /// Enqueue the halo exchange: pack on the compute stream, then NCCL's send/recv pairs on the
+    /// communication stream (one group); the local product may run meanwhile.
+    fn halo_exchange(&mut self) -> Result<(), AugurError> {
+        let Some(h) = self.halo.as_ref() else {
+            return Ok(());
+        };
+        let Some(comm) = self.comm.as_ref() else {
+            // One GPU: nothing to receive.
+            return Ok(());
+        };
+        h.pack(&self.compute, addr(&self.x, &self.compute))?;
+        let cs = &self.comm_stream;
+        cs.join(&self.compute).map_err(cuda_err)?;
+        let ty = T::as_nccl_type();
+        let raw = cs.cu_stream() as nccl_sys::cudaStream_t;
+        let size = std::mem::size_of::<T>() as u64;
+        let (send, halo) = (addr(&h.send_buf, cs), addr(&h.halo, cs));
+        // SAFETY: the send buffer holds send_off's last count of values and the halo buffer
+        // every recv slot; every rank enqueues the same pairs (what q sends to r is what r
+        // receives from q: halo_plan's transpose) in one group, in the same order.
+        unsafe {
+            nccl::group_start().map_err(nccl_err("ncclGroupStart"))?;
+            for q in 0..self.world {
+                let out = h.send_off[q]..h.send_off[q + 1];
+                let res = if !out.is_empty() {
+                    nccl::send(
+                        (send + out.start as u64 * size) as *const c_void,
+                        out.len(),
+                        ty,
+                        q as i32,
+                        comm.0,
+                        raw,
+                    )
+                    .map(|_| ())
+                } else {
+                    Ok(())
+                };
+                let res = res.and_then(|_| {
+                    let slots = h.recv[q].clone();
+                    if slots.is_empty() {
+                        return Ok(());
+                    }
+                    nccl::recv(
+                        (halo + slots.start as u64 * size) as *mut c_void,
+                        slots.len(),
+                        ty,
+                        q as i32,
+                        comm.0,
+                        raw,
+                    )
+                    .map(|_| ())
+                });
+                if let Err(e) = res {
+                    let _ = nccl::group_end();
+                    return Err(nccl_err("ncclSend/ncclRecv")(e));
+                }
+            }
+            nccl::group_end().map_err(nccl_err("ncclGroupEnd"))?;
+        }
+        self.settle("the halo exchange")
+    }
+
+    /// The halo mode's product: the exchange started, the local block meanwhile, then the
+    /// remote block added (without `exchange`: the halo as it is, for profiles).
+    fn halo_products(&mut self, exchange: bool) -> Result<(), AugurError> {
+        if exchange {
+            self.halo_exchange()?;
+        }
+        self.plans[0].launch_from_cuda(&self.x)?;
+        if exchange && self.comm.is_some() {
+            self.compute.join(&self.comm_stream).map_err(cuda_err)?;
+        }
+        let y = cuda_y(&mut self.plans[0]);
+        self.halo.as_mut().expect("the halo mode").remote_add(y)
     }
 
     /// Enqueue, on the communication stream, the all-gather of chunk `c` of every shard into
@@ -288,6 +438,7 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
                     }
                     .map_err(nccl_err("ncclAllGather"))?;
                 }
+                settle(self.process.as_ref(), comm.0, "the all-gather")?;
                 for (s, r) in pieces.iter().enumerate() {
                     if r.is_empty() {
                         continue;
@@ -297,8 +448,9 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
                         .map_err(cuda_err)?;
                 }
             }
-            // No communicator in these modes: returned above.
-            GatherMode::Auto
+            // No communicator in these modes: returned above (the halo mode never gathers).
+            GatherMode::Halo
+            | GatherMode::Auto
             | GatherMode::Ll
             | GatherMode::Pull
             | GatherMode::Push
@@ -332,6 +484,7 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
                     }
                     nccl::group_end().map_err(nccl_err("ncclGroupEnd"))?;
                 }
+                settle(self.process.as_ref(), comm.0, "the broadcasts")?;
             }
         }
         Ok(())
@@ -378,7 +531,7 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
         Ok(())
     }
 
-    /// Whether products are followed by an exchange between GPUs.
+    /// Whether products are followed (or, halo mode, preceded) by an exchange between GPUs.
     fn exchanges(&self) -> bool {
         self.comm.is_some() || self.rc.is_some()
     }
@@ -386,6 +539,9 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
     /// Every chunk's product; with more than one GPU, chunk c's all-gather on the
     /// communication stream after its product, overlapping chunk c + 1's product.
     fn products(&mut self, gather: bool) -> Result<(), AugurError> {
+        if self.halo.is_some() {
+            return self.halo_products(gather);
+        }
         for c in 0..self.plans.len() {
             self.plans[c].launch_from_cuda(&self.x)?;
             if gather && self.comm.is_some() {
@@ -404,6 +560,13 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
 
     /// The all-gathers alone (for profiles).
     fn gathers(&mut self) -> Result<(), AugurError> {
+        if self.halo.is_some() {
+            self.halo_exchange()?;
+            if self.comm.is_some() {
+                self.compute.join(&self.comm_stream).map_err(cuda_err)?;
+            }
+            return Ok(());
+        }
         if self.rc.is_some() {
             return self.exchange();
         }
@@ -421,16 +584,21 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
     fn step(&mut self, swap: bool) -> Result<(), AugurError> {
         self.products(true)?;
         if swap {
-            self.full_slot = 1 - self.full_slot;
-            match self.full.as_mut() {
-                Some(full) => std::mem::swap(&mut self.x, full),
-                None => std::mem::swap(&mut *self.x, cuda_y(&mut self.plans[0])),
-            }
+            self.swap_in();
         }
         Ok(())
     }
 
-    /// The whole y after a step without swap.
+    /// y (the whole, gathered y; or this shard's rows without an all-gather) becomes x.
+    fn swap_in(&mut self) {
+        self.full_slot = 1 - self.full_slot;
+        match self.full.as_mut() {
+            Some(full) => std::mem::swap(&mut self.x, full),
+            None => std::mem::swap(&mut *self.x, cuda_y(&mut self.plans[0])),
+        }
+    }
+
+    /// The whole y after a step without swap (halo mode: the shard's rows).
     fn y(&mut self) -> &CudaSlice<T> {
         match self.full.as_ref() {
             Some(f) => f,
@@ -442,39 +610,43 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
         let stream = self.compute.clone();
         match cmd {
             Cmd::Run { x, want_y } => {
-                if !x.is_empty() {
-                    stream
-                        .memcpy_htod(x.as_slice(), &mut *self.x)
-                        .map_err(cuda_err)?;
-                }
+                self.set_x(&x)?;
                 self.step(false)?;
                 let out = if want_y {
+                    self.wait()?;
                     let v = stream.clone_dtoh(self.y()).map_err(cuda_err)?;
                     Reply::Vector(v)
                 } else {
                     Reply::Done
                 };
-                stream.synchronize().map_err(cuda_err)?;
+                self.wait()?;
                 Ok(out)
             }
             Cmd::Iterate { steps } => {
                 for _ in 0..steps {
                     self.step(true)?;
                 }
-                stream.synchronize().map_err(cuda_err)?;
+                self.wait()?;
                 Ok(Reply::Done)
             }
             Cmd::SetX(x) => {
-                if !x.is_empty() {
-                    stream
-                        .memcpy_htod(x.as_slice(), &mut *self.x)
-                        .map_err(cuda_err)?;
-                }
-                stream.synchronize().map_err(cuda_err)?;
+                self.set_x(&x)?;
+                self.wait()?;
                 Ok(Reply::Done)
             }
+            Cmd::Cg(cg) => self.cg(&cg).map(Reply::Cg),
             Cmd::GetX => {
-                let v = stream.clone_dtoh(&*self.x).map_err(cuda_err)?;
+                let own = if self.halo.is_some() {
+                    0..self.own_rows().len()
+                } else {
+                    0..self.x.len()
+                };
+                self.wait()?;
+                let v = if own.is_empty() {
+                    Vec::new()
+                } else {
+                    stream.clone_dtoh(&self.x.slice(own)).map_err(cuda_err)?
+                };
                 stream.synchronize().map_err(cuda_err)?;
                 Ok(Reply::Vector(v))
             }
@@ -508,8 +680,134 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
     }
 }
 
+/// Across processes (a non-blocking communicator): wait until NCCL has taken the call just
+/// made, at most the group's timeout; a failure or a late peer aborts the communicator.
+pub(super) fn settle(
+    process: Option<&(RankEnv, Duration)>,
+    comm: nccl_sys::ncclComm_t,
+    what: &str,
+) -> Result<(), AugurError> {
+    let Some((env, timeout)) = process else {
+        return Ok(());
+    };
+    let deadline = Instant::now() + *timeout;
+    loop {
+        let mut state = nccl_sys::ncclResult_t::ncclSuccess;
+        // SAFETY: a live communicator of this shard.
+        let r = unsafe { nccl_sys::ncclCommGetAsyncError(comm, &mut state) };
+        use nccl_sys::ncclResult_t::{ncclInProgress, ncclSuccess};
+        match (r, state) {
+            (ncclSuccess, ncclSuccess) => return Ok(()),
+            (ncclSuccess, ncclInProgress) if Instant::now() < deadline => std::thread::yield_now(),
+            (ncclSuccess, ncclInProgress) => {
+                return Err(AugurError::Nccl(format!(
+                    "rank {}: {what}: NCCL did not take it within {timeout:?}: a rank of the {} \
+                     stopped or is stuck",
+                    env.rank, env.world
+                )))
+            }
+            (ncclSuccess, e) | (e, _) => {
+                return Err(AugurError::Nccl(format!(
+                    "rank {}: {what}: {e:?}",
+                    env.rank
+                )))
+            }
+        }
+    }
+}
+
+impl<T: GpuScalar + NcclType> Shard<'_, T> {
+    /// Wait for the GPU's work: in one process, `cuStreamSynchronize`; across processes, poll
+    /// the stream and the communicator for at most the group's timeout, so that a rank that
+    /// stopped makes this one fail (its communicator aborted) instead of waiting forever in
+    /// NCCL.
+    pub(super) fn wait(&mut self) -> Result<(), AugurError> {
+        let Some((env, timeout)) = self.process else {
+            return self.compute.synchronize().map_err(cuda_err);
+        };
+        use cudarc::driver::sys::{cuStreamQuery, CUresult};
+        let deadline = Instant::now() + timeout;
+        let mut spins = 0u32;
+        loop {
+            // SAFETY: the shard's live stream.
+            match unsafe { cuStreamQuery(self.compute.cu_stream()) } {
+                CUresult::CUDA_SUCCESS => return Ok(()),
+                CUresult::CUDA_ERROR_NOT_READY => {}
+                e => {
+                    return Err(AugurError::Kernel(KernelError::Cuda(format!(
+                        "rank {}: cuStreamQuery: {e:?}",
+                        env.rank
+                    ))))
+                }
+            }
+            let mut failed = None;
+            if let Some(c) = self.comm.as_ref().or(self.cg_comm.as_ref()) {
+                let mut state = nccl_sys::ncclResult_t::ncclSuccess;
+                // SAFETY: a live communicator of this shard.
+                let r = unsafe { nccl_sys::ncclCommGetAsyncError(c.0, &mut state) };
+                use nccl_sys::ncclResult_t::{ncclInProgress, ncclSuccess};
+                match (r, state) {
+                    (ncclSuccess, ncclSuccess | ncclInProgress) => {}
+                    (ncclSuccess, e) | (e, _) => failed = Some(format!("NCCL: {e:?}")),
+                }
+            }
+            if failed.is_none() && Instant::now() >= deadline {
+                failed = Some(format!(
+                    "the GPU's work (with NCCL between the {} ranks) not done within {timeout:?}: \
+                     a rank stopped or is stuck",
+                    env.world
+                ));
+            }
+            if let Some(why) = failed {
+                // Abort (frees) the communicators so NCCL's kernels end; never destroyed again.
+                for c in [self.comm.take(), self.cg_comm.take()]
+                    .into_iter()
+                    .flatten()
+                {
+                    // SAFETY: a live communicator; abort frees it without the other ranks.
+                    unsafe { nccl_sys::ncclCommAbort(c.0) };
+                    std::mem::forget(c);
+                }
+                return Err(AugurError::Nccl(format!(
+                    "rank {}: {why} (communicator aborted)",
+                    env.rank
+                )));
+            }
+            spins += 1;
+            if spins < 1000 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(Duration::from_micros(50));
+            }
+        }
+    }
+
+    /// Across processes, after an NCCL call of this shard's communicator.
+    fn settle(&self, what: &str) -> Result<(), AugurError> {
+        match self.comm.as_ref() {
+            Some(c) => settle(self.process.as_ref(), c.0, what),
+            None => Ok(()),
+        }
+    }
+
+    /// x from the host's whole vector: all of it, or (halo mode) the shard's rows.
+    fn set_x(&mut self, x: &[T]) -> Result<(), AugurError> {
+        let part = if self.halo.is_some() {
+            &x[self.own_rows()]
+        } else {
+            x
+        };
+        if !part.is_empty() {
+            self.compute
+                .memcpy_htod(part, &mut self.x.slice_mut(0..part.len()))
+                .map_err(cuda_err)?;
+        }
+        Ok(())
+    }
+}
+
 /// The device y of a shard's plan (made on its GPU by `Shard::new`).
-fn cuda_y<'p, T: GpuScalar>(plan: &'p mut SpmvPlan<'_, T>) -> &'p mut CudaSlice<T> {
+pub(super) fn cuda_y<'p, T: GpuScalar>(plan: &'p mut SpmvPlan<'_, T>) -> &'p mut CudaSlice<T> {
     plan.vectors().1.as_cuda_mut().expect("a CUDA plan")
 }
 
