@@ -31,6 +31,12 @@ pub struct ShardsArgs {
     /// CSV on stdout (one row per matrix, shard count and shard).
     #[arg(long)]
     csv: bool,
+    /// Also time, on this CUDA GPU, what each shard computes in the halo mode (its local and
+    /// remote blocks, each planned apart, the scatter-add and the pack) against the same rows
+    /// as one plan (the all-gather modes), every shard on the one GPU (f32, back-to-back
+    /// launches, medians).
+    #[arg(long, value_name = "GPU", conflicts_with = "csv")]
+    time_on: Option<usize>,
 }
 
 #[derive(Args, Debug)]
@@ -254,6 +260,50 @@ fn shards(a: ShardsArgs) -> anyhow::Result<ExitCode> {
                 nnz,
                 100.0 * halo as f64 / all.max(1) as f64
             );
+            if let Some(gpu) = a.time_on {
+                let backend = augur::Backend::cuda(gpu)?;
+                let times = augur::multi::halo_timing(
+                    &m,
+                    n,
+                    &backend,
+                    augur::PlanOptions::default().expected_iterations(300),
+                    20,
+                )?;
+                let us = |s: f64| s * 1e6;
+                for h in &times {
+                    println!(
+                        "  shard {}: {} rows; one plan {} {:.1} us | halo: local {} nnz {} \
+                         {:.1} us + remote {} nnz in {} rows {} {:.1} us + pack {} {:.1} us \
+                         = {:.2}x",
+                        h.rank,
+                        h.rows,
+                        h.whole_kernel,
+                        us(h.whole_s),
+                        h.local_nnz,
+                        h.local_kernel,
+                        us(h.local_s),
+                        h.remote_nnz,
+                        h.remote_rows,
+                        h.remote_kernel.as_deref().unwrap_or("-"),
+                        us(h.remote_s),
+                        h.sent,
+                        us(h.pack_s),
+                        (h.local_s + h.remote_s + h.pack_s) / h.whole_s
+                    );
+                }
+                let slowest = |f: &dyn Fn(&augur::multi::HaloTiming) -> f64| {
+                    times.iter().map(f).fold(0.0, f64::max)
+                };
+                let whole = slowest(&|h| h.whole_s);
+                let split = slowest(&|h| h.local_s + h.remote_s + h.pack_s);
+                println!(
+                    "  slowest shard: one plan {:.1} us, halo split {:.1} us ({:.2}x; the \
+                     exchange not included)",
+                    us(whole),
+                    us(split),
+                    split / whole
+                );
+            }
         }
     }
     if let Some(mut w) = w {

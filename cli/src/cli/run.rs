@@ -72,7 +72,7 @@ pub struct RunArgs {
     /// ncclBroadcast per shard (all-gather-v), or augur's ll, pull, push or copy-engine
     /// all-gather over peer access; or `halo`: only the x entries each shard reads, by NCCL
     /// send/recv while the local block is multiplied (square matrices; auto takes it when the
-    /// busiest shard's halo is at most a quarter of the all-gather).
+    /// busiest shard's halo is at most a quarter of an all-gather of 4 MiB or more).
     #[arg(long, value_enum, default_value = "auto")]
     gather_mode: GatherModeArg,
     /// With --gpus and --gather-mode auto: a comm model file from `augur train` on comm runs.

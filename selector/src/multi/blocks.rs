@@ -239,6 +239,99 @@ pub struct HaloCheck<T> {
     pub kernels: Vec<(String, Option<String>)>,
 }
 
+/// Device times of one shard's halo product, and of the same rows as one plan (what the
+/// all-gather modes run), on one GPU: medians of back-to-back launches (throughput timing),
+/// seconds.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct HaloTiming {
+    pub rank: usize,
+    pub rows: usize,
+    pub local_nnz: usize,
+    pub remote_nnz: usize,
+    pub remote_rows: usize,
+    /// x entries sent to other shards.
+    pub sent: usize,
+    pub local_kernel: String,
+    pub remote_kernel: Option<String>,
+    pub whole_kernel: String,
+    /// The shard's rows as one plan (all columns).
+    pub whole_s: f64,
+    pub local_s: f64,
+    /// The remote block's product and its scatter-add.
+    pub remote_s: f64,
+    pub pack_s: f64,
+}
+
+/// [`HaloTiming`] of each of the `n` shards of the square matrix `a`, all on the GPU of
+/// `backend`: what the halo mode computes beside the exchange, against what the all-gather
+/// modes compute.
+pub fn halo_timing<T: GpuScalar>(
+    a: &Csr<T>,
+    n: usize,
+    backend: &Backend,
+    opts: PlanOptions,
+    reps: usize,
+) -> Result<Vec<HaloTiming>, AugurError> {
+    use augur_kernels::cuda::{time_mode, TimingMode, TimingPlan};
+    use augur_kernels::{median, KernelError};
+    crate::plan::check_size(a)?;
+    let bounds = super::partition_rows(a, n);
+    let host: Vec<HostBlocks<T>> = super::halo_plan(a, &bounds)?
+        .into_iter()
+        .map(HostBlocks::from)
+        .collect();
+    let g = backend
+        .as_device()
+        .as_cuda()
+        .ok_or_else(|| AugurError::Invalid("halo_timing runs on a CUDA GPU".into()))?;
+    let s = g.stream().clone();
+    let tp = TimingPlan {
+        warmup: 3,
+        iterations: reps.max(1),
+    };
+    let time = |f: &mut dyn FnMut() -> Result<(), AugurError>| -> Result<f64, AugurError> {
+        let k = |e: AugurError| KernelError::Cuda(e.to_string());
+        Ok(median(time_mode(
+            &s,
+            TimingMode::Throughput,
+            tp,
+            10,
+            None,
+            || f().map_err(k),
+        )?))
+    };
+    let x_all = g.htod(&vec![T::one(); a.cols().max(1)])?;
+    let mut out = Vec::with_capacity(n);
+    for (q, h) in host.iter().enumerate() {
+        let rows = bounds[q]..bounds[q + 1];
+        let whole_m = super::partition::shard(a, rows.clone())?;
+        let mut whole = SpmvPlan::new(&whole_m, backend, opts.clone())?;
+        let mut local = SpmvPlan::new(&h.local, backend, opts.clone())?;
+        let mut halo = DeviceHalo::new(h, backend, opts.clone())?;
+        let x_own = g.htod(&vec![T::one(); rows.len().max(1)])?;
+        let whole_s = time(&mut || whole.launch_from_cuda(&x_all))?;
+        let local_s = time(&mut || local.launch_from_cuda(&x_own))?;
+        let remote_s = time(&mut || halo.remote_add(super::shard::cuda_y(&mut local)))?;
+        let pack_s = time(&mut || halo.pack(&s, addr(&x_own, &s)))?;
+        out.push(HaloTiming {
+            rank: q,
+            rows: rows.len(),
+            local_nnz: h.local.nnz(),
+            remote_nnz: h.remote.nnz(),
+            remote_rows: h.remote_rows.len(),
+            sent: h.send_idx.len(),
+            local_kernel: local.decision().kernel.clone(),
+            remote_kernel: halo.remote.as_ref().map(|p| p.decision().kernel.clone()),
+            whole_kernel: whole.decision().kernel.clone(),
+            whole_s,
+            local_s,
+            remote_s,
+            pack_s,
+        });
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -40,10 +40,48 @@ pub enum GatherMode {
 }
 
 /// [`GatherMode::Auto`] exchanges the halo when the busiest shard's halo is at most this share
-/// of what the all-gather brings it. A first rule, not yet measured: no machine with more than
-/// one GPU was lent since the halo mode was written (issue 23). The halo pays a pack, a second
-/// product and a scatter-add, and one send/recv pair per neighbour.
+/// of what the all-gather brings it, and that all-gather is at least [`HALO_MIN_BYTES`]. A first
+/// rule: no machine with more than one GPU was lent since the halo mode was written (issue 23).
+/// What one H100 showed (`augur matrix shards --time-on 0`, docs/BENCHMARKS.md): the halo's
+/// own work (pack, the remote block's product, the scatter-add) costs 11-14 us per product
+/// however small the halo (three launches), 1.05-1.20x of the shard's one-plan product on
+/// 1.6e7-1.1e8 nonzeros, up to 2.6x on small shards.
 pub const HALO_SHARE: f64 = 0.25;
+
+/// The all-gather bytes per shard below which [`GatherMode::Auto`] keeps it whatever the halo:
+/// 4 MiB take ~10 us on NVLink (~400 GB/s a direction), about what the halo's own launches
+/// cost (see [`HALO_SHARE`]).
+pub const HALO_MIN_BYTES: usize = 4 << 20;
+
+/// Whether [`GatherMode::Auto`] takes the halo, the halo's bytes on the busiest shard, and the
+/// note that says why, for shards of the square `a` cut at `bounds` (two or more).
+pub(super) fn halo_rule<T: Sync>(
+    a: &Csr<T>,
+    bounds: &[usize],
+    what: &str,
+) -> (bool, usize, String) {
+    let t = super::partition::traffic_of(a, bounds);
+    let busiest = t
+        .iter()
+        .max_by_key(|s| s.halo_entries)
+        .expect("two shards or more");
+    let share = busiest.halo_entries as f64 / busiest.allgather_entries.max(1) as f64;
+    let size = std::mem::size_of::<T>();
+    let gather_bytes = busiest.allgather_entries * size;
+    let take = share <= HALO_SHARE && gather_bytes >= HALO_MIN_BYTES;
+    let note = format!(
+        "{what}the busiest shard ({}) reads {} x entries of other shards; the all-gather brings \
+         it {} ({:.1}%, {:.2} MB): the halo is taken at <= {:.0}% of at least {:.1} MB",
+        busiest.rank,
+        busiest.halo_entries,
+        busiest.allgather_entries,
+        100.0 * share,
+        gather_bytes as f64 / 1e6,
+        100.0 * HALO_SHARE,
+        HALO_MIN_BYTES as f64 / 1e6
+    );
+    (take, busiest.halo_entries * size, note)
+}
 
 impl GatherMode {
     pub fn name(self) -> &'static str {
@@ -107,25 +145,11 @@ pub(super) fn choose_gather<T: Sync>(
     let n = ordinals.len();
     let mut halo_note = None;
     if opts.gather == GatherMode::Auto && n >= 2 && opts.chunks == 1 && a.rows() == a.cols() {
-        let t = super::partition::traffic_of(a, bounds);
-        let busiest = t
-            .iter()
-            .max_by_key(|s| s.halo_entries)
-            .expect("n >= 2 shards");
-        let share = busiest.halo_entries as f64 / busiest.allgather_entries.max(1) as f64;
-        let note = format!(
-            "halo: the busiest shard ({}) reads {} x entries of other shards; the all-gather \
-             brings it {} ({:.1}%; the halo is taken at <= {:.0}%)",
-            busiest.rank,
-            busiest.halo_entries,
-            busiest.allgather_entries,
-            100.0 * share,
-            100.0 * HALO_SHARE
-        );
-        if share <= HALO_SHARE {
+        let (take, halo_bytes, note) = halo_rule(a, bounds, "halo: ");
+        if take {
             return Ok(GatherChoice {
                 mode: GatherMode::Halo,
-                bytes: busiest.halo_entries * std::mem::size_of::<T>(),
+                bytes: halo_bytes,
                 gpus: n,
                 path: Vec::new(),
                 notes: vec![note],
@@ -250,7 +274,8 @@ mod tests {
     /// (nothing probed: no GPU needed), names the numbers, and leaves asked-for modes alone.
     #[test]
     fn auto_takes_the_halo_when_it_is_a_small_share_of_the_all_gather() {
-        let a = gen("stencil3d:nx=24,points=27");
+        // 1.7e6 rows: each shard's all-gather brings it 1.3e6 x 8 bytes (> HALO_MIN_BYTES).
+        let a = gen("stencil3d:nx=120,points=7");
         let bounds = super::super::partition_rows(&a, 4);
         let c = choose_gather(&a, &[0, 1, 2, 3], &MultiOptions::default(), &bounds).unwrap();
         assert_eq!(c.mode, GatherMode::Halo);
@@ -262,6 +287,13 @@ mod tests {
             "{:?}",
             c.notes
         );
+        // The same structure, small: the all-gather is too cheap for the halo's launches (the
+        // rule alone: keeping the all-gather asks the comm model, which probes the GPUs).
+        let small = gen("stencil3d:nx=24,points=27");
+        let b = super::super::partition_rows(&small, 4);
+        let (take, _, note) = halo_rule(&small, &b, "");
+        assert!(!take, "{note}");
+        assert!(note.contains("at least 4.2 MB"), "{note}");
         // Asked for: as asked, no analysis.
         let opts = MultiOptions::default().gather(GatherMode::Pull);
         let c = choose_gather(&a, &[0, 1, 2, 3], &opts, &bounds).unwrap();

@@ -27,7 +27,7 @@
 //! entries its neighbours read with NCCL send/recv on a second stream while the local block is
 //! multiplied, then multiplies the remote block and adds it in (`blocks.rs`). x and y are then
 //! kept by rows: each GPU holds its own. [`GatherMode::Auto`] takes it when the busiest shard's
-//! halo is well under the all-gather ([`HALO_SHARE`]).
+//! halo is well under a large enough all-gather ([`HALO_SHARE`], [`HALO_MIN_BYTES`]).
 //!
 //! [`MultiGpuSpmv::cg`] runs Jacobi-preconditioned conjugate gradients on the GPUs, with no host
 //! round trip per iteration (`shard/cg.rs`).
@@ -61,9 +61,9 @@ pub mod launch;
 mod partition;
 mod shard;
 
-pub use blocks::{halo_check, HaloCheck};
+pub use blocks::{halo_check, halo_timing, HaloCheck, HaloTiming};
 use gather::choose_gather;
-pub use gather::{gather_choice, GatherChoice, GatherMode, HALO_SHARE};
+pub use gather::{gather_choice, GatherChoice, GatherMode, HALO_MIN_BYTES, HALO_SHARE};
 pub use halo::{halo_plan, HaloShard, HaloTraffic};
 use partition::shard;
 pub use partition::{partition_rows, shard_traffic, ShardTraffic, MAX_SHARDS};
@@ -829,24 +829,11 @@ fn process_gather<T: Sync>(
     );
     if opts.gather == GatherMode::Auto && n >= 2 && opts.chunks == 1 && a.rows() == a.cols() {
         c.notes.clear();
-        let t = partition::traffic_of(a, bounds);
-        let busiest = t
-            .iter()
-            .max_by_key(|s| s.halo_entries)
-            .expect("n >= 2 shards");
-        let share = busiest.halo_entries as f64 / busiest.allgather_entries.max(1) as f64;
-        c.notes.push(format!(
-            "across processes: NCCL; the busiest shard ({}) reads {} x entries of other shards, \
-             the all-gather brings it {} ({:.1}%; the halo is taken at <= {:.0}%)",
-            busiest.rank,
-            busiest.halo_entries,
-            busiest.allgather_entries,
-            100.0 * share,
-            100.0 * HALO_SHARE
-        ));
-        if share <= HALO_SHARE {
+        let (take, halo_bytes, note) = gather::halo_rule(a, bounds, "across processes: NCCL; ");
+        c.notes.push(note);
+        if take {
             c.mode = GatherMode::Halo;
-            c.bytes = busiest.halo_entries * std::mem::size_of::<T>();
+            c.bytes = halo_bytes;
         }
     }
     Ok(c)
