@@ -68,6 +68,19 @@ pub fn halo_plan<T: GpuScalar>(
     a: &Csr<T>,
     bounds: &[usize],
 ) -> Result<Vec<HaloShard<T>>, AugurError> {
+    let all: Vec<usize> = (0..bounds.len().saturating_sub(1)).collect();
+    halo_plan_of(a, bounds, &all)
+}
+
+/// [`halo_plan`] of the shards `ranks` only (a process of a distributed group builds its own):
+/// every shard's halo columns are found (one pass over the entries, for the send lists), the
+/// blocks only for `ranks`, in their order.
+pub fn halo_plan_of<T: GpuScalar>(
+    a: &Csr<T>,
+    bounds: &[usize],
+    ranks: &[usize],
+) -> Result<Vec<HaloShard<T>>, AugurError> {
+    use rayon::prelude::*;
     let n = bounds.len().saturating_sub(1);
     if a.rows() != a.cols() {
         return Err(AugurError::Invalid(format!(
@@ -84,16 +97,20 @@ pub fn halo_plan<T: GpuScalar>(
             &bounds[..bounds.len().min(6)]
         )));
     }
+    if let Some(&r) = ranks.iter().find(|&&r| r >= n) {
+        return Err(AugurError::Invalid(format!("shard {r} of {n}")));
+    }
     let owner = |j: usize| bounds.partition_point(|&b| b <= j) - 1;
     let ptr = a.indptr();
     let ptr = ptr.raw_storage();
     let (idx, val) = (a.indices(), a.data());
-    let mut shards: Vec<HaloShard<T>> = (0..n)
+    // Every shard's halo: distinct remote columns, ordered by owner then column (= by column,
+    // since owners are contiguous ranges in rank order), and which slots each owner fills.
+    let halos: Vec<(Vec<usize>, Vec<Range<usize>>)> = (0..n)
+        .into_par_iter()
         .map(|s| {
             let own = bounds[s]..bounds[s + 1];
             let (lo, hi) = (ptr[own.start] as usize, ptr[own.end] as usize);
-            // The halo: distinct remote columns, ordered by owner then column (= by column,
-            // since owners are contiguous ranges in rank order).
             let mut halo_cols: Vec<usize> = idx[lo..hi]
                 .iter()
                 .map(|&j| j as usize)
@@ -109,6 +126,14 @@ pub fn halo_plan<T: GpuScalar>(
                 recv[q] = at..end;
                 at = end;
             }
+            (halo_cols, recv)
+        })
+        .collect();
+    ranks
+        .iter()
+        .map(|&s| {
+            let own = bounds[s]..bounds[s + 1];
+            let (halo_cols, recv) = &halos[s];
             let (mut lp, mut li, mut lv) = (vec![0i32], Vec::new(), Vec::new());
             let (mut rp, mut ri, mut rv) = (vec![0i32], Vec::new(), Vec::new());
             let mut remote_rows = Vec::new();
@@ -135,31 +160,25 @@ pub fn halo_plan<T: GpuScalar>(
                     AugurError::Invalid(format!("shard {s} {what} block: {e}"))
                 })
             };
+            // Sends are the transpose of receives: what q receives from s, s sends to q.
+            let send = (0..n)
+                .map(|q| {
+                    let (cols, slots) = (&halos[q].0, halos[q].1[s].clone());
+                    cols[slots].iter().map(|&j| j - own.start).collect()
+                })
+                .collect();
             Ok(HaloShard {
                 rank: s,
                 local: block(own.len(), own.len(), lp, li, lv, "local")?,
                 remote: block(remote_rows.len(), halo_cols.len(), rp, ri, rv, "remote")?,
                 remote_rows,
                 rows: own,
-                halo_cols,
-                recv,
-                send: vec![Vec::new(); n],
+                halo_cols: halo_cols.clone(),
+                recv: recv.clone(),
+                send,
             })
         })
-        .collect::<Result<_, AugurError>>()?;
-    // Sends are the transpose of receives: what q receives from s, s sends to q.
-    for q in 0..n {
-        for s in 0..n {
-            let slots = shards[q].recv[s].clone();
-            let start = bounds[s];
-            let list: Vec<usize> = shards[q].halo_cols[slots]
-                .iter()
-                .map(|&j| j - start)
-                .collect();
-            shards[s].send[q] = list;
-        }
-    }
-    Ok(shards)
+        .collect()
 }
 
 #[cfg(test)]
@@ -227,6 +246,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A process's own shards are what the whole plan holds for them.
+    #[test]
+    fn the_plan_of_some_shards_is_theirs_of_the_whole_plan() {
+        let a: Csr<f64> = Generator::parse("rmat:scale=10,ef=8,seed=9")
+            .unwrap()
+            .generate()
+            .unwrap();
+        let bounds = super::super::partition_rows(&a, 5);
+        let all = halo_plan(&a, &bounds).unwrap();
+        let some = halo_plan_of(&a, &bounds, &[3, 1]).unwrap();
+        for (got, want) in some.iter().zip([&all[3], &all[1]]) {
+            assert_eq!(got.rank, want.rank);
+            assert_eq!(got.send, want.send);
+            assert_eq!(got.recv, want.recv);
+            assert_eq!(got.halo_cols, want.halo_cols);
+            assert_eq!(got.remote_rows, want.remote_rows);
+            assert_eq!(got.local, want.local);
+            assert_eq!(got.remote, want.remote);
+        }
+        assert!(halo_plan_of(&a, &bounds, &[5]).is_err());
     }
 
     #[test]

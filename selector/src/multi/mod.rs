@@ -64,7 +64,7 @@ mod shard;
 pub use blocks::{halo_check, halo_timing, HaloCheck, HaloTiming};
 use gather::choose_gather;
 pub use gather::{gather_choice, GatherChoice, GatherMode, HALO_MIN_BYTES, HALO_SHARE};
-pub use halo::{halo_plan, HaloShard, HaloTraffic};
+pub use halo::{halo_plan, halo_plan_of, HaloShard, HaloTraffic};
 use partition::shard;
 pub use partition::{partition_rows, shard_traffic, ShardTraffic, MAX_SHARDS};
 use shard::{worker, Parts, WorkerCtx};
@@ -470,8 +470,10 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
                 *slot = Some(rc);
             }
         }
-        let mut halos = if mode == GatherMode::Halo {
-            halo_plan(a, &bounds)?
+        // The halo blocks of the ranks that run here only.
+        let mine: Vec<usize> = here.iter().map(|h| h.0).collect();
+        let mut halos: Vec<Option<Box<blocks::HostBlocks<T>>>> = if mode == GatherMode::Halo {
+            halo_plan_of(a, &bounds, &mine)?
                 .into_iter()
                 .map(|h| Some(Box::new(blocks::HostBlocks::from(h))))
                 .collect()
@@ -482,8 +484,8 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
         let (answer_tx, answers) = channel::<Answer<T>>();
         let (setup_tx, setup_rx) = channel::<(usize, Result<Vec<ShardInfo>, AugurError>)>();
         let mut workers = Vec::with_capacity(here.len());
-        for (&(rank, ordinal), rc) in here.iter().zip(ranks) {
-            let parts = match halos.get_mut(rank) {
+        for (i, (&(rank, ordinal), rc)) in here.iter().zip(ranks).enumerate() {
+            let parts = match halos.get_mut(i) {
                 Some(h) => Parts::Halo(h.take().expect("one per rank")),
                 None => Parts::Chunks(
                     (0..chunks)
