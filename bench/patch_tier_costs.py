@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Replace the feature tiers' costs (sample_s, gather_s, and upload_s, upload_gather_s: the
 upload alone and with the gather during it; sample_upload_s: the sampled tier as a plan from a
-host matrix pays it, beside the upload) of a full runs CSV with those of a tier-cost CSV
+host matrix pays it, beside the upload; gather_upload_s: the gathered tier on the host beside
+the upload) of a full runs CSV with those of a tier-cost CSV
 measured later on the same device (`bench/tier-cost-gpu.sh`), matched by (matrix, source): the
 pool's timings stay, the tiers' costs are the current code's. Runs written before the upload was
 timed get its two columns (after sample_s). Refuses a tier-cost CSV
@@ -17,7 +18,7 @@ with open(runs_path, newline="") as f:
     rd = csv.reader(f)
     header = next(rd)
     rows = list(rd)
-NEW = ["upload_s", "upload_gather_s", "sample_upload_s"]
+NEW = ["upload_s", "upload_gather_s", "sample_upload_s", "gather_upload_s"]
 for i, name in enumerate(NEW):  # older runs lack later columns: add them, empty, in place
     if name not in header:
         at = header.index(NEW[i - 1] if i else "sample_s") + 1

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::ModelError;
 
 /// The fixed columns before the features.
-pub const HEAD_COLUMNS: [&str; 19] = [
+pub const HEAD_COLUMNS: [&str; 20] = [
     "matrix",
     "family",
     "source",
@@ -45,11 +45,13 @@ pub const HEAD_COLUMNS: [&str; 19] = [
     "upload_s",
     "upload_gather_s",
     "sample_upload_s",
+    "gather_upload_s",
 ];
-/// Head columns of the older runs formats still read, newest first: before the sampled tier
-/// was timed beside the upload (`sample_upload_s` unknown), and before the upload was timed
+/// Head columns of the older runs formats still read, newest first: before the gathered tier
+/// was timed on the host beside the upload (`gather_upload_s` unknown), before the sampled tier
+/// was timed beside the upload (`sample_upload_s` unknown too), and before the upload was timed
 /// (`upload_s` and `upload_gather_s` unknown too).
-const HEAD_COLUMNS_OLDER: [usize; 2] = [18, 16];
+const HEAD_COLUMNS_OLDER: [usize; 3] = [19, 18, 16];
 /// The fixed columns after the features.
 pub const TAIL_COLUMNS: [&str; 11] = [
     "kernel",
@@ -158,6 +160,11 @@ pub struct MatrixInfo {
     /// hand-off and any wait after the upload), before it for a small one (median; None in runs
     /// collected before it was timed).
     pub sample_upload_s: Option<f64>,
+    /// GPU runs: seconds the gathered tier costs a plan made from a host matrix when the host
+    /// gathers it (`CpuGatherer::exact`, on the rayon pool) beside the upload, as the sampled
+    /// tier is: what the plan's thread pays (median; None in runs collected before it was
+    /// timed).
+    pub gather_upload_s: Option<f64>,
     /// Every feature, schema order.
     pub features: Vec<f64>,
 }
@@ -319,7 +326,7 @@ impl Runs {
         let older = HEAD_COLUMNS_OLDER.map(header_with_head);
         for path in paths {
             // Runs of older formats lack the later cost columns: still read.
-            let accepted: [&[String]; 3] = [&current, &older[0], &older[1]];
+            let accepted: [&[String]; 4] = [&current, &older[0], &older[1], &older[2]];
             let (mut rdr, which) = open_csv_one_of(path, &accepted, |col, found, want| {
                 if want == "timing" && found == "reps" {
                     return "runs format 1 (one per-launch figure with the host's launch latency \
@@ -404,6 +411,7 @@ impl Runs {
                 };
                 let (upload_s, upload_gather_s) = (optional(16)?, optional(17)?);
                 let sample_upload_s = optional(18)?;
+                let gather_upload_s = optional(19)?;
                 let info = MatrixInfo {
                     matrix: get(0).to_string(),
                     family: get(1).to_string(),
@@ -424,6 +432,7 @@ impl Runs {
                     upload_s,
                     upload_gather_s,
                     sample_upload_s,
+                    gather_upload_s,
                     features,
                 };
                 if info.matrix.is_empty() {
@@ -585,6 +594,8 @@ pub fn record(info: &MatrixInfo, run: &KernelRun) -> Vec<String> {
         info.upload_gather_s
             .map_or(String::new(), |v| format!("{v:e}")),
         info.sample_upload_s
+            .map_or(String::new(), |v| format!("{v:e}")),
+        info.gather_upload_s
             .map_or(String::new(), |v| format!("{v:e}")),
     ];
     r.extend(info.features.iter().map(|v| format!("{v}")));

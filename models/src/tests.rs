@@ -97,6 +97,7 @@ fn synthetic(hidden: bool) -> Runs {
                     upload_s: None,
                     upload_gather_s: None,
                     sample_upload_s: None,
+                    gather_upload_s: None,
                     features: f,
                 },
                 kernels,
@@ -154,6 +155,7 @@ fn runs_carry_the_upload_and_read_runs_from_before_it() {
     r.matrices[1].info.upload_s = Some(1e-3);
     r.matrices[1].info.upload_gather_s = Some(0.9e-3);
     r.matrices[0].info.sample_upload_s = Some(2e-6);
+    r.matrices[0].info.gather_upload_s = Some(3e-6);
     let p = write_runs(&r, "upload");
     let back = Runs::read(std::slice::from_ref(&p)).unwrap();
     let (a, b, c) = (
@@ -171,6 +173,7 @@ fn runs_carry_the_upload_and_read_runs_from_before_it() {
     assert_eq!(GatherCost::UploadRaw.of(a), GatherCost::Upload.of(a));
     // The sampled tier: beside the upload where timed, the sample alone otherwise or on request.
     assert_eq!(a.sample_upload_s, Some(2e-6));
+    assert_eq!((a.gather_upload_s, b.gather_upload_s), (Some(3e-6), None));
     let host = crate::train::GatherCosts::new(GatherCost::Upload, &back, |_| true);
     let device = crate::train::GatherCosts::new(GatherCost::Device, &back, |_| true);
     assert_eq!(host.sample_of(a), 2e-6);
@@ -197,11 +200,15 @@ fn runs_carry_the_upload_and_read_runs_from_before_it() {
     assert!((costs.of(info(4)) - 3e-5).abs() < 1e-12);
     let raw = crate::train::GatherCosts::new(GatherCost::UploadRaw, &pooled, |_| true);
     assert!((raw.of(info(2)) - 7e-3).abs() < 1e-12);
-    // The same file without the sampled tier's column (collected before it was timed beside
-    // the upload), and without the upload's two columns too (before the upload was timed): both
-    // still read.
+    // The same file without the host gather's column (collected before it was timed), without
+    // the sampled tier's too (before it was timed beside the upload), and without the upload's
+    // two columns too (before the upload was timed): all still read.
     let text = std::fs::read_to_string(&p).unwrap();
-    for (cut, upload) in [(18..19, Some(1e-3)), (16..19, None)] {
+    for (cut, upload, sample) in [
+        (19..20, Some(1e-3), Some(2e-6)),
+        (18..20, Some(1e-3), None),
+        (16..20, None, None),
+    ] {
         let old: Vec<String> = text
             .lines()
             .map(|l| {
@@ -214,7 +221,8 @@ fn runs_carry_the_upload_and_read_runs_from_before_it() {
         let back = Runs::read(std::slice::from_ref(&p)).unwrap();
         assert_eq!(back.matrices.len(), r.matrices.len());
         assert_eq!(back.matrices[0].info.upload_s, upload);
-        assert_eq!(back.matrices[0].info.sample_upload_s, None);
+        assert_eq!(back.matrices[0].info.sample_upload_s, sample);
+        assert_eq!(back.matrices[0].info.gather_upload_s, None);
         assert_eq!(back.matrices[0].info.features, r.matrices[0].info.features);
         assert_eq!(back.matrices[3].kernels, r.matrices[3].kernels);
     }
@@ -262,7 +270,8 @@ fn runs_errors_name_file_line_and_value() {
         (16, "-1e-3", "upload_s"),
         (17, "soon", "upload_gather_s"),
         (18, "-1", "sample_upload_s"),
-        (19, "NaN", "f_rows"),
+        (19, "-1", "gather_upload_s"),
+        (20, "NaN", "f_rows"),
     ] {
         let e = third_with(&[(col, value)]);
         assert!(

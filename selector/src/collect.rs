@@ -251,6 +251,7 @@ impl Measurer {
             let work = crate::plan::HostWork {
                 checked: true,
                 sample: Some((pat, &known_f)),
+                gather: None,
             };
             let (dm, _, host_s) = crate::plan::upload_with_host_work(dev, m.into(), work)?;
             dev.synchronize()?;
@@ -264,6 +265,29 @@ impl Measurer {
             beside.push(sampled_upload()?);
         }
         let sample_upload_s = Some(median(beside));
+        // The gathered tier computed on the host beside the upload (GPUs; the CPU gathers on
+        // the host anyway): what the plan's thread pays, as for the sampled tier.
+        let gather_upload_s = if cpu {
+            None
+        } else {
+            let gathered_upload = || -> Result<f64, AugurError> {
+                let work = crate::plan::HostWork {
+                    checked: true,
+                    sample: None,
+                    gather: Some(pat),
+                };
+                let (dm, _, host_s) = crate::plan::upload_with_host_work(dev, m.into(), work)?;
+                dev.synchronize()?;
+                drop(dm);
+                Ok(host_s)
+            };
+            gathered_upload()?;
+            let mut beside = Vec::with_capacity(n);
+            for _ in 0..n {
+                beside.push(gathered_upload()?);
+            }
+            Some(median(beside))
+        };
         let dm = dev.upload(m)?;
         // The device pass alone (GPUs): the gathered tier reads the known and exact features.
         let gather_s = match host_gather_s {
@@ -348,6 +372,7 @@ impl Measurer {
             upload_s,
             upload_gather_s,
             sample_upload_s,
+            gather_upload_s,
             features: features.values(),
         };
         Ok((info, runs))

@@ -282,6 +282,9 @@ pub(crate) struct HostWork<'f> {
     pub checked: bool,
     /// The sampled tier: the pattern to sample, and the known features to complete.
     pub sample: Option<(CsrPattern<'f>, &'f SpmvFeatures)>,
+    /// The gathered tier, on the host (`CpuGatherer::exact`, its passes on the rayon pool):
+    /// the pattern to gather.
+    pub gather: Option<CsrPattern<'f>>,
 }
 
 /// The upload of a host matrix with its host work (`HostWork`): on a rayon worker beside the
@@ -303,10 +306,12 @@ pub(crate) fn upload_with_host_work<'a, T: GpuScalar>(
             fs::sample_into(p, &mut f);
             f
         });
-        (ok, sampled)
+        let gathered = work.gather.filter(|_| ok).map(|p| fs::CpuGatherer.exact(p));
+        (ok, sampled.or(gathered))
     };
     let t0 = Instant::now();
-    if shape.2 < OVERLAP_MIN_NNZ || (work.checked && work.sample.is_none()) {
+    if shape.2 < OVERLAP_MIN_NNZ || (work.checked && work.sample.is_none() && work.gather.is_none())
+    {
         let (ok, sampled) = host();
         let host_s = t0.elapsed().as_secs_f64();
         if !ok {
@@ -497,6 +502,7 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
                 let work = HostWork {
                     checked,
                     sample: sample.map(|p| (p, &features)),
+                    gather: None,
                 };
                 let (m, sampled, s) = upload_with_host_work(device, a, work)?;
                 host_s = s;

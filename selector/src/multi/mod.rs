@@ -899,4 +899,47 @@ mod tests {
         let t = Csr::new((2, 3), vec![0, 1, 1], vec![0], vec![2.0f64]);
         assert!(inverse_diagonal(&t).is_none());
     }
+
+    /// Across processes only NCCL's exchanges exist; auto picks the halo or the all-gather by
+    /// the traffic rule and says so.
+    #[test]
+    fn processes_exchange_through_nccl_only() {
+        use augur_datasets::generate::Generator;
+        let a: Csr<f64> = Generator::parse("stencil3d:nx=120,points=7")
+            .unwrap()
+            .generate()
+            .unwrap();
+        let bounds = partition_rows(&a, 2);
+        for mode in [
+            GatherMode::Ll,
+            GatherMode::Pull,
+            GatherMode::Push,
+            GatherMode::CopyEngine,
+        ] {
+            let opts = MultiOptions::default().gather(mode);
+            let e = process_gather(&a, 2, &opts, &bounds)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("needs every GPU in one process"), "{e}");
+        }
+        let c = process_gather(&a, 2, &MultiOptions::default(), &bounds).unwrap();
+        assert_eq!(c.mode, GatherMode::Halo);
+        assert!(
+            c.notes[0].starts_with("across processes: NCCL"),
+            "{:?}",
+            c.notes
+        );
+        let small: Csr<f64> = Generator::parse("stencil2d:nx=30")
+            .unwrap()
+            .generate()
+            .unwrap();
+        let b = partition_rows(&small, 2);
+        let c = process_gather(&small, 2, &MultiOptions::default(), &b).unwrap();
+        assert_eq!(c.mode, GatherMode::AllGather);
+        let opts = MultiOptions::default().gather(GatherMode::Halo);
+        assert_eq!(
+            process_gather(&small, 2, &opts, &b).unwrap().mode,
+            GatherMode::Halo
+        );
+    }
 }
