@@ -24,6 +24,10 @@ use crate::schema::{feature_struct, FeatureError};
 /// Version 2 (issue 18) added the sampled tier.
 pub const SPMV_SCHEMA_VERSION: u32 = 2;
 
+/// The gathered features read from the column indices (the others of the gathered tier come from
+/// the row pointers alone: rows x 4 bytes instead of (rows + nnz) x 4).
+pub const COLUMN_FEATURES: [&str; 3] = ["bandwidth", "mean_col_dist", "x_segments_per_row"];
+
 /// Columns per segment of x in `x_segments_per_row`: 128 bytes of f32.
 pub const X_SEGMENT_COLS: usize = 32;
 
@@ -363,34 +367,26 @@ impl SpmvGatherer for CpuGatherer {
 /// The exact sums of a pattern, on the CPU.
 pub fn cpu_sums(m: CsrPattern<'_>) -> RowSums {
     let (ptr, idx) = (m.indptr, m.indices);
-    let mut sums = (0..m.rows)
-        .into_par_iter()
-        .with_min_len(4096)
-        .fold(
-            || RowSums::EMPTY,
-            |mut a, r| {
-                let (s, e) = (ptr[r] as usize, ptr[r + 1] as usize);
-                let len = (e - s) as u64;
-                a.min_len = a.min_len.min(len);
-                a.max_len = a.max_len.max(len);
-                a.len2 += len * len;
-                a.len3 += (len as u128) * (len as u128) * (len as u128);
-                a.empty += (len == 0) as u64;
-                a.hist[hist_bucket(len)] += 1;
-                let mut last_seg = usize::MAX;
-                for &c in &idx[s..e] {
-                    let c = c as usize;
-                    let d = c.abs_diff(r) as u64;
-                    a.bandwidth = a.bandwidth.max(d);
-                    a.dist += d;
-                    let seg = c / X_SEGMENT_COLS;
-                    a.segments += (seg != last_seg) as u64;
-                    last_seg = seg;
-                }
-                a
-            },
-        )
-        .reduce(|| RowSums::EMPTY, RowSums::merge);
+    let mut sums = by_chunks(m.rows, 4096, RowSums::EMPTY, RowSums::merge, |a, r| {
+        let (s, e) = (ptr[r] as usize, ptr[r + 1] as usize);
+        let len = (e - s) as u64;
+        a.min_len = a.min_len.min(len);
+        a.max_len = a.max_len.max(len);
+        a.len2 += len * len;
+        a.len3 += (len as u128) * (len as u128) * (len as u128);
+        a.empty += (len == 0) as u64;
+        a.hist[hist_bucket(len)] += 1;
+        let mut last_seg = usize::MAX;
+        for &c in &idx[s..e] {
+            let c = c as usize;
+            let d = c.abs_diff(r) as u64;
+            a.bandwidth = a.bandwidth.max(d);
+            a.dist += d;
+            let seg = c / X_SEGMENT_COLS;
+            a.segments += (seg != last_seg) as u64;
+            last_seg = seg;
+        }
+    });
     if m.rows == 0 {
         sums.min_len = 0;
     }
@@ -398,14 +394,229 @@ pub fn cpu_sums(m: CsrPattern<'_>) -> RowSums {
     sums
 }
 
-/// Entries in the `k` longest rows.
+/// [`cpu_sums`] from the row pointers alone: every row-length sum, the column sums
+/// ([`COLUMN_FEATURES`]) left 0. Reads rows x 4 bytes instead of (rows + nnz) x 4.
+pub fn cpu_row_sums(m: CsrPattern<'_>) -> RowSums {
+    let ptr = m.indptr;
+    let mut sums = by_chunks(m.rows, 16384, RowSums::EMPTY, RowSums::merge, |a, r| {
+        let len = (ptr[r + 1] - ptr[r]) as u64;
+        a.min_len = a.min_len.min(len);
+        a.max_len = a.max_len.max(len);
+        a.len2 += len * len;
+        a.len3 += (len as u128) * (len as u128) * (len as u128);
+        a.empty += (len == 0) as u64;
+        a.hist[hist_bucket(len)] += 1;
+    });
+    if m.rows == 0 {
+        sums.min_len = 0;
+    }
+    sums.top1pct = top_sum(ptr, m.rows.div_ceil(100));
+    sums
+}
+
+/// The known features and the gathered tier's row-length statistics, exactly, from the row
+/// pointers alone ([`cpu_row_sums`]); the column statistics ([`COLUMN_FEATURES`]) NaN. What a
+/// plan computes for a selector whose gathered trees read no column statistics.
+pub fn row_features(m: CsrPattern<'_>) -> SpmvFeatures {
+    let mut f = exact_features(m, &cpu_row_sums(m));
+    f.bandwidth = f64::NAN;
+    f.mean_col_dist = f64::NAN;
+    f.x_segments_per_row = f64::NAN;
+    f
+}
+
+/// `step(acc, r)` over rows `0..n` in chunks of `chunk` on the rayon pool, each chunk's
+/// accumulator (a clone of `empty`) updated in place and the chunks' merged: a `fold` that
+/// returns its accumulator per row moved it (about 1 KB for the length buckets) once per row.
+fn by_chunks<A: Clone + Send + Sync>(
+    n: usize,
+    chunk: usize,
+    empty: A,
+    merge: impl Fn(A, A) -> A + Sync + Send,
+    step: impl Fn(&mut A, usize) + Sync + Send,
+) -> A {
+    let chunk = chunk.max(1);
+    (0..n.div_ceil(chunk))
+        .into_par_iter()
+        .map(|c| {
+            let mut a = empty.clone();
+            for r in c * chunk..((c + 1) * chunk).min(n) {
+                step(&mut a, r);
+            }
+            a
+        })
+        .reduce(|| empty.clone(), merge)
+}
+
+/// Entries in the `k` longest rows, exactly, in passes over the row pointers on the rayon pool
+/// and a few counters: the rows counted and summed per power-of-two length bucket; every bucket
+/// above the one where the k-th longest row falls is taken whole; in that bucket, the rows are
+/// counted per exact length (a bucket of at most 4096 lengths) or, for longer rows (at most
+/// nnz / 4096 of them), listed and sorted. (A sort of every length cost a plan milliseconds on
+/// matrices of 1e6 rows.)
 fn top_sum(ptr: &[i32], k: usize) -> u64 {
-    let mut lens: Vec<u32> = ptr.windows(2).map(|w| (w[1] - w[0]) as u32).collect();
-    if k == 0 || lens.is_empty() {
+    let n = ptr.len().saturating_sub(1);
+    if k == 0 || n == 0 {
         return 0;
     }
-    let k = k.min(lens.len());
-    let pivot = lens.len() - k;
-    lens.select_nth_unstable(pivot);
-    lens[pivot..].iter().map(|&l| l as u64).sum()
+    let len = |r: usize| (ptr[r + 1] - ptr[r]) as u64;
+    // Bucket 0: length 0; bucket b >= 1: lengths in [2^(b-1), 2^b).
+    let bucket = |l: u64| 64 - l.leading_zeros() as usize;
+    let chunk = (n / 64).max(16384);
+    let (count, sum) = by_chunks(
+        n,
+        chunk,
+        ([0u64; 65], [0u64; 65]),
+        |(mut c, mut s), (c2, s2)| {
+            for b in 0..65 {
+                c[b] += c2[b];
+                s[b] += s2[b];
+            }
+            (c, s)
+        },
+        |(c, s), r| {
+            let l = len(r);
+            c[bucket(l)] += 1;
+            s[bucket(l)] += l;
+        },
+    );
+    let mut need = k.min(n) as u64;
+    let mut total = 0;
+    for b in (1..65).rev() {
+        if count[b] <= need {
+            total += sum[b];
+            need -= count[b];
+            if need == 0 {
+                return total;
+            }
+            continue;
+        }
+        let (lo, hi) = (1u64 << (b - 1), (1u64 << b) - 1);
+        let width = (hi - lo + 1) as usize;
+        if width <= 4096 {
+            let counts = by_chunks(
+                n,
+                chunk,
+                vec![0u64; width],
+                |mut a, c| {
+                    a.iter_mut().zip(c).for_each(|(x, y)| *x += y);
+                    a
+                },
+                |c, r| {
+                    let l = len(r);
+                    if (lo..=hi).contains(&l) {
+                        c[(l - lo) as usize] += 1;
+                    }
+                },
+            );
+            for i in (0..width).rev() {
+                let take = counts[i].min(need);
+                total += take * (lo + i as u64);
+                need -= take;
+                if need == 0 {
+                    break;
+                }
+            }
+        } else {
+            let mut long: Vec<u64> = (0..n)
+                .into_par_iter()
+                .map(len)
+                .filter(|l| (lo..=hi).contains(l))
+                .collect();
+            long.sort_unstable_by(|a, b| b.cmp(a));
+            total += long.iter().take(need as usize).sum::<u64>();
+        }
+        return total;
+    }
+    // The rest are empty rows: they add nothing.
+    total
+}
+
+#[cfg(test)]
+mod row_tests {
+    use super::*;
+
+    /// The bucketed top-k sum is the sort's, on short, mixed and very long rows and every k.
+    #[test]
+    fn top_sum_is_exact() {
+        let mut state = 99u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as usize
+        };
+        for (n, spread) in [
+            (1, 3),
+            (7, 1),
+            (1000, 5),
+            (40000, 30),
+            (3000, 20000),
+            (50, 3_000_000),
+        ] {
+            let lens: Vec<usize> = (0..n)
+                .map(|i| match i % 5 {
+                    0 => 0,
+                    1 => next() % spread,
+                    _ => next() % 9,
+                })
+                .collect();
+            let mut ptr = vec![0i32];
+            for l in &lens {
+                ptr.push(ptr.last().unwrap() + *l as i32);
+            }
+            let mut sorted: Vec<u64> = lens.iter().map(|&l| l as u64).collect();
+            sorted.sort_unstable_by(|a, b| b.cmp(a));
+            for k in [0, 1, 2, n / 100 + 1, n / 3, n, n + 5] {
+                let want: u64 = sorted.iter().take(k).sum();
+                assert_eq!(top_sum(&ptr, k), want, "n {n} spread {spread} k {k}");
+            }
+        }
+    }
+
+    /// The row pass gives the exact gatherer's values for every feature but the column ones,
+    /// which it leaves NaN; on random, skewed and empty-row patterns, and on no rows at all.
+    #[test]
+    fn row_features_are_the_exact_ones_without_the_columns() {
+        let mut state = 12345u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as usize
+        };
+        let schema = SpmvFeatures::schema();
+        for (rows, cols, skew) in [(0, 5, 1), (1, 1, 1), (300, 200, 1), (5000, 5000, 50)] {
+            let mut ptr = vec![0i32];
+            let mut idx = Vec::new();
+            for r in 0..rows {
+                let len = if r % 7 == 3 {
+                    0
+                } else if next() % 100 < 2 {
+                    next() % (cols.min(64 * skew)) + 1
+                } else {
+                    next() % 6
+                };
+                let mut c: Vec<i32> = (0..len).map(|_| (next() % cols) as i32).collect();
+                c.sort_unstable();
+                c.dedup();
+                idx.extend(c);
+                ptr.push(idx.len() as i32);
+            }
+            let m = CsrPattern {
+                rows,
+                cols,
+                indptr: &ptr,
+                indices: &idx,
+            };
+            let (got, want) = (row_features(m).values(), CpuGatherer.exact(m).values());
+            for (i, f) in schema.features.iter().enumerate() {
+                if COLUMN_FEATURES.contains(&f.name.as_str()) || want[i].is_nan() {
+                    assert!(got[i].is_nan(), "{} on {rows} rows", f.name);
+                } else {
+                    assert_eq!(got[i], want[i], "{} on {rows} rows", f.name);
+                }
+            }
+        }
+    }
 }

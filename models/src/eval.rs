@@ -213,8 +213,13 @@ pub fn evaluate(
     gather_cost: Option<GatherCost>,
 ) -> Result<EvalReport, ModelError> {
     // By default gathering costs what it costs `SpmvPlan::new` (a plan from a host matrix),
-    // whatever the policy was trained on.
-    let gather_cost = gather_cost.unwrap_or(GatherCost::Upload);
+    // whatever the policy was trained on: during the upload on the device, or, for a model whose
+    // gathered trees read no column statistics, the row pointers on the host beside the upload.
+    let gather_cost = gather_cost.unwrap_or(if model.gathered_reads_columns() {
+        GatherCost::Upload
+    } else {
+        GatherCost::HostRows
+    });
     let ks = iterations.unwrap_or_else(|| model.iterations.clone());
     // Runs of another backend or kernel pool would score every pick as a failed kernel.
     if let Some(m) = runs
@@ -405,6 +410,7 @@ pub fn table(r: &EvalReport) -> String {
             GatherCost::Upload => "a plan from a host matrix pays it (what the gather adds to the upload, the median per decade of nonzeros where the runs timed it; sampling: what the plan's thread pays with the sample beside the upload, where timed; --gather-cost device: a matrix already on the device; upload-raw: each matrix's own noisy figure)",
             GatherCost::UploadRaw => "a plan from a host matrix pays it, each matrix's own measured difference of two uploads (noisy); sampling: beside the upload, where timed",
             GatherCost::Device => "a matrix already on the device pays it (the device pass and the copy back)",
+            GatherCost::HostRows => "a plan from a host matrix pays it: its gathered trees read the row lengths only, which the host computes from the row pointers beside the upload (gather_upload_s where the runs timed it, else what the device gather adds to the upload); sampling: beside the upload",
         }
     );
     let _ = writeln!(

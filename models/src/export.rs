@@ -216,6 +216,7 @@ pub fn text(model: &Model) -> String {
             crate::train::GatherCost::Upload => "a plan from a host matrix pays it: during the upload (median per decade of nonzeros)",
             crate::train::GatherCost::UploadRaw => "a plan from a host matrix pays it: during the upload (each matrix's own figure)",
             crate::train::GatherCost::Device => "a pass over a matrix already on the device",
+            crate::train::GatherCost::HostRows => "a plan from a host matrix pays it: the row pointers on the host beside the upload (the trees read no column statistics)",
         }
     );
     tree_text(

@@ -230,6 +230,18 @@ pub struct Model {
     pub training: Training,
 }
 
+impl Model {
+    /// Whether the gathered tier's trees read a column statistic
+    /// ([`augur_features::spmv::COLUMN_FEATURES`]); without one, the row pointers alone give
+    /// every feature they read.
+    pub fn gathered_reads_columns(&self) -> bool {
+        self.gathered
+            .inputs
+            .iter()
+            .any(|i| augur_features::spmv::COLUMN_FEATURES.contains(&i.as_str()))
+    }
+}
+
 /// The feature tiers, cheapest first: what a selection read, and paid for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -160,10 +160,11 @@ pub struct MatrixInfo {
     /// hand-off and any wait after the upload), before it for a small one (median; None in runs
     /// collected before it was timed).
     pub sample_upload_s: Option<f64>,
-    /// GPU runs: seconds the gathered tier costs a plan made from a host matrix when the host
-    /// gathers it (`CpuGatherer::exact`, on the rayon pool) beside the upload, as the sampled
-    /// tier is: what the plan's thread pays (median; None in runs collected before it was
-    /// timed).
+    /// GPU runs: seconds the gathered tier's row-length statistics cost a plan made from a host
+    /// matrix when the host computes them from the row pointers beside the upload
+    /// (`spmv::row_features`), as the sampled tier is: what the plan's thread pays (median; None
+    /// in runs collected before it was timed). What a model whose gathered trees read no column
+    /// statistics pays for that tier.
     pub gather_upload_s: Option<f64>,
     /// Every feature, schema order.
     pub features: Vec<f64>,

@@ -40,6 +40,12 @@ pub enum GatherCost {
     /// (`gather_s`). What policies are trained on by default.
     #[default]
     Device,
+    /// The gathered tier's trees read the row-length statistics only (no
+    /// [`augur_features::spmv::COLUMN_FEATURES`]), which a plan from a host matrix computes
+    /// from the row pointers on the host beside the upload (issue 18; the shipped GPU models):
+    /// it costs what `gather_upload_s` records, where the runs timed it (else as
+    /// [`GatherCost::Upload`]). The sampled tier as with `Upload`.
+    HostRows,
 }
 
 impl GatherCost {
@@ -51,6 +57,10 @@ impl GatherCost {
             GatherCost::Upload | GatherCost::UploadRaw => {
                 info.gather_during_upload_s().unwrap_or(info.gather_s)
             }
+            GatherCost::HostRows => info
+                .gather_upload_s
+                .or_else(|| info.gather_during_upload_s())
+                .unwrap_or(info.gather_s),
             GatherCost::Device => info.gather_s,
         }
     }
@@ -73,7 +83,7 @@ impl GatherCosts {
     /// Pooled over the matrices of `runs` that `keep` admits.
     pub fn new(kind: GatherCost, runs: &Runs, keep: impl Fn(&MatrixRuns) -> bool) -> GatherCosts {
         let mut per: Vec<Vec<f64>> = Vec::new();
-        if kind == GatherCost::Upload {
+        if matches!(kind, GatherCost::Upload | GatherCost::HostRows) {
             for m in runs.matrices.iter().filter(|m| keep(m)) {
                 if let Some(d) = m.info.gather_during_upload_s() {
                     let b = decade(m.info.nnz);
@@ -98,7 +108,7 @@ impl GatherCosts {
     /// (`sample_upload_s`, where the runs timed it); else the sample alone (`sample_s`).
     pub fn sample_of(&self, info: &crate::runs::MatrixInfo) -> f64 {
         match self.kind {
-            GatherCost::Upload | GatherCost::UploadRaw => {
+            GatherCost::Upload | GatherCost::UploadRaw | GatherCost::HostRows => {
                 info.sample_upload_s.unwrap_or(info.sample_s)
             }
             GatherCost::Device => info.sample_s,
@@ -108,12 +118,18 @@ impl GatherCosts {
     /// Seconds the gathered tier costs on `info`.
     pub fn of(&self, info: &crate::runs::MatrixInfo) -> f64 {
         match self.kind {
-            GatherCost::Upload if info.gather_during_upload_s().is_some() => self
-                .by_decade
-                .get(decade(info.nnz))
-                .copied()
-                .flatten()
-                .unwrap_or(info.gather_s),
+            GatherCost::HostRows if info.gather_upload_s.is_some() => {
+                info.gather_upload_s.expect("checked")
+            }
+            GatherCost::Upload | GatherCost::HostRows
+                if info.gather_during_upload_s().is_some() =>
+            {
+                self.by_decade
+                    .get(decade(info.nnz))
+                    .copied()
+                    .flatten()
+                    .unwrap_or(info.gather_s)
+            }
             k => k.of(info),
         }
     }
@@ -360,12 +376,17 @@ pub fn held_out_families(runs: &Runs, holdout: f64, seed: u64) -> Vec<String> {
 }
 
 /// Schema indices of the features a selector of tier `t` reads.
-fn tier_indices(t: Tier) -> Vec<usize> {
+fn tier_indices(t: Tier, rows_only: bool) -> Vec<usize> {
     SpmvFeatures::schema()
         .features
         .iter()
         .enumerate()
         .filter(|(_, f)| t.reads(f.kind))
+        .filter(|(_, f)| {
+            !(rows_only
+                && t == Tier::Gathered
+                && augur_features::spmv::COLUMN_FEATURES.contains(&f.name.as_str()))
+        })
         .map(|(i, _)| i)
         .collect()
 }
@@ -393,6 +414,8 @@ struct Config {
 struct Trainer<'a> {
     runs: &'a Runs,
     ks: Vec<u32>,
+    /// The gathered tier's trees read no column statistics ([`GatherCost::HostRows`]).
+    rows_only: bool,
 }
 
 /// How a leaf picks its class from the samples that reach it.
@@ -569,7 +592,10 @@ impl Trainer<'_> {
     /// The input row of a sample for a selector of `set` in `mode`.
     fn input(&self, s: &Sample, set: Tier, mode: IterationMode) -> Vec<f64> {
         let f = &self.runs.matrices[s.matrix].info.features;
-        let mut v: Vec<f64> = tier_indices(set).iter().map(|&i| clean(f[i])).collect();
+        let mut v: Vec<f64> = tier_indices(set, self.rows_only)
+            .iter()
+            .map(|&i| clean(f[i]))
+            .collect();
         if mode == IterationMode::Joint {
             v.push(s.k);
         }
@@ -578,7 +604,7 @@ impl Trainer<'_> {
 
     fn selector(&self, train: &[&Sample], c: Config) -> Result<Selector, ModelError> {
         let schema = SpmvFeatures::schema();
-        let features = tier_indices(c.set);
+        let features = tier_indices(c.set, self.rows_only);
         let mut inputs: Vec<String> = features
             .iter()
             .map(|&i| schema.features[i].name.clone())
@@ -700,6 +726,7 @@ impl CheckedTrainParams {
         let trainer = Trainer {
             runs,
             ks: ks.clone(),
+            rows_only: p.gather_cost == GatherCost::HostRows,
         };
         // Families of the training samples, in hash order, dealt to folds.
         let order = family_order(runs, p.split_seed);
@@ -925,6 +952,7 @@ impl CheckedTrainParams {
                     m.info.upload_s,
                     m.info.upload_gather_s,
                     m.info.sample_upload_s,
+                    m.info.gather_upload_s,
                 ]
                 .into_iter()
                 .flatten()

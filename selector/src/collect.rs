@@ -251,7 +251,7 @@ impl Measurer {
             let work = crate::plan::HostWork {
                 checked: true,
                 sample: Some((pat, &known_f)),
-                gather: None,
+                rows: None,
             };
             let (dm, _, host_s) = crate::plan::upload_with_host_work(dev, m.into(), work)?;
             dev.synchronize()?;
@@ -265,8 +265,9 @@ impl Measurer {
             beside.push(sampled_upload()?);
         }
         let sample_upload_s = Some(median(beside));
-        // The gathered tier computed on the host beside the upload (GPUs; the CPU gathers on
-        // the host anyway): what the plan's thread pays, as for the sampled tier.
+        // The gathered tier's row-length statistics from the row pointers on the host beside
+        // the upload (GPUs; what a plan pays for a selector whose gathered trees read no column
+        // statistics): what the plan's thread pays, as for the sampled tier.
         let gather_upload_s = if cpu {
             None
         } else {
@@ -274,7 +275,7 @@ impl Measurer {
                 let work = crate::plan::HostWork {
                     checked: true,
                     sample: None,
-                    gather: Some(pat),
+                    rows: Some(pat),
                 };
                 let (dm, _, host_s) = crate::plan::upload_with_host_work(dev, m.into(), work)?;
                 dev.synchronize()?;

@@ -282,9 +282,10 @@ pub(crate) struct HostWork<'f> {
     pub checked: bool,
     /// The sampled tier: the pattern to sample, and the known features to complete.
     pub sample: Option<(CsrPattern<'f>, &'f SpmvFeatures)>,
-    /// The gathered tier, on the host (`CpuGatherer::exact`, its passes on the rayon pool):
-    /// the pattern to gather.
-    pub gather: Option<CsrPattern<'f>>,
+    /// The gathered tier's row-length statistics, on the host from the row pointers alone
+    /// (`spmv::row_features`, on the rayon pool): for a selector whose gathered trees read no
+    /// column statistics.
+    pub rows: Option<CsrPattern<'f>>,
 }
 
 /// The upload of a host matrix with its host work (`HostWork`): on a rayon worker beside the
@@ -306,12 +307,11 @@ pub(crate) fn upload_with_host_work<'a, T: GpuScalar>(
             fs::sample_into(p, &mut f);
             f
         });
-        let gathered = work.gather.filter(|_| ok).map(|p| fs::CpuGatherer.exact(p));
+        let gathered = work.rows.filter(|_| ok).map(fs::row_features);
         (ok, sampled.or(gathered))
     };
     let t0 = Instant::now();
-    if shape.2 < OVERLAP_MIN_NNZ || (work.checked && work.sample.is_none() && work.gather.is_none())
-    {
+    if shape.2 < OVERLAP_MIN_NNZ || (work.checked && work.sample.is_none() && work.rows.is_none()) {
         let (ok, sampled) = host();
         let host_s = t0.elapsed().as_secs_f64();
         if !ok {
@@ -470,7 +470,15 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
             }
             _ => {}
         }
-        let gather = tier == Tier::Gathered;
+        // The gathered tier of a selector whose gathered trees read the row lengths only, for a
+        // host matrix: the row pointers on the host beside the upload (rows x 4 bytes) rather
+        // than both passes on the device during it.
+        let rows_only = tier == Tier::Gathered
+            && pattern.is_some()
+            && selector
+                .as_ref()
+                .is_some_and(|s| !s.model().gathered_reads_columns());
+        let gather = tier == Tier::Gathered && !rows_only;
         // Host work on the arrays: the check of unchecked ones, the sample of the sampled tier.
         // On a large matrix it runs on another core while the matrix uploads (it needs only the
         // host arrays, and the choice it informs is made after the upload); a gather during the
@@ -502,7 +510,7 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
                 let work = HostWork {
                     checked,
                     sample: sample.map(|p| (p, &features)),
-                    gather: None,
+                    rows: pattern.filter(|_| rows_only),
                 };
                 let (m, sampled, s) = upload_with_host_work(device, a, work)?;
                 host_s = s;

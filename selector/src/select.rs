@@ -381,13 +381,22 @@ impl Selector {
         let n = m.policy_inputs_into(&values, k, &mut pin);
         let (policy, pays, _, _) = walk(&m.policy, &m.policy_inputs, &pin[..n]);
         let policy_tier = Tier::from_class(pays);
+        // A tier is given when every feature of its kind that its selector reads is (a
+        // selector whose gathered trees read no column statistics needs the row pointers only).
         let given = |kind: FeatureKind| {
-            m.schema
+            let sel = m.selector(match kind {
+                FeatureKind::Gathered => Tier::Gathered,
+                FeatureKind::Sampled => Tier::Sampled,
+                FeatureKind::Known => Tier::Known,
+            });
+            let mut read = m
+                .schema
                 .features
                 .iter()
                 .zip(values.iter())
-                .filter(|(s, _)| s.kind == kind)
-                .all(|(_, v)| !v.is_nan())
+                .filter(|(s, _)| s.kind == kind && sel.inputs.contains(&s.name))
+                .peekable();
+            read.peek().is_some() && read.all(|(_, v)| !v.is_nan())
         };
         // Features already paid for are used even where the policy would not have computed them
         // (GatherPolicy::Always, Sample).

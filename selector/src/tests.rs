@@ -596,3 +596,49 @@ fn option_builders_set_what_they_name_and_keep_the_rest() {
     assert_eq!((m.chunks, m.plan.expected_iterations), (3, 7));
     assert_eq!(m.gather, crate::GatherMode::Auto);
 }
+
+/// A model whose gathered trees read no column statistics (trained with `--gather-cost
+/// host-rows`, here on the committed CPU runs) makes a plan that gathers compute the row-length
+/// statistics alone (exactly, from the row pointers; the column statistics NaN) and decide on
+/// the gathered tree; its product is right; a model that reads them still gets them all.
+#[test]
+fn a_rows_only_model_gathers_the_row_pointers_only() {
+    use augur_models::train::{GatherCost, TrainParams};
+    use std::sync::Arc;
+    let runs_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../datasets/runs/spmv-cpu-f32-vm.csv");
+    let runs = augur_models::runs::Runs::read(&[runs_path]).unwrap();
+    let params = TrainParams {
+        gather_cost: GatherCost::HostRows,
+        max_depth: 4,
+        min_weight_leaf: vec![3.0],
+        ..TrainParams::default()
+    };
+    let model = params.check().unwrap().fit(&runs, "test").unwrap();
+    assert!(!model.gathered_reads_columns());
+    let rows_only = Arc::new(Selector::from_model(model, "rows-only.json"));
+    let full = Arc::new(Selector::load("default-cpu").unwrap());
+    assert!(full.model().gathered_reads_columns());
+    let b = Backend::cpu();
+    for spec in ["powerlaw:rows=3000,alpha=1.8", "stencil2d:nx=500"] {
+        let a = gen::<f32>(spec);
+        let exact = CpuGatherer.exact(CsrPattern::of(&a));
+        let opts = |s: &Arc<Selector>| {
+            PlanOptions::default()
+                .gather(GatherPolicy::Always)
+                .selector(s.clone())
+        };
+        let mut p = SpmvPlan::new(&a, &b, opts(&rows_only)).unwrap();
+        assert_eq!(p.decision().tier, Tier::Gathered, "{spec}");
+        let f = p.features().clone();
+        assert!(f.bandwidth.is_nan() && f.mean_col_dist.is_nan() && f.x_segments_per_row.is_nan());
+        assert_eq!(f.row_len_max, exact.row_len_max, "{spec}");
+        assert_eq!(f.top1pct_nnz_frac, exact.top1pct_nnz_frac, "{spec}");
+        let x = check::test_vector::<f32>(a.cols(), 3);
+        let mut y = vec![f32::NAN; a.rows()];
+        p.run(&x, &mut y).unwrap();
+        assert!(check::check(&a, &x, &y).passed, "{spec}");
+        let p = SpmvPlan::new(&a, &b, opts(&full)).unwrap();
+        assert_eq!(p.features().bandwidth, exact.bandwidth, "{spec}");
+    }
+}

@@ -76,6 +76,9 @@ enum GatherCostArg {
     UploadRaw,
     /// The device pass over a matrix already on the device.
     Device,
+    /// The gathered trees read row-length statistics only, which a plan computes from the row
+    /// pointers on the host beside the upload (`gather_upload_s`; the shipped GPU models).
+    HostRows,
 }
 
 impl GatherCostArg {
@@ -84,6 +87,7 @@ impl GatherCostArg {
             GatherCostArg::Upload => GatherCost::Upload,
             GatherCostArg::UploadRaw => GatherCost::UploadRaw,
             GatherCostArg::Device => GatherCost::Device,
+            GatherCostArg::HostRows => GatherCost::HostRows,
         }
     }
 }
