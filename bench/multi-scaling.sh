@@ -24,17 +24,17 @@ port=29600
 for m in $MATRICES; do
   tag=$(echo "$m" | tr ':=,' '___')
   for n in $GPUS; do
-    for mode in auto all-gather halo; do
+    for mode in ${MODES1:-auto all-gather halo}; do
       f="$R/$tag-$n-$mode-1p.json"
-      $A run "$m" --gpus "$n" --gather-mode $mode --iterations "$ITERS" --check --profile --json \
-        > "$f" 2> "$f.err"; rc=$?
+      timeout 200 $A run "$m" --gpus "$n" --gather-mode $mode --iterations "$ITERS" --check \
+        --profile --json > "$f" 2> "$f.err"; rc=$?
       echo "\"$m\",$n,$mode,1,$(per_it "$f"),$rc" | tee -a "$OUT/scaling.csv"
     done
     for mode in halo all-gather; do
       port=$((port + 1)); pids=()
       for ((r = 0; r < n; r++)); do
         env RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-          timeout 300 $A run "$m" --distributed --gather-mode $mode --iterations "$ITERS" \
+          timeout 200 $A run "$m" --distributed --gather-mode $mode --iterations "$ITERS" \
           --check --timeout 120 --json > "$R/$tag-$n-$mode-np-r$r.json" 2> "$R/$tag-$n-$mode-np-r$r.err" &
         pids+=($!)
       done
@@ -45,13 +45,14 @@ for m in $MATRICES; do
 done
 for n in $GPUS; do
   for halo in "" "--halo"; do
-    $CG "stencil3d:nx=160,points=27" --gpus "$n" $halo --iterations 3000 > "$R/cg-$n$halo.txt" 2>&1
+    timeout 200 $CG "stencil3d:nx=160,points=27" --gpus "$n" $halo --iterations 3000 \
+      > "$R/cg-$n$halo.txt" 2>&1
     echo "cg --gpus $n $halo rc=$?: $(grep -h '^CG' "$R/cg-$n$halo.txt")"
   done
   port=$((port + 1)); pids=()
   for ((r = 0; r < n; r++)); do
     env RANK=$r WORLD_SIZE=$n LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-      timeout 300 $CG "stencil3d:nx=160,points=27" --distributed --halo --iterations 3000 \
+      timeout 200 $CG "stencil3d:nx=160,points=27" --distributed --halo --iterations 3000 \
       > "$R/cg-np-$n-r$r.txt" 2>&1 &
     pids+=($!)
   done
