@@ -688,9 +688,12 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
         augur_kernels::error::check_dims(self.rows, self.cols, x.len(), y.len())?;
         let x = Arc::new(x.to_vec());
         let by_rows = self.by_rows();
+        // The whole y from the first GPU of this process (rank 0's only in one process; across
+        // processes each rank's own), or every GPU's rows.
+        let first = self.local_ranks[0];
         let replies = self.all(|r| Cmd::Run {
             x: x.clone(),
-            want_y: r == 0 || by_rows,
+            want_y: r == first || by_rows,
         })?;
         self.assemble(replies, y, "y")
     }
