@@ -134,18 +134,23 @@ fn a_rank_that_never_starts_is_named_and_nobody_hangs() {
 /// GPU work, so this runs without a GPU), and leaves no output behind.
 #[test]
 fn run_distributed_needs_a_launcher_and_names_a_missing_rank() {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_augur"));
-    c.args([
-        "run",
-        "stencil2d:nx=20",
-        "--distributed",
-        "--iterations",
-        "2",
-    ]);
-    for k in FOREIGN {
-        c.env_remove(k);
-    }
-    let o = c.output().unwrap();
+    // `augur run --distributed` with none of the machine's launcher variables.
+    let run = |extra: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_augur"));
+        c.args([
+            "run",
+            "stencil2d:nx=20",
+            "--distributed",
+            "--iterations",
+            "2",
+        ])
+        .args(extra);
+        for k in FOREIGN {
+            c.env_remove(k);
+        }
+        c
+    };
+    let o = run(&[]).output().unwrap();
     assert!(!o.status.success());
     let t = text(&o);
     assert!(
@@ -154,20 +159,7 @@ fn run_distributed_needs_a_launcher_and_names_a_missing_rank() {
     );
 
     let port = free_port();
-    let mut c = Command::new(env!("CARGO_BIN_EXE_augur"));
-    c.args([
-        "run",
-        "stencil2d:nx=20",
-        "--distributed",
-        "--iterations",
-        "2",
-        "--timeout",
-        "2",
-        "--json",
-    ]);
-    for k in FOREIGN {
-        c.env_remove(k);
-    }
+    let mut c = run(&["--timeout", "2", "--json"]);
     c.env("RANK", "0")
         .env("WORLD_SIZE", "2")
         .env("LOCAL_RANK", "0")

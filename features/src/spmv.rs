@@ -364,18 +364,24 @@ impl SpmvGatherer for CpuGatherer {
     }
 }
 
+impl RowSums {
+    /// One row of `len` entries into the row-length sums.
+    fn add_row(&mut self, len: u64) {
+        self.min_len = self.min_len.min(len);
+        self.max_len = self.max_len.max(len);
+        self.len2 += len * len;
+        self.len3 += (len as u128) * (len as u128) * (len as u128);
+        self.empty += (len == 0) as u64;
+        self.hist[hist_bucket(len)] += 1;
+    }
+}
+
 /// The exact sums of a pattern, on the CPU.
 pub fn cpu_sums(m: CsrPattern<'_>) -> RowSums {
     let (ptr, idx) = (m.indptr, m.indices);
     let mut sums = by_chunks(m.rows, 4096, RowSums::EMPTY, RowSums::merge, |a, r| {
         let (s, e) = (ptr[r] as usize, ptr[r + 1] as usize);
-        let len = (e - s) as u64;
-        a.min_len = a.min_len.min(len);
-        a.max_len = a.max_len.max(len);
-        a.len2 += len * len;
-        a.len3 += (len as u128) * (len as u128) * (len as u128);
-        a.empty += (len == 0) as u64;
-        a.hist[hist_bucket(len)] += 1;
+        a.add_row((e - s) as u64);
         let mut last_seg = usize::MAX;
         for &c in &idx[s..e] {
             let c = c as usize;
@@ -399,13 +405,7 @@ pub fn cpu_sums(m: CsrPattern<'_>) -> RowSums {
 pub fn cpu_row_sums(m: CsrPattern<'_>) -> RowSums {
     let ptr = m.indptr;
     let mut sums = by_chunks(m.rows, 16384, RowSums::EMPTY, RowSums::merge, |a, r| {
-        let len = (ptr[r + 1] - ptr[r]) as u64;
-        a.min_len = a.min_len.min(len);
-        a.max_len = a.max_len.max(len);
-        a.len2 += len * len;
-        a.len3 += (len as u128) * (len as u128) * (len as u128);
-        a.empty += (len == 0) as u64;
-        a.hist[hist_bucket(len)] += 1;
+        a.add_row((ptr[r + 1] - ptr[r]) as u64);
     });
     if m.rows == 0 {
         sums.min_len = 0;
@@ -536,16 +536,20 @@ fn top_sum(ptr: &[i32], k: usize) -> u64 {
 mod row_tests {
     use super::*;
 
-    /// The bucketed top-k sum is the sort's, on short, mixed and very long rows and every k.
-    #[test]
-    fn top_sum_is_exact() {
-        let mut state = 99u64;
-        let mut next = || {
+    /// A seeded linear congruential generator: enough randomness for test patterns.
+    fn lcg(mut state: u64) -> impl FnMut() -> usize {
+        move || {
             state = state
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             (state >> 33) as usize
-        };
+        }
+    }
+
+    /// The bucketed top-k sum is the sort's, on short, mixed and very long rows and every k.
+    #[test]
+    fn top_sum_is_exact() {
+        let mut next = lcg(99);
         for (n, spread) in [
             (1, 3),
             (7, 1),
@@ -578,13 +582,7 @@ mod row_tests {
     /// which it leaves NaN; on random, skewed and empty-row patterns, and on no rows at all.
     #[test]
     fn row_features_are_the_exact_ones_without_the_columns() {
-        let mut state = 12345u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) as usize
-        };
+        let mut next = lcg(12345);
         let schema = SpmvFeatures::schema();
         for (rows, cols, skew) in [(0, 5, 1), (1, 1, 1), (300, 200, 1), (5000, 5000, 50)] {
             let mut ptr = vec![0i32];

@@ -151,6 +151,34 @@ impl<'a, T: GpuScalar> DeviceHalo<'a, T> {
     }
 }
 
+/// `a` cut into `n` shards (their row bounds and host blocks) for `what`, all on the CUDA GPU of
+/// `backend`.
+#[allow(clippy::type_complexity)]
+fn on_one_gpu<'b, T: GpuScalar>(
+    a: &Csr<T>,
+    n: usize,
+    backend: &'b Backend,
+    what: &str,
+) -> Result<
+    (
+        Vec<usize>,
+        Vec<HostBlocks<T>>,
+        &'b augur_kernels::cuda::CudaSpmv,
+    ),
+    AugurError,
+> {
+    let bounds = super::partition_rows(a, n);
+    let host = super::halo_plan(a, &bounds)?
+        .into_iter()
+        .map(HostBlocks::from)
+        .collect();
+    let g = backend
+        .as_device()
+        .as_cuda()
+        .ok_or_else(|| AugurError::Invalid(format!("{what} runs on a CUDA GPU")))?;
+    Ok((bounds, host, g))
+}
+
 /// The halo product of `a` cut into `n` shards, every shard planned on the one GPU of `backend`
 /// and the exchange done by device copies from each owner's send buffer into the readers' halo
 /// buffers: everything of the halo mode but NCCL, on one GPU.
@@ -169,15 +197,7 @@ pub fn halo_check<T: GpuScalar>(
             a.cols()
         )));
     }
-    let bounds = super::partition_rows(a, n);
-    let host: Vec<HostBlocks<T>> = super::halo_plan(a, &bounds)?
-        .into_iter()
-        .map(HostBlocks::from)
-        .collect();
-    let g = backend
-        .as_device()
-        .as_cuda()
-        .ok_or_else(|| AugurError::Invalid("halo_check runs on a CUDA GPU".into()))?;
+    let (bounds, host, g) = on_one_gpu(a, n, backend, "halo_check")?;
     let s = g.stream().clone();
     let mut locals = Vec::with_capacity(n);
     let mut halos = Vec::with_capacity(n);
@@ -275,15 +295,7 @@ pub fn halo_timing<T: GpuScalar>(
     use augur_kernels::cuda::{time_mode, TimingMode, TimingPlan};
     use augur_kernels::{median, KernelError};
     crate::plan::check_size(a)?;
-    let bounds = super::partition_rows(a, n);
-    let host: Vec<HostBlocks<T>> = super::halo_plan(a, &bounds)?
-        .into_iter()
-        .map(HostBlocks::from)
-        .collect();
-    let g = backend
-        .as_device()
-        .as_cuda()
-        .ok_or_else(|| AugurError::Invalid("halo_timing runs on a CUDA GPU".into()))?;
+    let (bounds, host, g) = on_one_gpu(a, n, backend, "halo_timing")?;
     let s = g.stream().clone();
     let tp = TimingPlan {
         warmup: 3,
