@@ -264,32 +264,11 @@ fn run_typed<T: GpuScalar + NcclType>(a: &RunArgs, src: &MatrixSource) -> anyhow
         mopts.comm_model = comm_model;
         let mut mg = MultiGpuSpmv::<T>::on_devices(&m, &ordinals, mopts)?;
         report.chunks = if n == 1 { 1 } else { a.chunks };
-        report.gather_mode = Some(mg.gather().mode.name());
-        report.gather = Some(mg.gather().clone());
-        report.setup.total_s = t.elapsed().as_secs_f64();
-        report.gpus = n;
-        report.device = mg.shards()[0].device.clone();
-        report.shards = mg.shards().to_vec();
+        describe_multi(&mut report, &mg, t);
         if a.check {
             report.check = Some(check_multi(&m, &mut mg, &x0)?);
         }
-        let square = m.rows() == m.cols();
-        if square {
-            // Timing iterates y -> x on the GPUs (values may grow; speed does not depend on them).
-            mg.set_x(&x0)?;
-            mg.iterate(warmup)?;
-            mg.set_x(&x0)?;
-            let t = Instant::now();
-            mg.iterate(iters)?;
-            report.per_iteration_s = t.elapsed().as_secs_f64() / iters as f64;
-        } else {
-            let mut y = vec![T::zero(); m.rows()];
-            report.per_iteration_s =
-                per_call(warmup, iters, || Ok(mg.run(&x0, &mut y)?), || Ok(()))?;
-        }
-        if a.profile {
-            report.profile = Some(mg.profile(warmup, iters.min(50))?);
-        }
+        time_multi(&mut report, &mut mg, &m, &x0, warmup, iters, a.profile)?;
     } else {
         let backend = match backend_kind {
             RunBackend::Cpu => Backend::cpu(),
@@ -353,6 +332,44 @@ fn gather_mode(g: GatherModeArg) -> GatherMode {
     }
 }
 
+/// The report's fields of a `MultiGpuSpmv` made since `t`: GPUs, exchange, set-up, shards.
+fn describe_multi<T: GpuScalar + NcclType>(report: &mut Report, mg: &MultiGpuSpmv<T>, t: Instant) {
+    report.gpus = mg.gpus();
+    report.gather_mode = Some(mg.gather().mode.name());
+    report.gather = Some(mg.gather().clone());
+    report.setup.total_s = t.elapsed().as_secs_f64();
+    report.device = mg.shards()[0].device.clone();
+    report.shards = mg.shards().to_vec();
+}
+
+/// Time per iteration (square: `iterate`, y -> x on the GPUs, values may grow and speed does
+/// not depend on them; else `run` from the host), and with `profile` the per-shard profile.
+fn time_multi<T: GpuScalar + NcclType>(
+    report: &mut Report,
+    mg: &mut MultiGpuSpmv<T>,
+    m: &Csr<T>,
+    x0: &[T],
+    warmup: usize,
+    iters: usize,
+    profile: bool,
+) -> anyhow::Result<()> {
+    if m.rows() == m.cols() {
+        mg.set_x(x0)?;
+        mg.iterate(warmup)?;
+        mg.set_x(x0)?;
+        let t = Instant::now();
+        mg.iterate(iters)?;
+        report.per_iteration_s = t.elapsed().as_secs_f64() / iters as f64;
+    } else {
+        let mut y = vec![T::zero(); m.rows()];
+        report.per_iteration_s = per_call(warmup, iters, || Ok(mg.run(x0, &mut y)?), || Ok(()))?;
+    }
+    if profile {
+        report.profile = Some(mg.profile(warmup, iters.min(50))?);
+    }
+    Ok(())
+}
+
 /// `augur run --distributed`: this process is one rank of a group (see
 /// `MultiGpuSpmv::distributed`); every rank checks its own rows and times the same iterations;
 /// rank 0 prints the report, the others one line on stderr.
@@ -373,23 +390,17 @@ fn run_distributed<T: GpuScalar + NcclType>(
         )
     })?;
     let rank = group.env.rank;
-    let mut mopts = MultiOptions::default()
-        .plan(options(a, "cuda")?)
-        .chunks(a.chunks)
-        .gather(gather_mode(a.gather_mode));
     if a.comm_model.is_some() {
         anyhow::bail!("--comm-model: across processes the exchange is NCCL's (no model asked)");
     }
-    mopts.comm_model = None;
+    let mopts = MultiOptions::default()
+        .plan(options(a, "cuda")?)
+        .chunks(a.chunks)
+        .gather(gather_mode(a.gather_mode));
     let mut mg = MultiGpuSpmv::<T>::distributed(m, &group, mopts)?;
     report.rank = Some(rank);
-    report.gpus = mg.gpus();
     report.chunks = a.chunks;
-    report.gather_mode = Some(mg.gather().mode.name());
-    report.gather = Some(mg.gather().clone());
-    report.setup.total_s = t.elapsed().as_secs_f64();
-    report.device = mg.shards()[0].device.clone();
-    report.shards = mg.shards().to_vec();
+    describe_multi(&mut report, &mg, t);
     let own = mg.row_bounds()[rank]..mg.row_bounds()[rank + 1];
     if a.check {
         // This rank's rows of one product (the halo mode fills only those).
@@ -404,20 +415,7 @@ fn run_distributed<T: GpuScalar + NcclType>(
             &y[own.clone()],
         )]);
     }
-    if m.rows() == m.cols() {
-        mg.set_x(x0)?;
-        mg.iterate(warmup)?;
-        mg.set_x(x0)?;
-        let t = Instant::now();
-        mg.iterate(iters)?;
-        report.per_iteration_s = t.elapsed().as_secs_f64() / iters as f64;
-    } else {
-        let mut y = vec![T::zero(); m.rows()];
-        report.per_iteration_s = per_call(warmup, iters, || Ok(mg.run(x0, &mut y)?), || Ok(()))?;
-    }
-    if a.profile {
-        report.profile = Some(mg.profile(warmup, iters.min(50))?);
-    }
+    time_multi(&mut report, &mut mg, m, x0, warmup, iters, a.profile)?;
     let failed = report
         .check
         .as_ref()
