@@ -46,9 +46,20 @@ fn rank(r: usize, world: usize, meeting: &[(&str, String)], timeout: &str) -> Ch
         .unwrap()
 }
 
+/// A port free now and never handed to another test of this binary: the tests run in parallel,
+/// and the system may give a port just released to the next bind, which would let one test's
+/// ranks meet another test's rank 0.
 fn free_port() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port().to_string()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap();
+    loop {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let p = l.local_addr().unwrap().port();
+        if !given.contains(&p) {
+            given.push(p);
+            return p.to_string();
+        }
+    }
 }
 
 fn text(o: &Output) -> String {
