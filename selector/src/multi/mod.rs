@@ -480,7 +480,6 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
         } else {
             Vec::new()
         };
-        let inv_diag = inverse_diagonal(a);
         let (answer_tx, answers) = channel::<Answer<T>>();
         let (setup_tx, setup_rx) = channel::<(usize, Result<Vec<ShardInfo>, AugurError>)>();
         let mut workers = Vec::with_capacity(here.len());
@@ -508,10 +507,6 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
                 failed: failed.clone(),
                 rc,
                 process,
-                inv_diag: inv_diag
-                    .as_ref()
-                    .map(|d| d[bounds[rank]..bounds[rank + 1]].to_vec())
-                    .unwrap_or_default(),
             };
             let (answer_tx, setup_tx) = (answer_tx.clone(), setup_tx.clone());
             let handle = std::thread::Builder::new()
@@ -844,28 +839,21 @@ fn process_gather<T: Sync>(
     Ok(c)
 }
 
-/// 1 / a_ii per row (1 where the diagonal is 0 or absent; CG's Jacobi preconditioner), for a
-/// square matrix.
-fn inverse_diagonal<T: GpuScalar>(a: &Csr<T>) -> Option<Vec<T>> {
+/// 1 / a_ii per row of `a`, rows `first..` of a square matrix (row r's diagonal in column
+/// `first + r`; 1 where it is 0 or absent): CG's Jacobi preconditioner.
+fn inverse_diagonal<T: GpuScalar>(a: augur_datasets::CsrRef<'_, T>, first: usize) -> Vec<T> {
     use rayon::prelude::*;
-    if a.rows() != a.cols() {
-        return None;
-    }
-    let ptr = a.indptr();
-    let ptr = ptr.raw_storage();
-    let (idx, val) = (a.indices(), a.data());
-    Some(
-        (0..a.rows())
-            .into_par_iter()
-            .map(|r| {
-                let (s, e) = (ptr[r] as usize, ptr[r + 1] as usize);
-                match idx[s..e].binary_search(&(r as i32)) {
-                    Ok(k) if val[s + k] != T::zero() => T::one() / val[s + k],
-                    _ => T::one(),
-                }
-            })
-            .collect(),
-    )
+    let (ptr, idx, val) = (a.indptr(), a.indices(), a.data());
+    (0..a.rows())
+        .into_par_iter()
+        .map(|r| {
+            let (s, e) = (ptr[r] as usize, ptr[r + 1] as usize);
+            match idx[s..e].binary_search(&((first + r) as i32)) {
+                Ok(k) if val[s + k] != T::zero() => T::one() / val[s + k],
+                _ => T::one(),
+            }
+        })
+        .collect()
 }
 
 impl<T: GpuScalar + NcclType> Drop for MultiGpuSpmv<T> {
@@ -898,9 +886,10 @@ mod tests {
             vec![0, 2, 0, 2],
             vec![4.0f64, 1.0, 5.0, 0.0],
         );
-        assert_eq!(inverse_diagonal(&a).unwrap(), vec![0.25, 1.0, 1.0]);
-        let t = Csr::new((2, 3), vec![0, 1, 1], vec![0], vec![2.0f64]);
-        assert!(inverse_diagonal(&t).is_none());
+        assert_eq!(inverse_diagonal((&a).into(), 0), vec![0.25, 1.0, 1.0]);
+        // A shard: rows 1 and 2 of a 3 x 3 matrix, their diagonals in columns 1 and 2.
+        let t = Csr::new((2, 3), vec![0, 1, 2], vec![1, 2], vec![2.0f64, 8.0]);
+        assert_eq!(inverse_diagonal((&t).into(), 1), vec![0.5, 0.125]);
     }
 
     /// Across processes only NCCL's exchanges exist; auto picks the halo or the all-gather by

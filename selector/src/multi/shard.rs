@@ -20,7 +20,7 @@ use super::launch::RankEnv;
 
 mod cg;
 
-pub(super) struct WorkerCtx<T> {
+pub(super) struct WorkerCtx {
     pub(super) rank: usize,
     pub(super) world: usize,
     pub(super) ordinal: usize,
@@ -37,9 +37,6 @@ pub(super) struct WorkerCtx<T> {
     /// Across processes: this rank and how long it waits for the others (NCCL's communicator
     /// then opened without blocking, every wait for the GPU bounded).
     pub(super) process: Option<(RankEnv, Duration)>,
-    /// 1 / a_ii of the shard's rows (1 where the diagonal is 0 or absent): CG's Jacobi
-    /// preconditioner; empty for a rectangular matrix.
-    pub(super) inv_diag: Vec<T>,
 }
 
 /// A shard's matrix on the host: its chunks (all-gather modes) or its halo blocks.
@@ -49,7 +46,7 @@ pub(super) enum Parts<T> {
 }
 
 pub(super) fn worker<T: GpuScalar + NcclType>(
-    mut ctx: WorkerCtx<T>,
+    mut ctx: WorkerCtx,
     parts: Parts<T>,
     rx: Receiver<Cmd<T>>,
     setup_tx: Sender<(usize, Result<Vec<ShardInfo>, AugurError>)>,
@@ -221,13 +218,12 @@ pub(super) struct Shard<'a, T: GpuScalar + NcclType> {
     layout: Arc<Layout>,
     gather: GatherMode,
     world: usize,
-    inv_diag: Vec<T>,
     process: Option<(RankEnv, Duration)>,
 }
 
 impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
     fn new(
-        ctx: &mut WorkerCtx<T>,
+        ctx: &mut WorkerCtx,
         parts: &'a Parts<T>,
         backend: &Backend,
         comm: Option<NcclComm>,
@@ -311,7 +307,6 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
             layout: ctx.layout.clone(),
             gather: ctx.gather,
             world: ctx.world,
-            inv_diag: std::mem::take(&mut ctx.inv_diag),
             process: ctx.process,
         })
     }

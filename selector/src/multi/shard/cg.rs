@@ -123,11 +123,18 @@ impl<T: GpuScalar + NcclType> Shard<'_, T> {
         }
         let own = self.own_rows();
         let n = own.len();
-        if self.inv_diag.len() != n || req.b.len() < own.end {
+        if req.b.len() < own.end {
             return Err(AugurError::Invalid(
-                "CG needs a square matrix and b of its size".into(),
+                "CG needs b of the matrix's rows".into(),
             ));
         }
+        // The shard's rows as its plan holds them: the local block (its own columns, from 0)
+        // in the halo mode, else the rows with every column.
+        let a = self.plans[0]
+            .matrix()
+            .ok_or_else(|| AugurError::Invalid("CG needs the shard's rows on the host".into()))?;
+        let first = if self.halo.is_some() { 0 } else { own.start };
+        let inv_diag = crate::multi::inverse_diagonal(a, first);
         let t0 = std::time::Instant::now();
         let g = self.plans[0]
             .device()
@@ -149,7 +156,7 @@ impl<T: GpuScalar + NcclType> Shard<'_, T> {
         if n > 0 {
             s.memcpy_htod(&req.b[own.clone()], &mut v.b_r.slice_mut(0..n))
                 .map_err(cuda_err)?;
-            s.memcpy_htod(&self.inv_diag, &mut v.inv_diag.slice_mut(0..n))
+            s.memcpy_htod(&inv_diag, &mut v.inv_diag.slice_mut(0..n))
                 .map_err(cuda_err)?;
         }
         // Borrowed from the shard, which keeps (and finally destroys) the communicator.
