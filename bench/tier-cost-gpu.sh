@@ -7,6 +7,9 @@
 # them with `python3 bench/patch_tier_costs.py RUNS.csv $OUT/tier-cost.csv`.
 # After `bash bench/prepare-carry.sh`, through the device tool with carry [".carry"]:
 #   SHARD=1/1 bash bench/tier-cost-gpu.sh
+# KERNEL (default scalar) and TIMING ("--reps 1 --warmup 0 --rounds 1") choose the kernel timed
+# beside the tiers: KERNEL=nnz_split TIMING=" " re-times one changed kernel with the collection's
+# own sample counts, for `augur collect merge` into the runs (its rows replace the old ones).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0
 A=.carry/augur
@@ -15,8 +18,8 @@ OUT=${OUT:-/tmp/out}
 SHARD=${SHARD:-1/1}
 mapfile -t specs < <(bash scripts/training-specs.sh 1e8 "$M")
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
-timeout "${LIMIT:-540}" $A collect --backend cuda --precision f32 --kernel scalar \
-  --reps 1 --warmup 0 --rounds 1 --shard "$SHARD" --out "$OUT/tier-cost.csv" \
+timeout "${LIMIT:-540}" $A collect --backend cuda --precision f32 --kernel "${KERNEL:-scalar}" \
+  ${TIMING:---reps 1 --warmup 0 --rounds 1} --shard "$SHARD" --out "$OUT/tier-cost.csv" \
   "$M/suitesparse" "${specs[@]}" 2> "$OUT/tier-cost.err"
 echo "collect rc=$?"
 tail -2 "$OUT/tier-cost.err"

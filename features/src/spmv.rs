@@ -404,13 +404,23 @@ pub fn cpu_sums(m: CsrPattern<'_>) -> RowSums {
 /// ([`COLUMN_FEATURES`]) left 0. Reads rows x 4 bytes instead of (rows + nnz) x 4.
 pub fn cpu_row_sums(m: CsrPattern<'_>) -> RowSums {
     let ptr = m.indptr;
-    let mut sums = by_chunks(m.rows, 16384, RowSums::EMPTY, RowSums::merge, |a, r| {
-        a.add_row((ptr[r + 1] - ptr[r]) as u64);
-    });
+    // One pass over the row pointers for the sums and the length counts of the top-1% sum (a
+    // pass on the rayon pool costs its workers' wake-ups, tens of microseconds on a plan).
+    let (mut sums, lens) = by_chunks(
+        m.rows,
+        16384,
+        (RowSums::EMPTY, LenCounts::new(m.nnz())),
+        |(a, la), (b, lb)| (a.merge(b), la.merge(lb)),
+        |(a, l), r| {
+            let len = (ptr[r + 1] - ptr[r]) as u64;
+            a.add_row(len);
+            l.add(len);
+        },
+    );
     if m.rows == 0 {
         sums.min_len = 0;
     }
-    sums.top1pct = top_sum(ptr, m.rows.div_ceil(100));
+    sums.top1pct = lens.top(ptr, m.rows.div_ceil(100));
     sums
 }
 
@@ -448,88 +458,112 @@ fn by_chunks<A: Clone + Send + Sync>(
         .reduce(|| empty.clone(), merge)
 }
 
-/// Entries in the `k` longest rows, exactly, in passes over the row pointers on the rayon pool
-/// and a few counters: the rows counted and summed per power-of-two length bucket; every bucket
-/// above the one where the k-th longest row falls is taken whole; in that bucket, the rows are
-/// counted per exact length (a bucket of at most 4096 lengths) or, for longer rows (at most
-/// nnz / 4096 of them), listed and sorted. (A sort of every length cost a plan milliseconds on
-/// matrices of 1e6 rows.)
+/// Row lengths below this are counted one by one for the top-1% sum.
+const EXACT_LENS: usize = 4096;
+
+/// Row-length counts from which the entries in the `k` longest rows follow exactly: rows and
+/// entries per power-of-two length bucket, and rows per exact length below [`EXACT_LENS`].
+#[derive(Clone)]
+struct LenCounts {
+    /// Bucket 0: length 0; bucket b >= 1: lengths in [2^(b-1), 2^b).
+    count: [u64; 65],
+    sum: [u64; 65],
+    exact: Vec<u32>,
+}
+
+impl LenCounts {
+    /// Counts for a matrix of `nnz` entries (no row is longer: a small one counts every length
+    /// exactly in a short array).
+    fn new(nnz: usize) -> LenCounts {
+        LenCounts {
+            count: [0; 65],
+            sum: [0; 65],
+            exact: vec![0; EXACT_LENS.min(nnz + 1)],
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, len: u64) {
+        let b = 64 - len.leading_zeros() as usize;
+        self.count[b] += 1;
+        self.sum[b] += len;
+        if let Some(c) = self.exact.get_mut(len as usize) {
+            *c += 1;
+        }
+    }
+
+    fn merge(mut self, o: LenCounts) -> LenCounts {
+        for b in 0..65 {
+            self.count[b] += o.count[b];
+            self.sum[b] += o.sum[b];
+        }
+        self.exact
+            .iter_mut()
+            .zip(o.exact)
+            .for_each(|(a, b)| *a += b);
+        self
+    }
+
+    /// Entries in the `k` longest rows of `ptr`, exactly: every bucket above the one where the
+    /// k-th longest row falls is taken whole; in that bucket, the rows are taken per exact length
+    /// or, for rows of at least [`EXACT_LENS`] entries (at most nnz / 4096 of them), listed in one
+    /// more pass and sorted. (A sort of every length cost a plan milliseconds on 1e6 rows.)
+    fn top(&self, ptr: &[i32], k: usize) -> u64 {
+        let n = ptr.len().saturating_sub(1);
+        let mut need = k.min(n) as u64;
+        let mut total = 0;
+        if need == 0 {
+            return 0;
+        }
+        for b in (1..65).rev() {
+            if self.count[b] <= need {
+                total += self.sum[b];
+                need -= self.count[b];
+                if need == 0 {
+                    return total;
+                }
+                continue;
+            }
+            let (lo, hi) = (1u64 << (b - 1), (1u64 << b) - 1);
+            // Every length up to nnz is counted exactly when the array reaches nnz.
+            let n_exact = self.exact.len() as u64;
+            if hi < n_exact || n_exact < EXACT_LENS as u64 {
+                for l in (lo..=hi.min(n_exact - 1)).rev() {
+                    let take = (self.exact[l as usize] as u64).min(need);
+                    total += take * l;
+                    need -= take;
+                    if need == 0 {
+                        break;
+                    }
+                }
+            } else {
+                let len = |r: usize| (ptr[r + 1] - ptr[r]) as u64;
+                let mut long: Vec<u64> = (0..n)
+                    .into_par_iter()
+                    .map(len)
+                    .filter(|l| (lo..=hi).contains(l))
+                    .collect();
+                long.sort_unstable_by(|a, b| b.cmp(a));
+                total += long.iter().take(need as usize).sum::<u64>();
+            }
+            return total;
+        }
+        // The rest are empty rows: they add nothing.
+        total
+    }
+}
+
+/// Entries in the `k` longest rows, exactly ([`LenCounts::top`] after one pass).
 fn top_sum(ptr: &[i32], k: usize) -> u64 {
     let n = ptr.len().saturating_sub(1);
     if k == 0 || n == 0 {
         return 0;
     }
-    let len = |r: usize| (ptr[r + 1] - ptr[r]) as u64;
-    // Bucket 0: length 0; bucket b >= 1: lengths in [2^(b-1), 2^b).
-    let bucket = |l: u64| 64 - l.leading_zeros() as usize;
-    let chunk = (n / 64).max(16384);
-    let (count, sum) = by_chunks(
-        n,
-        chunk,
-        ([0u64; 65], [0u64; 65]),
-        |(mut c, mut s), (c2, s2)| {
-            for b in 0..65 {
-                c[b] += c2[b];
-                s[b] += s2[b];
-            }
-            (c, s)
-        },
-        |(c, s), r| {
-            let l = len(r);
-            c[bucket(l)] += 1;
-            s[bucket(l)] += l;
-        },
-    );
-    let mut need = k.min(n) as u64;
-    let mut total = 0;
-    for b in (1..65).rev() {
-        if count[b] <= need {
-            total += sum[b];
-            need -= count[b];
-            if need == 0 {
-                return total;
-            }
-            continue;
-        }
-        let (lo, hi) = (1u64 << (b - 1), (1u64 << b) - 1);
-        let width = (hi - lo + 1) as usize;
-        if width <= 4096 {
-            let counts = by_chunks(
-                n,
-                chunk,
-                vec![0u64; width],
-                |mut a, c| {
-                    a.iter_mut().zip(c).for_each(|(x, y)| *x += y);
-                    a
-                },
-                |c, r| {
-                    let l = len(r);
-                    if (lo..=hi).contains(&l) {
-                        c[(l - lo) as usize] += 1;
-                    }
-                },
-            );
-            for i in (0..width).rev() {
-                let take = counts[i].min(need);
-                total += take * (lo + i as u64);
-                need -= take;
-                if need == 0 {
-                    break;
-                }
-            }
-        } else {
-            let mut long: Vec<u64> = (0..n)
-                .into_par_iter()
-                .map(len)
-                .filter(|l| (lo..=hi).contains(l))
-                .collect();
-            long.sort_unstable_by(|a, b| b.cmp(a));
-            total += long.iter().take(need as usize).sum::<u64>();
-        }
-        return total;
-    }
-    // The rest are empty rows: they add nothing.
-    total
+    let nnz = ptr[n].max(0) as usize;
+    let counts = by_chunks(n, 16384, LenCounts::new(nnz), LenCounts::merge, |c, r| {
+        c.add((ptr[r + 1] - ptr[r]) as u64)
+    });
+    counts.top(ptr, k)
 }
 
 #[cfg(test)]

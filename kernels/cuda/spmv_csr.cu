@@ -179,12 +179,25 @@ __device__ __forceinline__ void merge_path_fixup(int rows, long long pieces,
 }
 
 // nnz-split: each warp takes NS_STEPS x 32 consecutive nonzeros, lane l the ones at l, l+32, ...
-// (coalesced). Each entry's row comes from a binary search inside the warp's row window; a
-// segmented warp scan by row sums each step's products, and the last lane of each row segment
-// adds it into y with one atomic (y is zeroed first).
+// (coalesced). Per step of 32 entries the warp loads the starts of the 32 rows after the step's
+// first row (one coalesced load), and each lane finds its entry's row among them by a branchless
+// search over shuffles (no dependent global loads; a step in which more than 32 rows start, i.e.
+// empty rows, falls back to a binary search in memory). A segmented warp scan by row sums each
+// step's products; the last lane of each row segment writes it: a plain store for a row wholly
+// inside the warp's window, an atomic add for the window's first and last rows, which other
+// warps share (y is zeroed first, which also covers empty rows).
 #ifndef NS_STEPS
 #error "NS_STEPS comes from the host as -DNS_STEPS=... (kernels/src/cuda/spmv.rs; kernels/src/cuda/module.rs)"
 #endif
+
+// Row r's sum (or a segment of it) into y: stored when the row lies inside the window
+// (row_lo, row_hi), added otherwise.
+template <typename T>
+__device__ __forceinline__ void nnz_split_emit(T* __restrict__ y, int r, T v, int row_lo,
+                                               int row_hi) {
+    if (r > row_lo && r < row_hi) y[r] = v;
+    else if (v != T(0)) atomicAdd(y + r, v);
+}
 
 template <typename T>
 __device__ __forceinline__ void nnz_split(int rows, int nnz, const int* __restrict__ ptr,
@@ -194,10 +207,10 @@ __device__ __forceinline__ void nnz_split(int rows, int nnz, const int* __restri
     int lane = threadIdx.x & 31;
     long long base = warp * 32 * NS_STEPS;
     if (base >= nnz) return;  // the whole warp leaves together
-    long long end = base + 32 * NS_STEPS < nnz ? base + 32 * NS_STEPS : nnz;
+    int end = (int)(base + 32 * NS_STEPS < nnz ? base + 32 * NS_STEPS : nnz);
     // Lanes 0 and 1 find the rows of the window's first and last entries: the last row whose
     // start is <= k owns entry k (empty rows before it start at or before k too).
-    long long target = lane == 0 ? base : end - 1;
+    int target = lane == 0 ? (int)base : end - 1;
     int lo = 0, hi = rows - 1;
     if (lane < 2) {
         while (lo < hi) {
@@ -205,26 +218,59 @@ __device__ __forceinline__ void nnz_split(int rows, int nnz, const int* __restri
             if (ptr[mid] <= target) lo = mid; else hi = mid - 1;
         }
     }
-    int row = WARP_SHFL(0xffffffffu, lo, 0, 32);
-    int row_hi = WARP_SHFL(0xffffffffu, lo, 1, 32);
+    const int row_lo = WARP_SHFL(0xffffffffu, lo, 0, 32);
+    const int row_hi = WARP_SHFL(0xffffffffu, lo, 1, 32);
+    int rc = row_lo;  // the row of this step's first entry
     // The last row segment of a step is carried into the next step (same in every lane), so a
-    // long row costs one atomic per warp rather than one per step.
+    // long row costs one write per warp rather than one per step.
     int ckey = -1;
     T cval = 0;
     for (int s = 0; s < NS_STEPS; ++s) {
-        long long k = base + s * 32 + lane;
+        int s0 = (int)base + s * 32;
+        if (s0 >= end) break;  // uniform across the warp
+        int k = s0 + lane;
         bool valid = k < end;
+        // Starts of the rows rc+1 .. rc+32; rows past the window start after its last entry.
+        // Once rc is the window's last row (inside a long row) every entry is in it.
+        int next0 = s0 + 32;
+        int cnt = 0, adv = 0;
+        if (rc < row_hi) {  // uniform across the warp
+            int pr = rc + 1 + lane;
+            int p = pr <= row_hi ? ptr[pr] : 0x7fffffff;
+            // cnt = how many of them start at or before k (sorted: a search over the lanes).
+#pragma unroll
+            for (int st = 16; st > 0; st >>= 1) {
+                int q = WARP_SHFL(0xffffffffu, p, cnt + st - 1, 32);
+                if (q <= k) cnt += st;
+            }
+            if (WARP_SHFL(0xffffffffu, p, cnt, 32) <= k) cnt += 1;
+            // The next step's first row: how many of the 32 start at or before its first entry.
+            adv = __popc(warp_ballot(0xffffffffu, p <= next0));
+        }
         int key = 0x7fffffff;
         T v = 0;
         if (valid) {
-            int a = row, b = row_hi;
+            int r = rc + cnt;
+            if (cnt == 32) {  // more than 32 rows start in this step (empty rows)
+                int a = rc + 32, b = row_hi;
+                while (a < b) {
+                    int m = (a + b + 1) >> 1;
+                    if (ptr[m] <= k) a = m; else b = m - 1;
+                }
+                r = a;
+            }
+            key = r;
+            v = val[k] * load_x(x, idx[k]);
+        }
+        if (adv == 32 && next0 < end) {
+            int a = rc + 32, b = row_hi;
             while (a < b) {
                 int m = (a + b + 1) >> 1;
-                if (ptr[m] <= k) a = m; else b = m - 1;
+                if (ptr[m] <= next0) a = m; else b = m - 1;
             }
-            row = a;
-            key = a;
-            v = val[k] * load_x(x, idx[k]);
+            rc = a;
+        } else {
+            rc += adv;
         }
         // Inclusive segmented scan: keys are non-decreasing across lanes.
 #pragma unroll
@@ -237,21 +283,21 @@ __device__ __forceinline__ void nnz_split(int rows, int nnz, const int* __restri
         bool tail = valid && (lane == 31 || next != key);
         int key0 = WARP_SHFL(0xffffffffu, key, 0, 32);
         bool join = ckey >= 0 && ckey == key0;
-        if (ckey >= 0 && !join && lane == 0 && cval != T(0)) atomicAdd(y + ckey, cval);
+        if (ckey >= 0 && !join && lane == 0) nnz_split_emit(y, ckey, cval, row_lo, row_hi);
         if (join && tail && key == key0) v += cval;
         ckey = -1;
         cval = 0;
-        bool more = s + 1 < NS_STEPS && base + (long long)(s + 1) * 32 < end;
+        bool more = s + 1 < NS_STEPS && next0 < end;
         bool hold = more && WARP_SHFL(0xffffffffu, (int)valid, 31, 32);
         int key31 = WARP_SHFL(0xffffffffu, key, 31, 32);
         T v31 = WARP_SHFL(0xffffffffu, v, 31, 32);
-        if (tail && v != T(0) && !(hold && lane == 31)) atomicAdd(y + key, v);
+        if (tail && !(hold && lane == 31)) nnz_split_emit(y, key, v, row_lo, row_hi);
         if (hold) {
             ckey = key31;
             cval = v31;
         }
     }
-    if (ckey >= 0 && lane == 0 && cval != T(0)) atomicAdd(y + ckey, cval);
+    if (ckey >= 0 && lane == 0) nnz_split_emit(y, ckey, cval, row_lo, row_hi);
 }
 
 #define AUGUR_BALANCED(T, S)                                                                   \
