@@ -22,6 +22,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod device;
 pub mod error;
+pub mod gemm;
 #[cfg(feature = "hip")]
 pub mod hip;
 pub mod reference;

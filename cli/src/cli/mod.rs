@@ -12,6 +12,7 @@ mod kernels;
 mod matrix;
 mod model;
 mod output;
+mod overlap;
 mod run;
 mod spmv;
 
@@ -95,6 +96,10 @@ enum Command {
     /// (MASTER_ADDR:MASTER_PORT or AUGUR_RENDEZVOUS), with a deadline; no GPU needed.
     #[command(subcommand)]
     Distributed(distributed::DistributedCommand),
+    /// GEMM + collective overlap (issue 24). So far its one-GPU part: `augur overlap gemm` checks
+    /// and times the GEMMs the overlap patterns build on (augur's tensor-core GEMM, cuBLASLt).
+    #[command(subcommand)]
+    Overlap(overlap::OverlapCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -154,6 +159,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Eval(a) => model::eval(a),
         Command::Run(a) => run::run(a).map_err(cpu_hint),
         Command::Attention(c) => attention::run(c),
+        Command::Overlap(c) => overlap::run(c),
         Command::Comm(comm::CommCommand::Plan(a)) => comm::plan(a),
         Command::Bench(BenchCommand::Dispatch(a)) => run::dispatch(a),
         Command::Distributed(c) => distributed::run(c),
@@ -232,7 +238,7 @@ pub(crate) fn gpu_only(what: &'static str) -> impl Fn(augur_kernels::KernelError
 
 /// Why a CUDA-only command has no HIP version yet.
 fn amd_gap(what: &str) -> &'static str {
-    if what.contains("attention") {
+    if what.contains("attention") || what.contains("GEMM") {
         "its tensor-core kernel needs a separate matrix-core (MFMA) version, not written until it \
          can be run"
     } else {

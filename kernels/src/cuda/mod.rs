@@ -20,6 +20,7 @@ pub mod comm;
 pub mod cusparse;
 mod external;
 pub mod gather;
+pub mod gemm;
 pub mod module;
 pub(crate) mod spmv;
 pub mod timing;

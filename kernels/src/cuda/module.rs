@@ -22,21 +22,28 @@ pub struct Source {
     /// Written once for both vendors: compiled after [`PORTABLE`] (NVRTC and hiprtc). The
     /// tensor-core attention kernel is NVIDIA's alone.
     pub portable: bool,
+    /// Shared text compiled before the file (after [`PORTABLE`] where portable): [`MMA`] for the
+    /// tensor-core sources, else empty.
+    pub prelude: &'static str,
 }
 
 /// The helpers that let one source compile for NVIDIA and AMD (`kernels/cuda/portable.h`: warp
 /// shuffles, ballots and matches on 32-lane logical warps, acquire/release flags, the clock).
 pub const PORTABLE: &str = include_str!("../../cuda/portable.h");
 
+/// The tensor-core helpers of the NVIDIA-only sources (`kernels/cuda/mma.h`: m16n8k16 products
+/// for f16 and bf16, cp.async, ldmatrix).
+pub const MMA: &str = include_str!("../../cuda/mma.h");
+
 impl Source {
     /// The text a compiler gets: [`PORTABLE`] first for a portable source, then the file, its
     /// lines numbered as in the file.
     pub fn full_text(&self) -> String {
-        if self.portable {
-            format!("{PORTABLE}\n#line 1 \"{}.cu\"\n{}", self.name, self.text)
-        } else {
-            self.text.to_string()
-        }
+        let portable = if self.portable { PORTABLE } else { "" };
+        format!(
+            "{portable}\n{}\n#line 1 \"{}.cu\"\n{}",
+            self.prelude, self.name, self.text
+        )
     }
 }
 
@@ -51,6 +58,7 @@ pub const SPMV_CSR: Source = Source {
         ("MT_ITEMS", super::spmv::MT_ITEMS),
     ],
     portable: true,
+    prelude: "",
 };
 
 pub const FEATURES: Source = Source {
@@ -62,6 +70,7 @@ pub const FEATURES: Source = Source {
         ("XSEG", augur_features::spmv::X_SEGMENT_COLS as u64),
     ],
     portable: true,
+    prelude: "",
 };
 
 pub const COMM: Source = Source {
@@ -72,6 +81,7 @@ pub const COMM: Source = Source {
         ("MAX_BLOCKS", super::comm::MAX_BLOCKS as u64),
     ],
     portable: true,
+    prelude: "",
 };
 
 /// Halo packing and CG's vector operations (issue 23), loaded by `vector::VectorKernels`.
@@ -80,6 +90,7 @@ pub const VECTOR: Source = Source {
     text: include_str!("../../cuda/vector.cu"),
     defines: &[("DOT_BLOCKS", super::vector::DOT_BLOCKS as u64)],
     portable: true,
+    prelude: "",
 };
 
 /// Decode attention over ragged KV (issue 8), loaded by `CudaAttention`.
@@ -88,10 +99,20 @@ pub const ATTENTION: Source = Source {
     text: include_str!("../../cuda/attention.cu"),
     defines: &[("GMAX", super::attention::GMAX as u64)],
     portable: false,
+    prelude: MMA,
+};
+
+/// Dense GEMM on tensor cores (issue 24), loaded by `gemm::CudaGemm`.
+pub const GEMM: Source = Source {
+    name: "gemm",
+    text: include_str!("../../cuda/gemm.cu"),
+    defines: &[("GEMM_STAGES", super::gemm::STAGES as u64)],
+    portable: false,
+    prelude: MMA,
 };
 
 /// Every kernel source, for `augur kernels build` and the compile check.
-pub const SOURCES: &[Source] = &[SPMV_CSR, FEATURES, COMM, VECTOR, ATTENTION];
+pub const SOURCES: &[Source] = &[SPMV_CSR, FEATURES, COMM, VECTOR, ATTENTION, GEMM];
 
 /// NVRTC's options for `src` on `arch`: the architecture, the language, the shared constants.
 pub fn options(src: Source, arch: (i32, i32)) -> Vec<String> {

@@ -1,0 +1,171 @@
+//! `augur overlap` (issue 24): GEMM + collective overlap in tensor-parallel layers. Built so far:
+//! the GEMMs the patterns build on, on one GPU (`augur overlap gemm`); the patterns themselves
+//! need two or more GPUs and are not written yet.
+
+use std::process::ExitCode;
+
+use augur_features::attention::Dtype;
+use augur_kernels::cuda::gemm::{CudaGemm, GemmKernel};
+use augur_kernels::cuda::TimingMode;
+use augur_kernels::gemm::{check_rows, reference_rows, GemmProblem, GemmShape};
+use clap::{Args, Subcommand, ValueEnum};
+
+#[derive(Subcommand, Debug)]
+pub enum OverlapCommand {
+    /// Check augur's tensor-core GEMM (block tiles 128 x 128 and 64 x 128) and cuBLASLt against
+    /// the exact product on each shape (inputs exact multiples of 1/8, so the only error allowed
+    /// is the final rounding to the 16-bit type; rows sampled on large shapes), then time each
+    /// (latency, throughput and graph; medians after warm-up). CSV on stdout: microseconds,
+    /// TFLOP/s and cuBLASLt's time over each kernel's (throughput). Exits non-zero on a failed
+    /// check.
+    Gemm(GemmArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GemmDtype {
+    Bf16,
+    F16,
+}
+
+#[derive(Args, Debug)]
+pub struct GemmArgs {
+    /// Shapes M,N,K (C = A B, A M x K; N and K multiples of 8). Default: the tensor-parallel
+    /// layer grid (M 16 to 16384 tokens; the per-GPU N and K of Llama-3-8B's QKV, o_proj,
+    /// gate+up and down projections at TP 4, and an 8192 x 8192 one).
+    #[arg(value_name = "SHAPE")]
+    shapes: Vec<String>,
+    #[arg(long, value_enum, default_value = "bf16")]
+    dtype: GemmDtype,
+    /// Timed samples per mode.
+    #[arg(long, default_value_t = 10)]
+    reps: usize,
+    #[arg(long, default_value_t = 3)]
+    warmup: usize,
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    /// Seed of the inputs.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+pub fn run(c: OverlapCommand) -> anyhow::Result<ExitCode> {
+    match c {
+        OverlapCommand::Gemm(a) => gemm(a),
+    }
+}
+
+/// Per-GPU GEMMs of tensor-parallel layers: (N, K) of Llama-3-8B (hidden 4096, 32 query and 8
+/// KV heads of 128, MLP 14336) at TP 4: QKV 6144/4, o_proj K 4096/4, gate+up 2 x 14336/4, down
+/// K 14336/4; and a square 8192 one; for M from 16 to 16384 tokens.
+fn default_grid() -> Vec<GemmShape> {
+    let nk = [
+        (1536, 4096),
+        (4096, 1024),
+        (7168, 4096),
+        (4096, 3584),
+        (8192, 8192),
+    ];
+    let ms = [16, 128, 512, 2048, 8192, 16384];
+    let mut v = Vec::new();
+    for &(n, k) in &nk {
+        for &m in &ms {
+            v.push(GemmShape { m, n, k });
+        }
+    }
+    v
+}
+
+fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
+    let shapes = if a.shapes.is_empty() {
+        default_grid()
+    } else {
+        a.shapes
+            .iter()
+            .map(|s| GemmShape::parse(s))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    let dtype = match a.dtype {
+        GemmDtype::Bf16 => Dtype::Bf16,
+        GemmDtype::F16 => Dtype::F16,
+    };
+    let g = CudaGemm::new(a.device).map_err(super::gpu_only("the tensor-core GEMM"))?;
+    let dev = augur_kernels::cuda::device_info(a.device)?;
+    println!(
+        "device,dtype,m,n,k,kernel,passed,max_err_over_bound,latency_us,throughput_us,graph_us,\
+         tflops,cublaslt_over_kernel"
+    );
+    let mut failed = 0;
+    let mut ratios: Vec<(GemmShape, f64)> = Vec::new();
+    for shape in shapes {
+        let p = GemmProblem::random(shape, dtype, a.seed)?;
+        let rows = p.check_rows(256, 24);
+        let want = reference_rows(&p, &rows);
+        let mut d = g.upload(&p)?;
+        let mut results = Vec::new();
+        for kernel in GemmKernel::all() {
+            let prep = g.prepare(&d, kernel)?;
+            g.poison(&mut d)?;
+            g.launch(&mut d, &prep)?;
+            let got = g.rows(&d, &rows)?;
+            let (err, r, c) = check_rows(&p, &rows, &want, &got);
+            let passed = err <= 1.0;
+            if !passed {
+                failed += 1;
+                eprintln!(
+                    "augur: {} {shape} {dtype:?}: C[{r}][{c}] off by {err:.2} of the rounding \
+                     bound",
+                    kernel.name()
+                );
+            }
+            let t = g.time_modes(&mut d, &prep, a.warmup, a.reps)?;
+            results.push((kernel, passed, err, t));
+        }
+        let lt = results
+            .iter()
+            .find(|r| r.0 == GemmKernel::CublasLt)
+            .map(|r| r.3.throughput_s);
+        for (kernel, passed, err, t) in &results {
+            let thr = t.throughput_s;
+            let graph = t
+                .get(TimingMode::Graph)
+                .map_or(String::new(), |g| format!("{:.2}", g * 1e6));
+            let vs = lt.map_or(String::new(), |l| format!("{:.3}", l / thr));
+            println!(
+                "{},{},{},{},{},{},{passed},{err:.3},{:.2},{:.2},{graph},{:.1},{vs}",
+                dev.name,
+                a.dtype
+                    .to_possible_value()
+                    .map_or("?".into(), |v| v.get_name().to_string()),
+                shape.m,
+                shape.n,
+                shape.k,
+                kernel.name(),
+                t.latency_s * 1e6,
+                thr * 1e6,
+                shape.flops() / thr / 1e12,
+            );
+        }
+        if let Some(l) = lt {
+            let best = results
+                .iter()
+                .filter(|r| r.0 != GemmKernel::CublasLt)
+                .map(|r| r.3.throughput_s)
+                .fold(f64::INFINITY, f64::min);
+            ratios.push((shape, l / best));
+        }
+    }
+    if !ratios.is_empty() {
+        let geo = (ratios.iter().map(|r| r.1.ln()).sum::<f64>() / ratios.len() as f64).exp();
+        let at_least = ratios.iter().filter(|r| r.1 >= 0.8).count();
+        eprintln!(
+            "augur's best tile over cuBLASLt (throughput): geomean {geo:.3}, >= 0.8 on {at_least} \
+             of {} shapes (the fused overlap pattern needs 0.8 on a shape to count there)",
+            ratios.len()
+        );
+    }
+    if failed > 0 {
+        eprintln!("augur: {failed} check(s) failed");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}

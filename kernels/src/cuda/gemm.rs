@@ -1,0 +1,358 @@
+//! Dense GEMM on one GPU (issue 24): augur's tensor-core kernel (`kernels/cuda/gemm.cu`, two tile
+//! heights) and cuBLASLt (through cudarc, loaded at run time), on the same device buffers, so that
+//! they are checked and timed the same way. The GEMM + collective overlap patterns build on these;
+//! the fused pattern needs a GEMM of augur's own, which must reach 0.8 of cuBLASLt on a shape for
+//! that pattern to count there.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use augur_features::attention::Dtype;
+use cudarc::cublaslt::{result as lt, sys as lts};
+use cudarc::driver::sys::CUfunction_attribute_enum;
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
+    LaunchConfig, PushKernelArg,
+};
+
+use super::{drv, module};
+use crate::gemm::{from_half_bits, to_half_bits, GemmProblem, GemmShape};
+use crate::KernelError;
+
+/// Shared-memory stages of gemm.cu's pipeline (GEMM_STAGES).
+pub const STAGES: usize = 3;
+const BN: usize = 128;
+const BK: usize = 32;
+/// cuBLASLt's workspace.
+const LT_WORKSPACE: usize = 32 << 20;
+
+/// The GEMMs compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GemmKernel {
+    /// gemm.cu with block tiles of `bm` x 128 (bm = 128 or 64).
+    Augur { bm: usize },
+    /// cuBLASLt's heuristic choice (f32 accumulation).
+    CublasLt,
+}
+
+impl GemmKernel {
+    pub fn all() -> [GemmKernel; 3] {
+        [
+            GemmKernel::Augur { bm: 128 },
+            GemmKernel::Augur { bm: 64 },
+            GemmKernel::CublasLt,
+        ]
+    }
+
+    pub fn name(self) -> String {
+        match self {
+            GemmKernel::Augur { bm } => format!("augur_{bm}x128"),
+            GemmKernel::CublasLt => "cublaslt".into(),
+        }
+    }
+}
+
+/// A GEMM's buffers on the GPU: A, B and C as 16-bit patterns of `dtype`.
+pub struct DeviceGemm {
+    pub shape: GemmShape,
+    pub dtype: Dtype,
+    a: CudaSlice<u16>,
+    b: CudaSlice<u16>,
+    c: CudaSlice<u16>,
+}
+
+/// cuBLASLt's descriptors and chosen algorithm for one shape (C = A B, row-major, computed as
+/// the column-major Cᵀ = Bᵀ Aᵀ with no transposes).
+struct LtPlan {
+    handle: lts::cublasLtHandle_t,
+    desc: lts::cublasLtMatmulDesc_t,
+    layouts: [lts::cublasLtMatrixLayout_t; 3],
+    algo: lts::cublasLtMatmulAlgo_t,
+    workspace: CudaSlice<u8>,
+}
+
+impl Drop for LtPlan {
+    fn drop(&mut self) {
+        // SAFETY: created by LtPlan::new and destroyed only here.
+        unsafe {
+            for l in self.layouts {
+                let _ = lt::destroy_matrix_layout(l);
+            }
+            let _ = lt::destroy_matmul_desc(self.desc);
+            let _ = lt::destroy_handle(self.handle);
+        }
+    }
+}
+
+/// A kernel made ready for one [`DeviceGemm`].
+pub struct GemmPrepared {
+    pub kernel: GemmKernel,
+    func: Option<(CudaFunction, u32)>,
+    lt: Option<LtPlan>,
+}
+
+fn lt_err(what: &str) -> impl Fn(cudarc::cublaslt::result::CublasError) -> KernelError + '_ {
+    move |e| KernelError::Cuda(format!("cuBLASLt {what}: {e:?}"))
+}
+
+/// The GEMM kernels on one GPU.
+pub struct CudaGemm {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    module: Arc<CudaModule>,
+}
+
+impl CudaGemm {
+    pub fn new(ordinal: usize) -> Result<CudaGemm, KernelError> {
+        let dev = super::device_info(ordinal)?;
+        if dev.compute_capability < (8, 0) {
+            return Err(KernelError::Unsupported {
+                backend: "cuda".into(),
+                what: format!(
+                    "the tensor-core GEMM (sm_80 or newer; this GPU is sm_{}{})",
+                    dev.compute_capability.0, dev.compute_capability.1
+                ),
+            });
+        }
+        let ctx = CudaContext::new(ordinal).map_err(drv("cuCtxCreate"))?;
+        let stream = super::own_stream(&ctx)?;
+        let (ptx, _) = module::ptx(module::GEMM, dev.compute_capability)?;
+        let module = ctx.load_module(ptx).map_err(drv("cuModuleLoadData"))?;
+        Ok(CudaGemm {
+            ctx,
+            stream,
+            module,
+        })
+    }
+
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// Upload `p`'s inputs (exact in its dtype) and a poisoned (NaN) C.
+    pub fn upload(&self, p: &GemmProblem) -> Result<DeviceGemm, KernelError> {
+        p.shape.validate()?;
+        let bits = |v: &[f32]| -> Vec<u16> {
+            use rayon::prelude::*;
+            v.par_iter().map(|&x| to_half_bits(p.dtype, x)).collect()
+        };
+        let s = &self.stream;
+        let up = |v: Vec<u16>| s.clone_htod(&v).map_err(drv("upload"));
+        let a = up(bits(&p.a))?;
+        let b = up(bits(&p.b))?;
+        let c = up(vec![to_half_bits(p.dtype, f32::NAN); p.shape.m * p.shape.n])?;
+        Ok(DeviceGemm {
+            shape: p.shape,
+            dtype: p.dtype,
+            a,
+            b,
+            c,
+        })
+    }
+
+    /// C back to NaN (before a checked run).
+    pub fn poison(&self, d: &mut DeviceGemm) -> Result<(), KernelError> {
+        let nan = vec![to_half_bits(d.dtype, f32::NAN); d.shape.m * d.shape.n];
+        self.stream
+            .memcpy_htod(&nan, &mut d.c)
+            .map_err(drv("poison"))
+    }
+
+    /// Make `kernel` ready for `d`'s shape: the function and its shared memory, or cuBLASLt's
+    /// descriptors and its heuristic's algorithm. cuBLASLt missing is "not available".
+    pub fn prepare(&self, d: &DeviceGemm, kernel: GemmKernel) -> Result<GemmPrepared, KernelError> {
+        match kernel {
+            GemmKernel::Augur { bm } => {
+                if bm != 64 && bm != 128 {
+                    return Err(KernelError::Invalid(format!(
+                        "gemm.cu has block tiles of 64 and 128 rows, not {bm}"
+                    )));
+                }
+                let ty = match d.dtype {
+                    Dtype::Bf16 => "bf16",
+                    _ => "f16",
+                };
+                let name = format!("gemm_{ty}_{bm}");
+                let f = self
+                    .module
+                    .load_function(&name)
+                    .map_err(|e| KernelError::Cuda(format!("kernel {name}: {e}")))?;
+                let smem = (STAGES * (bm * (BK + 8) + BK * (BN + 8)) * 2) as u32;
+                f.set_attribute(
+                    CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    smem as i32,
+                )
+                .map_err(drv("cuFuncSetAttribute"))?;
+                Ok(GemmPrepared {
+                    kernel,
+                    func: Some((f, smem)),
+                    lt: None,
+                })
+            }
+            GemmKernel::CublasLt => Ok(GemmPrepared {
+                kernel,
+                func: None,
+                lt: Some(self.lt_plan(d)?),
+            }),
+        }
+    }
+
+    fn lt_plan(&self, d: &DeviceGemm) -> Result<LtPlan, KernelError> {
+        // SAFETY: a query of the loader, before any cuBLASLt call (which would panic without it).
+        if !unsafe { lts::is_culib_present() } {
+            return Err(KernelError::NotAvailable {
+                backend: "cublaslt".into(),
+                why: "libcublasLt could not be loaded (is the CUDA toolkit's lib64 on \
+                      LD_LIBRARY_PATH?)"
+                    .into(),
+            });
+        }
+        let ty = match d.dtype {
+            Dtype::Bf16 => lts::cudaDataType_t::CUDA_R_16BF,
+            _ => lts::cudaDataType_t::CUDA_R_16F,
+        };
+        let GemmShape { m, n, k } = d.shape;
+        let (m, n, k) = (m as u64, n as u64, k as u64);
+        let handle = lt::create_handle().map_err(lt_err("create"))?;
+        let mut plan = LtPlan {
+            handle,
+            desc: lt::create_matmul_desc(
+                lts::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                lts::cudaDataType_t::CUDA_R_32F,
+            )
+            .map_err(lt_err("matmul desc"))?,
+            layouts: [std::ptr::null_mut(); 3],
+            algo: lts::cublasLtMatmulAlgo_t { data: [0; 8] },
+            workspace: self
+                .stream
+                .alloc_zeros::<u8>(LT_WORKSPACE)
+                .map_err(drv("workspace"))?,
+        };
+        // Column-major Cᵀ (n x m) = Bᵀ (n x k, B's rows as columns) Aᵀ (k x m).
+        plan.layouts = [
+            lt::create_matrix_layout(ty, n, k, n as i64).map_err(lt_err("layout"))?,
+            lt::create_matrix_layout(ty, k, m, k as i64).map_err(lt_err("layout"))?,
+            lt::create_matrix_layout(ty, n, m, n as i64).map_err(lt_err("layout"))?,
+        ];
+        let pref = lt::create_matmul_pref().map_err(lt_err("preference"))?;
+        let ws = LT_WORKSPACE as u64;
+        // SAFETY: live descriptors; the attribute is a u64 byte count.
+        let heuristic = unsafe {
+            lt::set_matmul_pref_attribute(
+                pref,
+                lts::cublasLtMatmulPreferenceAttributes_t::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                &ws as *const u64 as *const c_void,
+                std::mem::size_of::<u64>(),
+            )
+            .map_err(lt_err("workspace preference"))?;
+            let h = lt::get_matmul_algo_heuristic(
+                plan.handle,
+                plan.desc,
+                plan.layouts[0],
+                plan.layouts[1],
+                plan.layouts[2],
+                plan.layouts[2],
+                pref,
+            );
+            let _ = lt::destroy_matmul_pref(pref);
+            h.map_err(lt_err("heuristic"))?
+        };
+        plan.algo = heuristic.algo;
+        Ok(plan)
+    }
+
+    /// Enqueue one product C = A B.
+    pub fn launch(&self, d: &mut DeviceGemm, p: &GemmPrepared) -> Result<(), KernelError> {
+        let s = &self.stream;
+        let GemmShape { m, n, k } = d.shape;
+        match (&p.func, &p.lt, p.kernel) {
+            (Some((f, smem)), _, GemmKernel::Augur { bm }) => {
+                let cfg = LaunchConfig {
+                    grid_dim: (n.div_ceil(BN) as u32, m.div_ceil(bm) as u32, 1),
+                    block_dim: (256, 1, 1),
+                    shared_mem_bytes: *smem,
+                };
+                let (m, n, k) = (m as i32, n as i32, k as i32);
+                let mut l = s.launch_builder(f);
+                l.arg(&m).arg(&n).arg(&k).arg(&d.a).arg(&d.b).arg(&mut d.c);
+                // SAFETY: gemm.cu's (m, n, k, A, B, C) with A m x k, B k x n, C m x n halves;
+                // the shape was validated (n, k multiples of 8).
+                unsafe { l.launch(cfg) }.map_err(drv("gemm launch"))?;
+                Ok(())
+            }
+            (_, Some(plan), GemmKernel::CublasLt) => {
+                let (alpha, beta) = (1.0f32, 0.0f32);
+                let (a, _ga) = d.a.device_ptr(s);
+                let (b, _gb) = d.b.device_ptr(s);
+                let (c, _gc) = d.c.device_ptr_mut(s);
+                let (w, _gw) = plan.workspace.device_ptr(s);
+                // SAFETY: the plan's layouts describe these buffers (B as the first operand, A
+                // as the second: Cᵀ = Bᵀ Aᵀ), the workspace is LT_WORKSPACE bytes, all on `s`.
+                unsafe {
+                    lt::matmul(
+                        plan.handle,
+                        plan.desc,
+                        &alpha as *const f32 as *const c_void,
+                        &beta as *const f32 as *const c_void,
+                        b as *const c_void,
+                        plan.layouts[0],
+                        a as *const c_void,
+                        plan.layouts[1],
+                        c as *const c_void,
+                        plan.layouts[2],
+                        c as *mut c_void,
+                        plan.layouts[2],
+                        &plan.algo,
+                        w as *mut c_void,
+                        LT_WORKSPACE,
+                        s.cu_stream() as lts::cudaStream_t,
+                    )
+                }
+                .map_err(lt_err("matmul"))
+            }
+            _ => Err(KernelError::Invalid(
+                "a GEMM launched with another kernel's preparation".into(),
+            )),
+        }
+    }
+
+    /// `p` timed in the latency, throughput and graph modes ([`super::time_modes`]).
+    pub fn time_modes(
+        &self,
+        d: &mut DeviceGemm,
+        p: &GemmPrepared,
+        warmup: usize,
+        reps: usize,
+    ) -> Result<super::ModeTimes, KernelError> {
+        let plan = super::TimingPlan {
+            warmup,
+            iterations: reps.max(1),
+        };
+        super::time_modes(&self.stream, plan, None, || self.launch(d, p))
+    }
+
+    /// Rows `rows` of C as f32 (waits for the stream).
+    pub fn rows(&self, d: &DeviceGemm, rows: &[usize]) -> Result<Vec<f32>, KernelError> {
+        let n = d.shape.n;
+        let mut out = Vec::with_capacity(rows.len() * n);
+        let mut i = 0;
+        while i < rows.len() {
+            // Runs of consecutive rows in one copy.
+            let mut j = i + 1;
+            while j < rows.len() && rows[j] == rows[j - 1] + 1 {
+                j += 1;
+            }
+            let part = self
+                .stream
+                .clone_dtoh(&d.c.slice(rows[i] * n..(rows[j - 1] + 1) * n))
+                .map_err(drv("download"))?;
+            out.extend(part.into_iter().map(|h| from_half_bits(d.dtype, h)));
+            i = j;
+        }
+        Ok(out)
+    }
+}
