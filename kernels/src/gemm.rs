@@ -12,7 +12,8 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::KernelError;
 
-/// C (m x n) = A (m x k) B (k x n), all row-major.
+/// C (m x n) = A (m x k) Bᵀ, B (n x k) a linear layer's weight as PyTorch stores it ([out][in]);
+/// all row-major.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GemmShape {
     pub m: usize,
@@ -106,23 +107,24 @@ impl GemmProblem {
                 .collect()
         };
         let a = draw(shape.m * shape.k);
-        let b = draw(shape.k * shape.n);
+        let b = draw(shape.n * shape.k);
         Ok(GemmProblem { shape, dtype, a, b })
     }
 
-    /// Row `i` of C, exactly (f64).
+    /// Row `i` of C, exactly (f64): C[i][c] = Σ_p A[i][p] B[c][p].
     pub fn reference_row(&self, i: usize) -> Vec<f64> {
         let GemmShape { n, k, .. } = self.shape;
-        let mut row = vec![0.0f64; n];
-        for (p, &a) in self.a[i * k..(i + 1) * k].iter().enumerate() {
-            if a != 0.0 {
-                let b = &self.b[p * n..(p + 1) * n];
-                for (c, &bv) in row.iter_mut().zip(b) {
-                    *c += a as f64 * bv as f64;
+        let a = &self.a[i * k..(i + 1) * k];
+        (0..n)
+            .map(|c| {
+                let b = &self.b[c * k..(c + 1) * k];
+                let mut sum = 0.0f64;
+                for (&x, &y) in a.iter().zip(b) {
+                    sum += x as f64 * y as f64;
                 }
-            }
-        }
-        row
+                sum
+            })
+            .collect()
     }
 
     /// The rows a check compares: all of them up to `all_up_to` rows, else the first and last

@@ -1,5 +1,6 @@
-//! Dense GEMM on one GPU (issue 24): augur's tensor-core kernel (`kernels/cuda/gemm.cu`, two tile
-//! heights) and cuBLASLt (through cudarc, loaded at run time), on the same device buffers, so that
+//! Dense GEMM C = A Bᵀ on one GPU (issue 24; B a linear layer's [out][in] weight): augur's
+//! tensor-core kernels (`kernels/cuda/gemm.cu`: mma.sync with two tile heights, and wgmma on
+//! Hopper) and cuBLASLt (through cudarc, loaded at run time), on the same device buffers, so that
 //! they are checked and timed the same way. The GEMM + collective overlap patterns build on these;
 //! the fused pattern needs a GEMM of augur's own, which must reach 0.8 of cuBLASLt on a shape for
 //! that pattern to count there.
@@ -19,8 +20,10 @@ use super::{drv, module};
 use crate::gemm::{from_half_bits, to_half_bits, GemmProblem, GemmShape};
 use crate::KernelError;
 
-/// Shared-memory stages of gemm.cu's pipeline (GEMM_STAGES).
+/// Shared-memory stages of gemm.cu's mma.sync pipeline (GEMM_STAGES).
 pub const STAGES: usize = 3;
+/// Shared-memory stages of its wgmma pipeline (WG_STAGES), each a 128 x 64 tile of A and of B.
+pub const WG_STAGES: usize = 4;
 const BN: usize = 128;
 const BK: usize = 32;
 /// cuBLASLt's workspace.
@@ -29,17 +32,22 @@ const LT_WORKSPACE: usize = 32 << 20;
 /// The GEMMs compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum GemmKernel {
-    /// gemm.cu with block tiles of `bm` x 128 (bm = 128 or 64).
+    /// gemm.cu's mma.sync kernel with block tiles of `bm` x 128 (bm = 128 or 64).
     Augur { bm: usize },
+    /// gemm.cu's wgmma kernel (Hopper only): 128 x `bn` tiles (bn = 128 or 256), two
+    /// warpgroups.
+    Wgmma { bn: usize },
     /// cuBLASLt's heuristic choice (f32 accumulation).
     CublasLt,
 }
 
 impl GemmKernel {
-    pub fn all() -> [GemmKernel; 3] {
+    pub fn all() -> [GemmKernel; 5] {
         [
             GemmKernel::Augur { bm: 128 },
             GemmKernel::Augur { bm: 64 },
+            GemmKernel::Wgmma { bn: 128 },
+            GemmKernel::Wgmma { bn: 256 },
             GemmKernel::CublasLt,
         ]
     }
@@ -47,6 +55,7 @@ impl GemmKernel {
     pub fn name(self) -> String {
         match self {
             GemmKernel::Augur { bm } => format!("augur_{bm}x128"),
+            GemmKernel::Wgmma { bn } => format!("augur_wgmma_128x{bn}"),
             GemmKernel::CublasLt => "cublaslt".into(),
         }
     }
@@ -61,8 +70,8 @@ pub struct DeviceGemm {
     c: CudaSlice<u16>,
 }
 
-/// cuBLASLt's descriptors and chosen algorithm for one shape (C = A B, row-major, computed as
-/// the column-major Cᵀ = Bᵀ Aᵀ with no transposes).
+/// cuBLASLt's descriptors and chosen algorithm for one shape (C = A Bᵀ row-major, computed as
+/// the column-major Cᵀ = B Aᵀ: B's buffer read as the column-major Bᵀ and transposed).
 struct LtPlan {
     handle: lts::cublasLtHandle_t,
     desc: lts::cublasLtMatmulDesc_t,
@@ -98,6 +107,7 @@ fn lt_err(what: &str) -> impl Fn(cudarc::cublaslt::result::CublasError) -> Kerne
 /// The GEMM kernels on one GPU.
 pub struct CudaGemm {
     ctx: Arc<CudaContext>,
+    compute_capability: (i32, i32),
     stream: Arc<CudaStream>,
     module: Arc<CudaModule>,
 }
@@ -120,6 +130,7 @@ impl CudaGemm {
         let module = ctx.load_module(ptx).map_err(drv("cuModuleLoadData"))?;
         Ok(CudaGemm {
             ctx,
+            compute_capability: dev.compute_capability,
             stream,
             module,
         })
@@ -181,7 +192,46 @@ impl CudaGemm {
                     .module
                     .load_function(&name)
                     .map_err(|e| KernelError::Cuda(format!("kernel {name}: {e}")))?;
-                let smem = (STAGES * (bm * (BK + 8) + BK * (BN + 8)) * 2) as u32;
+                // Per stage a bm x 32 tile of A and a 128 x 32 tile of B, rows padded by 8 halves.
+                let smem = (STAGES * (bm + BN) * (BK + 8) * 2) as u32;
+                f.set_attribute(
+                    CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    smem as i32,
+                )
+                .map_err(drv("cuFuncSetAttribute"))?;
+                Ok(GemmPrepared {
+                    kernel,
+                    func: Some((f, smem)),
+                    lt: None,
+                })
+            }
+            GemmKernel::Wgmma { bn } => {
+                if bn != 128 && bn != 256 {
+                    return Err(KernelError::Invalid(format!(
+                        "gemm.cu's wgmma kernel has tiles 128 and 256 wide, not {bn}"
+                    )));
+                }
+                if self.compute_capability.0 != 9 {
+                    return Err(KernelError::Unsupported {
+                        backend: "cuda".into(),
+                        what: format!(
+                            "the wgmma GEMM (Hopper, sm_90; this GPU is sm_{}{})",
+                            self.compute_capability.0, self.compute_capability.1
+                        ),
+                    });
+                }
+                let ty = match d.dtype {
+                    Dtype::Bf16 => "bf16",
+                    _ => "f16",
+                };
+                let name = format!("gemm_wg_{ty}_{bn}");
+                let f = self
+                    .module
+                    .load_function(&name)
+                    .map_err(|e| KernelError::Cuda(format!("kernel {name}: {e}")))?;
+                // A 128 x 64 and a bn x 64 tile per stage, and 1 KiB to align the stages to
+                // 1024 bytes.
+                let smem = (WG_STAGES * (128 + bn) * 64 * 2 + 1024) as u32;
                 f.set_attribute(
                     CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                     smem as i32,
@@ -232,12 +282,25 @@ impl CudaGemm {
                 .alloc_zeros::<u8>(LT_WORKSPACE)
                 .map_err(drv("workspace"))?,
         };
-        // Column-major Cᵀ (n x m) = Bᵀ (n x k, B's rows as columns) Aᵀ (k x m).
+        // Column-major Cᵀ (n x m) = B (n x k) Aᵀ (k x m): B's buffer is the column-major k x n
+        // Bᵀ, transposed by the first operand's op; A's is the column-major k x m Aᵀ.
         plan.layouts = [
-            lt::create_matrix_layout(ty, n, k, n as i64).map_err(lt_err("layout"))?,
+            lt::create_matrix_layout(ty, k, n, k as i64).map_err(lt_err("layout"))?,
             lt::create_matrix_layout(ty, k, m, k as i64).map_err(lt_err("layout"))?,
             lt::create_matrix_layout(ty, n, m, n as i64).map_err(lt_err("layout"))?,
         ];
+        // cublasOperation_t as an i32: CUBLAS_OP_T is 1.
+        let op_t: i32 = 1;
+        // SAFETY: a live descriptor; the attribute is a cublasOperation_t (a 32-bit enum).
+        unsafe {
+            lt::set_matmul_desc_attribute(
+                plan.desc,
+                lts::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSA,
+                &op_t as *const i32 as *const c_void,
+                std::mem::size_of::<i32>(),
+            )
+        }
+        .map_err(lt_err("transpose"))?;
         let pref = lt::create_matmul_pref().map_err(lt_err("preference"))?;
         let ws = LT_WORKSPACE as u64;
         // SAFETY: live descriptors; the attribute is a u64 byte count.
@@ -270,16 +333,25 @@ impl CudaGemm {
         let s = &self.stream;
         let GemmShape { m, n, k } = d.shape;
         match (&p.func, &p.lt, p.kernel) {
-            (Some((f, smem)), _, GemmKernel::Augur { bm }) => {
+            (
+                Some((f, smem)),
+                _,
+                kernel @ (GemmKernel::Augur { .. } | GemmKernel::Wgmma { .. }),
+            ) => {
+                let (bm, bn) = match kernel {
+                    GemmKernel::Wgmma { bn } => (128, bn),
+                    GemmKernel::Augur { bm } => (bm, BN),
+                    GemmKernel::CublasLt => (0, 0),
+                };
                 let cfg = LaunchConfig {
-                    grid_dim: (n.div_ceil(BN) as u32, m.div_ceil(bm) as u32, 1),
+                    grid_dim: (n.div_ceil(bn) as u32, m.div_ceil(bm) as u32, 1),
                     block_dim: (256, 1, 1),
                     shared_mem_bytes: *smem,
                 };
                 let (m, n, k) = (m as i32, n as i32, k as i32);
                 let mut l = s.launch_builder(f);
                 l.arg(&m).arg(&n).arg(&k).arg(&d.a).arg(&d.b).arg(&mut d.c);
-                // SAFETY: gemm.cu's (m, n, k, A, B, C) with A m x k, B k x n, C m x n halves;
+                // SAFETY: gemm.cu's (m, n, k, A, B, C) with A m x k, B n x k, C m x n halves;
                 // the shape was validated (n, k multiples of 8).
                 unsafe { l.launch(cfg) }.map_err(drv("gemm launch"))?;
                 Ok(())
@@ -291,7 +363,7 @@ impl CudaGemm {
                 let (c, _gc) = d.c.device_ptr_mut(s);
                 let (w, _gw) = plan.workspace.device_ptr(s);
                 // SAFETY: the plan's layouts describe these buffers (B as the first operand, A
-                // as the second: Cᵀ = Bᵀ Aᵀ), the workspace is LT_WORKSPACE bytes, all on `s`.
+                // as the second: Cᵀ = B Aᵀ), the workspace is LT_WORKSPACE bytes, all on `s`.
                 unsafe {
                     lt::matmul(
                         plan.handle,

@@ -25,6 +25,9 @@ pub struct Source {
     /// Shared text compiled before the file (after [`PORTABLE`] where portable): [`MMA`] for the
     /// tensor-core sources, else empty.
     pub prelude: &'static str,
+    /// Compiled for the architecture-specific target where there is one (compute_90a on Hopper:
+    /// wgmma), so the source may use instructions that only that GPU family has.
+    pub arch_specific: bool,
 }
 
 /// The helpers that let one source compile for NVIDIA and AMD (`kernels/cuda/portable.h`: warp
@@ -59,6 +62,7 @@ pub const SPMV_CSR: Source = Source {
     ],
     portable: true,
     prelude: "",
+    arch_specific: false,
 };
 
 pub const FEATURES: Source = Source {
@@ -71,6 +75,7 @@ pub const FEATURES: Source = Source {
     ],
     portable: true,
     prelude: "",
+    arch_specific: false,
 };
 
 pub const COMM: Source = Source {
@@ -82,6 +87,7 @@ pub const COMM: Source = Source {
     ],
     portable: true,
     prelude: "",
+    arch_specific: false,
 };
 
 /// Halo packing and CG's vector operations (issue 23), loaded by `vector::VectorKernels`.
@@ -91,6 +97,7 @@ pub const VECTOR: Source = Source {
     defines: &[("DOT_BLOCKS", super::vector::DOT_BLOCKS as u64)],
     portable: true,
     prelude: "",
+    arch_specific: false,
 };
 
 /// Decode attention over ragged KV (issue 8), loaded by `CudaAttention`.
@@ -100,15 +107,20 @@ pub const ATTENTION: Source = Source {
     defines: &[("GMAX", super::attention::GMAX as u64)],
     portable: false,
     prelude: MMA,
+    arch_specific: false,
 };
 
 /// Dense GEMM on tensor cores (issue 24), loaded by `gemm::CudaGemm`.
 pub const GEMM: Source = Source {
     name: "gemm",
     text: include_str!("../../cuda/gemm.cu"),
-    defines: &[("GEMM_STAGES", super::gemm::STAGES as u64)],
+    defines: &[
+        ("GEMM_STAGES", super::gemm::STAGES as u64),
+        ("WG_STAGES", super::gemm::WG_STAGES as u64),
+    ],
     portable: false,
     prelude: MMA,
+    arch_specific: true,
 };
 
 /// Every kernel source, for `augur kernels build` and the compile check.
@@ -116,8 +128,13 @@ pub const SOURCES: &[Source] = &[SPMV_CSR, FEATURES, COMM, VECTOR, ATTENTION, GE
 
 /// NVRTC's options for `src` on `arch`: the architecture, the language, the shared constants.
 pub fn options(src: Source, arch: (i32, i32)) -> Vec<String> {
+    let suffix = if src.arch_specific && arch.0 == 9 {
+        "a"
+    } else {
+        ""
+    };
     let mut o = vec![
-        format!("--gpu-architecture=compute_{}{}", arch.0, arch.1),
+        format!("--gpu-architecture=compute_{}{}{suffix}", arch.0, arch.1),
         "--std=c++17".into(),
     ];
     o.extend(src.defines.iter().map(|(n, v)| format!("-D{n}={v}")));
