@@ -302,3 +302,140 @@ AUGUR_WG(F16, f16, 128)
 AUGUR_WG(BF16, bf16, 128)
 AUGUR_WG(F16, f16, 256)
 AUGUR_WG(BF16, bf16, 256)
+
+// ---- Hopper: TMA loads by a producer warpgroup, wgmma by two consumer warpgroups ------------
+//
+// gemm_tma_{f16,bf16}: 384 threads: warpgroup 0 produces (one thread issues the tensor-memory
+// copies of each stage's 128 x 64 A tile and 256 x 64 B tile, 128-byte swizzled, straight into
+// shared memory, and the stage's "full" barrier counts their bytes in); warpgroups 1 and 2
+// consume (each waits for a stage to be full, multiplies its 64 rows by the 256 columns with
+// four wgmma.m64n256k16, and marks the stage it finished before "empty" for the producer). The
+// tensor maps come from the host (cuTensorMapEncodeTiled); past the matrix edges the copies fill
+// zeros.
+
+#define TMA_BN 256
+#define TMA_GROUP 8
+
+struct __align__(64) TensorMap {
+    unsigned long long opaque[16];
+};
+
+#ifdef AUGUR_WGMMA
+__device__ __forceinline__ void mbar_init(unsigned bar, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(unsigned bar, int bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned bar, int parity) {
+    unsigned ok = 0;
+    while (!ok) {
+        asm volatile(
+            "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+            "selp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(ok)
+            : "r"(bar), "r"(parity)
+            : "memory");
+    }
+}
+__device__ __forceinline__ void tma_load(unsigned dst, const TensorMap* map, int x, int y,
+                                         unsigned bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, "
+        "{%2, %3}], [%4];" ::"r"(dst),
+        "l"((unsigned long long)map), "r"(x), "r"(y), "r"(bar)
+        : "memory");
+}
+
+template <typename TT>
+__device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* tma,
+                                         const TensorMap* tmb, u16* __restrict__ C) {
+    extern __shared__ __align__(16) unsigned char tma_raw[];
+    // Barriers first (2 x WG_STAGES x 8 bytes), then 1024-byte aligned stages.
+    unsigned long long* bars = (unsigned long long*)tma_raw;
+    unsigned char* base = tma_raw + 2 * WG_STAGES * 8;
+    u16* smem = (u16*)(base + ((1024 - (smem_addr(base) & 1023)) & 1023));
+    const int A_TILE = WG_BM * 64, STAGE = (WG_BM + TMA_BN) * 64;  // halves
+    const int wg = threadIdx.x >> 7;
+    // Blocks in groups of TMA_GROUP tile rows, down the rows first: consecutive blocks share B
+    // tiles and a group's A rows, so both stay in L2 (row-major block order streamed all of B
+    // through L2 for every tile row on large shapes).
+    const int pid = blockIdx.x + blockIdx.y * gridDim.x;
+    const int per_group = TMA_GROUP * gridDim.x;
+    const int first = pid / per_group * TMA_GROUP;
+    const int rows_here = min((int)gridDim.y - first, TMA_GROUP);
+    const int tile_m = first + (pid % per_group) % rows_here;
+    const int tile_n = (pid % per_group) / rows_here;
+    const int row0 = tile_m * WG_BM, col0 = tile_n * TMA_BN;
+    const int kt_n = (k + WG_BK - 1) / WG_BK;
+    auto full = [&](int s) { return smem_addr(bars + s); };
+    auto empty = [&](int s) { return smem_addr(bars + WG_STAGES + s); };
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < WG_STAGES; ++s) {
+            mbar_init(full(s), 1);
+            mbar_init(empty(s), 8);  // lane 0 of each consumer warp
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (wg == 0) {
+        if (threadIdx.x == 0) {
+            const int bytes = STAGE * 2;
+            for (int kt = 0; kt < kt_n; ++kt) {
+                int s = kt % WG_STAGES, use = kt / WG_STAGES;
+                if (use > 0) mbar_wait(empty(s), (use - 1) & 1);
+                mbar_expect_tx(full(s), bytes);
+                u16* st = smem + s * STAGE;
+                tma_load(smem_addr(st), tma, kt * WG_BK, row0, full(s));
+                tma_load(smem_addr(st + A_TILE), tmb, kt * WG_BK, col0, full(s));
+            }
+        }
+        return;
+    }
+    const int cw = wg - 1;  // consumer warpgroup: rows 64 cw .. 64 cw + 63 of the tile
+    float d[TMA_BN / 2];
+#pragma unroll
+    for (int i = 0; i < TMA_BN / 2; ++i) d[i] = 0.0f;
+    for (int kt = 0; kt < kt_n; ++kt) {
+        int s = kt % WG_STAGES;
+        mbar_wait(full(s), (kt / WG_STAGES) & 1);
+        const u16* sa = smem + s * STAGE + cw * 64 * 64;
+        const u16* sb = smem + s * STAGE + A_TILE;
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < WG_BK / 16; ++kk) {
+            Wg<TT, TMA_BN>::mma(d, wg_desc(sa + kk * 16), wg_desc(sb + kk * 16), 1);
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        // Step kt's products stay in flight; step kt - 1's are done: its stage goes back.
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        if (kt > 0 && (threadIdx.x & 31) == 0) mbar_arrive(empty((kt - 1) % WG_STAGES));
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
+    const int g = lane >> 2, t = lane & 3;
+    const int r = row0 + cw * 64 + w * 16 + g;
+#pragma unroll
+    for (int j = 0; j < TMA_BN / 8; ++j) {
+        int c = col0 + j * 8 + 2 * t;
+        if (c >= n) continue;
+        if (r < m) *(unsigned*)(C + (long long)r * n + c) = TT::pack(d[4 * j], d[4 * j + 1]);
+        if (r + 8 < m)
+            *(unsigned*)(C + (long long)(r + 8) * n + c) = TT::pack(d[4 * j + 2], d[4 * j + 3]);
+    }
+}
+#endif
+
+#define TMA_ARGS int m, int n, int k, const __grid_constant__ TensorMap tma, \
+    const __grid_constant__ TensorMap tmb, u16* __restrict__ C
+#ifdef AUGUR_WGMMA
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_tma_f16(TMA_ARGS) { gemm_tma<F16>(m, n, k, &tma, &tmb, C); }
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_tma_bf16(TMA_ARGS) { gemm_tma<BF16>(m, n, k, &tma, &tmb, C); }
+#else
+extern "C" __global__ void gemm_tma_f16(TMA_ARGS) { __trap(); }
+extern "C" __global__ void gemm_tma_bf16(TMA_ARGS) { __trap(); }
+#endif

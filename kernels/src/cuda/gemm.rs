@@ -37,17 +37,21 @@ pub enum GemmKernel {
     /// gemm.cu's wgmma kernel (Hopper only): 128 x `bn` tiles (bn = 128 or 256), two
     /// warpgroups.
     Wgmma { bn: usize },
+    /// gemm.cu's TMA kernel (Hopper only): 128 x 256 tiles, a producer warpgroup issuing
+    /// tensor-memory copies, two consumer warpgroups multiplying with wgmma.
+    Tma,
     /// cuBLASLt's heuristic choice (f32 accumulation).
     CublasLt,
 }
 
 impl GemmKernel {
-    pub fn all() -> [GemmKernel; 5] {
+    pub fn all() -> [GemmKernel; 6] {
         [
             GemmKernel::Augur { bm: 128 },
             GemmKernel::Augur { bm: 64 },
             GemmKernel::Wgmma { bn: 128 },
             GemmKernel::Wgmma { bn: 256 },
+            GemmKernel::Tma,
             GemmKernel::CublasLt,
         ]
     }
@@ -56,6 +60,7 @@ impl GemmKernel {
         match self {
             GemmKernel::Augur { bm } => format!("augur_{bm}x128"),
             GemmKernel::Wgmma { bn } => format!("augur_wgmma_128x{bn}"),
+            GemmKernel::Tma => "augur_tma_128x256".into(),
             GemmKernel::CublasLt => "cublaslt".into(),
         }
     }
@@ -93,11 +98,64 @@ impl Drop for LtPlan {
     }
 }
 
+/// A CUtensorMap as a kernel argument (passed by value, `__grid_constant__` in gemm.cu).
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct TensorMapArg([u64; 16]);
+
+// SAFETY: plain bytes, laid out as gemm.cu's TensorMap (16 x u64, 64-byte aligned).
+unsafe impl cudarc::driver::DeviceRepr for TensorMapArg {}
+
+/// A 2-D tensor map over a row-major [rows][k] matrix of 16-bit values at `ptr`, boxes of 64 x
+/// `box_rows` (k innermost), 128-byte swizzle (the layout gemm.cu's wgmma descriptors read).
+fn tensor_map(
+    ptr: u64,
+    rows: usize,
+    k: usize,
+    box_rows: u32,
+    dtype: Dtype,
+) -> Result<TensorMapArg, KernelError> {
+    use cudarc::driver::sys;
+    let mut tm = std::mem::MaybeUninit::<sys::CUtensorMap>::uninit();
+    let dims: [u64; 2] = [k as u64, rows as u64];
+    let strides: [u64; 1] = [(k * 2) as u64];
+    let boxes: [u32; 2] = [64, box_rows];
+    let elem: [u32; 2] = [1, 1];
+    let ty = match dtype {
+        Dtype::Bf16 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        _ => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+    };
+    // SAFETY: the arrays outlive the call; `ptr` is a live allocation of rows x k values.
+    let r = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            tm.as_mut_ptr(),
+            ty,
+            2,
+            ptr as *mut c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxes.as_ptr(),
+            elem.as_ptr(),
+            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Err(KernelError::Cuda(format!("cuTensorMapEncodeTiled: {r:?}")));
+    }
+    // SAFETY: written by the successful call above.
+    Ok(TensorMapArg(unsafe { tm.assume_init() }.opaque))
+}
+
 /// A kernel made ready for one [`DeviceGemm`].
 pub struct GemmPrepared {
     pub kernel: GemmKernel,
     func: Option<(CudaFunction, u32)>,
     lt: Option<LtPlan>,
+    /// The TMA kernel's tensor maps (of this DeviceGemm's A and B).
+    maps: Option<(TensorMapArg, TensorMapArg)>,
 }
 
 fn lt_err(what: &str) -> impl Fn(cudarc::cublaslt::result::CublasError) -> KernelError + '_ {
@@ -203,6 +261,7 @@ impl CudaGemm {
                     kernel,
                     func: Some((f, smem)),
                     lt: None,
+                    maps: None,
                 })
             }
             GemmKernel::Wgmma { bn } => {
@@ -241,12 +300,55 @@ impl CudaGemm {
                     kernel,
                     func: Some((f, smem)),
                     lt: None,
+                    maps: None,
+                })
+            }
+            GemmKernel::Tma => {
+                if self.compute_capability.0 != 9 {
+                    return Err(KernelError::Unsupported {
+                        backend: "cuda".into(),
+                        what: format!(
+                            "the TMA GEMM (Hopper, sm_90; this GPU is sm_{}{})",
+                            self.compute_capability.0, self.compute_capability.1
+                        ),
+                    });
+                }
+                let ty = match d.dtype {
+                    Dtype::Bf16 => "bf16",
+                    _ => "f16",
+                };
+                let name = format!("gemm_tma_{ty}");
+                let f = self
+                    .module
+                    .load_function(&name)
+                    .map_err(|e| KernelError::Cuda(format!("kernel {name}: {e}")))?;
+                // Barriers, 1 KiB of alignment, and per stage a 128 x 64 and a 256 x 64 tile.
+                let smem = (WG_STAGES * (128 + 256) * 64 * 2 + 1024 + 2 * WG_STAGES * 8) as u32;
+                f.set_attribute(
+                    CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    smem as i32,
+                )
+                .map_err(drv("cuFuncSetAttribute"))?;
+                let s = &self.stream;
+                let a = d.a.device_ptr(s).0;
+                let b = d.b.device_ptr(s).0;
+                let GemmShape { m, n, k } = d.shape;
+                let maps = (
+                    tensor_map(a, m, k, 128, d.dtype)?,
+                    tensor_map(b, n, k, 256, d.dtype)?,
+                );
+                Ok(GemmPrepared {
+                    kernel,
+                    func: Some((f, smem)),
+                    lt: None,
+                    maps: Some(maps),
                 })
             }
             GemmKernel::CublasLt => Ok(GemmPrepared {
                 kernel,
                 func: None,
                 lt: Some(self.lt_plan(d)?),
+                maps: None,
             }),
         }
     }
@@ -333,6 +435,25 @@ impl CudaGemm {
         let s = &self.stream;
         let GemmShape { m, n, k } = d.shape;
         match (&p.func, &p.lt, p.kernel) {
+            (Some((f, smem)), _, GemmKernel::Tma) => {
+                let Some((ma, mb)) = &p.maps else {
+                    return Err(KernelError::Invalid(
+                        "the TMA GEMM without its tensor maps".into(),
+                    ));
+                };
+                let cfg = LaunchConfig {
+                    grid_dim: (n.div_ceil(256) as u32, m.div_ceil(128) as u32, 1),
+                    block_dim: (384, 1, 1),
+                    shared_mem_bytes: *smem,
+                };
+                let (m, n, k) = (m as i32, n as i32, k as i32);
+                let mut l = s.launch_builder(f);
+                l.arg(&m).arg(&n).arg(&k).arg(ma).arg(mb).arg(&mut d.c);
+                // SAFETY: gemm_tma's (m, n, k, tensor map of A, of B, C); the maps describe this
+                // DeviceGemm's A (m x k) and B (n x k), C is m x n halves.
+                unsafe { l.launch(cfg) }.map_err(drv("gemm launch"))?;
+                Ok(())
+            }
             (
                 Some((f, smem)),
                 _,
@@ -341,7 +462,7 @@ impl CudaGemm {
                 let (bm, bn) = match kernel {
                     GemmKernel::Wgmma { bn } => (128, bn),
                     GemmKernel::Augur { bm } => (bm, BN),
-                    GemmKernel::CublasLt => (0, 0),
+                    GemmKernel::CublasLt | GemmKernel::Tma => (128, 128),
                 };
                 let cfg = LaunchConfig {
                     grid_dim: (n.div_ceil(bn) as u32, m.div_ceil(bm) as u32, 1),
