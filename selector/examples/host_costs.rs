@@ -47,25 +47,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for spec in std::env::args().skip(1) {
         let (m, _) = augur::datasets::source::MatrixSource::parse(&spec)?.load::<f32>()?;
         let p = augur::features::spmv::CsrPattern::of(&m);
-        let mut v = Vec::new();
-        for _ in 0..9 {
-            let t = Instant::now();
+        // Median of 9 runs, microseconds.
+        let median_us = |f: &dyn Fn()| {
+            let mut v: Vec<f64> = (0..9)
+                .map(|_| {
+                    let t = Instant::now();
+                    f();
+                    t.elapsed().as_secs_f64() * 1e6
+                })
+                .collect();
+            v.sort_by(|a, b| a.total_cmp(b));
+            v[4]
+        };
+        let rows_us = median_us(&|| {
             std::hint::black_box(augur::features::spmv::row_features(p));
-            v.push(t.elapsed().as_secs_f64() * 1e6);
-        }
-        v.sort_by(|a, b| a.total_cmp(b));
-        let mut s = Vec::new();
-        for _ in 0..9 {
-            let t = Instant::now();
+        });
+        let sums_us = median_us(&|| {
             std::hint::black_box(augur::features::spmv::cpu_row_sums(p));
-            s.push(t.elapsed().as_secs_f64() * 1e6);
-        }
-        s.sort_by(|a, b| a.total_cmp(b));
+        });
         println!(
             "{spec}: rows {} row_features {:.1} us, cpu_row_sums {:.1} us (medians, {} threads)",
             m.rows(),
-            v[4],
-            s[4],
+            rows_us,
+            sums_us,
             rayon::current_num_threads()
         );
     }

@@ -231,38 +231,45 @@ impl CudaGemm {
             .map_err(drv("poison"))
     }
 
-    /// Make `kernel` ready for `d`'s shape: the function and its shared memory, or cuBLASLt's
-    /// descriptors and its heuristic's algorithm. cuBLASLt missing is "not available".
+    /// Make `kernel` ready for `d`'s shape: the function and its shared memory (and the TMA
+    /// kernel's tensor maps), or cuBLASLt's descriptors and its heuristic's algorithm. cuBLASLt
+    /// missing is "not available"; a Hopper kernel elsewhere is "not supported".
     pub fn prepare(&self, d: &DeviceGemm, kernel: GemmKernel) -> Result<GemmPrepared, KernelError> {
-        match kernel {
+        let ty = match d.dtype {
+            Dtype::Bf16 => "bf16",
+            _ => "f16",
+        };
+        let hopper = |what: &str| -> Result<(), KernelError> {
+            if self.compute_capability.0 == 9 {
+                return Ok(());
+            }
+            Err(KernelError::Unsupported {
+                backend: "cuda".into(),
+                what: format!(
+                    "the {what} GEMM (Hopper, sm_90; this GPU is sm_{}{})",
+                    self.compute_capability.0, self.compute_capability.1
+                ),
+            })
+        };
+        // The kernel's name and dynamic shared memory (bytes).
+        let (name, smem, maps) = match kernel {
+            GemmKernel::CublasLt => {
+                return Ok(GemmPrepared {
+                    kernel,
+                    func: None,
+                    lt: Some(self.lt_plan(d)?),
+                    maps: None,
+                })
+            }
             GemmKernel::Augur { bm } => {
                 if bm != 64 && bm != 128 {
                     return Err(KernelError::Invalid(format!(
                         "gemm.cu has block tiles of 64 and 128 rows, not {bm}"
                     )));
                 }
-                let ty = match d.dtype {
-                    Dtype::Bf16 => "bf16",
-                    _ => "f16",
-                };
-                let name = format!("gemm_{ty}_{bm}");
-                let f = self
-                    .module
-                    .load_function(&name)
-                    .map_err(|e| KernelError::Cuda(format!("kernel {name}: {e}")))?;
-                // Per stage a bm x 32 tile of A and a 128 x 32 tile of B, rows padded by 8 halves.
-                let smem = (STAGES * (bm + BN) * (BK + 8) * 2) as u32;
-                f.set_attribute(
-                    CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    smem as i32,
-                )
-                .map_err(drv("cuFuncSetAttribute"))?;
-                Ok(GemmPrepared {
-                    kernel,
-                    func: Some((f, smem)),
-                    lt: None,
-                    maps: None,
-                })
+                // Per stage a bm x 32 tile of A and a 128 x 32 tile of B, rows padded by 8.
+                let smem = STAGES * (bm + BN) * (BK + 8) * 2;
+                (format!("gemm_{ty}_{bm}"), smem, None)
             }
             GemmKernel::Wgmma { bn } => {
                 if bn != 128 && bn != 256 {
@@ -270,87 +277,39 @@ impl CudaGemm {
                         "gemm.cu's wgmma kernel has tiles 128 and 256 wide, not {bn}"
                     )));
                 }
-                if self.compute_capability.0 != 9 {
-                    return Err(KernelError::Unsupported {
-                        backend: "cuda".into(),
-                        what: format!(
-                            "the wgmma GEMM (Hopper, sm_90; this GPU is sm_{}{})",
-                            self.compute_capability.0, self.compute_capability.1
-                        ),
-                    });
-                }
-                let ty = match d.dtype {
-                    Dtype::Bf16 => "bf16",
-                    _ => "f16",
-                };
-                let name = format!("gemm_wg_{ty}_{bn}");
-                let f = self
-                    .module
-                    .load_function(&name)
-                    .map_err(|e| KernelError::Cuda(format!("kernel {name}: {e}")))?;
-                // A 128 x 64 and a bn x 64 tile per stage, and 1 KiB to align the stages to
-                // 1024 bytes.
-                let smem = (WG_STAGES * (128 + bn) * 64 * 2 + 1024) as u32;
-                f.set_attribute(
-                    CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    smem as i32,
-                )
-                .map_err(drv("cuFuncSetAttribute"))?;
-                Ok(GemmPrepared {
-                    kernel,
-                    func: Some((f, smem)),
-                    lt: None,
-                    maps: None,
-                })
+                hopper("wgmma")?;
+                // A 128 x 64 and a bn x 64 tile per stage, and 1 KiB to align the stages.
+                let smem = WG_STAGES * (128 + bn) * 64 * 2 + 1024;
+                (format!("gemm_wg_{ty}_{bn}"), smem, None)
             }
             GemmKernel::Tma => {
-                if self.compute_capability.0 != 9 {
-                    return Err(KernelError::Unsupported {
-                        backend: "cuda".into(),
-                        what: format!(
-                            "the TMA GEMM (Hopper, sm_90; this GPU is sm_{}{})",
-                            self.compute_capability.0, self.compute_capability.1
-                        ),
-                    });
-                }
-                let ty = match d.dtype {
-                    Dtype::Bf16 => "bf16",
-                    _ => "f16",
-                };
-                let name = format!("gemm_tma_{ty}");
-                let f = self
-                    .module
-                    .load_function(&name)
-                    .map_err(|e| KernelError::Cuda(format!("kernel {name}: {e}")))?;
+                hopper("TMA")?;
                 // Barriers, 1 KiB of alignment, and per stage a 128 x 64 and a 256 x 64 tile.
-                let smem = (WG_STAGES * (128 + 256) * 64 * 2 + 1024 + 2 * WG_STAGES * 8) as u32;
-                f.set_attribute(
-                    CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    smem as i32,
-                )
-                .map_err(drv("cuFuncSetAttribute"))?;
+                let smem = WG_STAGES * (128 + 256) * 64 * 2 + 1024 + 2 * WG_STAGES * 8;
                 let s = &self.stream;
-                let a = d.a.device_ptr(s).0;
-                let b = d.b.device_ptr(s).0;
                 let GemmShape { m, n, k } = d.shape;
                 let maps = (
-                    tensor_map(a, m, k, 128, d.dtype)?,
-                    tensor_map(b, n, k, 256, d.dtype)?,
+                    tensor_map(d.a.device_ptr(s).0, m, k, 128, d.dtype)?,
+                    tensor_map(d.b.device_ptr(s).0, n, k, 256, d.dtype)?,
                 );
-                Ok(GemmPrepared {
-                    kernel,
-                    func: Some((f, smem)),
-                    lt: None,
-                    maps: Some(maps),
-                })
+                (format!("gemm_tma_{ty}"), smem, Some(maps))
             }
-            GemmKernel::CublasLt => Ok(GemmPrepared {
-                kernel,
-                func: None,
-                lt: Some(self.lt_plan(d)?),
-                maps: None,
-            }),
-        }
+        };
+        let f = self
+            .module
+            .load_function(&name)
+            .map_err(|e| KernelError::Cuda(format!("kernel {name}: {e}")))?;
+        f.set_attribute(
+            CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            smem as i32,
+        )
+        .map_err(drv("cuFuncSetAttribute"))?;
+        Ok(GemmPrepared {
+            kernel,
+            func: Some((f, smem as u32)),
+            lt: None,
+            maps,
+        })
     }
 
     fn lt_plan(&self, d: &DeviceGemm) -> Result<LtPlan, KernelError> {
