@@ -378,43 +378,45 @@ impl RowSums {
 
 /// The exact sums of a pattern, on the CPU.
 pub fn cpu_sums(m: CsrPattern<'_>) -> RowSums {
-    let (ptr, idx) = (m.indptr, m.indices);
-    let mut sums = by_chunks(m.rows, 4096, RowSums::EMPTY, RowSums::merge, |a, r| {
-        let (s, e) = (ptr[r] as usize, ptr[r + 1] as usize);
-        a.add_row((e - s) as u64);
-        let mut last_seg = usize::MAX;
-        for &c in &idx[s..e] {
-            let c = c as usize;
-            let d = c.abs_diff(r) as u64;
-            a.bandwidth = a.bandwidth.max(d);
-            a.dist += d;
-            let seg = c / X_SEGMENT_COLS;
-            a.segments += (seg != last_seg) as u64;
-            last_seg = seg;
-        }
-    });
-    if m.rows == 0 {
-        sums.min_len = 0;
-    }
-    sums.top1pct = top_sum(ptr, m.rows.div_ceil(100));
-    sums
+    row_pass(m, true)
 }
 
 /// [`cpu_sums`] from the row pointers alone: every row-length sum, the column sums
 /// ([`COLUMN_FEATURES`]) left 0. Reads rows x 4 bytes instead of (rows + nnz) x 4.
 pub fn cpu_row_sums(m: CsrPattern<'_>) -> RowSums {
-    let ptr = m.indptr;
-    // One pass over the row pointers for the sums and the length counts of the top-1% sum (a
-    // pass on the rayon pool costs its workers' wake-ups, tens of microseconds on a plan).
+    row_pass(m, false)
+}
+
+/// The sums of [`cpu_sums`] in one pass over the rows on the rayon pool (a pass costs its
+/// workers' wake-ups, tens of microseconds on a plan), the column statistics too where
+/// `columns`: the row-length sums, the length counts of the top-1% sum, and per row's column
+/// indices the distance to the diagonal and the x segments touched.
+fn row_pass(m: CsrPattern<'_>, columns: bool) -> RowSums {
+    let (ptr, idx) = (m.indptr, m.indices);
+    // Rows with their columns read are heavier: smaller chunks keep the pool busy.
+    let chunk = if columns { 4096 } else { 16384 };
     let (mut sums, lens) = by_chunks(
         m.rows,
-        16384,
+        chunk,
         (RowSums::EMPTY, LenCounts::new(m.nnz())),
         |(a, la), (b, lb)| (a.merge(b), la.merge(lb)),
         |(a, l), r| {
-            let len = (ptr[r + 1] - ptr[r]) as u64;
+            let (s, e) = (ptr[r] as usize, ptr[r + 1] as usize);
+            let len = (e - s) as u64;
             a.add_row(len);
             l.add(len);
+            if columns {
+                let mut last_seg = usize::MAX;
+                for &c in &idx[s..e] {
+                    let c = c as usize;
+                    let d = c.abs_diff(r) as u64;
+                    a.bandwidth = a.bandwidth.max(d);
+                    a.dist += d;
+                    let seg = c / X_SEGMENT_COLS;
+                    a.segments += (seg != last_seg) as u64;
+                    last_seg = seg;
+                }
+            }
         },
     );
     if m.rows == 0 {
@@ -553,22 +555,19 @@ impl LenCounts {
     }
 }
 
-/// Entries in the `k` longest rows, exactly ([`LenCounts::top`] after one pass).
-fn top_sum(ptr: &[i32], k: usize) -> u64 {
-    let n = ptr.len().saturating_sub(1);
-    if k == 0 || n == 0 {
-        return 0;
-    }
-    let nnz = ptr[n].max(0) as usize;
-    let counts = by_chunks(n, 16384, LenCounts::new(nnz), LenCounts::merge, |c, r| {
-        c.add((ptr[r + 1] - ptr[r]) as u64)
-    });
-    counts.top(ptr, k)
-}
-
 #[cfg(test)]
 mod row_tests {
     use super::*;
+
+    /// Entries in the `k` longest rows, exactly ([`LenCounts::top`] after one pass).
+    fn top_sum(ptr: &[i32], k: usize) -> u64 {
+        let n = ptr.len().saturating_sub(1);
+        let nnz = ptr.get(n).map_or(0, |&p| p.max(0) as usize);
+        let counts = by_chunks(n, 16384, LenCounts::new(nnz), LenCounts::merge, |c, r| {
+            c.add((ptr[r + 1] - ptr[r]) as u64)
+        });
+        counts.top(ptr, k)
+    }
 
     /// A seeded linear congruential generator: enough randomness for test patterns.
     fn lcg(mut state: u64) -> impl FnMut() -> usize {
