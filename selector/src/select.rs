@@ -389,14 +389,12 @@ impl Selector {
                 FeatureKind::Sampled => Tier::Sampled,
                 FeatureKind::Known => Tier::Known,
             });
-            let mut read = m
-                .schema
+            let mut read = sel
                 .features
                 .iter()
-                .zip(values.iter())
-                .filter(|(s, _)| s.kind == kind && sel.inputs.contains(&s.name))
+                .filter(|&&i| m.schema.features[i].kind == kind)
                 .peekable();
-            read.peek().is_some() && read.all(|(_, v)| !v.is_nan())
+            read.peek().is_some() && read.all(|&i| !values[i].is_nan())
         };
         // Features already paid for are used even where the policy would not have computed them
         // (GatherPolicy::Always, Sample).
