@@ -50,6 +50,12 @@ impl GemmShape {
         Ok(())
     }
 
+    /// Bytes of A, B and C as 16-bit values on the device (u128: no shape overflows it).
+    pub fn device_bytes(&self) -> u128 {
+        let (m, n, k) = (self.m as u128, self.n as u128, self.k as u128);
+        2 * (m * k + n * k + m * n)
+    }
+
     /// `M,N,K` (or `MxNxK`).
     pub fn parse(s: &str) -> Result<GemmShape, KernelError> {
         let p: Vec<&str> = s.split([',', 'x']).map(str::trim).collect();
@@ -289,6 +295,9 @@ mod tests {
             1.0
         );
         assert_eq!(f16_to_f32(0x0001), 2f32.powi(-24));
+        // The device poison (every byte 0xFF) reads back as NaN in both types.
+        assert!(from_half_bits(Dtype::F16, 0xFFFF).is_nan());
+        assert!(from_half_bits(Dtype::Bf16, 0xFFFF).is_nan());
         assert_eq!(f32_to_f16(2f32.powi(-24)), 0x0001);
     }
 

@@ -91,6 +91,18 @@ fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
     };
     let g = CudaGemm::new(a.device).map_err(super::gpu_only("the tensor-core GEMM"))?;
     let dev = augur_kernels::cuda::device_info(a.device)?;
+    // A, B and C of every shape must fit on the GPU (the host holds A and B twice as long as
+    // that): said before any output.
+    for shape in &shapes {
+        if shape.device_bytes() > dev.memory_bytes as u128 {
+            anyhow::bail!(
+                "GEMM {shape}: A, B and C take {:.1} GiB, more than GPU {}'s {:.1} GiB",
+                shape.device_bytes() as f64 / (1u64 << 30) as f64,
+                a.device,
+                dev.memory_bytes as f64 / (1u64 << 30) as f64
+            );
+        }
+    }
     println!(
         "device,dtype,m,n,k,kernel,passed,max_err_over_bound,latency_us,throughput_us,graph_us,\
          tflops,cublaslt_over_kernel"

@@ -149,13 +149,21 @@ fn tensor_map(
     Ok(TensorMapArg(unsafe { tm.assume_init() }.opaque))
 }
 
-/// A kernel made ready for one [`DeviceGemm`].
+/// One of gemm.cu's kernels made ready: the function, its block tile (rows x columns of C),
+/// threads and dynamic shared memory, and the TMA kernel's tensor maps (of one DeviceGemm's A
+/// and B), which it takes in place of A and B.
+struct Launch {
+    f: CudaFunction,
+    tile: (usize, usize),
+    threads: u32,
+    smem: u32,
+    maps: Option<(TensorMapArg, TensorMapArg)>,
+}
+
+/// A kernel made ready for one [`DeviceGemm`]: one of gemm.cu's, or cuBLASLt's plan.
 pub struct GemmPrepared {
     pub kernel: GemmKernel,
-    func: Option<(CudaFunction, u32)>,
-    lt: Option<LtPlan>,
-    /// The TMA kernel's tensor maps (of this DeviceGemm's A and B).
-    maps: Option<(TensorMapArg, TensorMapArg)>,
+    run: Result<Launch, LtPlan>,
 }
 
 fn lt_err(what: &str) -> impl Fn(cudarc::cublaslt::result::CublasError) -> KernelError + '_ {
@@ -213,21 +221,27 @@ impl CudaGemm {
         let up = |v: Vec<u16>| s.clone_htod(&v).map_err(drv("upload"));
         let a = up(bits(&p.a))?;
         let b = up(bits(&p.b))?;
-        let c = up(vec![to_half_bits(p.dtype, f32::NAN); p.shape.m * p.shape.n])?;
-        Ok(DeviceGemm {
+        // SAFETY: every element is written by the poison below before anything reads it.
+        let c = unsafe { s.alloc::<u16>(p.shape.m * p.shape.n) }.map_err(drv("alloc"))?;
+        let mut d = DeviceGemm {
             shape: p.shape,
             dtype: p.dtype,
             a,
             b,
             c,
-        })
+        };
+        self.poison(&mut d)?;
+        Ok(d)
     }
 
-    /// C back to NaN (before a checked run).
+    /// C back to NaN (before a checked run), on the device: every byte 0xFF, a NaN in f16 and in
+    /// bf16 alike.
     pub fn poison(&self, d: &mut DeviceGemm) -> Result<(), KernelError> {
-        let nan = vec![to_half_bits(d.dtype, f32::NAN); d.shape.m * d.shape.n];
-        self.stream
-            .memcpy_htod(&nan, &mut d.c)
+        let s = &self.stream;
+        let bytes = d.c.len() * 2;
+        let (c, _g) = d.c.device_ptr_mut(s);
+        // SAFETY: `c` holds `bytes` bytes on this stream's device.
+        unsafe { cudarc::driver::result::memset_d8_async(c, 0xFF, bytes, s.cu_stream()) }
             .map_err(drv("poison"))
     }
 
@@ -251,14 +265,12 @@ impl CudaGemm {
                 ),
             })
         };
-        // The kernel's name and dynamic shared memory (bytes).
-        let (name, smem, maps) = match kernel {
+        // The kernel's name, block tile, threads and dynamic shared memory (bytes).
+        let (name, tile, threads, smem, maps) = match kernel {
             GemmKernel::CublasLt => {
                 return Ok(GemmPrepared {
                     kernel,
-                    func: None,
-                    lt: Some(self.lt_plan(d)?),
-                    maps: None,
+                    run: Err(self.lt_plan(d)?),
                 })
             }
             GemmKernel::Augur { bm } => {
@@ -269,7 +281,7 @@ impl CudaGemm {
                 }
                 // Per stage a bm x 32 tile of A and a 128 x 32 tile of B, rows padded by 8.
                 let smem = STAGES * (bm + BN) * (BK + 8) * 2;
-                (format!("gemm_{ty}_{bm}"), smem, None)
+                (format!("gemm_{ty}_{bm}"), (bm, BN), 256, smem, None)
             }
             GemmKernel::Wgmma { bn } => {
                 if bn != 128 && bn != 256 {
@@ -280,7 +292,7 @@ impl CudaGemm {
                 hopper("wgmma")?;
                 // A 128 x 64 and a bn x 64 tile per stage, and 1 KiB to align the stages.
                 let smem = WG_STAGES * (128 + bn) * 64 * 2 + 1024;
-                (format!("gemm_wg_{ty}_{bn}"), smem, None)
+                (format!("gemm_wg_{ty}_{bn}"), (128, bn), 256, smem, None)
             }
             GemmKernel::Tma => {
                 hopper("TMA")?;
@@ -292,7 +304,7 @@ impl CudaGemm {
                     tensor_map(d.a.device_ptr(s).0, m, k, 128, d.dtype)?,
                     tensor_map(d.b.device_ptr(s).0, n, k, 256, d.dtype)?,
                 );
-                (format!("gemm_tma_{ty}"), smem, Some(maps))
+                (format!("gemm_tma_{ty}"), (128, 256), 384, smem, Some(maps))
             }
         };
         let f = self
@@ -306,9 +318,13 @@ impl CudaGemm {
         .map_err(drv("cuFuncSetAttribute"))?;
         Ok(GemmPrepared {
             kernel,
-            func: Some((f, smem as u32)),
-            lt: None,
-            maps,
+            run: Ok(Launch {
+                f,
+                tile,
+                threads,
+                smem: smem as u32,
+                maps,
+            }),
         })
     }
 
@@ -393,50 +409,32 @@ impl CudaGemm {
     pub fn launch(&self, d: &mut DeviceGemm, p: &GemmPrepared) -> Result<(), KernelError> {
         let s = &self.stream;
         let GemmShape { m, n, k } = d.shape;
-        match (&p.func, &p.lt, p.kernel) {
-            (Some((f, smem)), _, GemmKernel::Tma) => {
-                let Some((ma, mb)) = &p.maps else {
-                    return Err(KernelError::Invalid(
-                        "the TMA GEMM without its tensor maps".into(),
-                    ));
-                };
+        match &p.run {
+            Ok(launch) => {
                 let cfg = LaunchConfig {
-                    grid_dim: (n.div_ceil(256) as u32, m.div_ceil(128) as u32, 1),
-                    block_dim: (384, 1, 1),
-                    shared_mem_bytes: *smem,
+                    grid_dim: (
+                        n.div_ceil(launch.tile.1) as u32,
+                        m.div_ceil(launch.tile.0) as u32,
+                        1,
+                    ),
+                    block_dim: (launch.threads, 1, 1),
+                    shared_mem_bytes: launch.smem,
                 };
                 let (m, n, k) = (m as i32, n as i32, k as i32);
-                let mut l = s.launch_builder(f);
-                l.arg(&m).arg(&n).arg(&k).arg(ma).arg(mb).arg(&mut d.c);
-                // SAFETY: gemm_tma's (m, n, k, tensor map of A, of B, C); the maps describe this
-                // DeviceGemm's A (m x k) and B (n x k), C is m x n halves.
+                let mut l = s.launch_builder(&launch.f);
+                l.arg(&m).arg(&n).arg(&k);
+                match &launch.maps {
+                    Some((ma, mb)) => l.arg(ma).arg(mb),
+                    None => l.arg(&d.a).arg(&d.b),
+                };
+                l.arg(&mut d.c);
+                // SAFETY: gemm.cu's (m, n, k, A, B, C), or for gemm_tma (m, n, k, tensor map of
+                // A, of B, C), with A m x k, B n x k, C m x n halves (the maps describe this
+                // DeviceGemm's A and B); the shape was validated (n, k multiples of 8).
                 unsafe { l.launch(cfg) }.map_err(drv("gemm launch"))?;
                 Ok(())
             }
-            (
-                Some((f, smem)),
-                _,
-                kernel @ (GemmKernel::Augur { .. } | GemmKernel::Wgmma { .. }),
-            ) => {
-                let (bm, bn) = match kernel {
-                    GemmKernel::Wgmma { bn } => (128, bn),
-                    GemmKernel::Augur { bm } => (bm, BN),
-                    GemmKernel::CublasLt | GemmKernel::Tma => (128, 128),
-                };
-                let cfg = LaunchConfig {
-                    grid_dim: (n.div_ceil(bn) as u32, m.div_ceil(bm) as u32, 1),
-                    block_dim: (256, 1, 1),
-                    shared_mem_bytes: *smem,
-                };
-                let (m, n, k) = (m as i32, n as i32, k as i32);
-                let mut l = s.launch_builder(f);
-                l.arg(&m).arg(&n).arg(&k).arg(&d.a).arg(&d.b).arg(&mut d.c);
-                // SAFETY: gemm.cu's (m, n, k, A, B, C) with A m x k, B n x k, C m x n halves;
-                // the shape was validated (n, k multiples of 8).
-                unsafe { l.launch(cfg) }.map_err(drv("gemm launch"))?;
-                Ok(())
-            }
-            (_, Some(plan), GemmKernel::CublasLt) => {
+            Err(plan) => {
                 let (alpha, beta) = (1.0f32, 0.0f32);
                 let (a, _ga) = d.a.device_ptr(s);
                 let (b, _gb) = d.b.device_ptr(s);
@@ -466,9 +464,6 @@ impl CudaGemm {
                 }
                 .map_err(lt_err("matmul"))
             }
-            _ => Err(KernelError::Invalid(
-                "a GEMM launched with another kernel's preparation".into(),
-            )),
         }
     }
 
