@@ -201,6 +201,26 @@ struct Wg<BF16, 256> {
     }
 };
 
+// A warpgroup's 64 x N accumulators (N / 2 per thread) into C at rows row0.., columns col0..,
+// rounded to TT: warp w holds rows 16 w .. 16 w + 15; register 4 j + e holds (g, 8 j + 2 t + e)
+// for e < 2 and (g + 8, 8 j + 2 t + e - 2) otherwise. n % 8 == 0, so a pair is wholly inside or
+// outside.
+template <typename TT, int N>
+__device__ __forceinline__ void wg_store(const float* d, u16* __restrict__ C, int m, int n,
+                                         int row0, int col0) {
+    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
+    const int g = lane >> 2, t = lane & 3;
+    const int r = row0 + w * 16 + g;
+#pragma unroll
+    for (int j = 0; j < N / 8; ++j) {
+        int c = col0 + j * 8 + 2 * t;
+        if (c >= n) continue;
+        if (r < m) *(unsigned*)(C + (long long)r * n + c) = TT::pack(d[4 * j], d[4 * j + 1]);
+        if (r + 8 < m)
+            *(unsigned*)(C + (long long)(r + 8) * n + c) = TT::pack(d[4 * j + 2], d[4 * j + 3]);
+    }
+}
+
 // Copy rows [row0, row0 + R) x k [k0, k0 + 64) of a row-major [rows][k] matrix into a
 // swizzled tile: row r's 16-byte chunk c lands at chunk c ^ (r % 8) of its 128-byte row.
 template <int R>
@@ -265,19 +285,7 @@ __device__ __forceinline__ void gemm_wg(int m, int n, int k, const u16* __restri
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     cp_async_wait<0>();
-    // Accumulators: warp w of the warpgroup holds rows 16 w .. 16 w + 15; register 4 j + e holds
-    // (g, 8 j + 2 t + e) for e < 2 and (g + 8, 8 j + 2 t + e - 2) otherwise.
-    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
-    const int g = lane >> 2, t = lane & 3;
-    const int r = row0 + wg * 64 + w * 16 + g;
-#pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
-        int c = col0 + j * 8 + 2 * t;
-        if (c >= n) continue;
-        if (r < m) *(unsigned*)(C + (long long)r * n + c) = TT::pack(d[4 * j], d[4 * j + 1]);
-        if (r + 8 < m)
-            *(unsigned*)(C + (long long)(r + 8) * n + c) = TT::pack(d[4 * j + 2], d[4 * j + 3]);
-    }
+    wg_store<TT, BN>(d, C, m, n, row0 + wg * 64, col0);
 }
 #endif
 
@@ -416,17 +424,7 @@ __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* t
         if (kt > 0 && (threadIdx.x & 31) == 0) mbar_arrive(empty((kt - 1) % WG_STAGES));
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
-    const int g = lane >> 2, t = lane & 3;
-    const int r = row0 + cw * 64 + w * 16 + g;
-#pragma unroll
-    for (int j = 0; j < TMA_BN / 8; ++j) {
-        int c = col0 + j * 8 + 2 * t;
-        if (c >= n) continue;
-        if (r < m) *(unsigned*)(C + (long long)r * n + c) = TT::pack(d[4 * j], d[4 * j + 1]);
-        if (r + 8 < m)
-            *(unsigned*)(C + (long long)(r + 8) * n + c) = TT::pack(d[4 * j + 2], d[4 * j + 3]);
-    }
+    wg_store<TT, TMA_BN>(d, C, m, n, row0 + cw * 64, col0);
 }
 #endif
 
