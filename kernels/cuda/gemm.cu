@@ -313,15 +313,21 @@ AUGUR_WG(BF16, bf16, 256)
 
 // ---- Hopper: TMA loads by a producer warpgroup, wgmma by two consumer warpgroups ------------
 //
-// gemm_tma_{f16,bf16}: 384 threads: warpgroup 0 produces (one thread issues the tensor-memory
-// copies of each stage's 128 x 64 A tile and 256 x 64 B tile, 128-byte swizzled, straight into
-// shared memory, and the stage's "full" barrier counts their bytes in); warpgroups 1 and 2
-// consume (each waits for a stage to be full, multiplies its 64 rows by the 256 columns with
-// four wgmma.m64n256k16, and marks the stage it finished before "empty" for the producer). The
-// tensor maps come from the host (cuTensorMapEncodeTiled); past the matrix edges the copies fill
-// zeros.
+// gemm_tma_{f16,bf16}_{256,128}: 384 threads, persistent: the grid holds at most one block per
+// SM and each block walks the work units blockIdx.x, blockIdx.x + gridDim.x, ... A unit is one
+// 128 x BN tile of C (BN = 256 or 128) over one of `splits` equal ranges of k (`kt_per` steps of
+// 64). Warpgroup 0 produces (one thread issues the tensor-memory copies of each stage's 128 x 64
+// A tile and BN x 64 B tile, 128-byte swizzled, straight into shared memory, and the stage's
+// "full" barrier counts their bytes in); warpgroups 1 and 2 consume (each waits for a stage to be
+// full, multiplies its 64 rows by the BN columns with four wgmma.m64nBNk16, and marks the stage
+// it finished before "empty" for the producer). The stages run on across units, so the producer
+// loads the next unit while the consumers store this one. With one split a unit's tile is
+// rounded into C; with more, each split's f32 partial tile goes to ws[split][m][n] and
+// gemm_splitk_{f16,bf16} sums them into C (a sum inside the kernel by the tile's last split,
+// found with per-tile arrival counters, ran 10-20 times slower: bench/results/
+// gemm-splitk-h100-2026-11-25/fixup-in-kernel). The tensor maps come from the host
+// (cuTensorMapEncodeTiled); past the matrix edges the copies fill zeros.
 
-#define TMA_BN 256
 #define TMA_GROUP 8
 
 struct __align__(64) TensorMap {
@@ -359,27 +365,59 @@ __device__ __forceinline__ void tma_load(unsigned dst, const TensorMap* map, int
         : "memory");
 }
 
-template <typename TT>
+// A warpgroup's 64 x N f32 accumulators into the row-major [m][n] f32 partial at `W` (layout as
+// wg_store).
+template <int N>
+__device__ __forceinline__ void wg_store_f32(const float* d, float* __restrict__ W, int m, int n,
+                                             int row0, int col0) {
+    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
+    const int g = lane >> 2, t = lane & 3;
+    const int r = row0 + w * 16 + g;
+#pragma unroll
+    for (int j = 0; j < N / 8; ++j) {
+        int c = col0 + j * 8 + 2 * t;
+        if (c >= n) continue;
+        if (r < m) *(float2*)(W + (long long)r * n + c) = make_float2(d[4 * j], d[4 * j + 1]);
+        if (r + 8 < m)
+            *(float2*)(W + (long long)(r + 8) * n + c) = make_float2(d[4 * j + 2], d[4 * j + 3]);
+    }
+}
+
+// Work unit u: its tile (row and column of tiles, blocks grouped by TMA_GROUP tile rows, down
+// the rows first: consecutive units share B tiles and a group's A rows, so both stay in L2), its
+// split and its k steps [kt0, kt1).
+struct Unit {
+    int tile_m, tile_n, split, kt0, kt1;
+};
+__device__ __forceinline__ Unit unit_of(int u, int tiles_m, int tiles_n, int splits, int kt_per,
+                                        int kt_all) {
+    Unit r;
+    const int t = u / splits;
+    r.split = u % splits;
+    const int per_group = TMA_GROUP * tiles_n;
+    const int first = t / per_group * TMA_GROUP;
+    const int rows_here = min(tiles_m - first, TMA_GROUP);
+    r.tile_m = first + (t % per_group) % rows_here;
+    r.tile_n = (t % per_group) / rows_here;
+    r.kt0 = r.split * kt_per;
+    r.kt1 = min(kt_all, r.kt0 + kt_per);
+    return r;
+}
+
+template <typename TT, int BN>
 __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* tma,
-                                         const TensorMap* tmb, u16* __restrict__ C) {
+                                         const TensorMap* tmb, u16* __restrict__ C, int splits,
+                                         int kt_per, float* __restrict__ ws) {
     extern __shared__ __align__(16) unsigned char tma_raw[];
     // Barriers first (2 x WG_STAGES x 8 bytes), then 1024-byte aligned stages.
     unsigned long long* bars = (unsigned long long*)tma_raw;
     unsigned char* base = tma_raw + 2 * WG_STAGES * 8;
     u16* smem = (u16*)(base + ((1024 - (smem_addr(base) & 1023)) & 1023));
-    const int A_TILE = WG_BM * 64, STAGE = (WG_BM + TMA_BN) * 64;  // halves
+    const int A_TILE = WG_BM * 64, STAGE = (WG_BM + BN) * 64;  // halves
     const int wg = threadIdx.x >> 7;
-    // Blocks in groups of TMA_GROUP tile rows, down the rows first: consecutive blocks share B
-    // tiles and a group's A rows, so both stay in L2 (row-major block order streamed all of B
-    // through L2 for every tile row on large shapes).
-    const int pid = blockIdx.x + blockIdx.y * gridDim.x;
-    const int per_group = TMA_GROUP * gridDim.x;
-    const int first = pid / per_group * TMA_GROUP;
-    const int rows_here = min((int)gridDim.y - first, TMA_GROUP);
-    const int tile_m = first + (pid % per_group) % rows_here;
-    const int tile_n = (pid % per_group) / rows_here;
-    const int row0 = tile_m * WG_BM, col0 = tile_n * TMA_BN;
-    const int kt_n = (k + WG_BK - 1) / WG_BK;
+    const int tiles_m = (m + WG_BM - 1) / WG_BM, tiles_n = (n + BN - 1) / BN;
+    const int units = tiles_m * tiles_n * splits;
+    const int kt_all = (k + WG_BK - 1) / WG_BK;
     auto full = [&](int s) { return smem_addr(bars + s); };
     auto empty = [&](int s) { return smem_addr(bars + WG_STAGES + s); };
     if (threadIdx.x == 0) {
@@ -393,47 +431,101 @@ __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* t
     if (wg == 0) {
         if (threadIdx.x == 0) {
             const int bytes = STAGE * 2;
-            for (int kt = 0; kt < kt_n; ++kt) {
-                int s = kt % WG_STAGES, use = kt / WG_STAGES;
-                if (use > 0) mbar_wait(empty(s), (use - 1) & 1);
-                mbar_expect_tx(full(s), bytes);
-                u16* st = smem + s * STAGE;
-                tma_load(smem_addr(st), tma, kt * WG_BK, row0, full(s));
-                tma_load(smem_addr(st + A_TILE), tmb, kt * WG_BK, col0, full(s));
+            int it = 0;  // stages used so far, over all of this block's units
+            for (int u = blockIdx.x; u < units; u += gridDim.x) {
+                Unit w = unit_of(u, tiles_m, tiles_n, splits, kt_per, kt_all);
+                for (int kt = w.kt0; kt < w.kt1; ++kt, ++it) {
+                    int s = it % WG_STAGES, use = it / WG_STAGES;
+                    if (use > 0) mbar_wait(empty(s), (use - 1) & 1);
+                    mbar_expect_tx(full(s), bytes);
+                    u16* st = smem + s * STAGE;
+                    tma_load(smem_addr(st), tma, kt * WG_BK, w.tile_m * WG_BM, full(s));
+                    tma_load(smem_addr(st + A_TILE), tmb, kt * WG_BK, w.tile_n * BN, full(s));
+                }
             }
         }
         return;
     }
     const int cw = wg - 1;  // consumer warpgroup: rows 64 cw .. 64 cw + 63 of the tile
-    float d[TMA_BN / 2];
+    const bool lead = (threadIdx.x & 31) == 0;
+    float d[BN / 2];
+    int it = 0;
+    for (int u = blockIdx.x; u < units; u += gridDim.x) {
+        Unit w = unit_of(u, tiles_m, tiles_n, splits, kt_per, kt_all);
 #pragma unroll
-    for (int i = 0; i < TMA_BN / 2; ++i) d[i] = 0.0f;
-    for (int kt = 0; kt < kt_n; ++kt) {
-        int s = kt % WG_STAGES;
-        mbar_wait(full(s), (kt / WG_STAGES) & 1);
-        const u16* sa = smem + s * STAGE + cw * 64 * 64;
-        const u16* sb = smem + s * STAGE + A_TILE;
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+        for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
+        for (int kt = w.kt0; kt < w.kt1; ++kt, ++it) {
+            int s = it % WG_STAGES;
+            mbar_wait(full(s), (it / WG_STAGES) & 1);
+            const u16* sa = smem + s * STAGE + cw * 64 * 64;
+            const u16* sb = smem + s * STAGE + A_TILE;
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-        for (int kk = 0; kk < WG_BK / 16; ++kk) {
-            Wg<TT, TMA_BN>::mma(d, wg_desc(sa + kk * 16), wg_desc(sb + kk * 16), 1);
+            for (int kk = 0; kk < WG_BK / 16; ++kk) {
+                Wg<TT, BN>::mma(d, wg_desc(sa + kk * 16), wg_desc(sb + kk * 16), 1);
+            }
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            // This step's products stay in flight; the previous step's are done: its stage goes
+            // back.
+            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+            if (kt > w.kt0 && lead) mbar_arrive(empty((it - 1) % WG_STAGES));
         }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        // Step kt's products stay in flight; step kt - 1's are done: its stage goes back.
-        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-        if (kt > 0 && (threadIdx.x & 31) == 0) mbar_arrive(empty((kt - 1) % WG_STAGES));
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        // The unit's last stage goes back before the store, so the next unit's loads overlap it.
+        if (w.kt1 > w.kt0 && lead) mbar_arrive(empty((it - 1) % WG_STAGES));
+        const int row0 = w.tile_m * WG_BM + cw * 64, col0 = w.tile_n * BN;
+        if (splits == 1) {
+            wg_store<TT, BN>(d, C, m, n, row0, col0);
+        } else {
+            wg_store_f32<BN>(d, ws + (long long)w.split * m * n, m, n, row0, col0);
+        }
     }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-    wg_store<TT, TMA_BN>(d, C, m, n, row0 + cw * 64, col0);
 }
 #endif
 
 #define TMA_ARGS int m, int n, int k, const __grid_constant__ TensorMap tma, \
-    const __grid_constant__ TensorMap tmb, u16* __restrict__ C
+    const __grid_constant__ TensorMap tmb, u16* __restrict__ C, int splits, int kt_per, \
+    float* __restrict__ ws
 #ifdef AUGUR_WGMMA
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_tma_f16(TMA_ARGS) { gemm_tma<F16>(m, n, k, &tma, &tmb, C); }
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_tma_bf16(TMA_ARGS) { gemm_tma<BF16>(m, n, k, &tma, &tmb, C); }
+#define AUGUR_TMA(T, TY, BN) \
+    extern "C" __global__ void __launch_bounds__(384, 1) gemm_tma_##TY##_##BN(TMA_ARGS) { \
+        gemm_tma<T, BN>(m, n, k, &tma, &tmb, C, splits, kt_per, ws);                    \
+    }
 #else
-extern "C" __global__ void gemm_tma_f16(TMA_ARGS) { __trap(); }
-extern "C" __global__ void gemm_tma_bf16(TMA_ARGS) { __trap(); }
+#define AUGUR_TMA(T, TY, BN) \
+    extern "C" __global__ void gemm_tma_##TY##_##BN(TMA_ARGS) { __trap(); }
 #endif
+AUGUR_TMA(F16, f16, 256)
+AUGUR_TMA(BF16, bf16, 256)
+AUGUR_TMA(F16, f16, 128)
+AUGUR_TMA(BF16, bf16, 128)
+
+// C = the sum of the `splits` f32 partials ws[s][m][n], rounded to TT: four columns per thread
+// (n % 8 == 0).
+template <typename TT>
+__device__ __forceinline__ void splitk_sum(int m, int n, int splits, const float* __restrict__ ws,
+                                           u16* __restrict__ C) {
+    const long long total = (long long)m * n / 4;
+    const long long plane = (long long)m * n;
+    for (long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x; q < total;
+         q += (long long)gridDim.x * blockDim.x) {
+        float4 acc = ((const float4*)ws)[q];
+        for (int s = 1; s < splits; ++s) {
+            float4 v = ((const float4*)(ws + s * plane))[q];
+            acc.x += v.x;
+            acc.y += v.y;
+            acc.z += v.z;
+            acc.w += v.w;
+        }
+        uint2 out = make_uint2(TT::pack(acc.x, acc.y), TT::pack(acc.z, acc.w));
+        ((uint2*)C)[q] = out;
+    }
+}
+extern "C" __global__ void gemm_splitk_f16(int m, int n, int splits, const float* __restrict__ ws,
+                                           u16* __restrict__ C) {
+    splitk_sum<F16>(m, n, splits, ws, C);
+}
+extern "C" __global__ void gemm_splitk_bf16(int m, int n, int splits, const float* __restrict__ ws,
+                                            u16* __restrict__ C) {
+    splitk_sum<BF16>(m, n, splits, ws, C);
+}

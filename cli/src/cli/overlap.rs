@@ -5,19 +5,21 @@
 use std::process::ExitCode;
 
 use augur_features::attention::Dtype;
-use augur_kernels::cuda::gemm::{CudaGemm, GemmKernel};
+use augur_kernels::cuda::gemm::{tma_choice, CudaGemm, GemmKernel};
 use augur_kernels::cuda::TimingMode;
 use augur_kernels::gemm::{check_rows, reference_rows, GemmProblem, GemmShape};
 use clap::{Args, Subcommand, ValueEnum};
 
 #[derive(Subcommand, Debug)]
 pub enum OverlapCommand {
-    /// Check augur's tensor-core GEMMs (mma.sync with block tiles 128 x 128 and 64 x 128; wgmma,
-    /// 128 x 128, on Hopper) and cuBLASLt against the exact product C = A Bᵀ on each shape (B a
+    /// Check augur's tensor-core GEMMs (mma.sync with block tiles 128 x 128 and 64 x 128; on
+    /// Hopper wgmma, 128 x 128 and 128 x 256, and the persistent TMA kernel, 128 x 256 or 128 x
+    /// 128 tiles with k split in up to 16 ranges, as chosen for the shape or as named) and
+    /// cuBLASLt against the exact product C = A Bᵀ on each shape (B a
     /// linear layer's [N][K] weight) (inputs exact multiples of 1/8, so the only error allowed
     /// is the final rounding to the 16-bit type; rows sampled on large shapes), then time each
     /// (latency, throughput and graph; medians after warm-up). CSV on stdout: microseconds,
-    /// TFLOP/s and cuBLASLt's time over each kernel's (throughput). Exits non-zero on a failed
+    /// TFLOP/s and cuBLASLt's time over each kernel's (throughput and graph). Exits non-zero on a failed
     /// check.
     Gemm(GemmArgs),
 }
@@ -47,6 +49,11 @@ pub struct GemmArgs {
     /// Seed of the inputs.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Kernels to compare, comma-separated (default: augur_128x128, augur_64x128,
+    /// augur_wgmma_128x128, augur_wgmma_128x256, augur_tma_128x256, augur_tma_auto, cublaslt).
+    /// The TMA kernel also as augur_tma_128x128 and with a split k: augur_tma_128x256_k4.
+    #[arg(long, value_delimiter = ',')]
+    kernels: Vec<String>,
 }
 
 pub fn run(c: OverlapCommand) -> anyhow::Result<ExitCode> {
@@ -89,6 +96,14 @@ fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
         GemmDtype::Bf16 => Dtype::Bf16,
         GemmDtype::F16 => Dtype::F16,
     };
+    let kernels: Vec<GemmKernel> = if a.kernels.is_empty() {
+        GemmKernel::all().to_vec()
+    } else {
+        a.kernels
+            .iter()
+            .map(|k| GemmKernel::parse(k))
+            .collect::<Result<_, _>>()?
+    };
     let g = CudaGemm::new(a.device).map_err(super::gpu_only("the tensor-core GEMM"))?;
     let dev = augur_kernels::cuda::device_info(a.device)?;
     // A, B and C of every shape must fit on the GPU (the host holds A and B twice as long as
@@ -104,18 +119,19 @@ fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
         }
     }
     println!(
-        "device,dtype,m,n,k,kernel,passed,max_err_over_bound,latency_us,throughput_us,graph_us,\
-         tflops,cublaslt_over_kernel"
+        "device,dtype,m,n,k,kernel,tma_choice,passed,max_err_over_bound,latency_us,throughput_us,graph_us,\
+         tflops,cublaslt_over_kernel,cublaslt_over_kernel_graph"
     );
     let mut failed = 0;
-    let mut ratios: Vec<(GemmShape, f64)> = Vec::new();
+    // augur's best over cuBLASLt per shape: throughput, graph.
+    let mut ratios: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
     for shape in shapes {
         let p = GemmProblem::random(shape, dtype, a.seed)?;
         let rows = p.check_rows(256, 24);
         let want = reference_rows(&p, &rows);
         let mut d = g.upload(&p)?;
         let mut results = Vec::new();
-        for kernel in GemmKernel::all() {
+        for &kernel in &kernels {
             let prep = match g.prepare(&d, kernel) {
                 Err(augur_kernels::KernelError::Unsupported { what, .. }) => {
                     eprintln!(
@@ -142,18 +158,28 @@ fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
             let t = g.time_modes(&mut d, &prep, a.warmup, a.reps)?;
             results.push((kernel, passed, err, t));
         }
-        let lt = results
-            .iter()
-            .find(|r| r.0 == GemmKernel::CublasLt)
-            .map(|r| r.3.throughput_s);
+        let lt = results.iter().find(|r| r.0 == GemmKernel::CublasLt);
+        let lt_thr = lt.map(|r| r.3.throughput_s);
+        let lt_graph = lt.and_then(|r| r.3.get(TimingMode::Graph));
         for (kernel, passed, err, t) in &results {
             let thr = t.throughput_s;
-            let graph = t
-                .get(TimingMode::Graph)
-                .map_or(String::new(), |g| format!("{:.2}", g * 1e6));
-            let vs = lt.map_or(String::new(), |l| format!("{:.3}", l / thr));
+            let g = t.get(TimingMode::Graph);
+            let graph = g.map_or(String::new(), |g| format!("{:.2}", g * 1e6));
+            let vs = lt_thr.map_or(String::new(), |l| format!("{:.3}", l / thr));
+            let vs_graph = match (lt_graph, g) {
+                (Some(l), Some(g)) => format!("{:.3}", l / g),
+                _ => String::new(),
+            };
+            // What the auto kernel ran: the tile width and split count.
+            let choice = match kernel {
+                GemmKernel::TmaAuto => {
+                    let (bn, s) = tma_choice(shape, dev.multiprocessors.max(1) as usize);
+                    format!("128x{bn}_k{s}")
+                }
+                _ => String::new(),
+            };
             println!(
-                "{},{},{},{},{},{},{passed},{err:.3},{:.2},{:.2},{graph},{:.1},{vs}",
+                "{},{},{},{},{},{},{choice},{passed},{err:.3},{:.2},{:.2},{graph},{:.1},{vs},{vs_graph}",
                 dev.name,
                 a.dtype
                     .to_possible_value()
@@ -167,22 +193,31 @@ fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
                 shape.flops() / thr / 1e12,
             );
         }
-        if let Some(l) = lt {
-            let best = results
+        // augur's best over cuBLASLt, in the throughput and the graph mode.
+        let best = |mode: TimingMode| {
+            results
                 .iter()
                 .filter(|r| r.0 != GemmKernel::CublasLt)
-                .map(|r| r.3.throughput_s)
-                .fold(f64::INFINITY, f64::min);
-            ratios.push((shape, l / best));
+                .filter_map(|r| r.3.get(mode))
+                .fold(f64::INFINITY, f64::min)
+        };
+        if let Some(l) = lt_thr {
+            ratios[0].push(l / best(TimingMode::Throughput));
+        }
+        if let Some(l) = lt_graph {
+            ratios[1].push(l / best(TimingMode::Graph));
         }
     }
-    if !ratios.is_empty() {
-        let geo = (ratios.iter().map(|r| r.1.ln()).sum::<f64>() / ratios.len() as f64).exp();
-        let at_least = ratios.iter().filter(|r| r.1 >= 0.8).count();
+    for (mode, r) in ["throughput", "graph"].iter().zip(&ratios) {
+        if r.is_empty() {
+            continue;
+        }
+        let geo = (r.iter().map(|x| x.ln()).sum::<f64>() / r.len() as f64).exp();
+        let at_least = r.iter().filter(|&&x| x >= 0.8).count();
         eprintln!(
-            "augur's best tile over cuBLASLt (throughput): geomean {geo:.3}, >= 0.8 on {at_least} \
+            "augur's best kernel over cuBLASLt ({mode}): geomean {geo:.3}, >= 0.8 on {at_least} \
              of {} shapes (the fused overlap pattern needs 0.8 on a shape to count there)",
-            ratios.len()
+            r.len()
         );
     }
     if failed > 0 {

@@ -37,21 +37,26 @@ pub enum GemmKernel {
     /// gemm.cu's wgmma kernel (Hopper only): 128 x `bn` tiles (bn = 128 or 256), two
     /// warpgroups.
     Wgmma { bn: usize },
-    /// gemm.cu's TMA kernel (Hopper only): 128 x 256 tiles, a producer warpgroup issuing
-    /// tensor-memory copies, two consumer warpgroups multiplying with wgmma.
-    Tma,
+    /// gemm.cu's TMA kernel (Hopper only), persistent: 128 x `bn` tiles (bn = 256 or 128), a
+    /// producer warpgroup issuing tensor-memory copies, two consumer warpgroups multiplying with
+    /// wgmma; k cut into `splits` ranges (1 to 16) whose f32 partials a second kernel sums.
+    Tma { bn: usize, splits: usize },
+    /// The TMA kernel with the tile width and split count [`tma_choice`] picks for the shape.
+    TmaAuto,
     /// cuBLASLt's heuristic choice (f32 accumulation).
     CublasLt,
 }
 
 impl GemmKernel {
-    pub fn all() -> [GemmKernel; 6] {
+    /// The kernels `augur overlap gemm` compares by default.
+    pub fn all() -> [GemmKernel; 7] {
         [
             GemmKernel::Augur { bm: 128 },
             GemmKernel::Augur { bm: 64 },
             GemmKernel::Wgmma { bn: 128 },
             GemmKernel::Wgmma { bn: 256 },
-            GemmKernel::Tma,
+            GemmKernel::Tma { bn: 256, splits: 1 },
+            GemmKernel::TmaAuto,
             GemmKernel::CublasLt,
         ]
     }
@@ -60,10 +65,96 @@ impl GemmKernel {
         match self {
             GemmKernel::Augur { bm } => format!("augur_{bm}x128"),
             GemmKernel::Wgmma { bn } => format!("augur_wgmma_128x{bn}"),
-            GemmKernel::Tma => "augur_tma_128x256".into(),
+            GemmKernel::Tma { bn, splits: 1 } => format!("augur_tma_128x{bn}"),
+            GemmKernel::Tma { bn, splits } => format!("augur_tma_128x{bn}_k{splits}"),
+            GemmKernel::TmaAuto => "augur_tma_auto".into(),
             GemmKernel::CublasLt => "cublaslt".into(),
         }
     }
+
+    /// The kernel of a [`GemmKernel::name`]: `augur_128x128`, `augur_64x128`,
+    /// `augur_wgmma_128x{128,256}`, `augur_tma_128x{128,256}[_k<splits>]`, `augur_tma_auto`,
+    /// `cublaslt`.
+    pub fn parse(name: &str) -> Result<GemmKernel, KernelError> {
+        let bad = || {
+            KernelError::Invalid(format!(
+                "unknown GEMM kernel `{name}`: augur_128x128, augur_64x128, augur_wgmma_128x128, \
+                 augur_wgmma_128x256, augur_tma_128x256, augur_tma_128x128 (either with _k2 .. \
+                 _k16 for a split k), augur_tma_auto or cublaslt"
+            ))
+        };
+        let k = match name {
+            "augur_128x128" => GemmKernel::Augur { bm: 128 },
+            "augur_64x128" => GemmKernel::Augur { bm: 64 },
+            "augur_wgmma_128x128" => GemmKernel::Wgmma { bn: 128 },
+            "augur_wgmma_128x256" => GemmKernel::Wgmma { bn: 256 },
+            "augur_tma_auto" => GemmKernel::TmaAuto,
+            "cublaslt" => GemmKernel::CublasLt,
+            t => {
+                let rest = t.strip_prefix("augur_tma_128x").ok_or_else(bad)?;
+                let (bn, splits) = match rest.split_once("_k") {
+                    Some((b, s)) => (b, s.parse::<usize>().map_err(|_| bad())?),
+                    None => (rest, 1),
+                };
+                let bn = bn.parse::<usize>().map_err(|_| bad())?;
+                if !(bn == 128 || bn == 256) || !(1..=MAX_SPLITS).contains(&splits) {
+                    return Err(bad());
+                }
+                GemmKernel::Tma { bn, splits }
+            }
+        };
+        Ok(k)
+    }
+}
+
+/// The most ranges the TMA kernel cuts k into.
+pub const MAX_SPLITS: usize = 16;
+
+/// The TMA kernel's tile width and split count for `shape` on `sms` multiprocessors: the
+/// candidate (128 x 256 or 128 x 128 tiles; k cut in 1, 2, 4, 8 or 16 ranges of at least 4
+/// steps of 64) with the least estimated time ([`tma_estimate_us`]).
+pub fn tma_choice(shape: GemmShape, sms: usize) -> (usize, usize) {
+    let mut best = (f64::INFINITY, 256, 1);
+    for bn in [256usize, 128] {
+        for splits in [1usize, 2, 4, 8, 16] {
+            if let Some(t) = tma_estimate_us(shape, bn, splits, sms) {
+                if t < best.0 {
+                    best = (t, bn, splits);
+                }
+            }
+        }
+    }
+    (best.1, best.2)
+}
+
+/// The TMA kernel's estimated time (microseconds) on a Hopper GPU with `sms` multiprocessors,
+/// None for a split count that would leave a range empty or under 4 steps. Each SM runs its
+/// share of the work units one after the other; a unit costs its k steps plus 3 us of filling
+/// and storing, and a step the longer of its products (128 x bn x 64 at 7.5 TFLOP/s per SM, a
+/// 128-wide step at 0.7 of a 256-wide one's cost: the same pipeline for half the products) and
+/// its loads (the B tile and the A tile's rows inside the matrix at 80 GB/s per SM). The whole
+/// takes at least A, B and C once at 3 TB/s, and a split adds the partials written and read at
+/// 3 TB/s and 2 us for the summing kernel. Constants fitted on an H100's measurements of every
+/// candidate on 34 shapes (bench/results/gemm-splitk-h100-2026-11-25/sweep): the choice ran at
+/// 0.99 of the best candidate in the throughput mode and 0.98 in graphs (geometric means), 0.77
+/// at worst.
+pub fn tma_estimate_us(shape: GemmShape, bn: usize, splits: usize, sms: usize) -> Option<f64> {
+    let GemmShape { m, n, k } = shape;
+    let kt_all = k.div_ceil(64).max(1);
+    let kt_per = kt_all.div_ceil(splits.max(1));
+    if kt_all.div_ceil(kt_per) != splits || (splits > 1 && kt_per < 4) {
+        return None;
+    }
+    let units = m.div_ceil(128) * n.div_ceil(bn) * splits;
+    let per_sm = units.div_ceil(sms.max(1)) as f64;
+    let products = (128 * bn * 64 * 2) as f64 / 7.5e6 * if bn == 128 { 1.4 } else { 1.0 };
+    let loads = ((bn + m.min(128)) * 64 * 2) as f64 / 80e3;
+    let mut t = per_sm * (kt_per as f64 * products.max(loads) + 3.0);
+    t = t.max(((m * k + n * k + m * n) * 2) as f64 / 3.0e6);
+    if splits > 1 {
+        t += 2.0 + (8 * splits * m * n) as f64 / 3.0e6;
+    }
+    Some(t)
 }
 
 /// A GEMM's buffers on the GPU: A, B and C as 16-bit patterns of `dtype`.
@@ -149,15 +240,25 @@ fn tensor_map(
     Ok(TensorMapArg(unsafe { tm.assume_init() }.opaque))
 }
 
-/// One of gemm.cu's kernels made ready: the function, its block tile (rows x columns of C),
-/// threads and dynamic shared memory, and the TMA kernel's tensor maps (of one DeviceGemm's A
-/// and B), which it takes in place of A and B.
+/// One of gemm.cu's kernels made ready: the function, its grid, threads and dynamic shared
+/// memory, and the TMA kernel's part.
 struct Launch {
     f: CudaFunction,
-    tile: (usize, usize),
+    grid: (u32, u32, u32),
     threads: u32,
     smem: u32,
-    maps: Option<(TensorMapArg, TensorMapArg)>,
+    tma: Option<TmaLaunch>,
+}
+
+/// The TMA kernel's arguments beyond the shape: the tensor maps of one DeviceGemm's A and B
+/// (taken in place of A and B), the split of k, the f32 partials and the kernel that sums them.
+struct TmaLaunch {
+    maps: (TensorMapArg, TensorMapArg),
+    splits: usize,
+    kt_per: usize,
+    /// splits x m x n floats (one float when not split: the argument must point somewhere).
+    ws: CudaSlice<f32>,
+    sum: Option<CudaFunction>,
 }
 
 /// A kernel made ready for one [`DeviceGemm`]: one of gemm.cu's, or cuBLASLt's plan.
@@ -174,6 +275,7 @@ fn lt_err(what: &str) -> impl Fn(cudarc::cublaslt::result::CublasError) -> Kerne
 pub struct CudaGemm {
     ctx: Arc<CudaContext>,
     compute_capability: (i32, i32),
+    multiprocessors: usize,
     stream: Arc<CudaStream>,
     module: Arc<CudaModule>,
 }
@@ -197,6 +299,7 @@ impl CudaGemm {
         Ok(CudaGemm {
             ctx,
             compute_capability: dev.compute_capability,
+            multiprocessors: dev.multiprocessors.max(1) as usize,
             stream,
             module,
         })
@@ -265,8 +368,11 @@ impl CudaGemm {
                 ),
             })
         };
-        // The kernel's name, block tile, threads and dynamic shared memory (bytes).
-        let (name, tile, threads, smem, maps) = match kernel {
+        let GemmShape { m, n, k } = d.shape;
+        let tiled =
+            |tile: (usize, usize)| (n.div_ceil(tile.1) as u32, m.div_ceil(tile.0) as u32, 1);
+        // The kernel's name, grid, threads, dynamic shared memory (bytes) and TMA part.
+        let (name, grid, threads, smem, tma) = match kernel {
             GemmKernel::CublasLt => {
                 return Ok(GemmPrepared {
                     kernel,
@@ -281,7 +387,7 @@ impl CudaGemm {
                 }
                 // Per stage a bm x 32 tile of A and a 128 x 32 tile of B, rows padded by 8.
                 let smem = STAGES * (bm + BN) * (BK + 8) * 2;
-                (format!("gemm_{ty}_{bm}"), (bm, BN), 256, smem, None)
+                (format!("gemm_{ty}_{bm}"), tiled((bm, BN)), 256, smem, None)
             }
             GemmKernel::Wgmma { bn } => {
                 if bn != 128 && bn != 256 {
@@ -292,19 +398,74 @@ impl CudaGemm {
                 hopper("wgmma")?;
                 // A 128 x 64 and a bn x 64 tile per stage, and 1 KiB to align the stages.
                 let smem = WG_STAGES * (128 + bn) * 64 * 2 + 1024;
-                (format!("gemm_wg_{ty}_{bn}"), (128, bn), 256, smem, None)
+                (
+                    format!("gemm_wg_{ty}_{bn}"),
+                    tiled((128, bn)),
+                    256,
+                    smem,
+                    None,
+                )
             }
-            GemmKernel::Tma => {
+            GemmKernel::Tma { .. } | GemmKernel::TmaAuto => {
                 hopper("TMA")?;
-                // Barriers, 1 KiB of alignment, and per stage a 128 x 64 and a 256 x 64 tile.
-                let smem = WG_STAGES * (128 + 256) * 64 * 2 + 1024 + 2 * WG_STAGES * 8;
+                let (bn, splits) = match kernel {
+                    GemmKernel::Tma { bn, splits } => (bn, splits),
+                    _ => tma_choice(d.shape, self.multiprocessors),
+                };
+                if !(bn == 128 || bn == 256) || !(1..=MAX_SPLITS).contains(&splits) {
+                    return Err(KernelError::Invalid(format!(
+                        "gemm.cu's TMA kernel has tiles 128 and 256 wide and 1 to {MAX_SPLITS} \
+                         splits of k, not {bn} and {splits}"
+                    )));
+                }
+                // Equal ranges of whole steps of 64; fewer splits when the last would be empty.
+                let kt_all = k.div_ceil(64).max(1);
+                let kt_per = kt_all.div_ceil(splits);
+                let splits = kt_all.div_ceil(kt_per);
+                // Barriers, 1 KiB of alignment, and per stage a 128 x 64 and a bn x 64 tile.
+                let smem = WG_STAGES * (128 + bn) * 64 * 2 + 1024 + 2 * WG_STAGES * 8;
                 let s = &self.stream;
-                let GemmShape { m, n, k } = d.shape;
                 let maps = (
                     tensor_map(d.a.device_ptr(s).0, m, k, 128, d.dtype)?,
-                    tensor_map(d.b.device_ptr(s).0, n, k, 256, d.dtype)?,
+                    tensor_map(d.b.device_ptr(s).0, n, k, bn as u32, d.dtype)?,
                 );
-                (format!("gemm_tma_{ty}"), (128, 256), 384, smem, Some(maps))
+                let tiles = m.div_ceil(128) * n.div_ceil(bn);
+                let grid = (
+                    (tiles * splits).min(self.multiprocessors).max(1) as u32,
+                    1,
+                    1,
+                );
+                let ws_len = if splits > 1 { splits * m * n } else { 1 };
+                // SAFETY: filled with NaN right below; each split's partial is then written
+                // whole by the TMA kernel before the sum reads it (the one float of an unsplit
+                // run is never read), so a partial the kernel missed shows as NaN in C.
+                let mut ws = unsafe { s.alloc::<f32>(ws_len) }.map_err(drv("alloc"))?;
+                {
+                    let (p, _g) = ws.device_ptr_mut(s);
+                    // SAFETY: `p` holds ws_len floats on this stream's device.
+                    unsafe {
+                        cudarc::driver::result::memset_d8_async(p, 0xFF, ws_len * 4, s.cu_stream())
+                    }
+                    .map_err(drv("poison partials"))?;
+                }
+                let sum = if splits > 1 {
+                    let f = format!("gemm_splitk_{ty}");
+                    Some(
+                        self.module
+                            .load_function(&f)
+                            .map_err(|e| KernelError::Cuda(format!("kernel {f}: {e}")))?,
+                    )
+                } else {
+                    None
+                };
+                let tma = TmaLaunch {
+                    maps,
+                    splits,
+                    kt_per,
+                    ws,
+                    sum,
+                };
+                (format!("gemm_tma_{ty}_{bn}"), grid, 384, smem, Some(tma))
             }
         };
         let f = self
@@ -320,10 +481,10 @@ impl CudaGemm {
             kernel,
             run: Ok(Launch {
                 f,
-                tile,
+                grid,
                 threads,
                 smem: smem as u32,
-                maps,
+                tma,
             }),
         })
     }
@@ -412,26 +573,45 @@ impl CudaGemm {
         match &p.run {
             Ok(launch) => {
                 let cfg = LaunchConfig {
-                    grid_dim: (
-                        n.div_ceil(launch.tile.1) as u32,
-                        m.div_ceil(launch.tile.0) as u32,
-                        1,
-                    ),
+                    grid_dim: launch.grid,
                     block_dim: (launch.threads, 1, 1),
                     shared_mem_bytes: launch.smem,
                 };
-                let (m, n, k) = (m as i32, n as i32, k as i32);
+                let (mi, ni, ki) = (m as i32, n as i32, k as i32);
                 let mut l = s.launch_builder(&launch.f);
-                l.arg(&m).arg(&n).arg(&k);
-                match &launch.maps {
-                    Some((ma, mb)) => l.arg(ma).arg(mb),
+                l.arg(&mi).arg(&ni).arg(&ki);
+                let split = launch
+                    .tma
+                    .as_ref()
+                    .map(|t| (t.splits as i32, t.kt_per as i32));
+                match &launch.tma {
+                    Some(t) => l.arg(&t.maps.0).arg(&t.maps.1),
                     None => l.arg(&d.a).arg(&d.b),
                 };
                 l.arg(&mut d.c);
+                if let (Some(t), Some((splits, kt_per))) = (&launch.tma, &split) {
+                    l.arg(splits).arg(kt_per).arg(&t.ws);
+                }
                 // SAFETY: gemm.cu's (m, n, k, A, B, C), or for gemm_tma (m, n, k, tensor map of
-                // A, of B, C), with A m x k, B n x k, C m x n halves (the maps describe this
-                // DeviceGemm's A and B); the shape was validated (n, k multiples of 8).
+                // A, of B, C, splits, steps per split, partials of splits x m x n floats), with
+                // A m x k, B n x k, C m x n halves (the maps describe this DeviceGemm's A and
+                // B); the shape was validated (n, k multiples of 8).
                 unsafe { l.launch(cfg) }.map_err(drv("gemm launch"))?;
+                if let (Some(t), Some((splits, _))) = (&launch.tma, &split) {
+                    if let Some(sum) = &t.sum {
+                        let quads = m * n / 4;
+                        let cfg = LaunchConfig {
+                            grid_dim: (quads.div_ceil(256).clamp(1, 65535) as u32, 1, 1),
+                            block_dim: (256, 1, 1),
+                            shared_mem_bytes: 0,
+                        };
+                        let mut l = s.launch_builder(sum);
+                        l.arg(&mi).arg(&ni).arg(splits).arg(&t.ws).arg(&mut d.c);
+                        // SAFETY: gemm_splitk_*(m, n, splits, partials of splits x m x n floats,
+                        // C of m x n halves); n % 8 == 0, so m x n is a multiple of 4.
+                        unsafe { l.launch(cfg) }.map_err(drv("gemm split-k sum"))?;
+                    }
+                }
                 Ok(())
             }
             Err(plan) => {
@@ -501,5 +681,57 @@ impl CudaGemm {
             i = j;
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_names_round_trip() {
+        let mut all: Vec<GemmKernel> = GemmKernel::all().to_vec();
+        all.extend([
+            GemmKernel::Tma { bn: 128, splits: 1 },
+            GemmKernel::Tma { bn: 256, splits: 4 },
+            GemmKernel::Tma {
+                bn: 128,
+                splits: 16,
+            },
+        ]);
+        for k in all {
+            assert_eq!(GemmKernel::parse(&k.name()).unwrap(), k, "{}", k.name());
+        }
+        for bad in [
+            "augur_tma_128x64",
+            "augur_tma_128x256_k0",
+            "augur_tma_128x256_k17",
+            "augur_tma_128x256_kx",
+            "cublas",
+        ] {
+            let e = GemmKernel::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(bad), "{e}");
+        }
+    }
+
+    #[test]
+    fn tma_choice_splits_only_where_tiles_leave_sms_idle() {
+        let sh = |m, n, k| GemmShape { m, n, k };
+        // Plenty of tiles: 128 x 256, no split.
+        assert_eq!(tma_choice(sh(8192, 8192, 8192), 132), (256, 1));
+        // Decode-sized M on a narrow N: 6 tiles of 128 x 256 for 132 SMs, k cut.
+        let (_, s) = tma_choice(sh(16, 1536, 4096), 132);
+        assert!(s >= 8, "{s}");
+        // Short k is never cut below 4 steps of 64.
+        let (_, s) = tma_choice(sh(16, 1536, 256), 132);
+        assert_eq!(s, 1);
+        // Every choice is a valid kernel.
+        for m in [1, 16, 128, 512, 2048, 16384] {
+            for (n, k) in [(1536, 4096), (4096, 1024), (8192, 8192), (8, 8)] {
+                let (bn, s) = tma_choice(sh(m, n, k), 132);
+                assert!(GemmKernel::parse(&GemmKernel::Tma { bn, splits: s }.name()).is_ok());
+                assert!(k.div_ceil(64).div_ceil(k.div_ceil(64).div_ceil(s)) == s);
+            }
+        }
     }
 }
