@@ -326,7 +326,8 @@ AUGUR_WG(BF16, bf16, 256)
 // gemm_splitk_{f16,bf16} sums them into C (a sum inside the kernel by the tile's last split,
 // found with per-tile arrival counters, ran 10-20 times slower: bench/results/
 // gemm-splitk-h100-2026-11-25/fixup-in-kernel). The tensor maps come from the host
-// (cuTensorMapEncodeTiled); past the matrix edges the copies fill zeros.
+// (cuTensorMapEncodeTiled); past the matrix edges the copies fill zeros. With rows_per_flag > 0
+// the producer waits for A's rows to arrive first (wait_rows: the producer/consumer overlap).
 
 #define TMA_GROUP 8
 
@@ -404,10 +405,49 @@ __device__ __forceinline__ Unit unit_of(int u, int tiles_m, int tiles_n, int spl
     return r;
 }
 
+// The gate of a producer/consumer overlap: A's rows arrive in blocks of `rows_per_flag`, and
+// block b may be read once flags[b] is non-zero (set after its rows were written: by a copy
+// engine's stream write, or a kernel's release store). The producer waits for every block that
+// tile rows [row0, row0 + 128) touch and that it has not seen set yet (`seen`: every block
+// below it was seen set, kept across units), then fences the generic proxy against the async
+// one its tensor-memory copies read through: once per newly seen run of blocks, not per unit. A
+// block that stays unset for GATE_TIMEOUT_NS traps: the launch fails instead of hanging.
+#define GATE_TIMEOUT_NS 10000000000ull
+__device__ __forceinline__ unsigned long long global_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void wait_rows(const unsigned* flags, int rows_per_flag, int row0, int m,
+                                          int& seen) {
+    const int last = (min(row0 + WG_BM, m) - 1) / rows_per_flag;
+    if (last < seen) return;
+    const int first = max(row0 / rows_per_flag, seen);
+    for (int b = first; b <= last; ++b) {
+        if (load_acquire(flags + b)) continue;
+        const unsigned long long t0 = global_ns();
+        while (!load_acquire(flags + b)) {
+            __nanosleep(256);
+            if (global_ns() - t0 > GATE_TIMEOUT_NS) __trap();
+        }
+    }
+    asm volatile("fence.proxy.async.global;" ::: "memory");
+    // Blocks below `first` that this unit did not touch may still be unset: only a run that
+    // starts at `seen` extends it.
+    if (first == seen) seen = last + 1;
+}
+
 template <typename TT, int BN>
 __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* tma,
                                          const TensorMap* tmb, u16* __restrict__ C, int splits,
-                                         int kt_per, float* __restrict__ ws) {
+                                         int kt_per, float* __restrict__ ws,
+                                         const unsigned* __restrict__ flags,
+                                         int rows_per_flag) {
     extern __shared__ __align__(16) unsigned char tma_raw[];
     // Barriers first (2 x WG_STAGES x 8 bytes), then 1024-byte aligned stages.
     unsigned long long* bars = (unsigned long long*)tma_raw;
@@ -432,8 +472,10 @@ __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* t
         if (threadIdx.x == 0) {
             const int bytes = STAGE * 2;
             int it = 0;  // stages used so far, over all of this block's units
+            int seen = 0;  // blocks [0, seen) of A's rows were seen set
             for (int u = blockIdx.x; u < units; u += gridDim.x) {
                 Unit w = unit_of(u, tiles_m, tiles_n, splits, kt_per, kt_all);
+                if (rows_per_flag > 0) wait_rows(flags, rows_per_flag, w.tile_m * WG_BM, m, seen);
                 for (int kt = w.kt0; kt < w.kt1; ++kt, ++it) {
                     int s = it % WG_STAGES, use = it / WG_STAGES;
                     if (use > 0) mbar_wait(empty(s), (use - 1) & 1);
@@ -485,11 +527,11 @@ __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* t
 
 #define TMA_ARGS int m, int n, int k, const __grid_constant__ TensorMap tma, \
     const __grid_constant__ TensorMap tmb, u16* __restrict__ C, int splits, int kt_per, \
-    float* __restrict__ ws
+    float* __restrict__ ws, const unsigned* __restrict__ flags, int rows_per_flag
 #ifdef AUGUR_WGMMA
 #define AUGUR_TMA(T, TY, BN) \
     extern "C" __global__ void __launch_bounds__(384, 1) gemm_tma_##TY##_##BN(TMA_ARGS) { \
-        gemm_tma<T, BN>(m, n, k, &tma, &tmb, C, splits, kt_per, ws);                    \
+        gemm_tma<T, BN>(m, n, k, &tma, &tmb, C, splits, kt_per, ws, flags, rows_per_flag);                    \
     }
 #else
 #define AUGUR_TMA(T, TY, BN) \

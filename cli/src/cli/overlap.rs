@@ -22,6 +22,38 @@ pub enum OverlapCommand {
     /// TFLOP/s and cuBLASLt's time over each kernel's (throughput and graph). Exits non-zero on a failed
     /// check.
     Gemm(GemmArgs),
+    /// The producer/consumer overlap on one GPU: A's rows arrive in blocks (copied by a copy
+    /// engine from a copy of A on a second stream, each block followed by its flag) while
+    /// augur's TMA GEMM (tile and split as `augur_tma_auto` picks) runs beside, its producer
+    /// waiting on each block's flag; against copy-then-GEMM on one stream, the copy alone and
+    /// the GEMM alone. The all-gather + GEMM patterns have this shape with the copies coming
+    /// from peers. Both orders are checked exactly with A poisoned (NaN) until its rows arrive;
+    /// CSV on stdout (microseconds per call; the gain over copy-then-GEMM and the share of the
+    /// perfect overlap's gain, max(copy, GEMM), that it reached). Exits non-zero on a failed
+    /// check.
+    Arrive(ArriveArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ArriveArgs {
+    /// Shapes M,N,K (default: M 2048, 8192 and 16384 on the grid's o_proj, gate+up and 8192 x
+    /// 8192 layers).
+    #[arg(value_name = "SHAPE")]
+    shapes: Vec<String>,
+    /// Blocks of rows A arrives in, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,4,16")]
+    blocks: Vec<usize>,
+    #[arg(long, value_enum, default_value = "bf16")]
+    dtype: GemmDtype,
+    /// Timed samples per mode.
+    #[arg(long, default_value_t = 10)]
+    reps: usize,
+    #[arg(long, default_value_t = 3)]
+    warmup: usize,
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -59,6 +91,7 @@ pub struct GemmArgs {
 pub fn run(c: OverlapCommand) -> anyhow::Result<ExitCode> {
     match c {
         OverlapCommand::Gemm(a) => gemm(a),
+        OverlapCommand::Arrive(a) => arrive(a),
     }
 }
 
@@ -219,6 +252,165 @@ fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
              of {} shapes (the fused overlap pattern needs 0.8 on a shape to count there)",
             r.len()
         );
+    }
+    if failed > 0 {
+        eprintln!("augur: {failed} check(s) failed");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn arrive(a: ArriveArgs) -> anyhow::Result<ExitCode> {
+    let shapes = if a.shapes.is_empty() {
+        let mut v = Vec::new();
+        for (n, k) in [(4096, 1024), (7168, 4096), (8192, 8192)] {
+            for m in [2048, 8192, 16384] {
+                v.push(GemmShape { m, n, k });
+            }
+        }
+        v
+    } else {
+        a.shapes
+            .iter()
+            .map(|s| GemmShape::parse(s))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    if a.blocks.is_empty() || a.blocks.contains(&0) {
+        anyhow::bail!("--blocks: one or more counts >= 1");
+    }
+    let dtype = match a.dtype {
+        GemmDtype::Bf16 => Dtype::Bf16,
+        GemmDtype::F16 => Dtype::F16,
+    };
+    let g = CudaGemm::new(a.device).map_err(super::gpu_only("the tensor-core GEMM"))?;
+    let dev = augur_kernels::cuda::device_info(a.device)?;
+    for shape in &shapes {
+        // A, B, C and the staging copy of A.
+        let bytes = shape.device_bytes() + (shape.m * shape.k * 2) as u128;
+        if bytes > dev.memory_bytes as u128 {
+            anyhow::bail!(
+                "{shape}: A, B, C and a copy of A take {:.1} GiB, more than GPU {}'s {:.1} GiB",
+                bytes as f64 / (1u64 << 30) as f64,
+                a.device,
+                dev.memory_bytes as f64 / (1u64 << 30) as f64
+            );
+        }
+    }
+    let ty = a
+        .dtype
+        .to_possible_value()
+        .map_or("?".into(), |v| v.get_name().to_string());
+    println!(
+        "device,dtype,m,n,k,kernel,blocks,passed,copy_us,gemm_us,copy_then_gemm_us,gated_us,\
+         graph_copy_us,graph_gemm_us,graph_copy_then_gemm_us,graph_gated_us,gate_open_us,\
+         graph_gate_open_us,gain,share_of_bound"
+    );
+    let mut failed = 0;
+    for &shape in &shapes {
+        let p = GemmProblem::random(shape, dtype, a.seed)?;
+        let rows = p.check_rows(256, 24);
+        let want = reference_rows(&p, &rows);
+        let mut d = g.upload(&p)?;
+        let prep = g.prepare(&d, GemmKernel::TmaAuto)?;
+        let (bn, sp) = tma_choice(shape, dev.multiprocessors.max(1) as usize);
+        let kernel = format!("augur_tma_128x{bn}_k{sp}");
+        for &blocks in &a.blocks {
+            let arr = g.arrivals(&d, blocks.min(shape.m))?;
+            let mut passed = true;
+            for gated in [false, true] {
+                g.poison(&mut d)?;
+                g.launch_arriving(&mut d, Some(&prep), &arr, gated, true)?;
+                let got = g.rows(&d, &rows)?;
+                let (err, r, c) = check_rows(&p, &rows, &want, &got);
+                if err > 1.0 {
+                    passed = false;
+                    failed += 1;
+                    eprintln!(
+                        "augur: {kernel} {shape} {dtype:?}, {blocks} blocks{}: C[{r}][{c}] off \
+                         by {err:.2} of the rounding bound",
+                        if gated { ", gated" } else { ", copy then GEMM" }
+                    );
+                }
+            }
+            // The five ways, timed in ROUNDS rounds, each round in another order, and the
+            // median of the rounds' medians kept: a large product heats the GPU and its clock
+            // drops over a run, so one way timed after the others would look slower.
+            const ROUNDS: usize = 3;
+            let plan = augur_kernels::cuda::TimingPlan {
+                warmup: a.warmup,
+                iterations: a.reps.div_ceil(ROUNDS).max(1),
+            };
+            let mut rounds: Vec<Vec<augur_kernels::cuda::ModeTimes>> = vec![Vec::new(); 5];
+            for r in 0..ROUNDS {
+                for i in 0..5 {
+                    let way = (i + r) % 5;
+                    let t =
+                        augur_kernels::cuda::time_modes(g.stream(), plan, None, || match way {
+                            0 => g.launch(&mut d, &prep),
+                            1 => g.launch_arriving(&mut d, None, &arr, false, false),
+                            2 => g.launch_arriving(&mut d, Some(&prep), &arr, false, false),
+                            3 => g.launch_arriving(&mut d, Some(&prep), &arr, true, false),
+                            _ => g.launch_gate_open(&mut d, &prep, &arr),
+                        })?;
+                    rounds[way].push(t);
+                }
+            }
+            let med = |v: &[augur_kernels::cuda::ModeTimes]| {
+                let pick = |f: &dyn Fn(&augur_kernels::cuda::ModeTimes) -> Option<f64>| {
+                    let mut x: Vec<f64> = v.iter().filter_map(f).collect();
+                    x.sort_by(f64::total_cmp);
+                    x.get(x.len() / 2).copied()
+                };
+                augur_kernels::cuda::ModeTimes {
+                    latency_s: pick(&|t| Some(t.latency_s)).unwrap_or(f64::NAN),
+                    throughput_s: pick(&|t| Some(t.throughput_s)).unwrap_or(f64::NAN),
+                    graph_s: pick(&|t| t.get(TimingMode::Graph))
+                        .ok_or_else(|| "no graph figure".to_string()),
+                    batch: v.first().map_or(1, |t| t.batch),
+                    samples: v.iter().map(|t| t.samples).sum(),
+                }
+            };
+            let gemm_t = med(&rounds[0]);
+            let copy_t = med(&rounds[1]);
+            let serial_t = med(&rounds[2]);
+            let gated_t = med(&rounds[3]);
+            let open_t = med(&rounds[4]);
+            let us = |t: &augur_kernels::cuda::ModeTimes, m: TimingMode| {
+                t.get(m)
+                    .map_or(String::new(), |v| format!("{:.2}", v * 1e6))
+            };
+            let (c, gm, se, ga) = (
+                copy_t.throughput_s,
+                gemm_t.throughput_s,
+                serial_t.throughput_s,
+                gated_t.throughput_s,
+            );
+            // The perfect overlap's time is max(copy, GEMM); the share of its gain reached.
+            let bound = c.max(gm);
+            let share = if se > bound {
+                format!("{:.2}", (se - ga) / (se - bound))
+            } else {
+                String::new()
+            };
+            println!(
+                "{},{ty},{},{},{},{kernel},{blocks},{passed},{:.2},{:.2},{:.2},{:.2},{},{},{},{},{:.2},{},{:.3},{share}",
+                dev.name,
+                shape.m,
+                shape.n,
+                shape.k,
+                c * 1e6,
+                gm * 1e6,
+                se * 1e6,
+                ga * 1e6,
+                us(&copy_t, TimingMode::Graph),
+                us(&gemm_t, TimingMode::Graph),
+                us(&serial_t, TimingMode::Graph),
+                us(&gated_t, TimingMode::Graph),
+                open_t.throughput_s * 1e6,
+                us(&open_t, TimingMode::Graph),
+                se / ga,
+            );
+        }
     }
     if failed > 0 {
         eprintln!("augur: {failed} check(s) failed");

@@ -259,6 +259,38 @@ struct TmaLaunch {
     /// splits x m x n floats (one float when not split: the argument must point somewhere).
     ws: CudaSlice<f32>,
     sum: Option<CudaFunction>,
+    /// One flag for an ungated launch (the argument must point somewhere; never read).
+    no_flags: CudaSlice<u32>,
+}
+
+/// A's rows arriving on one GPU ([`CudaGemm::arrivals`]): the copy they come from, their flags
+/// and the copy engine's stream.
+pub struct Arrivals {
+    staging: CudaSlice<u16>,
+    flags: super::comm::DeviceBuffer,
+    pub rows_per_flag: usize,
+    copy: Arc<CudaStream>,
+}
+
+fn check_cu(what: &str, r: cudarc::driver::sys::CUresult) -> Result<(), KernelError> {
+    if r == cudarc::driver::sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(KernelError::Cuda(format!("{what}: {r:?}")))
+    }
+}
+
+/// The row gate of a producer/consumer overlap: A's rows arrive in blocks of `rows_per_flag`,
+/// and the TMA kernel reads block b's rows once `flags[b]` is non-zero (set after the rows are in
+/// place: a copy engine's `cuStreamWriteValue32` behind the copy on its stream, or a kernel's
+/// release store). A flag still zero after 10 s makes the kernel trap: the launch fails rather
+/// than hangs.
+/// The flags are a plain `cuMemAlloc` allocation (stream memory operations refuse memory from
+/// the stream-ordered pool): `flags` its device address, `len` its u32 count.
+#[derive(Clone, Copy)]
+pub struct Gate<'a> {
+    pub flags: &'a super::comm::DeviceBuffer,
+    pub rows_per_flag: usize,
 }
 
 /// A kernel made ready for one [`DeviceGemm`]: one of gemm.cu's, or cuBLASLt's plan.
@@ -458,12 +490,14 @@ impl CudaGemm {
                 } else {
                     None
                 };
+                let no_flags = s.alloc_zeros::<u32>(1).map_err(drv("alloc"))?;
                 let tma = TmaLaunch {
                     maps,
                     splits,
                     kt_per,
                     ws,
                     sum,
+                    no_flags,
                 };
                 (format!("gemm_tma_{ty}_{bn}"), grid, 384, smem, Some(tma))
             }
@@ -566,14 +600,54 @@ impl CudaGemm {
         Ok(plan)
     }
 
-    /// Enqueue one product C = A B.
+    /// Enqueue one product C = A Bᵀ.
     pub fn launch(&self, d: &mut DeviceGemm, p: &GemmPrepared) -> Result<(), KernelError> {
+        self.launch_with(d, p, None, None)
+    }
+
+    /// Enqueue one product C = A Bᵀ with the TMA kernel's options: `gate` makes it wait for A's
+    /// rows to arrive ([`Gate`]), `max_blocks` leaves the other SMs to a kernel beside it (the
+    /// kernel is persistent: any grid computes the whole product).
+    pub fn launch_with(
+        &self,
+        d: &mut DeviceGemm,
+        p: &GemmPrepared,
+        gate: Option<Gate<'_>>,
+        max_blocks: Option<usize>,
+    ) -> Result<(), KernelError> {
         let s = &self.stream;
         let GemmShape { m, n, k } = d.shape;
+        let tma = matches!(&p.run, Ok(l) if l.tma.is_some());
+        if !tma && (gate.is_some() || max_blocks.is_some()) {
+            return Err(KernelError::Invalid(format!(
+                "{}: only the TMA kernel waits on row flags or runs on fewer blocks",
+                p.kernel.name()
+            )));
+        }
+        if let Some(g) = &gate {
+            let need = m.div_ceil(g.rows_per_flag.max(1));
+            if g.rows_per_flag == 0 || g.flags.bytes() / 4 < need {
+                return Err(KernelError::Invalid(format!(
+                    "row flags: {} rows in blocks of {} need {need} flags, got {}",
+                    m,
+                    g.rows_per_flag,
+                    g.flags.bytes() / 4
+                )));
+            }
+        }
+        if max_blocks == Some(0) {
+            return Err(KernelError::Invalid(
+                "a GEMM needs at least one block".into(),
+            ));
+        }
         match &p.run {
             Ok(launch) => {
+                let mut grid = launch.grid;
+                if let Some(b) = max_blocks {
+                    grid.0 = grid.0.min(b as u32);
+                }
                 let cfg = LaunchConfig {
-                    grid_dim: launch.grid,
+                    grid_dim: grid,
                     block_dim: (launch.threads, 1, 1),
                     shared_mem_bytes: launch.smem,
                 };
@@ -589,13 +663,22 @@ impl CudaGemm {
                     None => l.arg(&d.a).arg(&d.b),
                 };
                 l.arg(&mut d.c);
+                let rows_per_flag = gate.as_ref().map_or(0, |g| g.rows_per_flag as i32);
+                let flags_ptr = gate.as_ref().map(|g| g.flags.ptr());
                 if let (Some(t), Some((splits, kt_per))) = (&launch.tma, &split) {
                     l.arg(splits).arg(kt_per).arg(&t.ws);
+                    match &flags_ptr {
+                        Some(f) => l.arg(f),
+                        None => l.arg(&t.no_flags),
+                    };
+                    l.arg(&rows_per_flag);
                 }
                 // SAFETY: gemm.cu's (m, n, k, A, B, C), or for gemm_tma (m, n, k, tensor map of
-                // A, of B, C, splits, steps per split, partials of splits x m x n floats), with
-                // A m x k, B n x k, C m x n halves (the maps describe this DeviceGemm's A and
-                // B); the shape was validated (n, k multiples of 8).
+                // A, of B, C, splits, steps per split, partials of splits x m x n floats, row
+                // flags (ceil(m / rows_per_flag) of them, checked above; unread when
+                // rows_per_flag is 0), rows_per_flag), with A m x k, B n x k, C m x n halves
+                // (the maps describe this DeviceGemm's A and B); the shape was validated (n, k
+                // multiples of 8).
                 unsafe { l.launch(cfg) }.map_err(drv("gemm launch"))?;
                 if let (Some(t), Some((splits, _))) = (&launch.tma, &split) {
                     if let Some(sum) = &t.sum {
@@ -643,6 +726,125 @@ impl CudaGemm {
                     )
                 }
                 .map_err(lt_err("matmul"))
+            }
+        }
+    }
+
+    /// The producer side of a producer/consumer overlap on this one GPU: A's rows arrive from
+    /// a copy of A (`staging`) in `blocks` blocks of equal rows, each block copied by a copy
+    /// engine on a second stream and followed by its flag ([`Gate`]).
+    pub fn arrivals(&self, d: &DeviceGemm, blocks: usize) -> Result<Arrivals, KernelError> {
+        let m = d.shape.m;
+        if blocks == 0 || blocks > m.max(1) {
+            return Err(KernelError::Invalid(format!(
+                "{blocks} blocks of rows for {m} rows: 1 to {m}"
+            )));
+        }
+        let s = &self.stream;
+        let mut staging = unsafe { s.alloc::<u16>(d.a.len()) }.map_err(drv("alloc"))?;
+        // SAFETY: the copy below writes every element before anything reads it.
+        s.memcpy_dtod(&d.a, &mut staging).map_err(drv("copy"))?;
+        let rows_per_flag = m.div_ceil(blocks);
+        let flags =
+            super::comm::DeviceBuffer::new(&self.ctx, 4 * m.div_ceil(rows_per_flag).max(1))?;
+        let copy = self.ctx.new_stream().map_err(drv("cuStreamCreate"))?;
+        Ok(Arrivals {
+            staging,
+            flags,
+            rows_per_flag,
+            copy,
+        })
+    }
+
+    /// Enqueue the gated product with every flag already set (no copies): what the gate itself
+    /// costs the TMA kernel.
+    pub fn launch_gate_open(
+        &self,
+        d: &mut DeviceGemm,
+        p: &GemmPrepared,
+        arr: &Arrivals,
+    ) -> Result<(), KernelError> {
+        let s = &self.stream;
+        // SAFETY: the flags buffer holds this many bytes on this stream's device; 0x01 bytes
+        // make every flag non-zero.
+        unsafe {
+            cudarc::driver::result::memset_d8_async(
+                arr.flags.ptr(),
+                1,
+                arr.flags.bytes(),
+                s.cu_stream(),
+            )
+        }
+        .map_err(drv("set flags"))?;
+        let gate = Gate {
+            flags: &arr.flags,
+            rows_per_flag: arr.rows_per_flag,
+        };
+        self.launch_with(d, p, Some(gate), None)
+    }
+
+    /// Enqueue on the GEMM's stream: A poisoned (NaN) if `poison_a`, the flags cleared; then on
+    /// the copy stream each block of A's rows copied in from the staging copy and its flag set;
+    /// and the product: with `gated`, beside the copies, its producer waiting on each block's
+    /// flag; without, after the last copy (copy, then GEMM). The copy stream is joined back, so
+    /// the whole is one unit of the GEMM's stream (timed and captured as such). Only the TMA
+    /// kernel can be gated; `gemm: None` runs the copies alone.
+    pub fn launch_arriving(
+        &self,
+        d: &mut DeviceGemm,
+        p: Option<&GemmPrepared>,
+        arr: &Arrivals,
+        gated: bool,
+        poison_a: bool,
+    ) -> Result<(), KernelError> {
+        use cudarc::driver::{result, sys};
+        let s = &self.stream;
+        let GemmShape { m, k, .. } = d.shape;
+        if poison_a {
+            let (a, _g) = d.a.device_ptr_mut(s);
+            // SAFETY: `a` holds m x k halves on this stream's device.
+            unsafe { result::memset_d8_async(a, 0xFF, m * k * 2, s.cu_stream()) }
+                .map_err(drv("poison A"))?;
+        }
+        // SAFETY: the flags buffer holds this many bytes on this stream's device.
+        unsafe { result::memset_d8_async(arr.flags.ptr(), 0, arr.flags.bytes(), s.cu_stream()) }
+            .map_err(drv("clear flags"))?;
+        arr.copy.join(s).map_err(drv("fork"))?;
+        let c = &arr.copy;
+        let (src, _gs) = arr.staging.device_ptr(c);
+        let (dst, _gd) = d.a.device_ptr(c);
+        let flags = arr.flags.ptr();
+        let mut r0 = 0;
+        let mut b = 0u64;
+        while r0 < m {
+            let r1 = (r0 + arr.rows_per_flag).min(m);
+            let off = (r0 * k * 2) as u64;
+            // SAFETY: rows [r0, r1) of two m x k buffers of halves on this device.
+            unsafe {
+                result::memcpy_dtod_async(dst + off, src + off, (r1 - r0) * k * 2, c.cu_stream())
+            }
+            .map_err(drv("copy rows"))?;
+            // SAFETY: flag b of the flags buffer; the write follows the copy on this stream.
+            check_cu("cuStreamWriteValue32", unsafe {
+                sys::cuStreamWriteValue32_v2(c.cu_stream(), flags + 4 * b, 1, 0)
+            })?;
+            r0 = r1;
+            b += 1;
+        }
+        drop((_gs, _gd));
+        match p {
+            None => s.join(c).map_err(drv("join")),
+            Some(p) if gated => {
+                let gate = Gate {
+                    flags: &arr.flags,
+                    rows_per_flag: arr.rows_per_flag,
+                };
+                self.launch_with(d, p, Some(gate), None)?;
+                s.join(c).map_err(drv("join"))
+            }
+            Some(p) => {
+                s.join(c).map_err(drv("join"))?;
+                self.launch(d, p)
             }
         }
     }
