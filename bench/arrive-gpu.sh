@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The producer/consumer overlap on one GPU (issue 24): `augur overlap arrive`, A's rows arriving
-# by copy engine in blocks while the row-gated TMA GEMM runs beside, against copy-then-GEMM.
+# by cuMemcpyAsync in blocks while the row-gated TMA GEMM runs beside, against copy-then-GEMM.
 # After `bash bench/prepare-carry.sh`, through the device tool with carry [".carry"]; CSVs to
 # $OUT. DTYPES (default "bf16") and BLOCKS (default "1,4,16") narrow or widen the run.
 set -uo pipefail

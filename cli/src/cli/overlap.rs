@@ -1,5 +1,6 @@
 //! `augur overlap` (issue 24): GEMM + collective overlap in tensor-parallel layers. Built so far:
-//! the GEMMs the patterns build on, on one GPU (`augur overlap gemm`); the patterns themselves
+//! the GEMMs the patterns build on, on one GPU (`augur overlap gemm`), and the producer/consumer
+//! overlap's GEMM side with rows arriving on one GPU (`augur overlap arrive`); the patterns themselves
 //! need two or more GPUs and are not written yet.
 
 use std::process::ExitCode;
@@ -22,8 +23,8 @@ pub enum OverlapCommand {
     /// TFLOP/s and cuBLASLt's time over each kernel's (throughput and graph). Exits non-zero on a failed
     /// check.
     Gemm(GemmArgs),
-    /// The producer/consumer overlap on one GPU: A's rows arrive in blocks (copied by a copy
-    /// engine from a copy of A on a second stream, each block followed by its flag) while
+    /// The producer/consumer overlap on one GPU: A's rows arrive in blocks (each a
+    /// cuMemcpyAsync from a copy of A on a second stream, each block followed by its flag) while
     /// augur's TMA GEMM (tile and split as `augur_tma_auto` picks) runs beside, its producer
     /// waiting on each block's flag; against copy-then-GEMM on one stream, the copy alone and
     /// the GEMM alone. The all-gather + GEMM patterns have this shape with the copies coming

@@ -264,7 +264,7 @@ struct TmaLaunch {
 }
 
 /// A's rows arriving on one GPU ([`CudaGemm::arrivals`]): the copy they come from, their flags
-/// and the copy engine's stream.
+/// and the stream that copies them.
 pub struct Arrivals {
     staging: CudaSlice<u16>,
     flags: super::comm::DeviceBuffer,
@@ -282,7 +282,7 @@ fn check_cu(what: &str, r: cudarc::driver::sys::CUresult) -> Result<(), KernelEr
 
 /// The row gate of a producer/consumer overlap: A's rows arrive in blocks of `rows_per_flag`,
 /// and the TMA kernel reads block b's rows once `flags[b]` is non-zero (set after the rows are in
-/// place: a copy engine's `cuStreamWriteValue32` behind the copy on its stream, or a kernel's
+/// place: a `cuStreamWriteValue32` behind the copy on its stream, or a kernel's
 /// release store). A flag still zero after 10 s makes the kernel trap: the launch fails rather
 /// than hangs.
 /// The flags are a plain `cuMemAlloc` allocation (stream memory operations refuse memory from
@@ -731,8 +731,8 @@ impl CudaGemm {
     }
 
     /// The producer side of a producer/consumer overlap on this one GPU: A's rows arrive from
-    /// a copy of A (`staging`) in `blocks` blocks of equal rows, each block copied by a copy
-    /// engine on a second stream and followed by its flag ([`Gate`]).
+    /// a copy of A (`staging`) in `blocks` blocks of equal rows, each block a cuMemcpyAsync
+    /// on a second stream followed by its flag ([`Gate`]).
     pub fn arrivals(&self, d: &DeviceGemm, blocks: usize) -> Result<Arrivals, KernelError> {
         let m = d.shape.m;
         if blocks == 0 || blocks > m.max(1) {
