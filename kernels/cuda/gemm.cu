@@ -322,7 +322,8 @@ AUGUR_WG(BF16, bf16, 256)
 // full, multiplies its 64 rows by the BN columns with four wgmma.m64nBNk16, and marks the stage
 // it finished before "empty" for the producer). The stages run on across units, so the producer
 // loads the next unit while the consumers store this one. With one split a unit's tile is
-// rounded into C; with more, each split's f32 partial tile goes to ws[split][m][n] and
+// rounded into C through shared memory and tensor-memory stores that run on while the consumers
+// start the next unit (wg_store_tma); with more, each split's f32 partial tile goes to ws[split][m][n] and
 // gemm_splitk_{f16,bf16} sums them into C (a sum inside the kernel by the tile's last split,
 // found with per-tile arrival counters, ran 10-20 times slower: bench/results/
 // gemm-splitk-h100-2026-11-25/fixup-in-kernel). The tensor maps come from the host
@@ -364,6 +365,47 @@ __device__ __forceinline__ void tma_load(unsigned dst, const TensorMap* map, int
         "{%2, %3}], [%4];" ::"r"(dst),
         "l"((unsigned long long)map), "r"(x), "r"(y), "r"(bar)
         : "memory");
+}
+
+// A warpgroup's 64 x N accumulators into C through shared memory and tensor-memory stores: in
+// 64-column chunks, each rounded to TT into one of the warpgroup's two 64 x 64 staging buffers
+// (8 KiB, 128-byte swizzled like the tensor map of C: a row's 16-byte chunk j lands at j ^ (row
+// % 8), so a warp's stores hit 8 different bank groups), then stored by one thread with
+// cp.async.bulk.tensor, which clips at the matrix edges. The stores run on while the warpgroup
+// goes on to its next unit; a buffer is refilled only once the store from it two chunks before
+// has read it, and the kernel waits for its stores at the end.
+template <typename TT, int N>
+__device__ __forceinline__ void wg_store_tma(const float* d, u16* stage, const TensorMap* tmc,
+                                             int row0, int col0, int bar_id) {
+    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
+    const int g = lane >> 2, t = lane & 3;
+    const bool lead = (threadIdx.x & 127) == 0;
+    const int r = w * 16 + g;
+#pragma unroll
+    for (int c = 0; c < N / 64; ++c) {
+        u16* buf = stage + (c & 1) * 64 * 64;
+        if (lead) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+        asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            const int q = c * 8 + j;
+            *(unsigned*)(buf + r * 64 + ((j ^ (r & 7)) << 3) + 2 * t) =
+                TT::pack(d[4 * q], d[4 * q + 1]);
+            *(unsigned*)(buf + (r + 8) * 64 + ((j ^ (r & 7)) << 3) + 2 * t) =
+                TT::pack(d[4 * q + 2], d[4 * q + 3]);
+        }
+        // The tensor-memory store reads shared memory through the async proxy.
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+        if (lead) {
+            asm volatile(
+                "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" ::"l"(
+                    (unsigned long long)tmc),
+                "r"(col0 + c * 64), "r"(row0), "r"(smem_addr(buf))
+                : "memory");
+            asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        }
+    }
 }
 
 // A warpgroup's 64 x N f32 accumulators into the row-major [m][n] f32 partial at `W` (layout as
@@ -444,7 +486,7 @@ __device__ __forceinline__ void wait_rows(const unsigned* flags, int rows_per_fl
 
 template <typename TT, int BN>
 __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* tma,
-                                         const TensorMap* tmb, u16* __restrict__ C, int splits,
+                                         const TensorMap* tmb, const TensorMap* tmc, int splits,
                                          int kt_per, float* __restrict__ ws,
                                          const unsigned* __restrict__ flags,
                                          int rows_per_flag) {
@@ -454,6 +496,8 @@ __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* t
     unsigned char* base = tma_raw + 2 * WG_STAGES * 8;
     u16* smem = (u16*)(base + ((1024 - (smem_addr(base) & 1023)) & 1023));
     const int A_TILE = WG_BM * 64, STAGE = (WG_BM + BN) * 64;  // halves
+    // After the stages: each consumer warpgroup's two 64 x 64 staging buffers of C.
+    u16* cstage = smem + WG_STAGES * STAGE;
     const int wg = threadIdx.x >> 7;
     const int tiles_m = (m + WG_BM - 1) / WG_BM, tiles_n = (n + BN - 1) / BN;
     const int units = tiles_m * tiles_n * splits;
@@ -517,21 +561,24 @@ __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* t
         if (w.kt1 > w.kt0 && lead) mbar_arrive(empty((it - 1) % WG_STAGES));
         const int row0 = w.tile_m * WG_BM + cw * 64, col0 = w.tile_n * BN;
         if (splits == 1) {
-            wg_store<TT, BN>(d, C, m, n, row0, col0);
+            wg_store_tma<TT, BN>(d, cstage + cw * 2 * 64 * 64, tmc, row0, col0, 1 + cw);
         } else {
             wg_store_f32<BN>(d, ws + (long long)w.split * m * n, m, n, row0, col0);
         }
     }
+    // Shared memory must outlive the stores that read it.
+    if (lead && (threadIdx.x & 127) == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
 }
 #endif
 
 #define TMA_ARGS int m, int n, int k, const __grid_constant__ TensorMap tma, \
-    const __grid_constant__ TensorMap tmb, u16* __restrict__ C, int splits, int kt_per, \
+    const __grid_constant__ TensorMap tmb, const __grid_constant__ TensorMap tmc, int splits, \
+    int kt_per, \
     float* __restrict__ ws, const unsigned* __restrict__ flags, int rows_per_flag
 #ifdef AUGUR_WGMMA
 #define AUGUR_TMA(T, TY, BN) \
     extern "C" __global__ void __launch_bounds__(384, 1) gemm_tma_##TY##_##BN(TMA_ARGS) { \
-        gemm_tma<T, BN>(m, n, k, &tma, &tmb, C, splits, kt_per, ws, flags, rows_per_flag);                    \
+        gemm_tma<T, BN>(m, n, k, &tma, &tmb, &tmc, splits, kt_per, ws, flags, rows_per_flag);                    \
     }
 #else
 #define AUGUR_TMA(T, TY, BN) \

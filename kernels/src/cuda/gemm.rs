@@ -137,7 +137,7 @@ pub fn tma_choice(shape: GemmShape, sms: usize) -> (usize, usize) {
 /// 3 TB/s and 2 us for the summing kernel. Constants fitted on an H100's measurements of every
 /// candidate on 34 shapes (bench/results/gemm-splitk-h100-2026-11-25/sweep): the choice ran at
 /// 0.99 of the best candidate in the throughput mode and 0.98 in graphs (geometric means), 0.77
-/// at worst.
+/// at worst; 0.98 in both modes once C was stored through shared memory (tma-store-sweep).
 pub fn tma_estimate_us(shape: GemmShape, bn: usize, splits: usize, sms: usize) -> Option<f64> {
     let GemmShape { m, n, k } = shape;
     let kt_all = k.div_ceil(64).max(1);
@@ -250,10 +250,10 @@ struct Launch {
     tma: Option<TmaLaunch>,
 }
 
-/// The TMA kernel's arguments beyond the shape: the tensor maps of one DeviceGemm's A and B
-/// (taken in place of A and B), the split of k, the f32 partials and the kernel that sums them.
+/// The TMA kernel's arguments beyond the shape: the tensor maps of one DeviceGemm's A, B and C
+/// (taken in place of the pointers), the split of k, the f32 partials and the kernel that sums them.
 struct TmaLaunch {
-    maps: (TensorMapArg, TensorMapArg),
+    maps: (TensorMapArg, TensorMapArg, TensorMapArg),
     splits: usize,
     kt_per: usize,
     /// splits x m x n floats (one float when not split: the argument must point somewhere).
@@ -454,12 +454,16 @@ impl CudaGemm {
                 let kt_all = k.div_ceil(64).max(1);
                 let kt_per = kt_all.div_ceil(splits);
                 let splits = kt_all.div_ceil(kt_per);
-                // Barriers, 1 KiB of alignment, and per stage a 128 x 64 and a bn x 64 tile.
-                let smem = WG_STAGES * (128 + bn) * 64 * 2 + 1024 + 2 * WG_STAGES * 8;
+                // Barriers, 1 KiB of alignment, per stage a 128 x 64 and a bn x 64 tile, and
+                // four 64 x 64 staging buffers of C.
+                let smem =
+                    WG_STAGES * (128 + bn) * 64 * 2 + 4 * 64 * 64 * 2 + 1024 + 2 * WG_STAGES * 8;
                 let s = &self.stream;
                 let maps = (
                     tensor_map(d.a.device_ptr(s).0, m, k, 128, d.dtype)?,
                     tensor_map(d.b.device_ptr(s).0, n, k, bn as u32, d.dtype)?,
+                    // C [m][n] in 64 x 64 boxes.
+                    tensor_map(d.c.device_ptr(s).0, m, n, 64, d.dtype)?,
                 );
                 let tiles = m.div_ceil(128) * n.div_ceil(bn);
                 let grid = (
@@ -659,10 +663,9 @@ impl CudaGemm {
                     .as_ref()
                     .map(|t| (t.splits as i32, t.kt_per as i32));
                 match &launch.tma {
-                    Some(t) => l.arg(&t.maps.0).arg(&t.maps.1),
-                    None => l.arg(&d.a).arg(&d.b),
+                    Some(t) => l.arg(&t.maps.0).arg(&t.maps.1).arg(&t.maps.2),
+                    None => l.arg(&d.a).arg(&d.b).arg(&mut d.c),
                 };
-                l.arg(&mut d.c);
                 let rows_per_flag = gate.as_ref().map_or(0, |g| g.rows_per_flag as i32);
                 let flags_ptr = gate.as_ref().map(|g| g.flags.ptr());
                 if let (Some(t), Some((splits, kt_per))) = (&launch.tma, &split) {
@@ -673,12 +676,12 @@ impl CudaGemm {
                     };
                     l.arg(&rows_per_flag);
                 }
-                // SAFETY: gemm.cu's (m, n, k, A, B, C), or for gemm_tma (m, n, k, tensor map of
-                // A, of B, C, splits, steps per split, partials of splits x m x n floats, row
+                // SAFETY: gemm.cu's (m, n, k, A, B, C), or for gemm_tma (m, n, k, tensor maps of
+                // A, B and C, splits, steps per split, partials of splits x m x n floats, row
                 // flags (ceil(m / rows_per_flag) of them, checked above; unread when
                 // rows_per_flag is 0), rows_per_flag), with A m x k, B n x k, C m x n halves
-                // (the maps describe this DeviceGemm's A and B); the shape was validated (n, k
-                // multiples of 8).
+                // (the maps describe this DeviceGemm's A, B and C); the shape was validated (n,
+                // k multiples of 8).
                 unsafe { l.launch(cfg) }.map_err(drv("gemm launch"))?;
                 if let (Some(t), Some((splits, _))) = (&launch.tma, &split) {
                     if let Some(sum) = &t.sum {
