@@ -269,7 +269,7 @@ pub fn half_bits(dtype: Dtype, v: f32) -> Option<u16> {
 
 /// Largest error of `got` (`[batch][q_heads][head_dim]`) against the reference, relative to the
 /// largest |v| a head could average (1 here: every input is in [-1, 1)); and where.
-/// The largest |error| a decode-attention output may have against [`reference`] on the inputs
+/// The largest |error| a decode-attention output may have against [`fn@reference`] on the inputs
 /// of [`DecodeBatch::random`] (exact multiples of 1/256 in [-1, 1)): each output is an average of
 /// V rows in [-1, 1), accumulated in f32 with fast exponentials, and the tensor-core kernels
 /// stay well below this (`augur attention check` on an H100: at most ~3.5e-4).

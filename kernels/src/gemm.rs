@@ -12,7 +12,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::KernelError;
 
-/// C (m x n) = A (m x k) Bᵀ, B (n x k) a linear layer's weight as PyTorch stores it ([out][in]);
+/// C (m x n) = A (m x k) Bᵀ, B (n x k) a linear layer's weight as PyTorch stores it (`[out][in]`);
 /// all row-major.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GemmShape {
@@ -117,7 +117,7 @@ impl GemmProblem {
         Ok(GemmProblem { shape, dtype, a, b })
     }
 
-    /// Row `i` of C, exactly (f64): C[i][c] = Σ_p A[i][p] B[c][p].
+    /// Row `i` of C, exactly (f64): `C[i][c] = Σ_p A[i][p] B[c][p]`.
     pub fn reference_row(&self, i: usize) -> Vec<f64> {
         let GemmShape { n, k, .. } = self.shape;
         let a = &self.a[i * k..(i + 1) * k];

@@ -2,7 +2,7 @@
 //!
 //! Third stage of augur's data flow (datasets -> features -> **kernels** -> models -> selector).
 //!
-//! - [`reference`]: the plain sequential SpMV in f64, the oracle every kernel is checked against.
+//! - [`reference`](mod@reference): the plain sequential SpMV in f64, the oracle every kernel is checked against.
 //! - [`cpu`]: rayon kernels (static row split, nnz-balanced rows, merge-path), each with a setup
 //!   step (its partition) apart from the per-call product.
 //! - [`cuda`]: the CUDA backend (driver probe, devices, GPU link probe so far); on a machine

@@ -15,7 +15,7 @@ use super::{
 };
 use crate::KernelError;
 
-/// One rank of a [`CommGroup`]: its GPU, stream, buffers, kernels and every rank's addresses.
+/// One rank of a [`CommGroup`](super::CommGroup): its GPU, stream, buffers, kernels and every rank's addresses.
 pub struct RankComm {
     pub rank: usize,
     pub world: usize,

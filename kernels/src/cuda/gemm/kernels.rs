@@ -1,0 +1,185 @@
+//! Which of augur's GEMM kernels: their names, and the TMA kernel's tile width and split of k
+//! for a shape (a time estimate fitted on measurements).
+
+use crate::gemm::GemmShape;
+use crate::KernelError;
+
+/// The GEMMs compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GemmKernel {
+    /// gemm.cu's mma.sync kernel with block tiles of `bm` x 128 (bm = 128 or 64).
+    Augur { bm: usize },
+    /// gemm.cu's wgmma kernel (Hopper only): 128 x `bn` tiles (bn = 128 or 256), two
+    /// warpgroups.
+    Wgmma { bn: usize },
+    /// gemm.cu's TMA kernel (Hopper only), persistent: 128 x `bn` tiles (bn = 256 or 128), a
+    /// producer warpgroup issuing tensor-memory copies, two consumer warpgroups multiplying with
+    /// wgmma; k cut into `splits` ranges (1 to 16) whose f32 partials a second kernel sums.
+    Tma { bn: usize, splits: usize },
+    /// The TMA kernel with the tile width and split count [`tma_choice`] picks for the shape.
+    TmaAuto,
+    /// cuBLASLt's heuristic choice (f32 accumulation).
+    CublasLt,
+}
+
+impl GemmKernel {
+    /// The kernels `augur overlap gemm` compares by default.
+    pub fn all() -> [GemmKernel; 7] {
+        [
+            GemmKernel::Augur { bm: 128 },
+            GemmKernel::Augur { bm: 64 },
+            GemmKernel::Wgmma { bn: 128 },
+            GemmKernel::Wgmma { bn: 256 },
+            GemmKernel::Tma { bn: 256, splits: 1 },
+            GemmKernel::TmaAuto,
+            GemmKernel::CublasLt,
+        ]
+    }
+
+    pub fn name(self) -> String {
+        match self {
+            GemmKernel::Augur { bm } => format!("augur_{bm}x128"),
+            GemmKernel::Wgmma { bn } => format!("augur_wgmma_128x{bn}"),
+            GemmKernel::Tma { bn, splits: 1 } => format!("augur_tma_128x{bn}"),
+            GemmKernel::Tma { bn, splits } => format!("augur_tma_128x{bn}_k{splits}"),
+            GemmKernel::TmaAuto => "augur_tma_auto".into(),
+            GemmKernel::CublasLt => "cublaslt".into(),
+        }
+    }
+
+    /// The kernel of a [`GemmKernel::name`]: `augur_128x128`, `augur_64x128`,
+    /// `augur_wgmma_128x{128,256}`, `augur_tma_128x{128,256}[_k<splits>]`, `augur_tma_auto`,
+    /// `cublaslt`.
+    pub fn parse(name: &str) -> Result<GemmKernel, KernelError> {
+        let bad = || {
+            KernelError::Invalid(format!(
+                "unknown GEMM kernel `{name}`: augur_128x128, augur_64x128, augur_wgmma_128x128, \
+                 augur_wgmma_128x256, augur_tma_128x256, augur_tma_128x128 (either with _k2 .. \
+                 _k16 for a split k), augur_tma_auto or cublaslt"
+            ))
+        };
+        let k = match name {
+            "augur_128x128" => GemmKernel::Augur { bm: 128 },
+            "augur_64x128" => GemmKernel::Augur { bm: 64 },
+            "augur_wgmma_128x128" => GemmKernel::Wgmma { bn: 128 },
+            "augur_wgmma_128x256" => GemmKernel::Wgmma { bn: 256 },
+            "augur_tma_auto" => GemmKernel::TmaAuto,
+            "cublaslt" => GemmKernel::CublasLt,
+            t => {
+                let rest = t.strip_prefix("augur_tma_128x").ok_or_else(bad)?;
+                let (bn, splits) = match rest.split_once("_k") {
+                    Some((b, s)) => (b, s.parse::<usize>().map_err(|_| bad())?),
+                    None => (rest, 1),
+                };
+                let bn = bn.parse::<usize>().map_err(|_| bad())?;
+                if !(bn == 128 || bn == 256) || !(1..=MAX_SPLITS).contains(&splits) {
+                    return Err(bad());
+                }
+                GemmKernel::Tma { bn, splits }
+            }
+        };
+        Ok(k)
+    }
+}
+
+/// The most ranges the TMA kernel cuts k into.
+pub const MAX_SPLITS: usize = 16;
+
+/// The TMA kernel's tile width and split count for `shape` on `sms` multiprocessors: the
+/// candidate (128 x 256 or 128 x 128 tiles; k cut in 1, 2, 4, 8 or 16 ranges of at least 4
+/// steps of 64) with the least estimated time ([`tma_estimate_us`]).
+pub fn tma_choice(shape: GemmShape, sms: usize) -> (usize, usize) {
+    let mut best = (f64::INFINITY, 256, 1);
+    for bn in [256usize, 128] {
+        for splits in [1usize, 2, 4, 8, 16] {
+            if let Some(t) = tma_estimate_us(shape, bn, splits, sms) {
+                if t < best.0 {
+                    best = (t, bn, splits);
+                }
+            }
+        }
+    }
+    (best.1, best.2)
+}
+
+/// The TMA kernel's estimated time (microseconds) on a Hopper GPU with `sms` multiprocessors,
+/// None for a split count that would leave a range empty or under 4 steps. Each SM runs its
+/// share of the work units one after the other; a unit costs its k steps plus 3 us of filling
+/// and storing, and a step the longer of its products (128 x bn x 64 at 7.5 TFLOP/s per SM, a
+/// 128-wide step at 0.7 of a 256-wide one's cost: the same pipeline for half the products) and
+/// its loads (the B tile and the A tile's rows inside the matrix at 80 GB/s per SM). The whole
+/// takes at least A, B and C once at 3 TB/s, and a split adds the partials written and read at
+/// 3 TB/s and 2 us for the summing kernel. Constants fitted on an H100's measurements of every
+/// candidate on 34 shapes (bench/results/gemm-splitk-h100-2026-11-25/sweep): the choice ran at
+/// 0.99 of the best candidate in the throughput mode and 0.98 in graphs (geometric means), 0.77
+/// at worst; 0.98 in both modes once C was stored through shared memory (tma-store-sweep).
+pub fn tma_estimate_us(shape: GemmShape, bn: usize, splits: usize, sms: usize) -> Option<f64> {
+    let GemmShape { m, n, k } = shape;
+    let kt_all = k.div_ceil(64).max(1);
+    let kt_per = kt_all.div_ceil(splits.max(1));
+    if kt_all.div_ceil(kt_per) != splits || (splits > 1 && kt_per < 4) {
+        return None;
+    }
+    let units = m.div_ceil(128) * n.div_ceil(bn) * splits;
+    let per_sm = units.div_ceil(sms.max(1)) as f64;
+    let products = (128 * bn * 64 * 2) as f64 / 7.5e6 * if bn == 128 { 1.4 } else { 1.0 };
+    let loads = ((bn + m.min(128)) * 64 * 2) as f64 / 80e3;
+    let mut t = per_sm * (kt_per as f64 * products.max(loads) + 3.0);
+    t = t.max(((m * k + n * k + m * n) * 2) as f64 / 3.0e6);
+    if splits > 1 {
+        t += 2.0 + (8 * splits * m * n) as f64 / 3.0e6;
+    }
+    Some(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_names_round_trip() {
+        let mut all: Vec<GemmKernel> = GemmKernel::all().to_vec();
+        all.extend([
+            GemmKernel::Tma { bn: 128, splits: 1 },
+            GemmKernel::Tma { bn: 256, splits: 4 },
+            GemmKernel::Tma {
+                bn: 128,
+                splits: 16,
+            },
+        ]);
+        for k in all {
+            assert_eq!(GemmKernel::parse(&k.name()).unwrap(), k, "{}", k.name());
+        }
+        for bad in [
+            "augur_tma_128x64",
+            "augur_tma_128x256_k0",
+            "augur_tma_128x256_k17",
+            "augur_tma_128x256_kx",
+            "cublas",
+        ] {
+            let e = GemmKernel::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(bad), "{e}");
+        }
+    }
+
+    #[test]
+    fn tma_choice_splits_only_where_tiles_leave_sms_idle() {
+        let sh = |m, n, k| GemmShape { m, n, k };
+        // Plenty of tiles: 128 x 256, no split.
+        assert_eq!(tma_choice(sh(8192, 8192, 8192), 132), (256, 1));
+        // Decode-sized M on a narrow N: 6 tiles of 128 x 256 for 132 SMs, k cut.
+        let (_, s) = tma_choice(sh(16, 1536, 4096), 132);
+        assert!(s >= 8, "{s}");
+        // Short k is never cut below 4 steps of 64.
+        let (_, s) = tma_choice(sh(16, 1536, 256), 132);
+        assert_eq!(s, 1);
+        // Every choice is a valid kernel.
+        for m in [1, 16, 128, 512, 2048, 16384] {
+            for (n, k) in [(1536, 4096), (4096, 1024), (8192, 8192), (8, 8)] {
+                let (bn, s) = tma_choice(sh(m, n, k), 132);
+                assert!(GemmKernel::parse(&GemmKernel::Tma { bn, splits: s }.name()).is_ok());
+                assert!(k.div_ceil(64).div_ceil(k.div_ceil(64).div_ceil(s)) == s);
+            }
+        }
+    }
+}

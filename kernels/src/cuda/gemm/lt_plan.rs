@@ -1,0 +1,154 @@
+//! cuBLASLt through cudarc (loaded at run time): the baseline augur's GEMMs are measured
+//! against, on the same buffers and stream.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use augur_features::attention::Dtype;
+use cudarc::cublaslt::{result as lt, sys as lts};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+
+use super::{drv, DeviceGemm};
+use crate::gemm::GemmShape;
+use crate::KernelError;
+
+/// cuBLASLt's workspace.
+const LT_WORKSPACE: usize = 32 << 20;
+
+/// cuBLASLt's descriptors and chosen algorithm for one shape (C = A Bᵀ row-major, computed as
+/// the column-major Cᵀ = B Aᵀ: B's buffer read as the column-major Bᵀ and transposed).
+pub(super) struct LtPlan {
+    handle: lts::cublasLtHandle_t,
+    desc: lts::cublasLtMatmulDesc_t,
+    layouts: [lts::cublasLtMatrixLayout_t; 3],
+    algo: lts::cublasLtMatmulAlgo_t,
+    workspace: CudaSlice<u8>,
+}
+
+impl Drop for LtPlan {
+    fn drop(&mut self) {
+        // SAFETY: created by LtPlan::new and destroyed only here.
+        unsafe {
+            for l in self.layouts {
+                let _ = lt::destroy_matrix_layout(l);
+            }
+            let _ = lt::destroy_matmul_desc(self.desc);
+            let _ = lt::destroy_handle(self.handle);
+        }
+    }
+}
+
+fn lt_err(what: &str) -> impl Fn(cudarc::cublaslt::result::CublasError) -> KernelError + '_ {
+    move |e| KernelError::Cuda(format!("cuBLASLt {what}: {e:?}"))
+}
+
+impl LtPlan {
+    /// Descriptors, workspace and the heuristic's algorithm for `d`'s shape and type.
+    pub(super) fn new(stream: &Arc<CudaStream>, d: &DeviceGemm) -> Result<LtPlan, KernelError> {
+        // SAFETY: a query of the loader, before any cuBLASLt call (which would panic without it).
+        if !unsafe { lts::is_culib_present() } {
+            return Err(KernelError::NotAvailable {
+                backend: "cublaslt".into(),
+                why: "libcublasLt could not be loaded (is the CUDA toolkit's lib64 on \
+                      LD_LIBRARY_PATH?)"
+                    .into(),
+            });
+        }
+        let ty = match d.dtype {
+            Dtype::Bf16 => lts::cudaDataType_t::CUDA_R_16BF,
+            _ => lts::cudaDataType_t::CUDA_R_16F,
+        };
+        let GemmShape { m, n, k } = d.shape;
+        let (m, n, k) = (m as u64, n as u64, k as u64);
+        let handle = lt::create_handle().map_err(lt_err("create"))?;
+        let mut plan = LtPlan {
+            handle,
+            desc: lt::create_matmul_desc(
+                lts::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                lts::cudaDataType_t::CUDA_R_32F,
+            )
+            .map_err(lt_err("matmul desc"))?,
+            layouts: [std::ptr::null_mut(); 3],
+            algo: lts::cublasLtMatmulAlgo_t { data: [0; 8] },
+            workspace: stream
+                .alloc_zeros::<u8>(LT_WORKSPACE)
+                .map_err(drv("workspace"))?,
+        };
+        // Column-major Cᵀ (n x m) = B (n x k) Aᵀ (k x m): B's buffer is the column-major k x n
+        // Bᵀ, transposed by the first operand's op; A's is the column-major k x m Aᵀ.
+        plan.layouts = [
+            lt::create_matrix_layout(ty, k, n, k as i64).map_err(lt_err("layout"))?,
+            lt::create_matrix_layout(ty, k, m, k as i64).map_err(lt_err("layout"))?,
+            lt::create_matrix_layout(ty, n, m, n as i64).map_err(lt_err("layout"))?,
+        ];
+        // cublasOperation_t as an i32: CUBLAS_OP_T is 1.
+        let op_t: i32 = 1;
+        // SAFETY: a live descriptor; the attribute is a cublasOperation_t (a 32-bit enum).
+        unsafe {
+            lt::set_matmul_desc_attribute(
+                plan.desc,
+                lts::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSA,
+                &op_t as *const i32 as *const c_void,
+                std::mem::size_of::<i32>(),
+            )
+        }
+        .map_err(lt_err("transpose"))?;
+        let pref = lt::create_matmul_pref().map_err(lt_err("preference"))?;
+        let ws = LT_WORKSPACE as u64;
+        // SAFETY: live descriptors; the attribute is a u64 byte count.
+        let heuristic = unsafe {
+            lt::set_matmul_pref_attribute(
+                pref,
+                lts::cublasLtMatmulPreferenceAttributes_t::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                &ws as *const u64 as *const c_void,
+                std::mem::size_of::<u64>(),
+            )
+            .map_err(lt_err("workspace preference"))?;
+            let h = lt::get_matmul_algo_heuristic(
+                plan.handle,
+                plan.desc,
+                plan.layouts[0],
+                plan.layouts[1],
+                plan.layouts[2],
+                plan.layouts[2],
+                pref,
+            );
+            let _ = lt::destroy_matmul_pref(pref);
+            h.map_err(lt_err("heuristic"))?
+        };
+        plan.algo = heuristic.algo;
+        Ok(plan)
+    }
+
+    /// Enqueue C = A Bᵀ for `d` on `s`.
+    pub(super) fn run(&self, d: &mut DeviceGemm, s: &Arc<CudaStream>) -> Result<(), KernelError> {
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        let (a, _ga) = d.a.device_ptr(s);
+        let (b, _gb) = d.b.device_ptr(s);
+        let (c, _gc) = d.c.device_ptr_mut(s);
+        let (w, _gw) = self.workspace.device_ptr(s);
+        // SAFETY: the plan's layouts describe these buffers (B as the first operand, A
+        // as the second: Cᵀ = B Aᵀ), the workspace is LT_WORKSPACE bytes, all on `s`.
+        unsafe {
+            lt::matmul(
+                self.handle,
+                self.desc,
+                &alpha as *const f32 as *const c_void,
+                &beta as *const f32 as *const c_void,
+                b as *const c_void,
+                self.layouts[0],
+                a as *const c_void,
+                self.layouts[1],
+                c as *const c_void,
+                self.layouts[2],
+                c as *mut c_void,
+                self.layouts[2],
+                &self.algo,
+                w as *mut c_void,
+                LT_WORKSPACE,
+                s.cu_stream() as lts::cudaStream_t,
+            )
+        }
+        .map_err(lt_err("matmul"))
+    }
+}
