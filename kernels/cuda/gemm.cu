@@ -325,8 +325,8 @@ AUGUR_WG(BF16, bf16, 256)
 // rounded into C through shared memory and tensor-memory stores that run on while the consumers
 // start the next unit (wg_store_tma); with more, each split's f32 partial tile goes to ws[split][m][n] and
 // gemm_splitk_{f16,bf16} sums them into C (a sum inside the kernel by the tile's last split,
-// found with per-tile arrival counters, ran 10-20 times slower: bench/results/
-// gemm-splitk-h100-2026-11-25/fixup-in-kernel). The tensor maps come from the host
+// found with per-tile arrival counters, was slower: it puts the tile's whole sum on one SM;
+// bench/results/gemm-splitk-h100-2026-11-25/fixup-in-kernel*). The tensor maps come from the host
 // (cuTensorMapEncodeTiled); past the matrix edges the copies fill zeros. With rows_per_flag > 0
 // the producer waits for A's rows to arrive first (wait_rows: the producer/consumer overlap).
 
