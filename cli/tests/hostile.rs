@@ -358,3 +358,32 @@ fn symlink_loops_single_causes_and_cut_headers() {
     let runs = augur_models::runs::Runs::read(&[out]).unwrap();
     assert_eq!(runs.matrices.len(), 1);
 }
+
+/// `augur overlap` refuses a kernel it does not have and a block count of zero before it looks
+/// for a GPU, naming what was wrong.
+#[test]
+fn overlap_names_bad_kernels_and_block_counts_before_any_gpu() {
+    let o = augur(&[
+        "overlap",
+        "gemm",
+        "--kernels",
+        "augur_tma_128x64",
+        "64,64,64",
+    ]);
+    assert!(!o.status.success());
+    let e = err(&o);
+    assert!(e.contains("unknown GEMM kernel `augur_tma_128x64`"), "{e}");
+    assert!(e.contains("augur_tma_auto"), "{e}");
+    let o = augur(&[
+        "overlap",
+        "gemm",
+        "--kernels",
+        "augur_tma_128x256_k17",
+        "64,64,64",
+    ]);
+    assert!(!o.status.success());
+    assert!(err(&o).contains("augur_tma_128x256_k17"), "{}", err(&o));
+    let o = augur(&["overlap", "arrive", "--blocks", "4,0", "64,64,64"]);
+    assert!(!o.status.success());
+    assert!(err(&o).contains("--blocks"), "{}", err(&o));
+}

@@ -132,6 +132,23 @@ pub struct Gate<'a> {
     pub rows_per_flag: usize,
 }
 
+/// A gate over `m` rows in blocks of `rows_per_flag` needs that many rows per block (>= 1) and a
+/// flag per block.
+fn check_gate(m: usize, rows_per_flag: usize, flags: usize) -> Result<(), KernelError> {
+    if rows_per_flag == 0 {
+        return Err(KernelError::Invalid(
+            "row flags: blocks of 0 rows (at least 1)".into(),
+        ));
+    }
+    let need = m.div_ceil(rows_per_flag);
+    if flags < need {
+        return Err(KernelError::Invalid(format!(
+            "row flags: {m} rows in blocks of {rows_per_flag} need {need} flags, got {flags}"
+        )));
+    }
+    Ok(())
+}
+
 /// A kernel made ready for one [`DeviceGemm`]: one of gemm.cu's, or cuBLASLt's plan.
 pub struct GemmPrepared {
     pub kernel: GemmKernel,
@@ -387,15 +404,7 @@ impl CudaGemm {
             )));
         }
         if let Some(g) = &gate {
-            let need = m.div_ceil(g.rows_per_flag.max(1));
-            if g.rows_per_flag == 0 || g.flags.bytes() / 4 < need {
-                return Err(KernelError::Invalid(format!(
-                    "row flags: {} rows in blocks of {} need {need} flags, got {}",
-                    m,
-                    g.rows_per_flag,
-                    g.flags.bytes() / 4
-                )));
-            }
+            check_gate(m, g.rows_per_flag, g.flags.bytes() / 4)?;
         }
         if max_blocks == Some(0) {
             return Err(KernelError::Invalid(
@@ -496,5 +505,23 @@ impl CudaGemm {
             i = j;
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod gate_tests {
+    use super::check_gate;
+
+    #[test]
+    fn a_gate_needs_a_flag_per_block_of_rows() {
+        assert!(check_gate(1000, 250, 4).is_ok());
+        assert!(check_gate(1000, 300, 4).is_ok());
+        let e = check_gate(1000, 100, 4).unwrap_err().to_string();
+        assert!(
+            e.contains("1000 rows in blocks of 100 need 10 flags, got 4"),
+            "{e}"
+        );
+        assert!(check_gate(1000, 0, 4).is_err());
+        assert!(check_gate(0, 1, 0).is_ok());
     }
 }
