@@ -107,12 +107,14 @@ pub fn tma_choice(shape: GemmShape, sms: usize) -> (usize, usize) {
 /// share of the work units one after the other; a unit costs its k steps plus 3 us of filling
 /// and storing, and a step the longer of its products (128 x bn x 64 at 7.5 TFLOP/s per SM, a
 /// 128-wide step at 0.7 of a 256-wide one's cost: the same pipeline for half the products) and
-/// its loads (the B tile and the A tile's rows inside the matrix at 80 GB/s per SM). The whole
-/// takes at least A, B and C once at 3 TB/s, and a split adds the partials written and read at
-/// 3 TB/s and 2 us for the summing kernel. Constants fitted on an H100's measurements of every
-/// candidate on 34 shapes (bench/results/gemm-splitk-h100-2026-11-25/sweep): the choice ran at
-/// 0.99 of the best candidate in the throughput mode and 0.98 in graphs (geometric means), 0.77
-/// at worst; 0.98 in both modes once C was stored through shared memory (tma-store-sweep).
+/// its loads (the B tile and the A tile's rows inside the matrix at 80 GB/s per SM). That and the
+/// time to move A, B and C once at 3 TB/s are combined as sqrt(a² + b²) (neither hides the
+/// other entirely), and a split adds the partials written and read at 3 TB/s and 2 us for the
+/// summing kernel. The constants were fitted on an H100's measurements of every candidate on 34
+/// shapes (bench/results/gemm-splitk-h100-2026-11-25/sweep) with max(a, b); on the final build's
+/// sweeps of both GPUs (tma-store-sweep, ../gemm-splitk-h200-2026-11-25/sweep) max(a, b) chose at
+/// 0.98 (H100) and 0.97 (H200) of the best candidate, 0.55 at worst (M = 16 on the H200, where it
+/// took 128-wide tiles with fewer splits), and sqrt(a² + b²) at 0.996-1.0, 0.94 at worst.
 pub fn tma_estimate_us(shape: GemmShape, bn: usize, splits: usize, sms: usize) -> Option<f64> {
     let GemmShape { m, n, k } = shape;
     let kt_all = k.div_ceil(64).max(1);
@@ -124,8 +126,9 @@ pub fn tma_estimate_us(shape: GemmShape, bn: usize, splits: usize, sms: usize) -
     let per_sm = units.div_ceil(sms.max(1)) as f64;
     let products = (128 * bn * 64 * 2) as f64 / 7.5e6 * if bn == 128 { 1.4 } else { 1.0 };
     let loads = ((bn + m.min(128)) * 64 * 2) as f64 / 80e3;
-    let mut t = per_sm * (kt_per as f64 * products.max(loads) + 3.0);
-    t = t.max(((m * k + n * k + m * n) * 2) as f64 / 3.0e6);
+    let sm = per_sm * (kt_per as f64 * products.max(loads) + 3.0);
+    let dram = ((m * k + n * k + m * n) * 2) as f64 / 3.0e6;
+    let mut t = sm.hypot(dram);
     if splits > 1 {
         t += 2.0 + (8 * splits * m * n) as f64 / 3.0e6;
     }
