@@ -201,13 +201,13 @@ struct Wg<BF16, 256> {
     }
 };
 
-// A warpgroup's 64 x N accumulators (N / 2 per thread) into C at rows row0.., columns col0..,
-// rounded to TT: warp w holds rows 16 w .. 16 w + 15; register 4 j + e holds (g, 8 j + 2 t + e)
-// for e < 2 and (g + 8, 8 j + 2 t + e - 2) otherwise. n % 8 == 0, so a pair is wholly inside or
-// outside.
-template <typename TT, int N>
-__device__ __forceinline__ void wg_store(const float* d, u16* __restrict__ C, int m, int n,
-                                         int row0, int col0) {
+// The walk over a warpgroup's 64 x N accumulators (N / 2 per thread) at rows row0..,
+// columns col0..: put(row, col, x, y) for each pair inside the m x n matrix. Warp w holds rows
+// 16 w .. 16 w + 15; register 4 j + e holds (g, 8 j + 2 t + e) for e < 2 and (g + 8, 8 j + 2 t +
+// e - 2) otherwise. n % 8 == 0, so a pair is wholly inside or outside.
+template <int N, typename Put>
+__device__ __forceinline__ void wg_pairs(const float* d, int m, int n, int row0, int col0,
+                                         Put put) {
     const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
     const int g = lane >> 2, t = lane & 3;
     const int r = row0 + w * 16 + g;
@@ -215,10 +215,18 @@ __device__ __forceinline__ void wg_store(const float* d, u16* __restrict__ C, in
     for (int j = 0; j < N / 8; ++j) {
         int c = col0 + j * 8 + 2 * t;
         if (c >= n) continue;
-        if (r < m) *(unsigned*)(C + (long long)r * n + c) = TT::pack(d[4 * j], d[4 * j + 1]);
-        if (r + 8 < m)
-            *(unsigned*)(C + (long long)(r + 8) * n + c) = TT::pack(d[4 * j + 2], d[4 * j + 3]);
+        if (r < m) put(r, c, d[4 * j], d[4 * j + 1]);
+        if (r + 8 < m) put(r + 8, c, d[4 * j + 2], d[4 * j + 3]);
     }
+}
+
+// A warpgroup's accumulators into C, rounded to TT.
+template <typename TT, int N>
+__device__ __forceinline__ void wg_store(const float* d, u16* __restrict__ C, int m, int n,
+                                         int row0, int col0) {
+    wg_pairs<N>(d, m, n, row0, col0, [&](int r, int c, float x, float y) {
+        *(unsigned*)(C + (long long)r * n + c) = TT::pack(x, y);
+    });
 }
 
 // Copy rows [row0, row0 + R) x k [k0, k0 + 64) of a row-major [rows][k] matrix into a
@@ -408,22 +416,13 @@ __device__ __forceinline__ void wg_store_tma(const float* d, u16* stage, const T
     }
 }
 
-// A warpgroup's 64 x N f32 accumulators into the row-major [m][n] f32 partial at `W` (layout as
-// wg_store).
+// A warpgroup's 64 x N f32 accumulators into the row-major [m][n] f32 partial at `W`.
 template <int N>
 __device__ __forceinline__ void wg_store_f32(const float* d, float* __restrict__ W, int m, int n,
                                              int row0, int col0) {
-    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
-    const int g = lane >> 2, t = lane & 3;
-    const int r = row0 + w * 16 + g;
-#pragma unroll
-    for (int j = 0; j < N / 8; ++j) {
-        int c = col0 + j * 8 + 2 * t;
-        if (c >= n) continue;
-        if (r < m) *(float2*)(W + (long long)r * n + c) = make_float2(d[4 * j], d[4 * j + 1]);
-        if (r + 8 < m)
-            *(float2*)(W + (long long)(r + 8) * n + c) = make_float2(d[4 * j + 2], d[4 * j + 3]);
-    }
+    wg_pairs<N>(d, m, n, row0, col0, [&](int r, int c, float x, float y) {
+        *(float2*)(W + (long long)r * n + c) = make_float2(x, y);
+    });
 }
 
 // Work unit u: its tile (row and column of tiles, blocks grouped by TMA_GROUP tile rows, down

@@ -44,6 +44,13 @@ pub struct ArriveArgs {
     /// Blocks of rows A arrives in, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,4,16")]
     blocks: Vec<usize>,
+    #[command(flatten)]
+    run: GemmRunArgs,
+}
+
+/// What every `augur overlap` GEMM run takes: the type, the timing, the GPU and the inputs' seed.
+#[derive(Args, Debug)]
+pub struct GemmRunArgs {
     #[arg(long, value_enum, default_value = "bf16")]
     dtype: GemmDtype,
     /// Timed samples per mode.
@@ -53,6 +60,7 @@ pub struct ArriveArgs {
     warmup: usize,
     #[arg(long, default_value_t = 0)]
     device: usize,
+    /// Seed of the inputs.
     #[arg(long, default_value_t = 1)]
     seed: u64,
 }
@@ -70,18 +78,8 @@ pub struct GemmArgs {
     /// gate+up and down projections at TP 4, and an 8192 x 8192 one).
     #[arg(value_name = "SHAPE")]
     shapes: Vec<String>,
-    #[arg(long, value_enum, default_value = "bf16")]
-    dtype: GemmDtype,
-    /// Timed samples per mode.
-    #[arg(long, default_value_t = 10)]
-    reps: usize,
-    #[arg(long, default_value_t = 3)]
-    warmup: usize,
-    #[arg(long, default_value_t = 0)]
-    device: usize,
-    /// Seed of the inputs.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    #[command(flatten)]
+    run: GemmRunArgs,
     /// Kernels to compare, comma-separated (default: augur_128x128, augur_64x128,
     /// augur_wgmma_128x128, augur_wgmma_128x256, augur_tma_128x256, augur_tma_auto, cublaslt).
     /// The TMA kernel also as augur_tma_128x128 and with a split k: augur_tma_128x256_k4.
@@ -126,7 +124,7 @@ fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
             .map(|s| GemmShape::parse(s))
             .collect::<Result<Vec<_>, _>>()?
     };
-    let dtype = match a.dtype {
+    let dtype = match a.run.dtype {
         GemmDtype::Bf16 => Dtype::Bf16,
         GemmDtype::F16 => Dtype::F16,
     };
@@ -138,8 +136,8 @@ fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
             .map(|k| GemmKernel::parse(k))
             .collect::<Result<_, _>>()?
     };
-    let g = CudaGemm::new(a.device).map_err(super::gpu_only("the tensor-core GEMM"))?;
-    let dev = augur_kernels::cuda::device_info(a.device)?;
+    let g = CudaGemm::new(a.run.device).map_err(super::gpu_only("the tensor-core GEMM"))?;
+    let dev = augur_kernels::cuda::device_info(a.run.device)?;
     // A, B and C of every shape must fit on the GPU (the host holds A and B twice as long as
     // that): said before any output.
     for shape in &shapes {
@@ -147,7 +145,7 @@ fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
             anyhow::bail!(
                 "GEMM {shape}: A, B and C take {:.1} GiB, more than GPU {}'s {:.1} GiB",
                 shape.device_bytes() as f64 / (1u64 << 30) as f64,
-                a.device,
+                a.run.device,
                 dev.memory_bytes as f64 / (1u64 << 30) as f64
             );
         }
@@ -160,7 +158,7 @@ fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
     // augur's best over cuBLASLt per shape: throughput, graph.
     let mut ratios: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
     for shape in shapes {
-        let p = GemmProblem::random(shape, dtype, a.seed)?;
+        let p = GemmProblem::random(shape, dtype, a.run.seed)?;
         let rows = p.check_rows(256, 24);
         let want = reference_rows(&p, &rows);
         let mut d = g.upload(&p)?;
@@ -189,7 +187,7 @@ fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
                     kernel.name()
                 );
             }
-            let t = g.time_modes(&mut d, &prep, a.warmup, a.reps)?;
+            let t = g.time_modes(&mut d, &prep, a.run.warmup, a.run.reps)?;
             results.push((kernel, passed, err, t));
         }
         let lt = results.iter().find(|r| r.0 == GemmKernel::CublasLt);
@@ -215,7 +213,7 @@ fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
             println!(
                 "{},{},{},{},{},{},{choice},{passed},{err:.3},{:.2},{:.2},{graph},{:.1},{vs},{vs_graph}",
                 dev.name,
-                a.dtype
+                a.run.dtype
                     .to_possible_value()
                     .map_or("?".into(), |v| v.get_name().to_string()),
                 shape.m,
@@ -279,12 +277,12 @@ fn arrive(a: ArriveArgs) -> anyhow::Result<ExitCode> {
     if a.blocks.is_empty() || a.blocks.contains(&0) {
         anyhow::bail!("--blocks: one or more counts >= 1");
     }
-    let dtype = match a.dtype {
+    let dtype = match a.run.dtype {
         GemmDtype::Bf16 => Dtype::Bf16,
         GemmDtype::F16 => Dtype::F16,
     };
-    let g = CudaGemm::new(a.device).map_err(super::gpu_only("the tensor-core GEMM"))?;
-    let dev = augur_kernels::cuda::device_info(a.device)?;
+    let g = CudaGemm::new(a.run.device).map_err(super::gpu_only("the tensor-core GEMM"))?;
+    let dev = augur_kernels::cuda::device_info(a.run.device)?;
     for shape in &shapes {
         // A, B, C and the staging copy of A.
         let bytes = shape.device_bytes() + (shape.m * shape.k * 2) as u128;
@@ -292,12 +290,13 @@ fn arrive(a: ArriveArgs) -> anyhow::Result<ExitCode> {
             anyhow::bail!(
                 "{shape}: A, B, C and a copy of A take {:.1} GiB, more than GPU {}'s {:.1} GiB",
                 bytes as f64 / (1u64 << 30) as f64,
-                a.device,
+                a.run.device,
                 dev.memory_bytes as f64 / (1u64 << 30) as f64
             );
         }
     }
     let ty = a
+        .run
         .dtype
         .to_possible_value()
         .map_or("?".into(), |v| v.get_name().to_string());
@@ -308,7 +307,7 @@ fn arrive(a: ArriveArgs) -> anyhow::Result<ExitCode> {
     );
     let mut failed = 0;
     for &shape in &shapes {
-        let p = GemmProblem::random(shape, dtype, a.seed)?;
+        let p = GemmProblem::random(shape, dtype, a.run.seed)?;
         let rows = p.check_rows(256, 24);
         let want = reference_rows(&p, &rows);
         let mut d = g.upload(&p)?;
@@ -337,10 +336,8 @@ fn arrive(a: ArriveArgs) -> anyhow::Result<ExitCode> {
             // median of the rounds' medians kept: a large product heats the GPU and its clock
             // drops over a run, so one way timed after the others would look slower.
             const ROUNDS: usize = 3;
-            let plan = augur_kernels::cuda::TimingPlan {
-                warmup: a.warmup,
-                iterations: a.reps.div_ceil(ROUNDS).max(1),
-            };
+            let plan =
+                augur_kernels::cuda::TimingPlan::new(a.run.warmup, a.run.reps.div_ceil(ROUNDS));
             let mut rounds: Vec<Vec<augur_kernels::cuda::ModeTimes>> = vec![Vec::new(); 5];
             for r in 0..ROUNDS {
                 for i in 0..5 {

@@ -521,10 +521,7 @@ impl CudaAttention {
         warmup: usize,
         reps: usize,
     ) -> Result<f64, KernelError> {
-        let plan = super::TimingPlan {
-            warmup,
-            iterations: reps.max(1),
-        };
+        let plan = super::TimingPlan::new(warmup, reps);
         let t = super::time_events(&self.stream, plan, None, || self.launch(d, p))?;
         Ok(crate::median(t))
     }
@@ -537,10 +534,7 @@ impl CudaAttention {
         warmup: usize,
         reps: usize,
     ) -> Result<super::ModeTimes, KernelError> {
-        let plan = super::TimingPlan {
-            warmup,
-            iterations: reps.max(1),
-        };
+        let plan = super::TimingPlan::new(warmup, reps);
         super::time_modes(&self.stream, plan, None, || self.launch(d, p))
     }
 

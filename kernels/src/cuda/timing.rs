@@ -31,6 +31,16 @@ pub struct TimingPlan {
     pub iterations: usize,
 }
 
+impl TimingPlan {
+    /// `warmup` untimed calls, then `samples` timed samples (at least one).
+    pub fn new(warmup: usize, samples: usize) -> TimingPlan {
+        TimingPlan {
+            warmup,
+            iterations: samples.max(1),
+        }
+    }
+}
+
 /// How calls are timed (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub enum TimingMode {

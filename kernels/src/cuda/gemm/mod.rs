@@ -479,10 +479,7 @@ impl CudaGemm {
         warmup: usize,
         reps: usize,
     ) -> Result<super::ModeTimes, KernelError> {
-        let plan = super::TimingPlan {
-            warmup,
-            iterations: reps.max(1),
-        };
+        let plan = super::TimingPlan::new(warmup, reps);
         super::time_modes(&self.stream, plan, None, || self.launch(d, p))
     }
 
