@@ -13,10 +13,9 @@ use clap::{Args, Subcommand, ValueEnum};
 
 #[derive(Subcommand, Debug)]
 pub enum OverlapCommand {
-    /// Check augur's tensor-core GEMMs (mma.sync with block tiles 128 x 128 and 64 x 128; on
-    /// Hopper wgmma, 128 x 128 and 128 x 256, and the persistent TMA kernel, 128 x 256 or 128 x
-    /// 128 tiles with k split in up to 16 ranges, as chosen for the shape or as named) and
-    /// cuBLASLt against the exact product C = A Bᵀ on each shape (B a
+    /// Check augur's tensor-core GEMMs (by default the persistent TMA kernel on Hopper, 128 x 256
+    /// or 128 x 128 tiles with k split in up to 16 ranges, as chosen for the shape or as named;
+    /// by name also mma.sync and wgmma kernels) and cuBLASLt against the exact product C = A Bᵀ on each shape (B a
     /// linear layer's [N][K] weight) (inputs exact multiples of 1/8, so the only error allowed
     /// is the final rounding to the 16-bit type; rows sampled on large shapes), then time each
     /// (latency, throughput and graph; medians after warm-up). CSV on stdout: microseconds,
@@ -80,9 +79,10 @@ pub struct GemmArgs {
     shapes: Vec<String>,
     #[command(flatten)]
     run: GemmRunArgs,
-    /// Kernels to compare, comma-separated (default: augur_128x128, augur_64x128,
-    /// augur_wgmma_128x128, augur_wgmma_128x256, augur_tma_128x256, augur_tma_auto, cublaslt).
-    /// The TMA kernel also as augur_tma_128x128 and with a split k: augur_tma_128x256_k4.
+    /// Kernels to compare, comma-separated (default: augur_tma_128x256, augur_tma_128x128,
+    /// augur_tma_auto, cublaslt). The TMA kernel also with a split k (augur_tma_128x256_k4); the
+    /// earlier steps as augur_128x128, augur_64x128 (mma.sync), augur_wgmma_128x128 and
+    /// augur_wgmma_128x256.
     #[arg(long, value_delimiter = ',')]
     kernels: Vec<String>,
 }
@@ -162,7 +162,8 @@ fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
         let rows = p.check_rows(256, 24);
         let want = reference_rows(&p, &rows);
         let mut d = g.upload(&p)?;
-        let mut results = Vec::new();
+        // Each kernel prepared and checked, then all timed together in rotating rounds.
+        let mut ready = Vec::new();
         for &kernel in &kernels {
             let prep = match g.prepare(&d, kernel) {
                 Err(augur_kernels::KernelError::Unsupported { what, .. }) => {
@@ -187,9 +188,16 @@ fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
                     kernel.name()
                 );
             }
-            let t = g.time_modes(&mut d, &prep, a.run.warmup, a.run.reps)?;
-            results.push((kernel, passed, err, t));
+            ready.push((kernel, prep, passed, err));
         }
+        let times = time_rotating(g.stream(), a.run.warmup, a.run.reps, ready.len(), |i| {
+            g.launch(&mut d, &ready[i].1)
+        })?;
+        let results: Vec<_> = ready
+            .iter()
+            .zip(times)
+            .map(|((kernel, _, passed, err), t)| (*kernel, *passed, *err, t))
+            .collect();
         let lt = results.iter().find(|r| r.0 == GemmKernel::CublasLt);
         let lt_thr = lt.map(|r| r.3.throughput_s);
         let lt_graph = lt.and_then(|r| r.3.get(TimingMode::Graph));
@@ -332,47 +340,18 @@ fn arrive(a: ArriveArgs) -> anyhow::Result<ExitCode> {
                     );
                 }
             }
-            // The five ways, timed in ROUNDS rounds, each round in another order, and the
-            // median of the rounds' medians kept: a large product heats the GPU and its clock
-            // drops over a run, so one way timed after the others would look slower.
-            const ROUNDS: usize = 3;
-            let plan =
-                augur_kernels::cuda::TimingPlan::new(a.run.warmup, a.run.reps.div_ceil(ROUNDS));
-            let mut rounds: Vec<Vec<augur_kernels::cuda::ModeTimes>> = vec![Vec::new(); 5];
-            for r in 0..ROUNDS {
-                for i in 0..5 {
-                    let way = (i + r) % 5;
-                    let t =
-                        augur_kernels::cuda::time_modes(g.stream(), plan, None, || match way {
-                            0 => g.launch(&mut d, &prep),
-                            1 => g.launch_arriving(&mut d, None, &arr, false, false),
-                            2 => g.launch_arriving(&mut d, Some(&prep), &arr, false, false),
-                            3 => g.launch_arriving(&mut d, Some(&prep), &arr, true, false),
-                            _ => g.launch_gate_open(&mut d, &prep, &arr),
-                        })?;
-                    rounds[way].push(t);
-                }
-            }
-            let med = |v: &[augur_kernels::cuda::ModeTimes]| {
-                let pick = |f: &dyn Fn(&augur_kernels::cuda::ModeTimes) -> Option<f64>| {
-                    let mut x: Vec<f64> = v.iter().filter_map(f).collect();
-                    x.sort_by(f64::total_cmp);
-                    x.get(x.len() / 2).copied()
-                };
-                augur_kernels::cuda::ModeTimes {
-                    latency_s: pick(&|t| Some(t.latency_s)).unwrap_or(f64::NAN),
-                    throughput_s: pick(&|t| Some(t.throughput_s)).unwrap_or(f64::NAN),
-                    graph_s: pick(&|t| t.get(TimingMode::Graph))
-                        .ok_or_else(|| "no graph figure".to_string()),
-                    batch: v.first().map_or(1, |t| t.batch),
-                    samples: v.iter().map(|t| t.samples).sum(),
-                }
-            };
-            let gemm_t = med(&rounds[0]);
-            let copy_t = med(&rounds[1]);
-            let serial_t = med(&rounds[2]);
-            let gated_t = med(&rounds[3]);
-            let open_t = med(&rounds[4]);
+            // The five ways, timed together in rotating rounds.
+            let mut t = time_rotating(g.stream(), a.run.warmup, a.run.reps, 5, |way| match way {
+                0 => g.launch(&mut d, &prep),
+                1 => g.launch_arriving(&mut d, None, &arr, false, false),
+                2 => g.launch_arriving(&mut d, Some(&prep), &arr, false, false),
+                3 => g.launch_arriving(&mut d, Some(&prep), &arr, true, false),
+                _ => g.launch_gate_open(&mut d, &prep, &arr),
+            })?
+            .into_iter();
+            let mut next = || t.next().expect("five ways timed");
+            let (gemm_t, copy_t, serial_t, gated_t, open_t) =
+                (next(), next(), next(), next(), next());
             let us = |t: &augur_kernels::cuda::ModeTimes, m: TimingMode| {
                 t.get(m)
                     .map_or(String::new(), |v| format!("{:.2}", v * 1e6))
@@ -415,4 +394,45 @@ fn arrive(a: ArriveArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `ways` calls timed in ROUNDS rounds of the latency, throughput and graph modes
+/// ([`augur_kernels::cuda::time_modes`], `reps` samples per way split over the rounds), each
+/// round in another order (way i + round, modulo the count), and per way the median of the
+/// rounds' medians: a large product heats the GPU and its clock drops over a run, so a way
+/// timed after the others would look slower than it is.
+fn time_rotating(
+    stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+    warmup: usize,
+    reps: usize,
+    ways: usize,
+    mut run: impl FnMut(usize) -> Result<(), augur_kernels::KernelError>,
+) -> Result<Vec<augur_kernels::cuda::ModeTimes>, augur_kernels::KernelError> {
+    use augur_kernels::cuda::{ModeTimes, TimingPlan};
+    const ROUNDS: usize = 3;
+    let plan = TimingPlan::new(warmup, reps.div_ceil(ROUNDS));
+    let mut rounds: Vec<Vec<ModeTimes>> = vec![Vec::new(); ways];
+    for r in 0..ROUNDS {
+        for i in 0..ways {
+            let way = (i + r) % ways;
+            let t = augur_kernels::cuda::time_modes(stream, plan, None, || run(way))?;
+            rounds[way].push(t);
+        }
+    }
+    let median = |v: &[ModeTimes], f: &dyn Fn(&ModeTimes) -> Option<f64>| {
+        let mut x: Vec<f64> = v.iter().filter_map(f).collect();
+        x.sort_by(f64::total_cmp);
+        x.get(x.len() / 2).copied()
+    };
+    Ok(rounds
+        .iter()
+        .map(|v| ModeTimes {
+            latency_s: median(v, &|t| Some(t.latency_s)).unwrap_or(f64::NAN),
+            throughput_s: median(v, &|t| Some(t.throughput_s)).unwrap_or(f64::NAN),
+            graph_s: median(v, &|t| t.get(TimingMode::Graph))
+                .ok_or_else(|| "no graph figure in any round".to_string()),
+            batch: v.first().map_or(1, |t| t.batch),
+            samples: v.iter().map(|t| t.samples).sum(),
+        })
+        .collect())
 }
