@@ -18,7 +18,7 @@
 typedef unsigned short u16;
 
 #ifndef GEMM_STAGES
-#error "GEMM_STAGES comes from the host as -DGEMM_STAGES=... (kernels/src/cuda/gemm.rs; kernels/src/cuda/module.rs)"
+#error "GEMM_STAGES comes from the host as -DGEMM_STAGES=... (kernels/src/cuda/gemm/mod.rs; kernels/src/cuda/module.rs)"
 #endif
 
 #define GEMM_BN 128
@@ -135,7 +135,7 @@ __device__ __forceinline__ void gemm(int m, int n, int k, const u16* __restrict_
 // ---- Hopper: warpgroup products (wgmma) --------------------------------------------------
 
 #ifndef WG_STAGES
-#error "WG_STAGES comes from the host as -DWG_STAGES=... (kernels/src/cuda/gemm.rs; kernels/src/cuda/module.rs)"
+#error "WG_STAGES comes from the host as -DWG_STAGES=... (kernels/src/cuda/gemm/mod.rs; kernels/src/cuda/module.rs)"
 #endif
 
 #define WG_BM 128
