@@ -3,34 +3,22 @@
 
 // The input types: two floats packed as one 32-bit register of two halves (lo, hi), and the
 // tensor-core product D = A B + C of m16n8k16 (A: 4 registers, B: 2, C/D: 4 floats).
-struct F16 {
-    __device__ static unsigned pack(float lo, float hi) {
-        unsigned r;
-        asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-        return r;
-    }
-    __device__ static void mma(float* d, const unsigned* a, unsigned b0, unsigned b1) {
-        asm volatile(
-            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
-            "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-};
-struct BF16 {
-    __device__ static unsigned pack(float lo, float hi) {
-        unsigned r;
-        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-        return r;
-    }
-    __device__ static void mma(float* d, const unsigned* a, unsigned b0, unsigned b1) {
-        asm volatile(
-            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-            "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-};
+#define AUGUR_MMA_TYPE(NAME, TY)                                                              \
+    struct NAME {                                                                             \
+        __device__ static unsigned pack(float lo, float hi) {                                 \
+            unsigned r;                                                                       \
+            asm("cvt.rn." TY "x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));              \
+            return r;                                                                         \
+        }                                                                                     \
+        __device__ static void mma(float* d, const unsigned* a, unsigned b0, unsigned b1) {  \
+            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." TY "." TY ".f32 "           \
+                         "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"     \
+                         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                     \
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));    \
+        }                                                                                     \
+    };
+AUGUR_MMA_TYPE(F16, "f16")
+AUGUR_MMA_TYPE(BF16, "bf16")
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
     return (unsigned)__cvta_generic_to_shared(p);

@@ -6,7 +6,7 @@
 use std::process::ExitCode;
 
 use augur_features::attention::Dtype;
-use augur_kernels::cuda::gemm::{tma_choice, CudaGemm, GemmKernel};
+use augur_kernels::cuda::gemm::{CudaGemm, GemmKernel};
 use augur_kernels::cuda::TimingMode;
 use augur_kernels::gemm::{check_rows, reference_rows, GemmProblem, GemmShape};
 use clap::{Args, Subcommand, ValueEnum};
@@ -87,6 +87,84 @@ pub struct GemmArgs {
     kernels: Vec<String>,
 }
 
+impl GemmRunArgs {
+    fn dtype(&self) -> Dtype {
+        match self.dtype {
+            GemmDtype::Bf16 => Dtype::Bf16,
+            GemmDtype::F16 => Dtype::F16,
+        }
+    }
+
+    /// The type as the CLI spells it (the CSVs' `dtype` column).
+    fn dtype_name(&self) -> String {
+        self.dtype
+            .to_possible_value()
+            .map_or("?".into(), |v| v.get_name().to_string())
+    }
+
+    /// The GEMMs of GPU `device` and its description, once every shape's device memory
+    /// (`bytes` of a shape) was found to fit: said before any output.
+    fn open(
+        &self,
+        shapes: &[GemmShape],
+        bytes: impl Fn(&GemmShape) -> u128,
+        what: &str,
+    ) -> anyhow::Result<(CudaGemm, augur_kernels::cuda::DeviceInfo)> {
+        let g = CudaGemm::new(self.device).map_err(super::gpu_only("the tensor-core GEMM"))?;
+        let dev = augur_kernels::cuda::device_info(self.device)?;
+        let gib = |b: u128| b as f64 / (1u64 << 30) as f64;
+        for shape in shapes {
+            if bytes(shape) > dev.memory_bytes as u128 {
+                anyhow::bail!(
+                    "GEMM {shape}: {what} take {:.1} GiB, more than GPU {}'s {:.1} GiB",
+                    gib(bytes(shape)),
+                    self.device,
+                    gib(dev.memory_bytes as u128)
+                );
+            }
+        }
+        Ok((g, dev))
+    }
+}
+
+/// The shapes named (M,N,K each), or `default` when none is.
+fn shapes_or(named: &[String], default: Vec<GemmShape>) -> anyhow::Result<Vec<GemmShape>> {
+    if named.is_empty() {
+        return Ok(default);
+    }
+    Ok(named
+        .iter()
+        .map(|s| GemmShape::parse(s))
+        .collect::<Result<Vec<_>, _>>()?)
+}
+
+/// C poisoned, `run` enqueued, and the checked rows compared with their exact values; a
+/// failure is said on stderr with `what` (the kernel and the way it ran). The error relative to
+/// the rounding bound (<= 1 passes).
+fn check_product(
+    g: &CudaGemm,
+    d: &mut augur_kernels::cuda::gemm::DeviceGemm,
+    p: &GemmProblem,
+    rows: &[usize],
+    want: &[Vec<f64>],
+    what: &str,
+    run: impl FnOnce(
+        &mut augur_kernels::cuda::gemm::DeviceGemm,
+    ) -> Result<(), augur_kernels::KernelError>,
+) -> anyhow::Result<f64> {
+    g.poison(d)?;
+    run(d)?;
+    let got = g.rows(d, rows)?;
+    let (err, r, c) = check_rows(p, rows, want, &got);
+    if err > 1.0 {
+        eprintln!(
+            "augur: {what} {} {:?}: C[{r}][{c}] off by {err:.2} of the rounding bound",
+            p.shape, p.dtype
+        );
+    }
+    Ok(err)
+}
+
 pub fn run(c: OverlapCommand) -> anyhow::Result<ExitCode> {
     match c {
         OverlapCommand::Gemm(a) => gemm(a),
@@ -116,18 +194,8 @@ fn default_grid() -> Vec<GemmShape> {
 }
 
 fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
-    let shapes = if a.shapes.is_empty() {
-        default_grid()
-    } else {
-        a.shapes
-            .iter()
-            .map(|s| GemmShape::parse(s))
-            .collect::<Result<Vec<_>, _>>()?
-    };
-    let dtype = match a.run.dtype {
-        GemmDtype::Bf16 => Dtype::Bf16,
-        GemmDtype::F16 => Dtype::F16,
-    };
+    let shapes = shapes_or(&a.shapes, default_grid())?;
+    let dtype = a.run.dtype();
     let kernels: Vec<GemmKernel> = if a.kernels.is_empty() {
         GemmKernel::all().to_vec()
     } else {
@@ -136,20 +204,9 @@ fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
             .map(|k| GemmKernel::parse(k))
             .collect::<Result<_, _>>()?
     };
-    let g = CudaGemm::new(a.run.device).map_err(super::gpu_only("the tensor-core GEMM"))?;
-    let dev = augur_kernels::cuda::device_info(a.run.device)?;
     // A, B and C of every shape must fit on the GPU (the host holds A and B twice as long as
-    // that): said before any output.
-    for shape in &shapes {
-        if shape.device_bytes() > dev.memory_bytes as u128 {
-            anyhow::bail!(
-                "GEMM {shape}: A, B and C take {:.1} GiB, more than GPU {}'s {:.1} GiB",
-                shape.device_bytes() as f64 / (1u64 << 30) as f64,
-                a.run.device,
-                dev.memory_bytes as f64 / (1u64 << 30) as f64
-            );
-        }
-    }
+    // that).
+    let (g, dev) = a.run.open(&shapes, |s| s.device_bytes(), "A, B and C")?;
     println!(
         "device,dtype,m,n,k,kernel,tma_choice,passed,max_err_over_bound,latency_us,throughput_us,graph_us,\
          tflops,cublaslt_over_kernel,cublaslt_over_kernel_graph"
@@ -175,19 +232,11 @@ fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
                 }
                 r => r?,
             };
-            g.poison(&mut d)?;
-            g.launch(&mut d, &prep)?;
-            let got = g.rows(&d, &rows)?;
-            let (err, r, c) = check_rows(&p, &rows, &want, &got);
+            let err = check_product(&g, &mut d, &p, &rows, &want, &kernel.name(), |d| {
+                g.launch(d, &prep)
+            })?;
             let passed = err <= 1.0;
-            if !passed {
-                failed += 1;
-                eprintln!(
-                    "augur: {} {shape} {dtype:?}: C[{r}][{c}] off by {err:.2} of the rounding \
-                     bound",
-                    kernel.name()
-                );
-            }
+            failed += usize::from(!passed);
             ready.push((kernel, prep, passed, err));
         }
         let times = time_rotating(g.stream(), a.run.warmup, a.run.reps, ready.len(), |i| {
@@ -196,12 +245,12 @@ fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
         let results: Vec<_> = ready
             .iter()
             .zip(times)
-            .map(|((kernel, _, passed, err), t)| (*kernel, *passed, *err, t))
+            .map(|((kernel, prep, passed, err), t)| (*kernel, *passed, *err, t, prep))
             .collect();
         let lt = results.iter().find(|r| r.0 == GemmKernel::CublasLt);
         let lt_thr = lt.map(|r| r.3.throughput_s);
         let lt_graph = lt.and_then(|r| r.3.get(TimingMode::Graph));
-        for (kernel, passed, err, t) in &results {
+        for (kernel, passed, err, t, prep) in &results {
             let thr = t.throughput_s;
             let g = t.get(TimingMode::Graph);
             let graph = g.map_or(String::new(), |g| format!("{:.2}", g * 1e6));
@@ -211,19 +260,14 @@ fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
                 _ => String::new(),
             };
             // What the auto kernel ran: the tile width and split count.
-            let choice = match kernel {
-                GemmKernel::TmaAuto => {
-                    let (bn, s) = tma_choice(shape, dev.multiprocessors.max(1) as usize);
-                    format!("128x{bn}_k{s}")
-                }
+            let choice = match (kernel, prep.tma_tile()) {
+                (GemmKernel::TmaAuto, Some((bn, s))) => format!("128x{bn}_k{s}"),
                 _ => String::new(),
             };
             println!(
                 "{},{},{},{},{},{},{choice},{passed},{err:.3},{:.2},{:.2},{graph},{:.1},{vs},{vs_graph}",
                 dev.name,
-                a.run.dtype
-                    .to_possible_value()
-                    .map_or("?".into(), |v| v.get_name().to_string()),
+                a.run.dtype_name(),
                 shape.m,
                 shape.n,
                 shape.k,
@@ -268,46 +312,23 @@ fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn arrive(a: ArriveArgs) -> anyhow::Result<ExitCode> {
-    let shapes = if a.shapes.is_empty() {
-        let mut v = Vec::new();
-        for (n, k) in [(4096, 1024), (7168, 4096), (8192, 8192)] {
-            for m in [2048, 8192, 16384] {
-                v.push(GemmShape { m, n, k });
-            }
+    let mut default = Vec::new();
+    for (n, k) in [(4096, 1024), (7168, 4096), (8192, 8192)] {
+        for m in [2048, 8192, 16384] {
+            default.push(GemmShape { m, n, k });
         }
-        v
-    } else {
-        a.shapes
-            .iter()
-            .map(|s| GemmShape::parse(s))
-            .collect::<Result<Vec<_>, _>>()?
-    };
+    }
+    let shapes = shapes_or(&a.shapes, default)?;
     if a.blocks.is_empty() || a.blocks.contains(&0) {
         anyhow::bail!("--blocks: one or more counts >= 1");
     }
-    let dtype = match a.run.dtype {
-        GemmDtype::Bf16 => Dtype::Bf16,
-        GemmDtype::F16 => Dtype::F16,
-    };
-    let g = CudaGemm::new(a.run.device).map_err(super::gpu_only("the tensor-core GEMM"))?;
-    let dev = augur_kernels::cuda::device_info(a.run.device)?;
-    for shape in &shapes {
-        // A, B, C and the staging copy of A.
-        let bytes = shape.device_bytes() + (shape.m * shape.k * 2) as u128;
-        if bytes > dev.memory_bytes as u128 {
-            anyhow::bail!(
-                "{shape}: A, B, C and a copy of A take {:.1} GiB, more than GPU {}'s {:.1} GiB",
-                bytes as f64 / (1u64 << 30) as f64,
-                a.run.device,
-                dev.memory_bytes as f64 / (1u64 << 30) as f64
-            );
-        }
-    }
-    let ty = a
-        .run
-        .dtype
-        .to_possible_value()
-        .map_or("?".into(), |v| v.get_name().to_string());
+    let dtype = a.run.dtype();
+    let (g, dev) = a.run.open(
+        &shapes,
+        |s| s.device_bytes() + (s.m * s.k * 2) as u128,
+        "A, B, C and a copy of A",
+    )?;
+    let ty = a.run.dtype_name();
     println!(
         "device,dtype,m,n,k,kernel,blocks,passed,copy_us,gemm_us,copy_then_gemm_us,gated_us,\
          graph_copy_us,graph_gemm_us,graph_copy_then_gemm_us,graph_gated_us,gate_open_us,\
@@ -320,24 +341,20 @@ fn arrive(a: ArriveArgs) -> anyhow::Result<ExitCode> {
         let want = reference_rows(&p, &rows);
         let mut d = g.upload(&p)?;
         let prep = g.prepare(&d, GemmKernel::TmaAuto)?;
-        let (bn, sp) = tma_choice(shape, dev.multiprocessors.max(1) as usize);
+        let (bn, sp) = prep.tma_tile().expect("the auto kernel is the TMA kernel");
         let kernel = format!("augur_tma_128x{bn}_k{sp}");
         for &blocks in &a.blocks {
             let arr = g.arrivals(&d, blocks.min(shape.m))?;
             let mut passed = true;
             for gated in [false, true] {
-                g.poison(&mut d)?;
-                g.launch_arriving(&mut d, Some(&prep), &arr, gated, true)?;
-                let got = g.rows(&d, &rows)?;
-                let (err, r, c) = check_rows(&p, &rows, &want, &got);
+                let way = if gated { "gated" } else { "copy then GEMM" };
+                let what = format!("{kernel}, {blocks} blocks, {way}");
+                let err = check_product(&g, &mut d, &p, &rows, &want, &what, |d| {
+                    g.launch_arriving(d, Some(&prep), &arr, gated, true)
+                })?;
                 if err > 1.0 {
                     passed = false;
                     failed += 1;
-                    eprintln!(
-                        "augur: {kernel} {shape} {dtype:?}, {blocks} blocks{}: C[{r}][{c}] off \
-                         by {err:.2} of the rounding bound",
-                        if gated { ", gated" } else { ", copy then GEMM" }
-                    );
                 }
             }
             // The five ways, timed together in rotating rounds.

@@ -101,6 +101,14 @@ pub fn tma_choice(shape: GemmShape, sms: usize) -> (usize, usize) {
     (best.1, best.2)
 }
 
+/// k in `splits` equal ranges of whole steps of 64: the steps per range, and how many ranges
+/// that makes (fewer than asked where the last would be empty).
+pub(super) fn split_steps(k: usize, splits: usize) -> (usize, usize) {
+    let kt_all = k.div_ceil(64).max(1);
+    let kt_per = kt_all.div_ceil(splits.max(1));
+    (kt_per, kt_all.div_ceil(kt_per))
+}
+
 /// The TMA kernel's estimated time (microseconds) on a Hopper GPU with `sms` multiprocessors,
 /// None for a split count that would leave a range empty or under 4 steps. Each SM runs its
 /// share of the work units one after the other; a unit costs its k steps plus 3 us of filling
@@ -116,9 +124,8 @@ pub fn tma_choice(shape: GemmShape, sms: usize) -> (usize, usize) {
 /// took 128-wide tiles with fewer splits), and sqrt(a² + b²) at 0.996-1.0, 0.94 at worst.
 pub fn tma_estimate_us(shape: GemmShape, bn: usize, splits: usize, sms: usize) -> Option<f64> {
     let GemmShape { m, n, k } = shape;
-    let kt_all = k.div_ceil(64).max(1);
-    let kt_per = kt_all.div_ceil(splits.max(1));
-    if kt_all.div_ceil(kt_per) != splits || (splits > 1 && kt_per < 4) {
+    let (kt_per, used) = split_steps(k, splits);
+    if used != splits || (splits > 1 && kt_per < 4) {
         return None;
     }
     let units = m.div_ceil(128) * n.div_ceil(bn) * splits;

@@ -110,6 +110,7 @@ struct Launch {
 /// (taken in place of the pointers), the split of k, the f32 partials and the kernel that sums them.
 struct TmaLaunch {
     maps: (TensorMapArg, TensorMapArg, TensorMapArg),
+    bn: usize,
     splits: usize,
     kt_per: usize,
     /// splits x m x n floats (one float when not split: the argument must point somewhere).
@@ -153,6 +154,16 @@ fn check_gate(m: usize, rows_per_flag: usize, flags: usize) -> Result<(), Kernel
 pub struct GemmPrepared {
     pub kernel: GemmKernel,
     run: Result<Launch, LtPlan>,
+}
+
+impl GemmPrepared {
+    /// The TMA kernel's tile width and split count as launched (None for other kernels).
+    pub fn tma_tile(&self) -> Option<(usize, usize)> {
+        match &self.run {
+            Ok(Launch { tma: Some(t), .. }) => Some((t.bn, t.splits)),
+            _ => None,
+        }
+    }
 }
 
 /// The GEMM kernels on one GPU.
@@ -303,9 +314,7 @@ impl CudaGemm {
                     )));
                 }
                 // Equal ranges of whole steps of 64; fewer splits when the last would be empty.
-                let kt_all = k.div_ceil(64).max(1);
-                let kt_per = kt_all.div_ceil(splits);
-                let splits = kt_all.div_ceil(kt_per);
+                let (kt_per, splits) = kernels::split_steps(k, splits);
                 // Barriers, 1 KiB of alignment, per stage a 128 x 64 and a bn x 64 tile, and
                 // four 64 x 64 staging buffers of C.
                 let smem =
@@ -349,6 +358,7 @@ impl CudaGemm {
                 let no_flags = s.alloc_zeros::<u32>(1).map_err(drv("alloc"))?;
                 let tma = TmaLaunch {
                     maps,
+                    bn,
                     splits,
                     kt_per,
                     ws,
