@@ -70,6 +70,11 @@ impl Backend {
 
     /// The device under this backend: to make vectors for [`SpmvPlan::launch_from`], read
     /// them, synchronise, time.
+    /// A device already opened (e.g. a second handle of a GPU on another stream).
+    pub(crate) fn from_device(d: Device) -> Backend {
+        Backend(d)
+    }
+
     pub fn as_device(&self) -> &Device {
         &self.0
     }

@@ -334,6 +334,25 @@ impl CudaSpmv {
         })
     }
 
+    /// The same GPU, context and loaded module with work enqueued on `stream` (a stream of this
+    /// context): a second handle whose plans run beside this one's, e.g. the multi-GPU halo's
+    /// remote block on the communication stream while the local block runs here. Device memory
+    /// of either is usable by both; ordering work between the two streams is the caller's.
+    pub fn on_stream(&self, stream: Arc<CudaStream>) -> CudaSpmv {
+        CudaSpmv {
+            ctx: self.ctx.clone(),
+            stream,
+            module: self.module.clone(),
+            device: self.device.clone(),
+            module_s: 0.0,
+            module_cached: true,
+            cusparse: std::cell::OnceCell::new(),
+            copy_stream: std::cell::OnceCell::new(),
+            gatherer: std::cell::OnceCell::new(),
+            joins: std::cell::OnceCell::new(),
+        }
+    }
+
     /// This GPU's feature gatherer, loaded on first use together with what its first gather
     /// during an upload would pay once ([`CudaSpmv::warm_upload_gathering`]): a plan counts that
     /// as loading modules, not in its upload.

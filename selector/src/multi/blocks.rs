@@ -10,6 +10,7 @@
 //! the remote one is short, scattered rows.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use augur_datasets::Csr;
 use augur_kernels::cuda::vector::{DevPtr, VectorKernels};
@@ -124,28 +125,41 @@ impl<'a, T: GpuScalar> DeviceHalo<'a, T> {
     /// Enqueue on the remote plan's stream: `y[remote_rows] += remote · halo` (`y` the local
     /// plan's y on the same stream).
     pub(super) fn remote_add(&mut self, y: &CudaSlice<T>) -> Result<(), AugurError> {
+        let Some(s) = self.remote_product()? else {
+            return Ok(());
+        };
+        self.scatter(&s, y)
+    }
+
+    /// Enqueue the remote block's product `remote · halo` on the remote plan's stream (which it
+    /// returns; None without remote entries).
+    pub(super) fn remote_product(&mut self) -> Result<Option<Arc<CudaStream>>, AugurError> {
+        let Some(plan) = self.remote.as_mut() else {
+            return Ok(None);
+        };
+        plan.launch_from_cuda(&self.halo)?;
+        Ok(Some(
+            plan.device()
+                .as_cuda()
+                .expect("a CUDA plan")
+                .stream()
+                .clone(),
+        ))
+    }
+
+    /// Enqueue on `s`: `y[remote_rows] +=` the remote block's products (`y` the local plan's y;
+    /// `s` ordered after both products).
+    pub(super) fn scatter(&mut self, s: &CudaStream, y: &CudaSlice<T>) -> Result<(), AugurError> {
         let Some(plan) = self.remote.as_mut() else {
             return Ok(());
         };
-        plan.launch_from_cuda(&self.halo)?;
         let n = plan.shape().0;
-        let s = plan
-            .device()
-            .as_cuda()
-            .expect("a CUDA plan")
-            .stream()
-            .clone();
         let v = super::shard::cuda_y(plan);
         // SAFETY: remote_rows holds n distinct rows of the shard (halo_plan), v the remote
         // block's n products, y the shard's rows; all on this GPU, in this stream's order.
         unsafe {
-            self.kernels.scatter_add::<T>(
-                &s,
-                n,
-                addr(&self.remote_rows, &s),
-                addr(v, &s),
-                addr(y, &s),
-            )
+            self.kernels
+                .scatter_add::<T>(s, n, addr(&self.remote_rows, s), addr(v, s), addr(y, s))
         }
         .map_err(AugurError::Kernel)
     }

@@ -8,7 +8,7 @@ use augur_features::attention::Dtype;
 use augur_kernels::cuda::comm::{NcclComm, Pattern, RankComm};
 use augur_kernels::cuda::{GpuScalar, TimingPlan};
 use augur_kernels::{median, KernelError};
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DriverError};
 use cudarc::nccl::{result as nccl, sys as nccl_sys, NcclType};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -228,6 +228,12 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
         backend: &Backend,
         comm: Option<NcclComm>,
     ) -> Result<Self, AugurError> {
+        let s = backend
+            .as_device()
+            .as_cuda()
+            .ok_or_else(|| AugurError::Invalid("MultiGpuSpmv runs on GPUs".into()))?;
+        let compute = s.stream().clone();
+        let comm_stream = comm_stream_of(&compute).map_err(cuda_err)?;
         let (plans, halo) = match parts {
             Parts::Chunks(parts) => (
                 parts
@@ -236,17 +242,18 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
                     .collect::<Result<Vec<_>, _>>()?,
                 None,
             ),
-            Parts::Halo(h) => (
-                vec![SpmvPlan::new(&h.local, backend, ctx.opts.clone())?],
-                Some(DeviceHalo::new(h, backend, ctx.opts.clone())?),
-            ),
+            Parts::Halo(h) => {
+                // The remote block's plan runs on the communication stream, right after the
+                // exchange that fills its halo, beside the local block's product.
+                let beside = Backend::from_device(augur_kernels::device::Device::from_cuda(
+                    std::rc::Rc::new(s.on_stream(comm_stream.clone())),
+                ));
+                (
+                    vec![SpmvPlan::new(&h.local, backend, ctx.opts.clone())?],
+                    Some(DeviceHalo::new(h, &beside, ctx.opts.clone())?),
+                )
+            }
         };
-        let s = backend
-            .as_device()
-            .as_cuda()
-            .ok_or_else(|| AugurError::Invalid("MultiGpuSpmv runs on GPUs".into()))?;
-        let compute = s.stream().clone();
-        let comm_stream = compute.fork().map_err(cuda_err)?;
         let mut rc = ctx.rc.take();
         let (x, mut full, mut send, mut recv) = match rc.as_mut() {
             Some(rc) => {
@@ -290,6 +297,7 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
             }
         }
         compute.synchronize().map_err(cuda_err)?;
+        comm_stream.synchronize().map_err(cuda_err)?;
         Ok(Shard {
             plans,
             halo,
@@ -326,9 +334,12 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
             // One GPU: nothing to receive.
             return Ok(());
         };
-        h.pack(&self.compute, addr(&self.x, &self.compute))?;
+        // The pack, too, runs on the communication stream (after x is ready on the compute
+        // stream), so the local product starts at once and the exchange's first kernel need
+        // not wait behind it for SMs.
         let cs = &self.comm_stream;
         cs.join(&self.compute).map_err(cuda_err)?;
+        h.pack(cs, addr(&self.x, cs))?;
         let ty = T::as_nccl_type();
         let raw = cs.cu_stream() as nccl_sys::cudaStream_t;
         let size = std::mem::size_of::<T>() as u64;
@@ -378,18 +389,24 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
         self.settle("the halo exchange")
     }
 
-    /// The halo mode's product: the exchange started, the local block meanwhile, then the
-    /// remote block added (without `exchange`: the halo as it is, for profiles).
+    /// The halo mode's product: on the communication stream the exchange, then the remote
+    /// block's product; on the compute stream the local block's product meanwhile; then the
+    /// remote products added into y (without `exchange`: the halo as it is, for profiles).
     fn halo_products(&mut self, exchange: bool) -> Result<(), AugurError> {
-        if exchange {
+        if exchange && self.comm.is_some() {
             self.halo_exchange()?;
+        } else {
+            // Ordered after the compute stream's work all the same (the remote plan's y and
+            // the halo are read there by the last scatter).
+            self.comm_stream.join(&self.compute).map_err(cuda_err)?;
         }
         self.plans[0].launch_from_cuda(&self.x)?;
-        if exchange && self.comm.is_some() {
+        let h = self.halo.as_mut().expect("the halo mode");
+        if h.remote_product()?.is_some() {
             self.compute.join(&self.comm_stream).map_err(cuda_err)?;
         }
         let y = cuda_y(&mut self.plans[0]);
-        self.halo.as_mut().expect("the halo mode").remote_add(y)
+        h.scatter(&self.compute, y)
     }
 
     /// Enqueue, on the communication stream, the all-gather of chunk `c` of every shard into
@@ -673,6 +690,20 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
             }
         }
     }
+}
+
+/// The shard's communication stream: the GPU's highest stream priority, so that the blocks of
+/// an exchange (NCCL's send/recv or all-gather kernels, the halo's pack) are scheduled ahead of
+/// the product's waiting blocks as SMs free up, instead of after the whole product grid (which
+/// fills the GPU): the exchange then runs beside the product rather than after it. Ordered after
+/// `compute`'s work so far.
+fn comm_stream_of(compute: &Arc<CudaStream>) -> Result<Arc<CudaStream>, DriverError> {
+    let ctx = compute.context();
+    ctx.bind_to_thread()?;
+    let (_, greatest) = cudarc::driver::result::stream::get_priority_range()?;
+    let s = ctx.new_stream_with_priority(greatest)?;
+    s.join(compute)?;
+    Ok(s)
 }
 
 /// Across processes (a non-blocking communicator): wait until NCCL has taken the call just
