@@ -9,9 +9,7 @@
 # ROUNDS (default 2) rounds of every binary; CGS="" skips CG.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-python3 -c 'import lzma, os, sys
-for f in sys.argv[1:]:
-    open(f[:-3], "wb").write(lzma.open(f).read()); os.chmod(f[:-3], 0o755)' .carry/*.xz
+source bench/unpack-carry.sh
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; R=$(mktemp -d)
 N=${GPUS:-2}
 ITERS=${ITERS:-300}
@@ -28,7 +26,8 @@ for m in $MATRICES; do
   tag=$(echo "$m" | tr ':=,' '___')
   first=${bins[0]#*:}
   timeout 120 "$first" run "$m" --gpus 1 --iterations "$ITERS" --check --json > "$R/$tag-1.json" 2> "$R/$tag-1.err"
-  echo "\"$m\",1,${bins[0]%%:*},0,$(per_it "$R/$tag-1.json"),$?" | tee -a "$OUT/ab.csv"
+  rc=$?
+  echo "\"$m\",1,${bins[0]%%:*},0,$(per_it "$R/$tag-1.json"),$rc" | tee -a "$OUT/ab.csv"
   for ((round = 1; round <= ${ROUNDS:-2}; round++)); do
     # Rotate the order each round: a later run on a warm GPU can look a little slower.
     k=${#bins[@]}; order=()

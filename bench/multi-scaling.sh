@@ -15,10 +15,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
-# Binaries carried xz-compressed (PATH.xz, to fit the transfer) are unpacked first.
-python3 -c 'import lzma, os, sys
-for f in sys.argv[1:]:
-    open(f[:-3], "wb").write(lzma.open(f).read()); os.chmod(f[:-3], 0o755)' .carry/*.xz 2>/dev/null
+source bench/unpack-carry.sh
 left() { [ $((SECONDS - start)) -lt "${BUDGET:-540}" ] || { echo "budget spent: skipping $*"; return 1; }; }
 A=.carry/augur
 CG=.carry/cg
