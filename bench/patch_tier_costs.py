@@ -7,13 +7,26 @@ measured later on the same device (`bench/tier-cost-gpu.sh`), matched by (matrix
 pool's timings stay, the tiers' costs are the current code's. Runs written before the upload was
 timed get its two columns (after sample_s). Refuses a tier-cost CSV
 from another device or one that lacks a matrix of the runs. The runs file is rewritten in place
-through a temporary file. Usage: python3 bench/patch_tier_costs.py RUNS.csv TIER_COST.csv"""
+through a temporary file. With --subset, a tier-cost CSV of some of the matrices (a sweep of
+the sizes a change can affect) replaces theirs and leaves the others as they are, and says how
+many of each; --below N (implies --subset) takes from it only the matrices whose rows and
+nonzeros are both below N (the sizes whose code path a change touched).
+Usage: python3 bench/patch_tier_costs.py [--subset | --below N] RUNS.csv TIER_COST.csv"""
 import csv, os, sys
 
-runs_path, cost_path = sys.argv[1], sys.argv[2]
+args = sys.argv[1:]
+subset = "--subset" in args
+below = None
+if "--below" in args:
+    i = args.index("--below")
+    below = float(args[i + 1])
+    del args[i : i + 2]
+    subset = True
+runs_path, cost_path = [a for a in args if a != "--subset"]
 cost = {}
 for r in csv.DictReader(open(cost_path)):
-    cost[(r["matrix"], r["source"])] = r
+    if below is None or max(int(r["rows"]), int(r["nnz"])) < below:
+        cost[(r["matrix"], r["source"])] = r
 with open(runs_path, newline="") as f:
     rd = csv.reader(f)
     header = next(rd)
@@ -37,7 +50,7 @@ for row in rows:
     row[col["gather_s"]] = c["gather_s"]
     for n in NEW:
         row[col[n]] = c.get(n, "")
-if missing:
+if missing and not subset:
     sys.exit(f"{cost_path} lacks {len(missing)} matrices of {runs_path}, e.g. {sorted(missing)[0]}")
 if any(a != b for a, b in devices):
     sys.exit(f"devices differ: {sorted(devices)}")
@@ -47,4 +60,6 @@ with open(tmp, "w", newline="") as f:
     w.writerow(header)
     w.writerows(rows)
 os.replace(tmp, runs_path)
-print(f"{runs_path}: tier costs of {len({(r[col['matrix']], r[col['source']]) for r in rows})} matrices replaced from {cost_path}")
+keys = {(r[col['matrix']], r[col['source']]) for r in rows}
+print(f"{runs_path}: tier costs of {len(keys - missing)} matrices replaced from {cost_path}"
+      + (f", {len(missing)} left as they were" if missing else ""))

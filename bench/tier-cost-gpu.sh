@@ -10,13 +10,17 @@
 # KERNEL (default scalar) and TIMING ("--reps 1 --warmup 0 --rounds 1") choose the kernel timed
 # beside the tiers: KERNEL=nnz_split TIMING=" " re-times one changed kernel with the collection's
 # own sample counts, for `augur collect merge` into the runs (its rows replace the old ones).
+# MAX_NNZ (default 1e8) bounds the generated and grown matrices: a sweep of the sizes a change
+# can affect, merged with `patch_tier_costs.py --subset`. Binaries carried xz-compressed are
+# unpacked first (bench/unpack-carry.sh).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0
 A=.carry/augur
 M=.carry/matrices
 OUT=${OUT:-/tmp/out}
 SHARD=${SHARD:-1/1}
-mapfile -t specs < <(bash scripts/training-specs.sh 1e8 "$M")
+source bench/unpack-carry.sh
+mapfile -t specs < <(bash scripts/training-specs.sh "${MAX_NNZ:-1e8}" "$M")
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 timeout "${LIMIT:-540}" $A collect --backend cuda --precision f32 --kernel "${KERNEL:-scalar}" \
   ${TIMING:---reps 1 --warmup 0 --rounds 1} --shard "$SHARD" --out "$OUT/tier-cost.csv" \

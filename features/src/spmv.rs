@@ -367,12 +367,17 @@ impl SpmvGatherer for CpuGatherer {
 impl RowSums {
     /// One row of `len` entries into the row-length sums.
     fn add_row(&mut self, len: u64) {
+        self.add_rows(len, 1);
+    }
+
+    /// `n` >= 1 rows of `len` entries each into the row-length sums.
+    fn add_rows(&mut self, len: u64, n: u64) {
         self.min_len = self.min_len.min(len);
         self.max_len = self.max_len.max(len);
-        self.len2 += len * len;
-        self.len3 += (len as u128) * (len as u128) * (len as u128);
-        self.empty += (len == 0) as u64;
-        self.hist[hist_bucket(len)] += 1;
+        self.len2 += n * len * len;
+        self.len3 += (n as u128) * (len as u128) * (len as u128) * (len as u128);
+        self.empty += n * (len == 0) as u64;
+        self.hist[hist_bucket(len)] += n;
     }
 }
 
@@ -392,10 +397,110 @@ pub fn cpu_row_sums(m: CsrPattern<'_>) -> RowSums {
 /// `columns`: the row-length sums, the length counts of the top-1% sum, and per row's column
 /// indices the distance to the diagonal and the x segments touched.
 fn row_pass(m: CsrPattern<'_>, columns: bool) -> RowSums {
+    row_pass_on(m, columns, PassOn::Pool)
+}
+
+/// Where a row pass runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PassOn {
+    /// In chunks on the rayon pool (one chunk, and so no pool, for a small matrix).
+    Pool,
+    /// On the calling thread alone: no hand-off, no other thread woken.
+    Caller,
+}
+
+/// [`row_features`] on the pool or on the calling thread alone ([`PassOn`]): the same values.
+pub fn row_features_on(m: CsrPattern<'_>, on: PassOn) -> SpmvFeatures {
+    let mut f = exact_features(m, &row_pass_on(m, false, on));
+    f.bandwidth = f64::NAN;
+    f.mean_col_dist = f64::NAN;
+    f.x_segments_per_row = f64::NAN;
+    f
+}
+
+fn row_pass_on(m: CsrPattern<'_>, columns: bool, on: PassOn) -> RowSums {
+    let ptr = m.indptr;
+    let (mut sums, lens) = if columns {
+        column_pass(m, on)
+    } else {
+        length_pass(m, on)
+    };
+    if m.rows == 0 {
+        sums.min_len = 0;
+    }
+    sums.top1pct = lens.top(ptr, m.rows.div_ceil(100), on == PassOn::Pool);
+    sums
+}
+
+/// The row-length sums and counts of [`row_pass_on`] from the row pointers alone, in chunks of
+/// 2^16 rows on the pool (or all on this thread).
+fn length_pass(m: CsrPattern<'_>, on: PassOn) -> (RowSums, LenCounts) {
+    let (ptr, n) = (m.indptr, m.rows);
+    let empty = || (RowSums::EMPTY, LenCounts::new(m.nnz()));
+    if n == 0 {
+        return empty();
+    }
+    // The exact counts are u32 per chunk.
+    let chunk = match on {
+        PassOn::Caller => n.min(1 << 30),
+        PassOn::Pool => 1 << 16,
+    };
+    let n_exact = EXACT_LENS.min(m.nnz() + 1);
+    let one = |c: usize| lengths_of(&ptr[c * chunk..=((c + 1) * chunk).min(n)], n_exact);
+    let merge =
+        |(a, la): (RowSums, LenCounts), (b, lb): (RowSums, LenCounts)| (a.merge(b), la.merge(lb));
+    let chunks = n.div_ceil(chunk);
+    match on {
+        _ if chunks == 1 => one(0),
+        PassOn::Caller => (0..chunks).map(one).fold(empty(), merge),
+        PassOn::Pool => (0..chunks).into_par_iter().map(one).reduce(empty, merge),
+    }
+}
+
+/// The row-length sums and counts of the rows whose pointers are `p` (rows + 1 of them): a row
+/// shorter than `n_exact` only counts its length in the exact array, and the sums follow from
+/// those counts at the end (one increment per row instead of a dozen updates).
+fn lengths_of(p: &[i32], n_exact: usize) -> (RowSums, LenCounts) {
+    let mut l = LenCounts {
+        count: [0; 65],
+        sum: [0; 65],
+        exact: vec![0; n_exact],
+    };
+    let mut s = RowSums::EMPTY;
+    // The longest row counted exactly: the counts above it are 0.
+    let mut top = 0;
+    for w in p.windows(2) {
+        let len = (w[1] as i64 - w[0] as i64) as u64;
+        match l.exact.get_mut(len as usize) {
+            Some(c) => {
+                *c += 1;
+                top = top.max(len as usize);
+            }
+            None => {
+                s.add_rows(len, 1);
+                l.add_bucket(len, 1);
+            }
+        }
+    }
+    for len in 0..(top + 1).min(n_exact) {
+        let c = l.exact[len] as u64;
+        if c > 0 {
+            s.add_rows(len as u64, c);
+            l.add_bucket(len as u64, c);
+        }
+    }
+    (s, l)
+}
+
+/// The sums and counts of [`row_pass_on`] with the column statistics, row by row.
+fn column_pass(m: CsrPattern<'_>, on: PassOn) -> (RowSums, LenCounts) {
     let (ptr, idx) = (m.indptr, m.indices);
     // Rows with their columns read are heavier: smaller chunks keep the pool busy.
-    let chunk = if columns { 4096 } else { 16384 };
-    let (mut sums, lens) = by_chunks(
+    let chunk = match on {
+        PassOn::Caller => m.rows.max(1),
+        PassOn::Pool => 4096,
+    };
+    by_chunks(
         m.rows,
         chunk,
         (RowSums::EMPTY, LenCounts::new(m.nnz())),
@@ -405,36 +510,25 @@ fn row_pass(m: CsrPattern<'_>, columns: bool) -> RowSums {
             let len = (e - s) as u64;
             a.add_row(len);
             l.add(len);
-            if columns {
-                let mut last_seg = usize::MAX;
-                for &c in &idx[s..e] {
-                    let c = c as usize;
-                    let d = c.abs_diff(r) as u64;
-                    a.bandwidth = a.bandwidth.max(d);
-                    a.dist += d;
-                    let seg = c / X_SEGMENT_COLS;
-                    a.segments += (seg != last_seg) as u64;
-                    last_seg = seg;
-                }
+            let mut last_seg = usize::MAX;
+            for &c in &idx[s..e] {
+                let c = c as usize;
+                let d = c.abs_diff(r) as u64;
+                a.bandwidth = a.bandwidth.max(d);
+                a.dist += d;
+                let seg = c / X_SEGMENT_COLS;
+                a.segments += (seg != last_seg) as u64;
+                last_seg = seg;
             }
         },
-    );
-    if m.rows == 0 {
-        sums.min_len = 0;
-    }
-    sums.top1pct = lens.top(ptr, m.rows.div_ceil(100));
-    sums
+    )
 }
 
 /// The known features and the gathered tier's row-length statistics, exactly, from the row
 /// pointers alone ([`cpu_row_sums`]); the column statistics ([`COLUMN_FEATURES`]) NaN. What a
 /// plan computes for a selector whose gathered trees read no column statistics.
 pub fn row_features(m: CsrPattern<'_>) -> SpmvFeatures {
-    let mut f = exact_features(m, &cpu_row_sums(m));
-    f.bandwidth = f64::NAN;
-    f.mean_col_dist = f64::NAN;
-    f.x_segments_per_row = f64::NAN;
-    f
+    row_features_on(m, PassOn::Pool)
 }
 
 /// `step(acc, r)` over rows `0..n` in chunks of `chunk` on the rayon pool, each chunk's
@@ -448,6 +542,15 @@ fn by_chunks<A: Clone + Send + Sync>(
     step: impl Fn(&mut A, usize) + Sync + Send,
 ) -> A {
     let chunk = chunk.max(1);
+    if n <= chunk {
+        // One chunk: on this thread (from outside the pool, handing it to a worker and waiting
+        // for it costs more than a small pass).
+        let mut a = empty.clone();
+        for r in 0..n {
+            step(&mut a, r);
+        }
+        return a;
+    }
     (0..n.div_ceil(chunk))
         .into_par_iter()
         .map(|c| {
@@ -486,12 +589,18 @@ impl LenCounts {
 
     #[inline]
     fn add(&mut self, len: u64) {
-        let b = 64 - len.leading_zeros() as usize;
-        self.count[b] += 1;
-        self.sum[b] += len;
+        self.add_bucket(len, 1);
         if let Some(c) = self.exact.get_mut(len as usize) {
             *c += 1;
         }
+    }
+
+    /// `n` rows of `len` entries into the power-of-two buckets (not the exact counts).
+    #[inline]
+    fn add_bucket(&mut self, len: u64, n: u64) {
+        let b = 64 - len.leading_zeros() as usize;
+        self.count[b] += n;
+        self.sum[b] += n * len;
     }
 
     fn merge(mut self, o: LenCounts) -> LenCounts {
@@ -510,7 +619,7 @@ impl LenCounts {
     /// k-th longest row falls is taken whole; in that bucket, the rows are taken per exact length
     /// or, for rows of at least [`EXACT_LENS`] entries (at most nnz / 4096 of them), listed in one
     /// more pass and sorted. (A sort of every length cost a plan milliseconds on 1e6 rows.)
-    fn top(&self, ptr: &[i32], k: usize) -> u64 {
+    fn top(&self, ptr: &[i32], k: usize, pool: bool) -> u64 {
         let n = ptr.len().saturating_sub(1);
         let mut need = k.min(n) as u64;
         let mut total = 0;
@@ -540,11 +649,12 @@ impl LenCounts {
                 }
             } else {
                 let len = |r: usize| (ptr[r + 1] - ptr[r]) as u64;
-                let mut long: Vec<u64> = (0..n)
-                    .into_par_iter()
-                    .map(len)
-                    .filter(|l| (lo..=hi).contains(l))
-                    .collect();
+                let long_len = |l: &u64| (lo..=hi).contains(l);
+                let mut long: Vec<u64> = if pool && n > 16384 {
+                    (0..n).into_par_iter().map(len).filter(long_len).collect()
+                } else {
+                    (0..n).map(len).filter(long_len).collect()
+                };
                 long.sort_unstable_by(|a, b| b.cmp(a));
                 total += long.iter().take(need as usize).sum::<u64>();
             }
@@ -566,7 +676,7 @@ mod row_tests {
         let counts = by_chunks(n, 16384, LenCounts::new(nnz), LenCounts::merge, |c, r| {
             c.add((ptr[r + 1] - ptr[r]) as u64)
         });
-        counts.top(ptr, k)
+        counts.top(ptr, k, true)
     }
 
     /// A seeded linear congruential generator: enough randomness for test patterns.
@@ -617,7 +727,16 @@ mod row_tests {
     fn row_features_are_the_exact_ones_without_the_columns() {
         let mut next = lcg(12345);
         let schema = SpmvFeatures::schema();
-        for (rows, cols, skew) in [(0, 5, 1), (1, 1, 1), (300, 200, 1), (5000, 5000, 50)] {
+        let cases = [
+            (0, 5, 1),
+            (1, 1, 1),
+            (300, 200, 1),
+            (5000, 5000, 50),
+            (40_000, 40_000, 3),
+            // Rows of 4,096 entries and more: past the exact counts.
+            (6_000, 9_000, 140),
+        ];
+        for (rows, cols, skew) in cases {
             let mut ptr = vec![0i32];
             let mut idx = Vec::new();
             for r in 0..rows {
@@ -647,6 +766,16 @@ mod row_tests {
                 } else {
                     assert_eq!(got[i], want[i], "{} on {rows} rows", f.name);
                 }
+            }
+            // On the calling thread alone: the same values, to the bit (NaN where NaN).
+            let alone = row_features_on(m, PassOn::Caller).values();
+            for (i, f) in schema.features.iter().enumerate() {
+                assert_eq!(
+                    alone[i].to_bits(),
+                    got[i].to_bits(),
+                    "{} on {rows} rows",
+                    f.name
+                );
             }
         }
     }

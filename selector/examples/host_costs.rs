@@ -62,14 +62,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let rows_us = median_us(&|| {
             std::hint::black_box(augur::features::spmv::row_features(p));
         });
+        let alone_us = median_us(&|| {
+            std::hint::black_box(augur::features::spmv::row_features_on(
+                p,
+                augur::features::spmv::PassOn::Caller,
+            ));
+        });
+        let known = augur::features::spmv::known(p);
+        let sample_us = median_us(&|| {
+            let mut f = known.clone();
+            augur::features::spmv::sample_into(p, &mut f);
+            std::hint::black_box(f);
+        });
         let sums_us = median_us(&|| {
             std::hint::black_box(augur::features::spmv::cpu_row_sums(p));
         });
         println!(
-            "{spec}: rows {} row_features {:.1} us, cpu_row_sums {:.1} us (medians, {} threads)",
+            "{spec}: rows {} row_features {:.1} us, on this thread alone {:.1} us, cpu_row_sums {:.1} us, sample_into {:.1} us (medians, {} threads)",
             m.rows(),
             rows_us,
+            alone_us,
             sums_us,
+            sample_us,
             rayon::current_num_threads()
         );
     }

@@ -21,9 +21,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use augur_datasets::{Csr, CsrRef};
-use augur_features::spmv::{self as fs, CsrPattern, SpmvFeatures};
+use augur_features::spmv::{self as fs, CsrPattern, PassOn, SpmvFeatures};
 use augur_kernels::cuda::GpuScalar;
-use augur_kernels::device::{Device, DeviceKernel, DeviceMatrix, DeviceVec, SpmvDevice};
+use augur_kernels::device::{
+    BackendKind, Device, DeviceKernel, DeviceMatrix, DeviceVec, SpmvDevice,
+};
 use augur_models::model::Tier;
 use serde::Serialize;
 
@@ -273,12 +275,32 @@ pub fn check_shape(rows: usize, cols: usize, nnz: usize) -> Result<(), AugurErro
     })
 }
 
-/// Entries from which a plan checks or samples a host matrix while it uploads (below, the
-/// upload is too short to hide them: a few hundred microseconds at most).
-pub(crate) const OVERLAP_MIN_NNZ: usize = 1 << 17;
+/// Entries (or rows) from which a plan checks or samples a host matrix while it uploads; rows
+/// from which it computes the gathered tier's row statistics while it uploads. Below, the work
+/// runs on the calling thread before the upload: handing it to a sleeping worker costs this
+/// thread 2-15 us on the GPU machines' hosts and the worker starts 10-60 us later, while the
+/// sample costs 15-40 us and the row pass 1-3 ns per row (`examples/handoff.rs`, 2026-11-27).
+pub(crate) const OVERLAP_MIN_NNZ: usize = 1 << 13;
 
 fn not_canonical((rows, cols, nnz): (usize, usize, usize)) -> AugurError {
     AugurError::NotCanonical { rows, cols, nnz }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests: plans made on this thread treat a CPU upload as one that hides host work, so that
+    /// the path taken beside a GPU upload runs without a GPU.
+    pub(crate) static CPU_HIDES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+#[cfg(test)]
+fn cpu_hides() -> bool {
+    CPU_HIDES.with(|c| c.get())
+}
+
+#[cfg(not(test))]
+fn cpu_hides() -> bool {
+    false
 }
 
 /// What a plan made from a host matrix does on the host beside its upload.
@@ -294,8 +316,8 @@ pub(crate) struct HostWork<'f> {
 }
 
 /// The upload of a host matrix with its host work (`HostWork`): on a rayon worker beside the
-/// upload from [`OVERLAP_MIN_NNZ`] entries (the choice it informs is made after the upload, and
-/// the upload needs no more than the arrays), before it below. Returns the uploaded matrix, the
+/// upload from [`OVERLAP_MIN_NNZ`] entries or rows (the choice it informs is made after the
+/// upload, and the upload needs no more than the arrays), before it below or on the CPU. Returns the uploaded matrix, the
 /// sampled features, and the seconds this thread spent on the host work: the work itself, or
 /// the hand-off and the wait after the upload. Arrays that are not canonical are
 /// [`AugurError::NotCanonical`], and no kernel has seen them.
@@ -305,6 +327,14 @@ pub(crate) fn upload_with_host_work<'a, T: GpuScalar>(
     work: HostWork<'_>,
 ) -> Result<(DeviceMatrix<'a, T>, Option<SpmvFeatures>, f64), AugurError> {
     let shape = (a.rows(), a.cols(), a.nnz());
+    // A CPU "upload" borrows the arrays: there is nothing to hide the work behind.
+    let hides = device.kind() != BackendKind::Cpu || cpu_hides();
+    let inline = !hides
+        || if work.checked && work.sample.is_none() {
+            work.rows.is_none() || shape.0 < OVERLAP_MIN_NNZ
+        } else {
+            shape.0.max(shape.2) < OVERLAP_MIN_NNZ
+        };
     let host = || {
         let ok = work.checked || a.is_canonical();
         let sampled = work.sample.filter(|_| ok).map(|(p, known)| {
@@ -312,11 +342,19 @@ pub(crate) fn upload_with_host_work<'a, T: GpuScalar>(
             fs::sample_into(p, &mut f);
             f
         });
-        let gathered = work.rows.filter(|_| ok).map(fs::row_features);
+        // On a worker beside the upload (or for a CPU plan) the pass may spread over the pool;
+        // before an upload it stays on this thread (waking the pool costs more than a small
+        // pass).
+        let on = if inline && hides {
+            PassOn::Caller
+        } else {
+            PassOn::Pool
+        };
+        let gathered = work.rows.filter(|_| ok).map(|p| fs::row_features_on(p, on));
         (ok, sampled.or(gathered))
     };
     let t0 = Instant::now();
-    if shape.2 < OVERLAP_MIN_NNZ || (work.checked && work.sample.is_none() && work.rows.is_none()) {
+    if inline {
         let (ok, sampled) = host();
         let host_s = t0.elapsed().as_secs_f64();
         if !ok {

@@ -291,7 +291,17 @@ fn forced_kernels_are_checked_and_gathering_follows_the_policy() {
 #[test]
 fn plans_from_unchecked_arrays_check_them_while_they_upload() {
     // Small (checked before the upload) and large (checked, and sampled, on another core while
-    // it uploads): the same features and products as a plan from the checked matrix.
+    // it uploads): the same features and products as a plan from the checked matrix. A CPU
+    // plan does its host work on this thread (its upload hides nothing); the second round takes
+    // the path of a GPU plan, beside the upload.
+    for beside in [false, true] {
+        crate::plan::CPU_HIDES.with(|c| c.set(beside));
+        from_unchecked_arrays();
+    }
+    crate::plan::CPU_HIDES.with(|c| c.set(false));
+}
+
+fn from_unchecked_arrays() {
     let b = Backend::cpu();
     for spec in [
         "stencil2d:nx=30",
