@@ -28,7 +28,8 @@ export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}" NCCL_NVLS_EN
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$R/device.txt"
 nvidia-smi topo -m > "$R/topo.txt" 2>&1
 echo "matrix,gpus,mode,processes,per_iteration_s,rc,wall_s" > "$OUT/scaling.csv"
-per_it() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['per_iteration_s'])" "$1" 2>/dev/null || echo nan; }
+# The run's JSON (NCCL_DEBUG prints lines of its own around it on stdout).
+per_it() { python3 -c "import json,sys; t=open(sys.argv[1]).read(); print(json.JSONDecoder().raw_decode(t[t.index('{'):])[0]['per_iteration_s'])" "$1" 2>/dev/null || echo nan; }
 port=29600
 one() { # binary matrix tag gpus mode label
   local t0=$SECONDS f="$R/$3-$4-$6-1p.json"

@@ -423,27 +423,75 @@ struct NcclConfig217 {
     split_share: std::ffi::c_int,
 }
 
-/// A communicator opened without blocking, so that a rank that never comes is an error after
-/// `deadline` (the communicator aborted), not a hang. The calling thread's current CUDA context
-/// is the rank's GPU.
+impl NcclConfig217 {
+    fn new(blocking: bool) -> NcclConfig217 {
+        let undef = i32::MIN; // NCCL_CONFIG_UNDEF_INT
+        NcclConfig217 {
+            size: std::mem::size_of::<NcclConfig217>(),
+            magic: 0xcafe_beef,
+            version: 21700,
+            blocking: blocking.into(),
+            cga_cluster_size: undef,
+            min_ctas: undef,
+            max_ctas: undef,
+            net_name: std::ptr::null(),
+            split_share: undef,
+        }
+    }
+}
+
+/// The communicator of a group of processes. It is opened without blocking, so that a rank that
+/// never comes is an error after `deadline` (the communicator aborted), not a hang. Once every
+/// rank has joined, the data path gets a blocking one split from it: NCCL runs every call of a
+/// non-blocking communicator on a thread it starts for that call, which cost 16-46% of an
+/// iteration of the 4-GPU halo product (2026-11-27, 4 x H200). A rank that stops later is
+/// still found by the polling waits (`Shard::wait`, which aborts the communicator after the
+/// timeout). Returns (the blocking communicator, the first one): the first must outlive the
+/// split one (NCCL aborts a communicator's splits with it), so free it after. The calling
+/// thread's current CUDA context is the rank's GPU.
 pub(super) fn open_comm(
+    id: cudarc::nccl::sys::ncclUniqueId,
+    env: &RankEnv,
+    deadline: Instant,
+) -> Result<(cudarc::nccl::sys::ncclComm_t, cudarc::nccl::sys::ncclComm_t), AugurError> {
+    use cudarc::nccl::sys;
+    let parent = open_nonblocking(id, env, deadline)?;
+    let mut cfg = NcclConfig217::new(true);
+    let mut comm: sys::ncclComm_t = std::ptr::null_mut();
+    // SAFETY: a live communicator every rank splits now, right after all of them joined it
+    // (color 0 and key = rank: the same group in the same order), an out-pointer, and a config
+    // NCCL reads up to its `size`.
+    let r = unsafe {
+        sys::ncclCommSplit(
+            parent,
+            0,
+            env.rank as i32,
+            &mut comm,
+            (&mut cfg as *mut NcclConfig217).cast(),
+        )
+    };
+    // The split of a non-blocking communicator is done (and `comm` filled) when the parent is
+    // no longer in progress (NVIDIA/nccl#1472); bounded like the rest of joining.
+    wait_comm(parent, r, env, deadline, "splitting the communicator")?;
+    if comm.is_null() {
+        // SAFETY: a communicator NCCL handed out; abort frees it without the other ranks.
+        unsafe { sys::ncclCommAbort(parent) };
+        return Err(AugurError::Nccl(format!(
+            "rank {}: ncclCommSplit gave no communicator (communicator aborted)",
+            env.rank
+        )));
+    }
+    Ok((comm, parent))
+}
+
+/// [`open_comm`]'s first communicator: without blocking, every step bounded by `deadline`.
+fn open_nonblocking(
     id: cudarc::nccl::sys::ncclUniqueId,
     env: &RankEnv,
     deadline: Instant,
 ) -> Result<cudarc::nccl::sys::ncclComm_t, AugurError> {
     use cudarc::nccl::sys;
-    let undef = i32::MIN; // NCCL_CONFIG_UNDEF_INT
-    let mut cfg = NcclConfig217 {
-        size: std::mem::size_of::<NcclConfig217>(),
-        magic: 0xcafe_beef,
-        version: 21700,
-        blocking: 0,
-        cga_cluster_size: undef,
-        min_ctas: undef,
-        max_ctas: undef,
-        net_name: std::ptr::null(),
-        split_share: undef,
-    };
+    let mut cfg = NcclConfig217::new(false);
     let mut comm: sys::ncclComm_t = std::ptr::null_mut();
     // SAFETY: out-pointer, a valid id, and a config NCCL reads up to its `size`.
     let r = unsafe {
@@ -516,8 +564,8 @@ fn wait_comm(
 
 /// NCCL across processes, checked: with the id from [`share_nccl_id`], each rank opens its
 /// communicator on its local GPU (`local_rank`) and all-reduces rank + 1. Returns the sum every
-/// rank read, which must be world (world + 1) / 2 (else an error), and the GPU's name. Every
-/// NCCL step has `timeout` (non-blocking communicator, aborted when late). What `augur
+/// rank read, which must be world (world + 1) / 2 (else an error), and the GPU's name. Joining
+/// has `timeout` (a non-blocking communicator, aborted when late; see [`open_comm`]). What `augur
 /// distributed check --nccl` runs.
 pub fn nccl_check(
     env: &RankEnv,
@@ -537,7 +585,7 @@ pub fn nccl_check(
     g.context()
         .bind_to_thread()
         .map_err(drv("cuCtxSetCurrent"))?;
-    let comm = open_comm(id, env, deadline)?;
+    let (comm, joined) = open_comm(id, env, deadline)?;
     let stream = g.stream().clone();
     let run = || -> Result<f64, AugurError> {
         let mut buf = stream
@@ -563,12 +611,22 @@ pub fn nccl_check(
         Ok(stream.clone_dtoh(&buf).map_err(drv("cuMemcpyDtoH"))?[0] as f64)
     };
     let got = run();
-    // SAFETY: done with it (after an NCCL error wait_comm already aborted it; after a copy's
-    // error it is still open).
-    match &got {
-        Ok(_) => unsafe { sys::ncclCommDestroy(comm) },
-        Err(AugurError::Nccl(_)) => sys::ncclResult_t::ncclSuccess,
-        Err(_) => unsafe { sys::ncclCommAbort(comm) },
+    // SAFETY: done with them, the split one first (after an NCCL error wait_comm already
+    // aborted it; after a copy's error it is still open).
+    unsafe {
+        match &got {
+            Ok(_) => {
+                sys::ncclCommDestroy(comm);
+                sys::ncclCommDestroy(joined);
+            }
+            Err(AugurError::Nccl(_)) => {
+                sys::ncclCommAbort(joined);
+            }
+            Err(_) => {
+                sys::ncclCommAbort(comm);
+                sys::ncclCommAbort(joined);
+            }
+        }
     };
     let got = got?;
     let want = (env.world * (env.world + 1) / 2) as f64;

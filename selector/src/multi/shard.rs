@@ -35,7 +35,8 @@ pub(super) struct WorkerCtx {
     pub(super) barrier: Arc<Barrier>,
     pub(super) failed: Arc<AtomicBool>,
     /// Across processes: this rank and how long it waits for the others (NCCL's communicator
-    /// then opened without blocking, every wait for the GPU bounded).
+    /// then opened without blocking and split into a blocking one once all joined
+    /// (`launch::open_comm`), every wait for the GPU bounded).
     pub(super) process: Option<(RankEnv, Duration)>,
 }
 
@@ -81,16 +82,18 @@ pub(super) fn worker<T: GpuScalar + NcclType>(
                 let _ = g.context().bind_to_thread();
             }
             let r = match &ctx.process {
-                // Across processes: without blocking, aborted after the deadline.
+                // Across processes: joined without blocking (aborted after the deadline), then
+                // a blocking split of it for the data path.
                 Some((env, timeout)) => {
-                    super::launch::open_comm(id, env, Instant::now() + *timeout).map(NcclComm)
+                    super::launch::open_comm(id, env, Instant::now() + *timeout)
+                        .map(|(c, j)| (NcclComm(c), Some(NcclComm(j))))
                 }
                 None => {
                     let mut c = std::ptr::null_mut();
                     // SAFETY: out-pointer to a communicator; every rank calls with the same id
                     // and world size (on its own thread, its GPU's context current).
                     unsafe { nccl::comm_init_rank(&mut c, ctx.world as i32, id, rank as i32) }
-                        .map(|_| NcclComm(c))
+                        .map(|_| (NcclComm(c), None))
                         .map_err(nccl_err("ncclCommInitRank"))
                 }
             };
@@ -103,7 +106,11 @@ pub(super) fn worker<T: GpuScalar + NcclType>(
             }
         }
     };
-    let shard = Shard::new(&mut ctx, &parts, &backend, comm);
+    let comms = match comm {
+        Some((c, j)) => (Some(c), j),
+        None => (None, None),
+    };
+    let shard = Shard::new(&mut ctx, &parts, &backend, comms);
     let rows_of = |c: usize| match &parts {
         Parts::Halo(_) => ctx.layout.pieces[0][rank].clone(),
         Parts::Chunks(_) => ctx.layout.pieces[c][rank].clone(),
@@ -219,6 +226,9 @@ pub(super) struct Shard<'a, T: GpuScalar + NcclType> {
     gather: GatherMode,
     world: usize,
     process: Option<(RankEnv, Duration)>,
+    /// Across processes: the communicator `comm` was split from, freed after it (the last
+    /// field: dropped last).
+    joined: Option<NcclComm>,
 }
 
 impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
@@ -226,7 +236,9 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
         ctx: &mut WorkerCtx,
         parts: &'a Parts<T>,
         backend: &Backend,
-        comm: Option<NcclComm>,
+        // (the data path's communicator, the one it was split from): a tuple drops its fields
+        // in order, so on an early error too the split one goes first.
+        comms: (Option<NcclComm>, Option<NcclComm>),
     ) -> Result<Self, AugurError> {
         let s = backend
             .as_device()
@@ -287,7 +299,7 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
                 Vec::new(),
             ),
         };
-        if comm.is_some() && halo.is_none() {
+        if comms.0.is_some() && halo.is_none() {
             full = Some(Buf::Own(s.htod(&vec![T::zero(); ctx.total_rows])?));
             if ctx.gather == GatherMode::AllGather {
                 for &m in &ctx.layout.maxc {
@@ -305,7 +317,7 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
             full,
             send,
             recv,
-            comm,
+            comm: comms.0,
             rc,
             cg_comm: None,
             full_slot: 1,
@@ -316,6 +328,7 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
             gather: ctx.gather,
             world: ctx.world,
             process: ctx.process,
+            joined: comms.1,
         })
     }
 
@@ -706,8 +719,9 @@ fn comm_stream_of(compute: &Arc<CudaStream>) -> Result<Arc<CudaStream>, DriverEr
     Ok(s)
 }
 
-/// Across processes (a non-blocking communicator): wait until NCCL has taken the call just
-/// made, at most the group's timeout; a failure or a late peer aborts the communicator.
+/// Across processes: wait until NCCL has taken the call just made (a blocking communicator's
+/// has when the call returns), at most the group's timeout; a failure or a late peer aborts
+/// the communicator.
 pub(super) fn settle(
     process: Option<&(RankEnv, Duration)>,
     comm: nccl_sys::ncclComm_t,
@@ -786,7 +800,7 @@ impl<T: GpuScalar + NcclType> Shard<'_, T> {
             }
             if let Some(why) = failed {
                 // Abort (frees) the communicators so NCCL's kernels end; never destroyed again.
-                for c in [self.comm.take(), self.cg_comm.take()]
+                for c in [self.comm.take(), self.cg_comm.take(), self.joined.take()]
                     .into_iter()
                     .flatten()
                 {
