@@ -111,10 +111,14 @@ pub struct RunArgs {
     /// One process per GPU under a launcher (torchrun, mpirun, srun, or RANK/WORLD_SIZE/
     /// LOCAL_RANK with MASTER_ADDR/MASTER_PORT): this process is one rank, on GPU LOCAL_RANK,
     /// exchanging through NCCL (--gather-mode halo, all-gather or broadcasts; auto: the halo by
-    /// its traffic, else the all-gather). Rank 0 prints the report; --check checks each rank's
-    /// rows.
+    /// its traffic, else the all-gather). Rank 0 loads the matrix and sends each rank its part;
+    /// rank 0 prints the report; --check checks each rank's rows.
     #[arg(long, conflicts_with = "gpus")]
     distributed: bool,
+    /// With --distributed: every rank loads the whole matrix and cuts its part itself (no
+    /// transfer from rank 0; each rank holds the whole matrix while it plans).
+    #[arg(long, requires = "distributed")]
+    every_rank_loads: bool,
     /// With --distributed: seconds any rank waits for the others, at any step.
     #[arg(long, default_value_t = 120.0)]
     timeout: f64,
@@ -149,6 +153,40 @@ struct Report {
     gb_per_s: f64,
     check: Option<Vec<CheckReport>>,
     profile: Option<Vec<ShardProfile>>,
+}
+
+impl Report {
+    /// Before any product: the matrix (rows, cols, nnz) and how long it took to load.
+    fn new<T: GpuScalar>(
+        a: &RunArgs,
+        src: &MatrixSource,
+        (rows, cols, nnz): (usize, usize, usize),
+        load_s: f64,
+        backend: &'static str,
+    ) -> Report {
+        Report {
+            matrix: src.name(),
+            rows,
+            cols,
+            nnz,
+            precision: T::NAME,
+            load_s,
+            backend,
+            rank: None,
+            device: String::new(),
+            gpus: 0,
+            iterations: a.iterations,
+            chunks: 1,
+            gather_mode: None,
+            gather: None,
+            shards: Vec::new(),
+            setup: SetupCost::default(),
+            per_iteration_s: 0.0,
+            gb_per_s: 0.0,
+            check: None,
+            profile: None,
+        }
+    }
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
@@ -219,37 +257,16 @@ fn run_typed<T: GpuScalar + NcclType>(a: &RunArgs, src: &MatrixSource) -> anyhow
             return Err(augur::AugurError::NotEnoughGpus { asked: n, present }.into());
         }
     }
+    let iters = a.iterations.max(1) as usize;
+    let warmup = iters.clamp(1, 5);
+    if a.distributed {
+        return run_distributed::<T>(a, src, warmup, iters);
+    }
     let t = Instant::now();
     let (m, _) = src.load::<T>()?;
     let load_s = t.elapsed().as_secs_f64();
-    let iters = a.iterations.max(1) as usize;
-    let warmup = iters.clamp(1, 5);
-    let mut report = Report {
-        matrix: src.name(),
-        rows: m.rows(),
-        cols: m.cols(),
-        nnz: m.nnz(),
-        precision: T::NAME,
-        load_s,
-        backend: kind,
-        rank: None,
-        device: String::new(),
-        gpus: 0,
-        iterations: a.iterations,
-        chunks: 1,
-        gather_mode: None,
-        gather: None,
-        shards: Vec::new(),
-        setup: SetupCost::default(),
-        per_iteration_s: 0.0,
-        gb_per_s: 0.0,
-        check: None,
-        profile: None,
-    };
+    let mut report = Report::new::<T>(a, src, (m.rows(), m.cols(), m.nnz()), load_s, kind);
     let x0 = check::test_vector::<T>(m.cols(), 1);
-    if a.distributed {
-        return run_distributed(a, &m, &x0, report, warmup, iters);
-    }
     if let Some(n) = gpus.filter(|_| backend_kind == RunBackend::Cuda) {
         let t = Instant::now();
         let ordinals: Vec<usize> = (0..n).collect();
@@ -268,7 +285,7 @@ fn run_typed<T: GpuScalar + NcclType>(a: &RunArgs, src: &MatrixSource) -> anyhow
         if a.check {
             report.check = Some(check_multi(&m, &mut mg, &x0)?);
         }
-        time_multi(&mut report, &mut mg, &m, &x0, warmup, iters, a.profile)?;
+        time_multi(&mut report, &mut mg, &x0, warmup, iters, a.profile)?;
     } else {
         let backend = match backend_kind {
             RunBackend::Cpu => Backend::cpu(),
@@ -347,13 +364,12 @@ fn describe_multi<T: GpuScalar + NcclType>(report: &mut Report, mg: &MultiGpuSpm
 fn time_multi<T: GpuScalar + NcclType>(
     report: &mut Report,
     mg: &mut MultiGpuSpmv<T>,
-    m: &Csr<T>,
     x0: &[T],
     warmup: usize,
     iters: usize,
     profile: bool,
 ) -> anyhow::Result<()> {
-    if m.rows() == m.cols() {
+    if report.rows == report.cols {
         mg.set_x(x0)?;
         mg.iterate(warmup)?;
         mg.set_x(x0)?;
@@ -361,7 +377,7 @@ fn time_multi<T: GpuScalar + NcclType>(
         mg.iterate(iters)?;
         report.per_iteration_s = t.elapsed().as_secs_f64() / iters as f64;
     } else {
-        let mut y = vec![T::zero(); m.rows()];
+        let mut y = vec![T::zero(); report.rows];
         report.per_iteration_s = per_call(warmup, iters, || Ok(mg.run(x0, &mut y)?), || Ok(()))?;
     }
     if profile {
@@ -371,13 +387,12 @@ fn time_multi<T: GpuScalar + NcclType>(
 }
 
 /// `augur run --distributed`: this process is one rank of a group (see
-/// `MultiGpuSpmv::distributed`); every rank checks its own rows and times the same iterations;
-/// rank 0 prints the report, the others one line on stderr.
+/// `MultiGpuSpmv::distributed_from_root`): rank 0 loads the matrix and sends each rank its part;
+/// every rank checks its own rows and times the same iterations; rank 0 prints the report, the
+/// others one line on stderr.
 fn run_distributed<T: GpuScalar + NcclType>(
     a: &RunArgs,
-    m: &Csr<T>,
-    x0: &[T],
-    mut report: Report,
+    src: &MatrixSource,
     warmup: usize,
     iters: usize,
 ) -> anyhow::Result<ExitCode> {
@@ -397,25 +412,58 @@ fn run_distributed<T: GpuScalar + NcclType>(
         .plan(options(a, "cuda")?)
         .chunks(a.chunks)
         .gather(gather_mode(a.gather_mode));
-    let mut mg = MultiGpuSpmv::<T>::distributed(m, &group, mopts)?;
+    // Rank 0 alone loads the matrix (and says how long it took); the others get their part.
+    let load_s = std::cell::Cell::new(0.0);
+    let load = || {
+        let t = Instant::now();
+        let m = src
+            .load::<T>()
+            .map(|(m, _)| m)
+            .map_err(|e| augur::AugurError::Invalid(format!("rank {rank}: {e}")))?;
+        load_s.set(t.elapsed().as_secs_f64());
+        Ok(m)
+    };
+    let (mut mg, share) = if a.every_rank_loads {
+        let m = load()?;
+        let mg = MultiGpuSpmv::<T>::distributed(&m, &group, mopts)?;
+        let own = mg.row_bounds()[rank]..mg.row_bounds()[rank + 1];
+        let share = augur::multi::RankShare {
+            rows: m.rows(),
+            cols: m.cols(),
+            nnz: m.nnz(),
+            own_rows: a.check.then(|| m.slice_outer(own.clone()).to_owned()),
+            own,
+        };
+        (mg, share)
+    } else {
+        MultiGpuSpmv::<T>::distributed_from_root(load, &group, mopts, a.check)?
+    };
+    let mut report = Report::new::<T>(
+        a,
+        src,
+        (share.rows, share.cols, share.nnz),
+        load_s.get(),
+        "cuda",
+    );
+    let x0 = check::test_vector::<T>(share.cols, 1);
     report.rank = Some(rank);
     report.chunks = a.chunks;
     describe_multi(&mut report, &mg, t);
-    let own = mg.row_bounds()[rank]..mg.row_bounds()[rank + 1];
-    if a.check {
+    let own = share.own.clone();
+    if let Some(mine) = &share.own_rows {
         // This rank's rows of one product (the halo mode fills only those).
-        let mut y = vec![T::nan(); m.rows()];
-        mg.run(x0, &mut y)?;
-        let (reference, scale) = check::reference_product(m, x0);
-        let mine = m.slice_outer(own.clone()).to_owned();
+        let mut y = vec![T::nan(); share.rows];
+        mg.run(&x0, &mut y)?;
+        let (reference, scale) = check::reference_product(mine, &x0);
         report.check = Some(vec![check::compare(
-            &mine,
-            &reference[own.clone()],
-            &scale[own.clone()],
+            mine,
+            &reference,
+            &scale,
             &y[own.clone()],
         )]);
     }
-    time_multi(&mut report, &mut mg, m, x0, warmup, iters, a.profile)?;
+    drop(share);
+    time_multi(&mut report, &mut mg, &x0, warmup, iters, a.profile)?;
     let failed = report
         .check
         .as_ref()

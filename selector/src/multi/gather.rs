@@ -11,7 +11,7 @@ use augur_models::comm::CommModel;
 use serde::Serialize;
 
 /// How the y shards reach every GPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum GatherMode {
     /// The communication-pattern model's pick for this all-gather (bytes of y, GPUs, link):
@@ -125,7 +125,7 @@ impl GatherMode {
 }
 
 /// How the gather mode was chosen.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct GatherChoice {
     pub mode: GatherMode,
     /// The all-gather as the comm model saw it.

@@ -146,10 +146,36 @@ impl Meeting {
     }
 }
 
-/// The first bytes of every message: the protocol and its version.
-const MAGIC: &[u8; 8] = b"augur-r1";
+/// A round of the rendezvous: [`Round::Share`] gives every rank the same bytes (NCCL's id, at
+/// most [`MAX_BLOB`]); [`Round::Scatter`] gives each rank its own (its shard of a matrix).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Round {
+    Share,
+    Scatter,
+}
+
+impl Round {
+    /// The first bytes of every message of the round: the protocol, its version and the round
+    /// (a rank of one round never takes another's answer).
+    fn magic(self) -> &'static [u8; 8] {
+        match self {
+            Round::Share => b"augur-s2",
+            Round::Scatter => b"augur-t2",
+        }
+    }
+
+    fn max(self) -> u64 {
+        match self {
+            Round::Share => MAX_BLOB as u64,
+            Round::Scatter => MAX_SCATTER,
+        }
+    }
+}
+
 /// Largest blob shared (an NCCL unique id is 128 bytes).
 const MAX_BLOB: usize = 1 << 16;
+/// Largest blob scattered to one rank (a sanity bound on a length read from the wire).
+const MAX_SCATTER: u64 = 1 << 40;
 
 fn io_err(what: String) -> impl FnOnce(std::io::Error) -> AugurError {
     move |e| AugurError::Invalid(format!("{what}: {e}"))
@@ -177,11 +203,72 @@ pub fn share(
         Meeting::Tcp(addr) => fetch(&resolve(addr)?, env.rank, env.world, timeout),
         Meeting::File(path) if env.rank == 0 => {
             let blob = make()?;
-            write_file(path, &blob)?;
+            write_file(path, Round::Share, &[], &blob)?;
             Ok(blob)
         }
-        Meeting::File(path) => read_file(path, env.rank, timeout),
+        Meeting::File(path) => read_file(path, Round::Share, &[], env.rank, timeout),
     }
+}
+
+/// Each rank's own bytes from rank 0, after [`share`] at the same meeting place: rank 0 calls
+/// `make`, which returns one blob per rank (its own first), and keeps its own; rank r receives
+/// blob r. `nonce` (the same on every rank, e.g. what `share` gave) ties the blobs to this run:
+/// a file left by another run is not taken for this one's. TCP: rank 0 listens again and
+/// answers each rank's hello with its blob; a file: rank 0 writes `PATH.rank<r>` for each rank
+/// (through a temporary file and a rename) and rank r reads and removes it. Errors after
+/// `timeout` as [`share`] does.
+pub fn scatter(
+    env: &RankEnv,
+    meeting: &Meeting,
+    nonce: &[u8],
+    make: impl FnOnce() -> Result<Vec<Vec<u8>>, AugurError>,
+    timeout: Duration,
+) -> Result<Vec<u8>, AugurError> {
+    if env.rank == 0 {
+        let mut blobs = make()?;
+        if blobs.len() != env.world {
+            return Err(AugurError::Invalid(format!(
+                "rank 0: {} blobs to scatter to {} ranks",
+                blobs.len(),
+                env.world
+            )));
+        }
+        match meeting {
+            Meeting::Tcp(addr) => {
+                let listener = TcpListener::bind(resolve(addr)?)
+                    .map_err(io_err(format!("rank 0: cannot listen on {addr}")))?;
+                serve_round(listener, env.world, Round::Scatter, nonce, &blobs, timeout)?;
+            }
+            Meeting::File(path) => {
+                for (r, blob) in blobs.iter().enumerate().skip(1) {
+                    write_file(&rank_file(path, r), Round::Scatter, nonce, blob)?;
+                }
+            }
+        }
+        return Ok(std::mem::take(&mut blobs[0]));
+    }
+    match meeting {
+        Meeting::Tcp(addr) => fetch_round(
+            &resolve(addr)?,
+            env.rank,
+            env.world,
+            Round::Scatter,
+            nonce,
+            timeout,
+        ),
+        Meeting::File(path) => {
+            let file = rank_file(path, env.rank);
+            let blob = read_file(&file, Round::Scatter, nonce, env.rank, timeout)?;
+            let _ = std::fs::remove_file(&file);
+            Ok(blob)
+        }
+    }
+}
+
+fn rank_file(path: &Path, rank: usize) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(format!(".rank{rank}"));
+    PathBuf::from(p)
 }
 
 fn resolve(addr: &str) -> Result<SocketAddr, AugurError> {
@@ -191,17 +278,42 @@ fn resolve(addr: &str) -> Result<SocketAddr, AugurError> {
         .ok_or_else(|| AugurError::Invalid(format!("rendezvous address {addr}: no address")))
 }
 
-/// Rank 0's side: answer `world - 1` hellos (each rank once) with `blob`.
+/// Rank 0's side of [`share`]: answer `world - 1` hellos (each rank once) with `blob`.
 pub fn serve(
     listener: TcpListener,
     world: usize,
     blob: &[u8],
     timeout: Duration,
 ) -> Result<(), AugurError> {
-    if blob.len() > MAX_BLOB {
+    let blobs = vec![blob.to_vec(); world.max(1)];
+    serve_round(listener, world, Round::Share, &[], &blobs, timeout)
+}
+
+/// A message's head: the round's magic, the nonce's length and the nonce, the blob's length.
+fn head(round: Round, nonce: &[u8], len: usize) -> Vec<u8> {
+    let mut h = Vec::with_capacity(20 + nonce.len());
+    h.extend_from_slice(round.magic());
+    h.extend_from_slice(&(nonce.len() as u32).to_le_bytes());
+    h.extend_from_slice(nonce);
+    h.extend_from_slice(&(len as u64).to_le_bytes());
+    h
+}
+
+/// Rank 0's side of a round: answer `world - 1` hellos (each rank once), rank r with
+/// `blobs[r]`.
+fn serve_round(
+    listener: TcpListener,
+    world: usize,
+    round: Round,
+    nonce: &[u8],
+    blobs: &[Vec<u8>],
+    timeout: Duration,
+) -> Result<(), AugurError> {
+    if let Some(b) = blobs.iter().find(|b| b.len() as u64 > round.max()) {
         return Err(AugurError::Invalid(format!(
-            "rendezvous: {} bytes to share, at most {MAX_BLOB}",
-            blob.len()
+            "rendezvous: {} bytes to send, at most {}",
+            b.len(),
+            round.max()
         )));
     }
     let deadline = Instant::now() + timeout;
@@ -221,8 +333,9 @@ pub fn serve(
                     .and_then(|_| s.set_write_timeout(Some(left.max(Duration::from_millis(1)))))
                     .map_err(io_err(format!("rank 0: connection from {peer}")))?;
                 let mut hello = [0u8; 16];
-                if s.read_exact(&mut hello).is_err() || &hello[..8] != MAGIC {
-                    // Not one of ours (a port scanner, another program): not counted.
+                if s.read_exact(&mut hello).is_err() || &hello[..8] != round.magic() {
+                    // Not one of ours (a port scanner, another program, another round): not
+                    // counted.
                     continue;
                 }
                 let (rank, their_world) = (
@@ -239,11 +352,9 @@ pub fn serve(
                         "rank 0: rank {rank} said hello twice (from {peer}): two processes with one rank?"
                     )));
                 }
-                let mut msg = Vec::with_capacity(12 + blob.len());
-                msg.extend_from_slice(MAGIC);
-                msg.extend_from_slice(&(blob.len() as u32).to_le_bytes());
-                msg.extend_from_slice(blob);
-                s.write_all(&msg)
+                let blob = &blobs[rank];
+                s.write_all(&head(round, nonce, blob.len()))
+                    .and_then(|_| s.write_all(blob))
                     .map_err(io_err(format!("rank 0: answering rank {rank} at {peer}")))?;
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
@@ -268,11 +379,23 @@ pub fn serve(
     Ok(())
 }
 
-/// A rank's side: say hello to rank 0 at `addr` (retrying until it listens) and read the blob.
+/// A rank's side of [`share`]: say hello to rank 0 at `addr` (retrying until it listens) and
+/// read the blob.
 pub fn fetch(
     addr: &SocketAddr,
     rank: usize,
     world: usize,
+    timeout: Duration,
+) -> Result<Vec<u8>, AugurError> {
+    fetch_round(addr, rank, world, Round::Share, &[], timeout)
+}
+
+fn fetch_round(
+    addr: &SocketAddr,
+    rank: usize,
+    world: usize,
+    round: Round,
+    nonce: &[u8],
     timeout: Duration,
 ) -> Result<Vec<u8>, AugurError> {
     let deadline = Instant::now() + timeout;
@@ -295,15 +418,13 @@ pub fn fetch(
                 continue;
             }
         };
-        let io = |e: std::io::Error| {
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-            ) {
-                late()
-            } else {
-                AugurError::Invalid(format!("rank {rank}: talking to rank 0 at {addr}: {e}"))
-            }
+        let io = |e: std::io::Error| match e.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => late(),
+            std::io::ErrorKind::UnexpectedEof => AugurError::Invalid(format!(
+                "rank {rank}: {addr} closed the connection without an answer (another \
+                     program, or a rank 0 in another round of the rendezvous?)"
+            )),
+            _ => AugurError::Invalid(format!("rank {rank}: talking to rank 0 at {addr}: {e}")),
         };
         let left = deadline
             .saturating_duration_since(Instant::now())
@@ -311,62 +432,99 @@ pub fn fetch(
         s.set_read_timeout(Some(left)).map_err(io)?;
         s.set_write_timeout(Some(left)).map_err(io)?;
         let mut hello = Vec::with_capacity(16);
-        hello.extend_from_slice(MAGIC);
+        hello.extend_from_slice(round.magic());
         hello.extend_from_slice(&(rank as u32).to_le_bytes());
         hello.extend_from_slice(&(world as u32).to_le_bytes());
         s.write_all(&hello).map_err(io)?;
-        let mut head = [0u8; 12];
-        s.read_exact(&mut head).map_err(io)?;
-        if &head[..8] != MAGIC {
+        let mut magic = [0u8; 12];
+        s.read_exact(&mut magic).map_err(io)?;
+        if &magic[..8] != round.magic() {
             return Err(AugurError::Invalid(format!(
                 "rank {rank}: {addr} is not augur's rank 0 (another program on that port?)"
             )));
         }
-        let n = u32::from_le_bytes(head[8..12].try_into().expect("4 bytes")) as usize;
-        if n > MAX_BLOB {
+        let k = u32::from_le_bytes(magic[8..12].try_into().expect("4 bytes")) as usize;
+        let mut theirs = vec![0u8; k.min(4096)];
+        s.read_exact(&mut theirs).map_err(io)?;
+        if k > 4096 || theirs != nonce {
             return Err(AugurError::Invalid(format!(
-                "rank {rank}: rank 0 at {addr} announced {n} bytes, at most {MAX_BLOB}"
+                "rank {rank}: rank 0 at {addr} answered for another run (its nonce differs)"
             )));
         }
-        let mut blob = vec![0u8; n];
+        let mut len = [0u8; 8];
+        s.read_exact(&mut len).map_err(io)?;
+        let n = u64::from_le_bytes(len);
+        if n > round.max() {
+            return Err(AugurError::Invalid(format!(
+                "rank {rank}: rank 0 at {addr} announced {n} bytes, at most {}",
+                round.max()
+            )));
+        }
+        let mut blob = vec![0u8; n as usize];
         s.read_exact(&mut blob).map_err(io)?;
         return Ok(blob);
     }
 }
 
 /// Rank 0's file: written beside its final name and renamed, so no rank reads half of it.
-fn write_file(path: &Path, blob: &[u8]) -> Result<(), AugurError> {
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    let mut data = Vec::with_capacity(12 + blob.len());
-    data.extend_from_slice(MAGIC);
-    data.extend_from_slice(&(blob.len() as u32).to_le_bytes());
-    data.extend_from_slice(blob);
-    std::fs::write(&tmp, &data)
-        .and_then(|_| std::fs::rename(&tmp, path))
-        .map_err(io_err(format!("rank 0: writing {}", path.display())))
+fn write_file(path: &Path, round: Round, nonce: &[u8], blob: &[u8]) -> Result<(), AugurError> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp-{}", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    let write = || -> std::io::Result<()> {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        f.write_all(&head(round, nonce, blob.len()))?;
+        f.write_all(blob)?;
+        f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        io_err(format!("rank 0: writing {}", path.display()))(e)
+    })
 }
 
-fn read_file(path: &Path, rank: usize, timeout: Duration) -> Result<Vec<u8>, AugurError> {
+/// A rank's file of `round` at `path`, once rank 0 wrote it (a file of another run, by its
+/// nonce, is waited past: rank 0 replaces it).
+fn read_file(
+    path: &Path,
+    round: Round,
+    nonce: &[u8],
+    rank: usize,
+    timeout: Duration,
+) -> Result<Vec<u8>, AugurError> {
     let deadline = Instant::now() + timeout;
+    let mut stale = false;
     loop {
         if let Ok(data) = std::fs::read(path) {
-            if data.len() >= 12 && &data[..8] == MAGIC {
-                let n = u32::from_le_bytes(data[8..12].try_into().expect("4 bytes")) as usize;
-                if data.len() == 12 + n {
-                    return Ok(data[12..].to_vec());
-                }
+            let k = 12 + nonce.len();
+            let ours = data.len() >= k + 8
+                && &data[..8] == round.magic()
+                && u32::from_le_bytes(data[8..12].try_into().expect("4 bytes")) as usize
+                    == nonce.len();
+            if !ours {
+                return Err(AugurError::Invalid(format!(
+                    "rank {rank}: {} is not a rendezvous file of augur's (a stale file of \
+                     another run or version? remove it before launching)",
+                    path.display()
+                )));
             }
-            return Err(AugurError::Invalid(format!(
-                "rank {rank}: {} is not a rendezvous file of augur's (a stale file of another \
-                 run? remove it before launching)",
-                path.display()
-            )));
+            let n = u64::from_le_bytes(data[k..k + 8].try_into().expect("8 bytes"));
+            if &data[12..k] == nonce && (data.len() - k - 8) as u64 == n {
+                return Ok(data[k + 8..].to_vec());
+            }
+            stale = true;
         }
         if Instant::now() >= deadline {
             return Err(AugurError::Invalid(format!(
-                "rank {rank}: rank 0 did not write {} within {:.0} s",
+                "rank {rank}: rank 0 did not write {} within {:.0} s{}",
                 path.display(),
-                timeout.as_secs_f64()
+                timeout.as_secs_f64(),
+                if stale {
+                    " (the file there is another run's)"
+                } else {
+                    ""
+                }
             )));
         }
         std::thread::sleep(Duration::from_millis(10));
@@ -806,6 +964,92 @@ mod tests {
             let e = root.join().unwrap().unwrap_err().to_string();
             assert!(e.contains("says it is rank 1 of 4"), "{e}");
         });
+    }
+
+    #[test]
+    fn each_rank_gets_its_own_bytes_over_tcp_and_files() {
+        let world = 4;
+        let t = Duration::from_secs(20);
+        let blobs: Vec<Vec<u8>> = (0..world)
+            .map(|r| (0..1000 * r + 3).map(|i| (i * 7 + r) as u8).collect())
+            .collect();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let m = Meeting::Tcp(listener.local_addr().unwrap().to_string());
+        drop(listener);
+        let dir = std::env::temp_dir().join(format!("augur-scatter-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = Meeting::File(dir.join("run"));
+        for meeting in [&m, &f] {
+            std::thread::scope(|s| {
+                let others: Vec<_> = (1..world)
+                    .map(|r| {
+                        s.spawn(move || {
+                            scatter(&env(r, world), meeting, b"run-7", || unreachable!(), t)
+                        })
+                    })
+                    .collect();
+                let own = scatter(&env(0, world), meeting, b"run-7", || Ok(blobs.clone()), t);
+                assert_eq!(own.unwrap(), blobs[0]);
+                for (r, o) in others.into_iter().enumerate() {
+                    assert_eq!(o.join().unwrap().unwrap(), blobs[r + 1], "{meeting:?}");
+                }
+            });
+        }
+        // Read files are removed; a file of another run (its nonce) is waited past, not taken.
+        assert!(!rank_file(&dir.join("run"), 1).exists());
+        let stale = rank_file(&dir.join("run"), 1);
+        write_file(&stale, Round::Scatter, b"run-6", b"old").unwrap();
+        let e = scatter(
+            &env(1, 2),
+            &f,
+            b"run-7",
+            || unreachable!(),
+            Duration::from_millis(200),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("another run's"), "{e}");
+        std::thread::scope(|s| {
+            let late = s.spawn(|| scatter(&env(1, 2), &f, b"run-7", || unreachable!(), t));
+            std::thread::sleep(Duration::from_millis(50));
+            scatter(
+                &env(0, 2),
+                &f,
+                b"run-7",
+                || Ok(vec![vec![1], vec![2, 3]]),
+                t,
+            )
+            .unwrap();
+            assert_eq!(late.join().unwrap().unwrap(), vec![2, 3]);
+        });
+        // Over TCP, a rank 0 of another run is refused by its nonce; one of the first round is
+        // not taken for this one.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::scope(|s| {
+            let two = vec![vec![0u8], vec![9u8]];
+            s.spawn(move || serve_round(listener, 2, Round::Scatter, b"run-6", &two, t));
+            let e = fetch_round(&addr, 1, 2, Round::Scatter, b"run-7", t)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("another run"), "{e}");
+        });
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::scope(|s| {
+            let root = s.spawn(move || serve(listener, 2, b"id", Duration::from_millis(300)));
+            let e = fetch_round(&addr, 1, 2, Round::Scatter, b"", Duration::from_millis(300))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("another round of the rendezvous"), "{e}");
+            assert!(root.join().unwrap().is_err());
+        });
+        // Rank 0 must make one blob per rank.
+        let e = scatter(&env(0, 3), &f, b"", || Ok(vec![vec![]]), t)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("1 blobs to scatter to 3 ranks"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

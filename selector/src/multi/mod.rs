@@ -43,7 +43,6 @@ use std::thread::JoinHandle;
 
 use augur_datasets::Csr;
 
-use augur_kernels::cpu::split_rows_by_nnz;
 use augur_kernels::cuda::comm::{CommGroup, GroupOptions, Pattern, RankComm};
 use augur_kernels::cuda::{self, GpuScalar};
 use augur_models::comm::CommModel;
@@ -55,18 +54,22 @@ use crate::plan::check_size;
 use crate::{AugurError, Decision, PlanOptions, SetupCost};
 
 mod blocks;
+mod cut;
 mod gather;
 mod halo;
 pub mod launch;
 mod partition;
+mod scatter;
 mod shard;
 
 pub use blocks::{halo_check, halo_timing, HaloCheck, HaloTiming};
+use cut::Cut;
 use gather::choose_gather;
 pub use gather::{gather_choice, GatherChoice, GatherMode, HALO_MIN_BYTES, HALO_SHARE};
 pub use halo::{halo_plan, halo_plan_of, HaloShard, HaloTraffic};
 use partition::shard;
 pub use partition::{partition_rows, shard_traffic, ShardTraffic, MAX_SHARDS};
+pub use scatter::RankShare;
 use shard::{worker, Parts, WorkerCtx};
 
 /// One shard as planned on its GPU.
@@ -256,6 +259,58 @@ enum Ranks<'e> {
     Process(&'e Group),
 }
 
+impl Ranks<'_> {
+    /// This process's GPU ordinals, and the GPUs of the group.
+    fn gpus(&self) -> (Vec<usize>, usize) {
+        match self {
+            Ranks::Local(o) => (o.to_vec(), o.len()),
+            Ranks::Process(g) => (vec![g.env.local_rank], g.env.world),
+        }
+    }
+
+    /// The ranks that run here: (rank, GPU ordinal).
+    fn here(&self) -> Vec<(usize, usize)> {
+        match self {
+            Ranks::Local(o) => o.iter().copied().enumerate().collect(),
+            Ranks::Process(g) => vec![(g.env.rank, g.env.local_rank)],
+        }
+    }
+}
+
+/// The options and this process's GPUs (`ordinals`, of a group of `n`) are usable.
+fn check_gpus(ordinals: &[usize], n: usize, opts: &MultiOptions) -> Result<(), AugurError> {
+    if opts.chunks == 0 {
+        return Err(AugurError::Invalid("chunks must be at least 1".into()));
+    }
+    if n == 0 {
+        return Err(AugurError::Invalid(
+            "MultiGpuSpmv needs at least one GPU".into(),
+        ));
+    }
+    let present = cuda::available()?;
+    if let Some(&o) = ordinals.iter().find(|&&o| o >= present) {
+        return Err(AugurError::NotEnoughGpus {
+            asked: o.max(n - 1) + 1,
+            present,
+        });
+    }
+    if ordinals.len() > present {
+        return Err(AugurError::NotEnoughGpus {
+            asked: ordinals.len(),
+            present,
+        });
+    }
+    let mut seen = ordinals.to_vec();
+    seen.sort_unstable();
+    seen.dedup();
+    if seen.len() != ordinals.len() {
+        return Err(AugurError::Invalid(format!(
+            "GPU ordinals {ordinals:?} name a GPU twice"
+        )));
+    }
+    Ok(())
+}
+
 /// This process's place in a group of processes, one GPU each (see
 /// [`MultiGpuSpmv::distributed`]).
 #[derive(Debug, Clone)]
@@ -263,6 +318,9 @@ pub struct Group {
     pub env: launch::RankEnv,
     /// NCCL's unique id, the same on every rank ([`launch::share_nccl_id`]).
     pub id: nccl_sys::ncclUniqueId,
+    /// Where the ranks met (rank 0 sends each rank its part of a matrix there:
+    /// [`MultiGpuSpmv::distributed_from_root`]).
+    pub meeting: launch::Meeting,
     /// How long any rank waits for the others, at any step.
     pub timeout: std::time::Duration,
 }
@@ -283,7 +341,12 @@ impl Group {
             )
         })?;
         let id = launch::share_nccl_id(&env, &meeting, timeout)?;
-        Ok(Some(Group { env, id, timeout }))
+        Ok(Some(Group {
+            env,
+            id,
+            meeting,
+            timeout,
+        }))
     }
 }
 
@@ -336,73 +399,39 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
 
     fn build(a: &Csr<T>, ranks_at: Ranks<'_>, opts: MultiOptions) -> Result<Self, AugurError> {
         check_size(a)?;
-        if opts.chunks == 0 {
-            return Err(AugurError::Invalid("chunks must be at least 1".into()));
-        }
-        let local_ordinals: Vec<usize>;
-        let (ordinals, n): (&[usize], usize) = match ranks_at {
-            Ranks::Local(o) => (o, o.len()),
-            Ranks::Process(g) => {
-                local_ordinals = vec![g.env.local_rank];
-                (&local_ordinals, g.env.world)
-            }
+        let (ordinals, n) = ranks_at.gpus();
+        check_gpus(&ordinals, n, &opts)?;
+        let gather = |bounds: &[usize]| match ranks_at {
+            Ranks::Local(o) => choose_gather(a, o, &opts, bounds),
+            Ranks::Process(_) => process_gather(a, n, &opts, bounds),
         };
-        if n == 0 {
-            return Err(AugurError::Invalid(
-                "MultiGpuSpmv needs at least one GPU".into(),
-            ));
-        }
-        let present = cuda::available()?;
-        if let Some(&o) = ordinals.iter().find(|&&o| o >= present) {
-            return Err(AugurError::NotEnoughGpus {
-                asked: o.max(n - 1) + 1,
-                present,
-            });
-        }
-        if ordinals.len() > present {
-            return Err(AugurError::NotEnoughGpus {
-                asked: ordinals.len(),
-                present,
-            });
-        }
-        let mut seen = ordinals.to_vec();
-        seen.sort_unstable();
-        seen.dedup();
-        if seen.len() != ordinals.len() {
-            return Err(AugurError::Invalid(format!(
-                "GPU ordinals {ordinals:?} name a GPU twice"
-            )));
-        }
-        if n > a.rows().max(1) {
-            return Err(AugurError::Invalid(format!(
-                "{n} GPUs for a matrix of {} rows: at most one GPU per row",
-                a.rows()
-            )));
-        }
-        let bounds = partition_rows(a, n);
-        let gather = match ranks_at {
-            Ranks::Local(_) => choose_gather(a, ordinals, &opts, &bounds)?,
-            Ranks::Process(_) => process_gather(a, n, &opts, &bounds)?,
-        };
+        let cut = Cut::new(a, n, opts.chunks, gather)?;
+        let here = ranks_at.here();
+        let mine: Vec<usize> = here.iter().map(|h| h.0).collect();
+        let parts = cut.parts_of(a, &mine)?.into_iter().map(|p| p.0).collect();
+        Self::spawn(cut, parts, ranks_at, opts)
+    }
+
+    /// Start the workers of the ranks that run here on their parts (`parts[i]` for the i-th of
+    /// `ranks_at.here()`), cut by `cut`, and wait for their set-up.
+    fn spawn(
+        cut: Cut,
+        parts: Vec<Parts<T>>,
+        ranks_at: Ranks<'_>,
+        opts: MultiOptions,
+    ) -> Result<Self, AugurError> {
+        let (ordinals, n) = ranks_at.gpus();
+        check_gpus(&ordinals, n, &opts)?;
+        let Cut {
+            rows,
+            cols,
+            bounds,
+            gather,
+            layout,
+            chunks: _,
+            ..
+        } = cut;
         let mode = gather.mode;
-        if mode == GatherMode::Halo && a.rows() != a.cols() {
-            return Err(AugurError::Invalid(format!(
-                "the halo exchange needs a square matrix (x split like y); this one is {} x {}",
-                a.rows(),
-                a.cols()
-            )));
-        }
-        if mode == GatherMode::Halo && opts.chunks > 1 && n > 1 {
-            return Err(AugurError::Invalid(
-                "the halo exchange takes one chunk per shard (it overlaps the local block)".into(),
-            ));
-        }
-        if opts.chunks > 1 && n > 1 && mode.pattern().is_some() {
-            return Err(AugurError::Invalid(format!(
-                "the {} exchange takes one chunk per shard",
-                mode.name()
-            )));
-        }
         let use_nccl = n > 1
             && matches!(
                 mode,
@@ -421,43 +450,29 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
             (true, Ranks::Process(g)) => Some(g.id),
         };
         // The ranks that run here: (rank, GPU ordinal).
-        let here: Vec<(usize, usize)> = match ranks_at {
-            Ranks::Local(o) => o.iter().copied().enumerate().collect(),
-            Ranks::Process(g) => vec![(g.env.rank, g.env.local_rank)],
-        };
+        let here = ranks_at.here();
+        if parts.len() != here.len() {
+            return Err(AugurError::Invalid(format!(
+                "{} parts for the {} ranks of this process",
+                parts.len(),
+                here.len()
+            )));
+        }
         let process = match ranks_at {
             Ranks::Local(_) => None,
             Ranks::Process(g) => Some((g.env, g.timeout)),
         };
-        // One GPU has nothing to overlap: one chunk.
-        let chunks = if n == 1 || mode == GatherMode::Halo {
-            1
-        } else {
-            opts.chunks
-        };
-        let ptr = a.indptr();
-        let ptr = ptr.raw_storage();
-        let cuts: Vec<Vec<usize>> = (0..n)
-            .map(|s| split_rows_by_nnz(ptr, bounds[s]..bounds[s + 1], chunks))
-            .collect();
-        let pieces: Vec<Vec<Range<usize>>> = (0..chunks)
-            .map(|c| (0..n).map(|s| cuts[s][c]..cuts[s][c + 1]).collect())
-            .collect();
-        let maxc = pieces
-            .iter()
-            .map(|p| p.iter().map(|r| r.len()).max().unwrap_or(0))
-            .collect();
-        let layout = Arc::new(Layout { pieces, maxc });
+        let layout = Arc::new(layout);
         let barrier = Arc::new(Barrier::new(here.len()));
         let failed = Arc::new(AtomicBool::new(false));
         // augur's patterns: x and the whole y in two registered buffers per GPU.
         let mut ranks: Vec<Option<RankComm>> = (0..here.len()).map(|_| None).collect();
         if let (true, Some(p), None) = (n > 1, mode.pattern(), process) {
             let size = std::mem::size_of::<T>();
-            let total = a.rows() * size;
+            let total = rows * size;
             let group = CommGroup::new(
-                ordinals,
-                &GroupOptions::new(a.rows().max(a.cols()) * size)
+                &ordinals,
+                &GroupOptions::new(rows.max(cols) * size)
                     .slots(2)
                     .ll_bytes(if p == Pattern::Ll {
                         total.div_ceil(n).next_multiple_of(4) + 16
@@ -470,28 +485,10 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
                 *slot = Some(rc);
             }
         }
-        // The halo blocks of the ranks that run here only.
-        let mine: Vec<usize> = here.iter().map(|h| h.0).collect();
-        let mut halos: Vec<Option<Box<blocks::HostBlocks<T>>>> = if mode == GatherMode::Halo {
-            halo_plan_of(a, &bounds, &mine)?
-                .into_iter()
-                .map(|h| Some(Box::new(blocks::HostBlocks::from(h))))
-                .collect()
-        } else {
-            Vec::new()
-        };
         let (answer_tx, answers) = channel::<Answer<T>>();
         let (setup_tx, setup_rx) = channel::<(usize, Result<Vec<ShardInfo>, AugurError>)>();
         let mut workers = Vec::with_capacity(here.len());
-        for (i, (&(rank, ordinal), rc)) in here.iter().zip(ranks).enumerate() {
-            let parts = match halos.get_mut(i) {
-                Some(h) => Parts::Halo(h.take().expect("one per rank")),
-                None => Parts::Chunks(
-                    (0..chunks)
-                        .map(|c| shard(a, layout.pieces[c][rank].clone()))
-                        .collect::<Result<Vec<_>, _>>()?,
-                ),
-            };
+        for ((&(rank, ordinal), rc), parts) in here.iter().zip(ranks).zip(parts) {
             let (tx, rx) = channel::<Cmd<T>>();
             let ctx = WorkerCtx {
                 rank,
@@ -499,8 +496,8 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
                 ordinal,
                 id,
                 layout: layout.clone(),
-                total_rows: a.rows(),
-                cols: a.cols(),
+                total_rows: rows,
+                cols,
                 opts: opts.plan.clone(),
                 gather: mode,
                 barrier: barrier.clone(),
@@ -543,8 +540,8 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
             }
         }
         let mut me = MultiGpuSpmv {
-            rows: a.rows(),
-            cols: a.cols(),
+            rows,
+            cols,
             shards: Vec::new(),
             workers,
             answers,
