@@ -399,17 +399,25 @@ fn fetch_round(
     timeout: Duration,
 ) -> Result<Vec<u8>, AugurError> {
     let deadline = Instant::now() + timeout;
-    let late = || {
+    // Set when rank 0 closed a connection unanswered: it was still serving the round before
+    // (it skips hellos of other rounds), or the port is another program's.
+    let mut unanswered = false;
+    let late = |unanswered: bool| {
         AugurError::Invalid(format!(
-            "rank {rank}: rank 0 did not answer at {addr} within {:.0} s (not started, failed, \
-             or the address is wrong?)",
-            timeout.as_secs_f64()
+            "rank {rank}: rank 0 did not answer at {addr} within {:.0} s ({})",
+            timeout.as_secs_f64(),
+            if unanswered {
+                "it closed every connection unanswered: another program on that port, or a \
+                 rank 0 stuck in another round of the rendezvous?"
+            } else {
+                "not started, failed, or the address is wrong?"
+            }
         ))
     };
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(late());
+            return Err(late(unanswered));
         }
         let mut s = match TcpStream::connect_timeout(addr, left.min(Duration::from_secs(1))) {
             Ok(s) => s,
@@ -419,11 +427,7 @@ fn fetch_round(
             }
         };
         let io = |e: std::io::Error| match e.kind() {
-            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => late(),
-            std::io::ErrorKind::UnexpectedEof => AugurError::Invalid(format!(
-                "rank {rank}: {addr} closed the connection without an answer (another \
-                     program, or a rank 0 in another round of the rendezvous?)"
-            )),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => late(unanswered),
             _ => AugurError::Invalid(format!("rank {rank}: talking to rank 0 at {addr}: {e}")),
         };
         let left = deadline
@@ -435,9 +439,25 @@ fn fetch_round(
         hello.extend_from_slice(round.magic());
         hello.extend_from_slice(&(rank as u32).to_le_bytes());
         hello.extend_from_slice(&(world as u32).to_le_bytes());
-        s.write_all(&hello).map_err(io)?;
         let mut magic = [0u8; 12];
-        s.read_exact(&mut magic).map_err(io)?;
+        match s.write_all(&hello).and_then(|_| s.read_exact(&mut magic)) {
+            Ok(()) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::UnexpectedEof
+                        | std::io::ErrorKind::ConnectionReset
+                        | std::io::ErrorKind::ConnectionAborted
+                        | std::io::ErrorKind::BrokenPipe
+                ) =>
+            {
+                // Closed unanswered: try again until the deadline.
+                unanswered = true;
+                std::thread::sleep(Duration::from_millis(20).min(left));
+                continue;
+            }
+            Err(e) => return Err(io(e)),
+        }
         if &magic[..8] != round.magic() {
             return Err(AugurError::Invalid(format!(
                 "rank {rank}: {addr} is not augur's rank 0 (another program on that port?)"
@@ -1041,7 +1061,7 @@ mod tests {
             let e = fetch_round(&addr, 1, 2, Round::Scatter, b"", Duration::from_millis(300))
                 .unwrap_err()
                 .to_string();
-            assert!(e.contains("another round of the rendezvous"), "{e}");
+            assert!(e.contains("closed every connection unanswered"), "{e}");
             assert!(root.join().unwrap().is_err());
         });
         // Rank 0 must make one blob per rank.

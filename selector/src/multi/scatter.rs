@@ -488,10 +488,12 @@ mod tests {
         };
         let receive = |rank: usize| {
             let a = &a;
+            // The first round on the same address (NCCL's id in a run), then this one.
+            let nonce = launch::share(&env(rank), &m, || Ok(b"the run's id".to_vec()), t).unwrap();
             let blob = launch::scatter(
                 &env(rank),
                 &m,
-                b"nonce",
+                &nonce,
                 || {
                     let cut = Cut::new(a, world, 1, |_| Ok(choice(GatherMode::Halo, world)))?;
                     let all: Vec<usize> = (0..world).collect();
