@@ -278,8 +278,8 @@ pub fn check_shape(rows: usize, cols: usize, nnz: usize) -> Result<(), AugurErro
 /// Entries (or rows) from which a plan checks or samples a host matrix while it uploads; rows
 /// from which it computes the gathered tier's row statistics while it uploads. Below, the work
 /// runs on the calling thread before the upload: handing it to a sleeping worker costs this
-/// thread 2-15 us on the GPU machines' hosts and the worker starts 10-60 us later, while the
-/// sample costs 15-40 us and the row pass 1-3 ns per row (`examples/handoff.rs`, 2026-11-27).
+/// thread 1-17 us on the GPU machines' hosts and the worker starts 8-60 us later, while the
+/// sample costs 13-65 us and the row pass 1-3 ns per row (`examples/handoff.rs`, 2026-11-27).
 pub(crate) const OVERLAP_MIN_NNZ: usize = 1 << 13;
 
 fn not_canonical((rows, cols, nnz): (usize, usize, usize)) -> AugurError {
@@ -317,9 +317,9 @@ pub(crate) struct HostWork<'f> {
 
 /// The upload of a host matrix with its host work (`HostWork`): on a rayon worker beside the
 /// upload from [`OVERLAP_MIN_NNZ`] entries or rows (the choice it informs is made after the
-/// upload, and the upload needs no more than the arrays), before it below or on the CPU. Returns the uploaded matrix, the
-/// sampled features, and the seconds this thread spent on the host work: the work itself, or
-/// the hand-off and the wait after the upload. Arrays that are not canonical are
+/// upload, and the upload needs no more than the arrays), before it below or on the CPU.
+/// Returns the uploaded matrix, the sampled features, and the seconds this thread spent on the
+/// host work: the work itself, or the hand-off and the wait after the upload. Arrays that are not canonical are
 /// [`AugurError::NotCanonical`], and no kernel has seen them.
 pub(crate) fn upload_with_host_work<'a, T: GpuScalar>(
     device: &Device,
