@@ -543,8 +543,8 @@ fn by_chunks<A: Clone + Send + Sync>(
 ) -> A {
     let chunk = chunk.max(1);
     if n <= chunk {
-        // One chunk: on this thread (from outside the pool, handing it to a worker and waiting
-        // for it costs more than a small pass).
+        // One chunk: on this thread without touching the pool (not even to read its size),
+        // as `PassOn::Caller` promises.
         let mut a = empty.clone();
         for r in 0..n {
             step(&mut a, r);

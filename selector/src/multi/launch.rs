@@ -237,7 +237,15 @@ pub fn scatter(
             Meeting::Tcp(addr) => {
                 let listener = TcpListener::bind(resolve(addr)?)
                     .map_err(io_err(format!("rank 0: cannot listen on {addr}")))?;
-                serve_round(listener, env.world, Round::Scatter, nonce, &blobs, timeout)?;
+                let blob_of = |r: usize| -> &[u8] { &blobs[r] };
+                serve_round(
+                    listener,
+                    env.world,
+                    Round::Scatter,
+                    nonce,
+                    &blob_of,
+                    timeout,
+                )?;
             }
             Meeting::File(path) => {
                 for (r, blob) in blobs.iter().enumerate().skip(1) {
@@ -285,8 +293,7 @@ pub fn serve(
     blob: &[u8],
     timeout: Duration,
 ) -> Result<(), AugurError> {
-    let blobs = vec![blob.to_vec(); world.max(1)];
-    serve_round(listener, world, Round::Share, &[], &blobs, timeout)
+    serve_round(listener, world, Round::Share, &[], &|_| blob, timeout)
 }
 
 /// A message's head: the round's magic, the nonce's length and the nonce, the blob's length.
@@ -300,16 +307,19 @@ fn head(round: Round, nonce: &[u8], len: usize) -> Vec<u8> {
 }
 
 /// Rank 0's side of a round: answer `world - 1` hellos (each rank once), rank r with
-/// `blobs[r]`.
-fn serve_round(
+/// `blob_of(r)`.
+fn serve_round<'b>(
     listener: TcpListener,
     world: usize,
     round: Round,
     nonce: &[u8],
-    blobs: &[Vec<u8>],
+    blob_of: &dyn Fn(usize) -> &'b [u8],
     timeout: Duration,
 ) -> Result<(), AugurError> {
-    if let Some(b) = blobs.iter().find(|b| b.len() as u64 > round.max()) {
+    if let Some(b) = (1..world)
+        .map(blob_of)
+        .find(|b| b.len() as u64 > round.max())
+    {
         return Err(AugurError::Invalid(format!(
             "rendezvous: {} bytes to send, at most {}",
             b.len(),
@@ -352,7 +362,7 @@ fn serve_round(
                         "rank 0: rank {rank} said hello twice (from {peer}): two processes with one rank?"
                     )));
                 }
-                let blob = &blobs[rank];
+                let blob = blob_of(rank);
                 s.write_all(&head(round, nonce, blob.len()))
                     .and_then(|_| s.write_all(blob))
                     .map_err(io_err(format!("rank 0: answering rank {rank} at {peer}")))?;
@@ -480,8 +490,15 @@ fn fetch_round(
                 round.max()
             )));
         }
-        let mut blob = vec![0u8; n as usize];
-        s.read_exact(&mut blob).map_err(io)?;
+        // Grown as the bytes come, not by the length announced.
+        let mut blob = Vec::new();
+        (&mut s).take(n).read_to_end(&mut blob).map_err(io)?;
+        if blob.len() as u64 != n {
+            return Err(AugurError::Invalid(format!(
+                "rank {rank}: rank 0 at {addr} announced {n} bytes and sent {}",
+                blob.len()
+            )));
+        }
         return Ok(blob);
     }
 }
@@ -515,12 +532,16 @@ fn read_file(
 ) -> Result<Vec<u8>, AugurError> {
     let deadline = Instant::now() + timeout;
     let mut stale = false;
+    // The head (magic, nonce, length) first: a file of another run is not read whole again
+    // and again while rank 0 has yet to replace it.
+    let k = 12 + nonce.len();
     loop {
-        if let Ok(data) = std::fs::read(path) {
-            let k = 12 + nonce.len();
-            let ours = data.len() >= k + 8
-                && &data[..8] == round.magic()
-                && u32::from_le_bytes(data[8..12].try_into().expect("4 bytes")) as usize
+        if let Ok(mut f) = std::fs::File::open(path) {
+            let mut head = vec![0u8; k + 8];
+            let read = f.read_exact(&mut head).is_ok();
+            let ours = read
+                && &head[..8] == round.magic()
+                && u32::from_le_bytes(head[8..12].try_into().expect("4 bytes")) as usize
                     == nonce.len();
             if !ours {
                 return Err(AugurError::Invalid(format!(
@@ -529,9 +550,15 @@ fn read_file(
                     path.display()
                 )));
             }
-            let n = u64::from_le_bytes(data[k..k + 8].try_into().expect("8 bytes"));
-            if &data[12..k] == nonce && (data.len() - k - 8) as u64 == n {
-                return Ok(data[k + 8..].to_vec());
+            let n = u64::from_le_bytes(head[k..k + 8].try_into().expect("8 bytes"));
+            let size = f.metadata().map_or(0, |m| m.len());
+            if &head[12..k] == nonce && size.checked_sub(k as u64 + 8) == Some(n) {
+                let mut blob = Vec::new();
+                f.read_to_end(&mut blob)
+                    .map_err(io_err(format!("rank {rank}: reading {}", path.display())))?;
+                if blob.len() as u64 == n {
+                    return Ok(blob);
+                }
             }
             stale = true;
         }
@@ -1047,8 +1074,7 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         std::thread::scope(|s| {
-            let two = vec![vec![0u8], vec![9u8]];
-            s.spawn(move || serve_round(listener, 2, Round::Scatter, b"run-6", &two, t));
+            s.spawn(move || serve_round(listener, 2, Round::Scatter, b"run-6", &|_| &[9u8], t));
             let e = fetch_round(&addr, 1, 2, Round::Scatter, b"run-7", t)
                 .unwrap_err()
                 .to_string();
@@ -1063,6 +1089,23 @@ mod tests {
                 .to_string();
             assert!(e.contains("closed every connection unanswered"), "{e}");
             assert!(root.join().unwrap().is_err());
+        });
+        // A length announced far past what comes: read as it comes, then refused (no buffer
+        // of the announced size).
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                let (mut c, _) = listener.accept().unwrap();
+                let mut hello = [0u8; 16];
+                c.read_exact(&mut hello).unwrap();
+                c.write_all(&head(Round::Scatter, b"n", 1 << 39)).unwrap();
+                c.write_all(b"only this").unwrap();
+            });
+            let e = fetch_round(&addr, 1, 2, Round::Scatter, b"n", t)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("announced 549755813888 bytes and sent 9"), "{e}");
         });
         // Rank 0 must make one blob per rank.
         let e = scatter(&env(0, 3), &f, b"", || Ok(vec![vec![]]), t)

@@ -413,7 +413,8 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
     }
 
     /// Start the workers of the ranks that run here on their parts (`parts[i]` for the i-th of
-    /// `ranks_at.here()`), cut by `cut`, and wait for their set-up.
+    /// `ranks_at.here()`), cut by `cut`, and wait for their set-up. The caller checked the GPUs
+    /// and options first ([`check_gpus`], before the matrix was cut).
     fn spawn(
         cut: Cut,
         parts: Vec<Parts<T>>,
@@ -421,7 +422,6 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
         opts: MultiOptions,
     ) -> Result<Self, AugurError> {
         let (ordinals, n) = ranks_at.gpus();
-        check_gpus(&ordinals, n, &opts)?;
         let Cut {
             rows,
             cols,

@@ -255,11 +255,11 @@ fn decode<T: Scalar>(
         let remote_rows = r.usizes()?;
         let send_idx = r.usizes()?;
         let send_off = r.usizes()?;
-        let recv = r
-            .usizes()?
-            .chunks_exact(2)
-            .map(|p| p[0]..p[1])
-            .collect::<Vec<_>>();
+        let recv = r.usizes()?;
+        if recv.len() % 2 != 0 {
+            return Err(r.bad("an odd list of receive ranges"));
+        }
+        let recv = recv.chunks_exact(2).map(|p| p[0]..p[1]).collect::<Vec<_>>();
         Parts::Halo(Box::new(HostBlocks {
             local,
             remote,
@@ -283,6 +283,9 @@ fn decode<T: Scalar>(
     if !bounds_ok || h.pieces.len() != h.chunks || h.pieces.iter().any(|p| p.len() != world) {
         return Err(r.bad("a cut that does not fit the group"));
     }
+    if h.maxc.len() != h.chunks {
+        return Err(r.bad("a cut that does not fit the group"));
+    }
     let cut = Cut {
         rows: h.rows,
         cols: h.cols,
@@ -299,7 +302,80 @@ fn decode<T: Scalar>(
         },
         chunks: h.chunks,
     };
+    check_part(&cut, rank, &parts, &halo_cols).map_err(|what| {
+        AugurError::Invalid(format!(
+            "rank {rank}: the part rank 0 sent does not fit its cut: {what}"
+        ))
+    })?;
     Ok((cut, parts, halo_cols))
+}
+
+/// A decoded part fits its cut (so no worker indexes past an array): its chunks are the rank's
+/// rows in order, or its halo blocks, lists and slots lie within its rows and its halo.
+fn check_part<T>(
+    cut: &Cut,
+    rank: usize,
+    parts: &Parts<T>,
+    halo_cols: &[usize],
+) -> Result<(), String> {
+    let own = cut.bounds[rank]..cut.bounds[rank + 1];
+    let m = own.len();
+    let world = cut.bounds.len() - 1;
+    match parts {
+        Parts::Chunks(c) => {
+            if c.len() != cut.chunks {
+                return Err(format!("{} chunks, the cut has {}", c.len(), cut.chunks));
+            }
+            let mut at = own.start;
+            for (i, a) in c.iter().enumerate() {
+                let piece = &cut.layout.pieces[i][rank];
+                if piece.start != at || a.rows() != piece.len() || a.cols() != cut.cols {
+                    return Err(format!(
+                        "chunk {i} is {} x {} for rows {piece:?} of {} columns",
+                        a.rows(),
+                        a.cols(),
+                        cut.cols
+                    ));
+                }
+                at = piece.end;
+            }
+            if at != own.end {
+                return Err(format!(
+                    "the chunks end at row {at}, the rank's rows at {}",
+                    own.end
+                ));
+            }
+        }
+        Parts::Halo(h) => {
+            let fits = cut.rows == cut.cols
+                && (h.local.rows(), h.local.cols()) == (m, m)
+                && (h.remote.rows(), h.remote.cols()) == (h.remote_rows.len(), halo_cols.len())
+                && h.remote_rows.windows(2).all(|w| w[0] < w[1])
+                && h.remote_rows.last().is_none_or(|&r| r < m)
+                && h.send_off.len() == world + 1
+                && h.send_off.first() == Some(&0)
+                && h.send_off.windows(2).all(|w| w[0] <= w[1])
+                && h.send_off.last() == Some(&h.send_idx.len())
+                && h.send_idx.iter().all(|&i| i < m)
+                && h.recv.len() == world
+                && h.recv
+                    .iter()
+                    .all(|q| q.start <= q.end && q.end <= halo_cols.len())
+                && halo_cols.iter().all(|&j| j < cut.cols);
+            if !fits {
+                return Err(format!(
+                    "halo blocks of {} + {} rows, {} halo slots, {} send offsets and {} receive \
+                     ranges for {m} rows of {world} ranks",
+                    h.local.rows(),
+                    h.remote.rows(),
+                    halo_cols.len(),
+                    h.send_off.len(),
+                    h.recv.len()
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// This rank's rows with their global columns, from its part: the chunks one after the other,
@@ -549,6 +625,25 @@ mod tests {
         let mut long = blob.clone();
         long.push(0);
         assert!(e(decode::<f32>(&long, 1, 2)).contains("bytes past the end"));
+        // Blocks and lists that do not fit the rank's rows: refused before any worker.
+        let spoil = |f: &dyn Fn(&mut HostBlocks<f32>)| {
+            let (mut p, cols) = cut.parts_of(&a, &[1]).unwrap().pop().unwrap();
+            let Parts::Halo(h) = &mut p else {
+                panic!("a halo part")
+            };
+            f(h);
+            e(decode::<f32>(&encode(&cut, 1, 2, &p, &cols), 1, 2))
+        };
+        let rows = cut.bounds[2] - cut.bounds[1];
+        let m = spoil(&|h| {
+            h.send_idx.push(rows);
+            *h.send_off.last_mut().unwrap() += 1;
+        });
+        assert!(m.contains("does not fit its cut"), "{m}");
+        let m = spoil(&|h| h.recv[0] = 0..usize::MAX);
+        assert!(m.contains("does not fit its cut"), "{m}");
+        let m = spoil(&|h| h.remote_rows.reverse());
+        assert!(m.contains("does not fit its cut"), "{m}");
         // A column index out of range in the local block: refused as a matrix, not used.
         let json = u64::from_le_bytes(blob[12..20].try_into().unwrap()) as usize;
         let rows = cut.bounds[2] - cut.bounds[1];
