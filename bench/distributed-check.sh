@@ -7,12 +7,12 @@
 # rank 0 that cannot load its matrix (the others must fail within their timeout, not hang).
 # Through the device tool with carry [".carry"] (the release binary xz-compressed as
 # .carry/augur.xz) on a machine with NP GPUs:  bash bench/distributed-check.sh
-# Writes $OUT/distributed.csv and the ranks' JSON and stderr.
+# Writes $OUT/distributed.csv and the ranks' JSON and stderr ($OUT/distributed-runs.tar.gz).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/unpack-carry.sh
 A=.carry/augur
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; RUNS=$(mktemp -d)
 NP=${NP:-2}
 ITERS=${ITERS:-300}
 export NCCL_NVLS_ENABLE=0
@@ -39,28 +39,28 @@ group() { # matrix mode meeting(tcp|file) [timeout] [more flags]
   local tag t0=$SECONDS pids=() rcs=() r meet
   tag=$(echo "$1-$2-$3${5:-}" | tr ':=,/ ' '_____')
   port=$((port + 1))
-  if [ "$3" = file ]; then meet="AUGUR_RENDEZVOUS=file:$OUT/rdv-$port"; else meet="MASTER_ADDR=127.0.0.1 MASTER_PORT=$port"; fi
+  if [ "$3" = file ]; then meet="AUGUR_RENDEZVOUS=file:$RUNS/rdv-$port"; else meet="MASTER_ADDR=127.0.0.1 MASTER_PORT=$port"; fi
   for ((r = 0; r < NP; r++)); do
     env RANK=$r WORLD_SIZE=$NP LOCAL_RANK=$r $meet timeout 150 python3 "$W" $A run "$1" \
       --distributed --gather-mode $2 --iterations $ITERS --check --timeout ${4:-90} ${5:-} --json \
-      > "$OUT/$tag-r$r.json" 2> "$OUT/$tag-r$r.err" &
+      > "$RUNS/$tag-r$r.json" 2> "$RUNS/$tag-r$r.err" &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; rcs+=($?); done
   for ((r = 0; r < NP; r++)); do
     local f=nan,
-    [ "$r" = 0 ] && f=$(field "$OUT/$tag-r0.json")
-    [ "$r" != 0 ] && f="nan,$(grep -q 'check passed' "$OUT/$tag-r$r.err" && echo passed)"
-    echo "\"$1\",$2,$3,$NP,$r,$f,${rcs[$r]},$(grep maxrss_kb "$OUT/$tag-r$r.err" | awk '{print $2}'),$((SECONDS - t0))" | tee -a "$OUT/distributed.csv"
+    [ "$r" = 0 ] && f=$(field "$RUNS/$tag-r0.json")
+    [ "$r" != 0 ] && f="nan,$(grep -q 'check passed' "$RUNS/$tag-r$r.err" && echo passed)"
+    echo "\"$1\",$2,$3,$NP,$r,$f,${rcs[$r]},$(grep maxrss_kb "$RUNS/$tag-r$r.err" | awk '{print $2}'),$((SECONDS - t0))" | tee -a "$OUT/distributed.csv"
   done
 }
 one() { # matrix mode: one process driving NP GPUs
   local tag t0=$SECONDS
   tag=$(echo "$1-$2-1p" | tr ':=,/' '____')
   python3 "$W" $A run "$1" --gpus $NP --gather-mode $2 --iterations $ITERS --check --json \
-    > "$OUT/$tag.json" 2> "$OUT/$tag.err"
+    > "$RUNS/$tag.json" 2> "$RUNS/$tag.err"
   local rc=$?
-  echo "\"$1\",$2,-,1,all,$(field "$OUT/$tag.json"),$rc,$(grep maxrss_kb "$OUT/$tag.err" | awk '{print $2}'),$((SECONDS - t0))" | tee -a "$OUT/distributed.csv"
+  echo "\"$1\",$2,-,1,all,$(field "$RUNS/$tag.json"),$rc,$(grep maxrss_kb "$RUNS/$tag.err" | awk '{print $2}'),$((SECONDS - t0))" | tee -a "$OUT/distributed.csv"
 }
 S=${SQUARE:-stencil3d:nx=160,points=27}
 group "$S" halo tcp
@@ -70,5 +70,6 @@ group "rmat:scale=20,ef=8" all-gather file
 group "rmat:scale=20,ef=8" halo tcp
 group "wide:rows=20000,cols=1e6,row_len=200" all-gather tcp
 # Rank 0 cannot load its matrix: rank 0 says why; the others give up after their timeout.
-group "$OUT/no-such-matrix.mtx" halo tcp 10
-tail -n 3 "$OUT"/*no-such*-r*.err
+group "$RUNS/no-such-matrix.mtx" halo tcp 10
+tail -n 3 "$RUNS"/*no-such*-r*.err
+tar czf "$OUT/distributed-runs.tar.gz" -C "$RUNS" .

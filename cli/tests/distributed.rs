@@ -188,3 +188,42 @@ fn run_distributed_needs_a_launcher_and_names_a_missing_rank() {
     assert!(t.contains("rank 1"), "{t}");
     assert!(t0.elapsed().as_secs_f64() < 30.0);
 }
+
+/// Only rank 0 reads the matrix: another rank does not need the file (a multi-host launch may
+/// have it on rank 0's host alone) and waits for rank 0 instead; rank 0, and every rank with
+/// `--every-rank-loads`, names a file it cannot read.
+#[test]
+fn only_rank_0_needs_the_matrix_file() {
+    let missing = temp_dir("rank-file").join("only-on-rank-0.mtx");
+    let run = |rank: &str, extra: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_augur"));
+        c.arg("run")
+            .arg(&missing)
+            .args(["--distributed", "--timeout", "2"])
+            .args(extra);
+        for k in FOREIGN {
+            c.env_remove(k);
+        }
+        c.env("RANK", rank)
+            .env("WORLD_SIZE", "2")
+            .env("LOCAL_RANK", rank)
+            .env("MASTER_ADDR", "127.0.0.1")
+            .env("MASTER_PORT", free_port());
+        c.output().unwrap()
+    };
+    let named = |t: &str| t.contains("only-on-rank-0.mtx") && t.contains("no such file");
+    let o = run("1", &[]);
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(!named(&t), "rank 1 refused the path itself: {t}");
+    // Without libnccl (CI) the NCCL id cannot be shared; else rank 0 never answers.
+    assert!(t.contains("libnccl") || t.contains("rank 0"), "{t}");
+    for (rank, extra) in [("0", &[][..]), ("1", &["--every-rank-loads"][..])] {
+        let o = run(rank, extra);
+        let t = text(&o);
+        assert!(
+            !o.status.success() && named(&t),
+            "rank {rank} {extra:?}: {t}"
+        );
+    }
+}

@@ -252,7 +252,22 @@ pub struct SpmvPlan<'a, T: GpuScalar> {
 /// Refuse what 32-bit kernels cannot index. (A [`Csr`] cannot be built that large through sprs'
 /// checked constructors, nor read by augur's reader; this guards the rest.)
 pub fn check_size<T>(a: &Csr<T>) -> Result<(), AugurError> {
+    check_proper(a)?;
     check_shape(a.rows(), a.cols(), a.nnz())
+}
+
+/// Refuse row pointers that do not start at 0: sprs keeps a row slice's offset in an owned copy
+/// of it (`a.slice_outer(r).to_owned()`), which every kernel here would misread.
+pub fn check_proper<T>(a: &Csr<T>) -> Result<(), AugurError> {
+    let ptr = a.indptr();
+    if ptr.is_proper() {
+        return Ok(());
+    }
+    Err(AugurError::Invalid(format!(
+        "the matrix's row pointers start at {}, not 0 (sprs keeps a row slice's offset in an \
+         owned copy of it): rebuild it with `indptr().to_proper()`",
+        ptr.raw_storage().first().copied().unwrap_or(0)
+    )))
 }
 
 /// [`check_size`] on a shape.
@@ -395,6 +410,7 @@ impl<'a, T: GpuScalar> SpmvPlan<'a, T> {
         backend: &Backend,
         opts: PlanOptions,
     ) -> Result<SpmvPlan<'a, T>, AugurError> {
+        check_proper(a)?;
         SpmvPlan::from_ref(a.into(), backend, opts)
     }
 

@@ -245,6 +245,36 @@ fn wrong_vector_lengths_are_errors() {
 }
 
 #[test]
+fn row_slices_with_their_offset_are_refused() {
+    // sprs keeps a row slice's offset in an owned copy: a plan must refuse it, not misread it.
+    let a = gen::<f64>("stencil2d:nx=20");
+    let offset = a.slice_outer(100..200).to_owned();
+    assert!(!offset.indptr().is_proper());
+    let e = SpmvPlan::new(&offset, &Backend::cpu(), PlanOptions::default())
+        .err()
+        .expect("refused");
+    assert!(e.to_string().contains("start at 470, not 0"), "{e}");
+    let e = MultiGpuSpmv::on_devices(&offset, &[0], Default::default())
+        .err()
+        .expect("refused");
+    assert!(e.to_string().contains("not 0"), "{e}");
+    let v = a.slice_outer(100..200);
+    let rebased = Csr::new(
+        v.shape(),
+        v.indptr().to_proper().into_owned(),
+        v.indices().to_vec(),
+        v.data().to_vec(),
+    );
+    let mut plan = SpmvPlan::new(&rebased, &Backend::cpu(), PlanOptions::default()).unwrap();
+    let x = vec![1.0; 400];
+    let mut y = vec![f64::NAN; 100];
+    plan.run(&x, &mut y).unwrap();
+    let mut want = vec![0.0; 100];
+    augur_kernels::reference::spmv(&rebased, &x, &mut want).unwrap();
+    assert_eq!(y, want);
+}
+
+#[test]
 fn matrices_beyond_i32_are_refused() {
     // sprs will not build such a Csr (and the reader refuses such files: see the CLI test), so
     // the guard is tested on shapes.

@@ -190,11 +190,25 @@ impl Report {
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
-    let src = MatrixSource::parse(&a.matrix)?;
+    let src = match MatrixSource::parse(&a.matrix) {
+        Ok(s) => s,
+        // Across processes only rank 0 reads the matrix (the others receive their part), so
+        // another rank's host need not have the file: rank 0 says so if it cannot read it.
+        Err(_) if a.distributed && !a.every_rank_loads && !launcher_rank_zero() => {
+            MatrixSource::File(a.matrix.clone().into())
+        }
+        Err(e) => return Err(e.into()),
+    };
     match a.precision {
         Precision::F32 => run_typed::<f32>(&a, &src),
         Precision::F64 => run_typed::<f64>(&a, &src),
     }
+}
+
+/// Whether the launcher's variables make this process rank 0 (or name no rank, or cannot be
+/// read: then the matrix is checked here as on one process).
+fn launcher_rank_zero() -> bool {
+    !matches!(augur::multi::launch::RankEnv::from_env(), Ok(Some(e)) if e.rank != 0)
 }
 
 fn options(a: &RunArgs, backend: &str) -> anyhow::Result<PlanOptions> {
@@ -373,6 +387,9 @@ fn time_multi<T: GpuScalar + NcclType>(
         mg.set_x(x0)?;
         mg.iterate(warmup)?;
         mg.set_x(x0)?;
+        // Across processes the clock starts when every rank is ready (each rank's own start
+        // would count the others' lag as its time).
+        mg.barrier()?;
         let t = Instant::now();
         mg.iterate(iters)?;
         report.per_iteration_s = t.elapsed().as_secs_f64() / iters as f64;
@@ -431,7 +448,16 @@ fn run_distributed<T: GpuScalar + NcclType>(
             rows: m.rows(),
             cols: m.cols(),
             nnz: m.nnz(),
-            own_rows: a.check.then(|| m.slice_outer(own.clone()).to_owned()),
+            own_rows: a.check.then(|| {
+                // Rebased: an owned copy of a row slice keeps the slice's offset in sprs.
+                let v = m.slice_outer(own.clone());
+                Csr::new(
+                    v.shape(),
+                    v.indptr().to_proper().into_owned(),
+                    v.indices().to_vec(),
+                    v.data().to_vec(),
+                )
+            }),
             own,
         };
         (mg, share)

@@ -74,6 +74,29 @@ pub fn spd_matrix(spec: &str) -> Res<Csr<f64>> {
     Ok(Csr::new((a.rows(), a.cols()), ptr, idx, val))
 }
 
+/// The multi-GPU options the arguments ask for.
+pub fn multi_options(args: &Args) -> MultiOptions {
+    let opts = PlanOptions::default().expected_iterations(args.iterations);
+    let mopts = MultiOptions::default().plan(opts);
+    if args.halo {
+        mopts.gather(GatherMode::Halo)
+    } else {
+        mopts
+    }
+}
+
+/// Print the exchange chosen and every shard's decision.
+pub fn explain(m: &MultiGpuSpmv<f64>) {
+    println!("exchange: {}", m.gather().mode.name());
+    for note in &m.gather().notes {
+        println!("  {note}");
+    }
+    for s in m.shards() {
+        println!("shard {} on GPU {} (rows {:?}):", s.rank, s.gpu, s.rows);
+        print!("{}", s.decision);
+    }
+}
+
 /// `y = A x` through a single-device plan or across GPUs.
 pub enum Operator<'a> {
     One(Box<SpmvPlan<'a, f64>>),
@@ -86,10 +109,7 @@ impl<'a> Operator<'a> {
     pub fn new(a: &'a Csr<f64>, args: &Args) -> Res<Operator<'a>> {
         let opts = PlanOptions::default().expected_iterations(args.iterations);
         if args.gpus.is_some() || args.distributed {
-            let mut mopts = MultiOptions::default().plan(opts);
-            if args.halo {
-                mopts = mopts.gather(GatherMode::Halo);
-            }
+            let mopts = multi_options(args);
             let m = match args.gpus {
                 Some(n) => {
                     let ordinals: Vec<usize> = (0..n).collect();
@@ -102,14 +122,7 @@ impl<'a> Operator<'a> {
                     MultiGpuSpmv::distributed(a, &g, mopts)?
                 }
             };
-            println!("exchange: {}", m.gather().mode.name());
-            for note in &m.gather().notes {
-                println!("  {note}");
-            }
-            for s in m.shards() {
-                println!("shard {} on GPU {} (rows {:?}):", s.rank, s.gpu, s.rows);
-                print!("{}", s.decision);
-            }
+            explain(&m);
             return Ok(Operator::Multi(Box::new(m)));
         }
         let backend = if args.cpu {

@@ -169,6 +169,8 @@ enum Cmd<T> {
     },
     SetX(Arc<Vec<T>>),
     GetX,
+    /// Every rank's GPU idle and past the same point (an all-reduce of one value).
+    Barrier,
     Profile {
         warmup: usize,
         reps: usize,
@@ -696,6 +698,14 @@ impl<T: GpuScalar + NcclType> MultiGpuSpmv<T> {
         augur_kernels::error::check_dims(self.rows, self.cols, x.len(), self.rows)?;
         let x = Arc::new(x.to_vec());
         self.all(|_| Cmd::SetX(x.clone())).map(|_| ())
+    }
+
+    /// Return once every GPU of the group is idle and every rank has reached this call: across
+    /// processes an all-reduce of one value through NCCL (bounded by the group's timeout), so
+    /// that a clock started after it starts with the other ranks' (time across processes from
+    /// here, not from a rank's own start).
+    pub fn barrier(&mut self) -> Result<(), AugurError> {
+        self.all(|_| Cmd::Barrier).map(|_| ())
     }
 
     /// `steps` times `x = A x`, all on the GPUs (square matrices); returns when done.

@@ -115,7 +115,7 @@ pub(super) fn worker<T: GpuScalar + NcclType>(
         Parts::Halo(_) => ctx.layout.pieces[0][rank].clone(),
         Parts::Chunks(_) => ctx.layout.pieces[c][rank].clone(),
     };
-    let mut shard = match shard {
+    let mut shard = match shard.and_then(|mut s| s.warm_up().map(|_| s)) {
         Ok(s) => s,
         Err(e) => {
             let _ = setup_tx.send((rank, Err(e)));
@@ -218,6 +218,8 @@ pub(super) struct Shard<'a, T: GpuScalar + NcclType> {
     rc: Option<RankComm>,
     /// NCCL for CG's sums where the exchange has no communicator (opened on first use).
     cg_comm: Option<NcclComm>,
+    /// One value, all-reduced by [`Cmd::Barrier`].
+    tick: CudaSlice<T>,
     full_slot: usize,
     compute: Arc<CudaStream>,
     comm_stream: Arc<CudaStream>,
@@ -308,9 +310,11 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
                 }
             }
         }
+        let tick = compute.alloc_zeros::<T>(1).map_err(cuda_err)?;
         compute.synchronize().map_err(cuda_err)?;
         comm_stream.synchronize().map_err(cuda_err)?;
         Ok(Shard {
+            tick,
             plans,
             halo,
             x,
@@ -330,6 +334,20 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
             process: ctx.process,
             joined: comms.1,
         })
+    }
+
+    /// One exchange through NCCL, waited for, before the first product: NCCL connects a
+    /// communicator's peers at their first transfer, which cost the first product about 60 ms
+    /// in one process driving 4 H200s and 0.5 s across 4 processes: a CG of 60 iterations on
+    /// the GPUs averaged 1.3 and 9.6 ms per iteration, 0.21 and 0.22-0.25 ms with this
+    /// (bench/cg-phases.sh, bench/results/cg-np-h200-2026-11-27). The exchange moves whatever
+    /// x holds; every product sets x first.
+    fn warm_up(&mut self) -> Result<(), AugurError> {
+        if self.comm.is_none() {
+            return Ok(());
+        }
+        self.gathers()?;
+        self.wait()
     }
 
     /// The shard's rows of the matrix.
@@ -650,6 +668,31 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
             Cmd::Iterate { steps } => {
                 for _ in 0..steps {
                     self.step(true)?;
+                }
+                self.wait()?;
+                Ok(Reply::Done)
+            }
+            Cmd::Barrier => {
+                if let Some(comm) = self.comm.as_ref() {
+                    let cs = &self.comm_stream;
+                    cs.join(&self.compute).map_err(cuda_err)?;
+                    let raw = cs.cu_stream() as nccl_sys::cudaStream_t;
+                    let at = addr(&self.tick, cs);
+                    // SAFETY: `tick` holds one T on this GPU; every rank enqueues it alike.
+                    unsafe {
+                        nccl::all_reduce(
+                            at as *const c_void,
+                            at as *mut c_void,
+                            1,
+                            T::as_nccl_type(),
+                            nccl_sys::ncclRedOp_t::ncclSum,
+                            comm.0,
+                            raw,
+                        )
+                    }
+                    .map_err(nccl_err("ncclAllReduce"))?;
+                    self.settle("the barrier")?;
+                    self.compute.join(&self.comm_stream).map_err(cuda_err)?;
                 }
                 self.wait()?;
                 Ok(Reply::Done)

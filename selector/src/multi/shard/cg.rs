@@ -31,6 +31,75 @@ struct Vectors<T> {
     hist: CudaSlice<T>,
 }
 
+/// Where an iteration's time goes, when `AUGUR_CG_PHASES` is set (a diagnostic): an event on
+/// the compute stream after each phase of every iteration, and the host's clock when each phase
+/// was enqueued; printed per rank on stderr at the end (mean microseconds per iteration).
+struct Phases {
+    marks: Vec<(usize, cudarc::driver::CudaEvent, std::time::Instant)>,
+}
+
+const PHASES: [&str; 9] = [
+    "halo exchange (pack, send/recv)",
+    "local product",
+    "remote product and scatter (the whole product without a halo)",
+    "p.Ap",
+    "sum p.Ap",
+    "x, r, z update",
+    "sum r.z, r.r",
+    "p update",
+    "every check_every: wait, read r.r",
+];
+
+impl Phases {
+    fn new() -> Option<Phases> {
+        std::env::var_os("AUGUR_CG_PHASES").map(|_| Phases { marks: Vec::new() })
+    }
+
+    fn mark(
+        this: &mut Option<Phases>,
+        phase: usize,
+        s: &std::sync::Arc<cudarc::driver::CudaStream>,
+    ) -> Result<(), AugurError> {
+        if let Some(p) = this {
+            let e = s
+                .context()
+                .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(cuda_err)?;
+            e.record(s).map_err(cuda_err)?;
+            p.marks.push((phase, e, std::time::Instant::now()));
+        }
+        Ok(())
+    }
+
+    /// After the stream is idle: mean GPU and host time per phase.
+    fn report(self, rank: usize) -> Result<(), AugurError> {
+        let mut gpu = vec![Vec::new(); PHASES.len()];
+        let mut host = vec![Vec::new(); PHASES.len()];
+        for w in self.marks.windows(2) {
+            let (phase, ref e1, t1) = w[1];
+            gpu[phase].push(w[0].1.elapsed_ms(e1).map_err(cuda_err)? as f64 * 1e3);
+            host[phase].push((t1 - w[0].2).as_secs_f64() * 1e6);
+        }
+        let stats = |v: &[f64]| {
+            let mut s = v.to_vec();
+            s.sort_by(f64::total_cmp);
+            let mean = s.iter().sum::<f64>() / s.len().max(1) as f64;
+            let median = s.get(s.len() / 2).copied().unwrap_or(0.0);
+            let first = v.first().copied().unwrap_or(0.0);
+            format!("mean {mean:.1}, median {median:.1}, first {first:.1}")
+        };
+        for (i, name) in PHASES.iter().enumerate() {
+            eprintln!(
+                "CG phases, rank {rank}: {name} (us, {} times): GPU {}; host {}",
+                gpu[i].len(),
+                stats(&gpu[i]),
+                stats(&host[i])
+            );
+        }
+        Ok(())
+    }
+}
+
 const SC: usize = 6;
 const PAP: usize = 4;
 const BB: usize = 5;
@@ -59,7 +128,9 @@ impl<T: GpuScalar + NcclType> Shard<'_, T> {
         Ok(self.comm.as_ref().or(self.cg_comm.as_ref()).map(|c| c.0))
     }
 
-    /// Sum `count` device scalars at `at` over every GPU, in place, on the compute stream.
+    /// Sum `count` device scalars at `at` over every GPU, in place, in order with the compute
+    /// stream. The all-reduce runs on the communication stream, with the exchanges: each
+    /// communicator is used on one stream.
     fn sum_over_gpus(
         &self,
         comm: Option<nccl_sys::ncclComm_t>,
@@ -69,7 +140,9 @@ impl<T: GpuScalar + NcclType> Shard<'_, T> {
         let Some(comm) = comm else {
             return Ok(());
         };
-        let raw = self.compute.cu_stream() as nccl_sys::cudaStream_t;
+        let cs = &self.comm_stream;
+        cs.join(&self.compute).map_err(cuda_err)?;
+        let raw = cs.cu_stream() as nccl_sys::cudaStream_t;
         // SAFETY: `at` holds `count` values of T on this GPU; every rank enqueues the same sums
         // in the same order.
         unsafe {
@@ -84,7 +157,8 @@ impl<T: GpuScalar + NcclType> Shard<'_, T> {
             )
         }
         .map_err(nccl_err("ncclAllReduce"))?;
-        super::settle(self.process.as_ref(), comm, "CG's sums")
+        super::settle(self.process.as_ref(), comm, "CG's sums")?;
+        self.compute.join(cs).map_err(cuda_err)
     }
 
     /// Where p (this shard's rows) is, and where the next p goes: in place in the halo mode;
@@ -201,6 +275,8 @@ impl<T: GpuScalar + NcclType> Shard<'_, T> {
         // read() waited for the set-up: the iterations are timed from here.
         let setup_s = t0.elapsed().as_secs_f64();
         let t1 = std::time::Instant::now();
+        let mut phases = Phases::new();
+        Phases::mark(&mut phases, 7, &s)?;
         let mut done = 0;
         while !stop && done < req.max_iter {
             let it = done;
@@ -208,11 +284,28 @@ impl<T: GpuScalar + NcclType> Shard<'_, T> {
             // The halo mode exchanges p before its product; the all-gather modes exchanged it
             // after cg_p (publish_p).
             let exchange_first = self.halo.is_some();
-            self.products(exchange_first)?;
+            if phases.is_some() && self.halo.is_some() && self.comm.is_some() {
+                // halo_products, a mark after each step.
+                self.halo_exchange()?;
+                Phases::mark(&mut phases, 0, &s)?;
+                self.plans[0].launch_from_cuda(&self.x)?;
+                Phases::mark(&mut phases, 1, &s)?;
+                let h = self.halo.as_mut().expect("the halo mode");
+                if h.remote_product()?.is_some() {
+                    self.compute.join(&self.comm_stream).map_err(cuda_err)?;
+                }
+                let y = cuda_y(&mut self.plans[0]);
+                h.scatter(&self.compute, y)?;
+            } else {
+                self.products(exchange_first)?;
+            }
+            Phases::mark(&mut phases, 2, &s)?;
             let (p, p_out) = self.p_addrs();
             let ap = addr(cuda_y(&mut self.plans[0]), &s);
             unsafe { kernels.dot::<T>(&s, n, p, ap, partial, at(PAP)) }?;
+            Phases::mark(&mut phases, 3, &s)?;
             self.sum_over_gpus(comm, at(PAP), 1)?;
+            Phases::mark(&mut phases, 4, &s)?;
             let sc_it = CgScalars {
                 num: at(2 * o),
                 den: at(PAP),
@@ -235,20 +328,27 @@ impl<T: GpuScalar + NcclType> Shard<'_, T> {
                     at(2 * nw),
                 )
             }?;
+            Phases::mark(&mut phases, 5, &s)?;
             self.sum_over_gpus(comm, at(2 * nw), 2)?;
+            Phases::mark(&mut phases, 6, &s)?;
             let h = hist + (it as u64 + 1) * size;
             unsafe {
                 kernels.cg_p::<T>(&s, n, at(2 * nw), at(2 * o), at(2 * nw + 1), h, z, p, p_out)
             }?;
             self.publish_p()?;
+            Phases::mark(&mut phases, 7, &s)?;
             done += 1;
             if done % req.check_every.max(1) == 0 || done == req.max_iter {
                 self.wait()?;
                 stop = threshold(read(done)?, bb);
+                Phases::mark(&mut phases, 8, &s)?;
             }
         }
         self.wait()?;
         let solve_s = t1.elapsed().as_secs_f64();
+        if let Some(p) = phases {
+            p.report(self.rank)?;
+        }
         let hist = s.clone_dtoh(&v.hist.slice(0..done + 1)).map_err(cuda_err)?;
         let x = if n > 0 {
             s.clone_dtoh(&v.x.slice(0..n)).map_err(cuda_err)?
