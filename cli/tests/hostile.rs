@@ -386,4 +386,26 @@ fn overlap_names_bad_kernels_and_block_counts_before_any_gpu() {
     let o = augur(&["overlap", "arrive", "--blocks", "4,0", "64,64,64"]);
     assert!(!o.status.success());
     assert!(err(&o).contains("--blocks"), "{}", err(&o));
+    let o = augur(&["overlap", "tp", "--patterns", "bulk,fused", "512,64,64"]);
+    assert!(!o.status.success());
+    assert!(err(&o).contains("pattern `fused`"), "{}", err(&o));
+    // 768 rows over 2 GPUs are 384 each: not 5 pieces; N 72 over 4 GPUs is not a multiple of 8.
+    let o = augur(&["overlap", "tp", "--patterns", "chunked:5", "768,64,64"]);
+    assert!(!o.status.success());
+    assert!(
+        err(&o).contains("384 rows per GPU do not split in 5"),
+        "{}",
+        err(&o)
+    );
+    let o = augur(&[
+        "overlap",
+        "tp",
+        "--gpus",
+        "4",
+        "--patterns",
+        "bulk",
+        "512,72,64",
+    ]);
+    assert!(!o.status.success());
+    assert!(err(&o).contains("split evenly"), "{}", err(&o));
 }

@@ -1,7 +1,8 @@
 //! `augur overlap` (issue 24): GEMM + collective overlap in tensor-parallel layers. Built so far:
-//! the GEMMs the patterns build on, on one GPU (`augur overlap gemm`), and the producer/consumer
-//! overlap's GEMM side with rows arriving on one GPU (`augur overlap arrive`); the patterns themselves
-//! need two or more GPUs and are not written yet.
+//! the GEMMs the patterns build on, on one GPU (`augur overlap gemm`), the producer/consumer
+//! overlap's GEMM side with rows arriving on one GPU (`augur overlap arrive`), and the first
+//! patterns between GPUs, all-gather + GEMM bulk and chunked (`augur overlap tp`; written and
+//! compile-checked, not yet run on GPUs).
 
 use std::process::ExitCode;
 
@@ -32,6 +33,44 @@ pub enum OverlapCommand {
     /// perfect overlap's gain, max(copy, GEMM), that it reached). Exits non-zero on a failed
     /// check.
     Arrive(ArriveArgs),
+    /// All-gather + GEMM of a column-parallel layer on `--gpus` GPUs of this process (A's M rows
+    /// cut over the GPUs, B's N rows too; each GPU makes its N / P columns of C = A Bᵀ): the
+    /// patterns `bulk` (NCCL all-gather, then cuBLASLt) and `chunked:C` (each GPU's rows
+    /// broadcast in C pieces on a second stream while cuBLASLt multiplies the rows already
+    /// there), with the GEMM alone and the all-gather alone beside (max of the two: the perfect
+    /// overlap). Each checked exactly on sampled rows with A's other rows poisoned until they
+    /// arrive; CSV on stdout (microseconds per call, the slowest GPU's median; the gain over
+    /// bulk and the share of the perfect overlap's gain). Exits non-zero on a failed check.
+    Tp(TpArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct TpArgs {
+    /// Shapes M,N,K of the whole layer (default: Llama-3-8B's QKV (N 6144) and gate+up (N
+    /// 28672) with K 4096, and an 8192 x 8192 layer, for M 512 to 16384 tokens).
+    #[arg(value_name = "SHAPE")]
+    shapes: Vec<String>,
+    /// GPUs, 0 to N-1.
+    #[arg(long, default_value_t = 2)]
+    gpus: usize,
+    /// Patterns in the order run (the same on every GPU), comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "gemm,all-gather,bulk,chunked:1,chunked:2,chunked:4"
+    )]
+    patterns: Vec<String>,
+    #[arg(long, value_enum, default_value = "bf16")]
+    dtype: GemmDtype,
+    /// Calls per timed sample (back to back, between two events, after a barrier).
+    #[arg(long, default_value_t = 10)]
+    batch: usize,
+    #[arg(long, default_value_t = 5)]
+    samples: usize,
+    #[arg(long, default_value_t = 3)]
+    warmup: usize,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
 
 #[derive(Args, Debug)]
@@ -169,6 +208,7 @@ pub fn run(c: OverlapCommand) -> anyhow::Result<ExitCode> {
     match c {
         OverlapCommand::Gemm(a) => gemm(a),
         OverlapCommand::Arrive(a) => arrive(a),
+        OverlapCommand::Tp(a) => tp(a),
     }
 }
 
@@ -303,6 +343,86 @@ fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
              of {} shapes (the fused overlap pattern needs 0.8 on a shape to count there)",
             r.len()
         );
+    }
+    if failed > 0 {
+        eprintln!("augur: {failed} check(s) failed");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn tp(a: TpArgs) -> anyhow::Result<ExitCode> {
+    use augur_kernels::cuda::gemm::tp::{all_gather_gemm, TpPattern};
+    // Everything that can be wrong with the arguments is said before looking for GPUs.
+    let mut default = Vec::new();
+    for (n, k) in [(6144, 4096), (28672, 4096), (8192, 8192)] {
+        for m in [512, 2048, 8192, 16384] {
+            default.push(GemmShape { m, n, k });
+        }
+    }
+    let shapes = shapes_or(&a.shapes, default)?;
+    let patterns = a
+        .patterns
+        .iter()
+        .map(|s| TpPattern::parse(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    if a.gpus < 1 {
+        anyhow::bail!("--gpus: at least 1");
+    }
+    for &shape in &shapes {
+        augur_kernels::cuda::gemm::tp::check(shape, a.gpus, &patterns)?;
+    }
+    let present = augur_kernels::cuda::available().map_err(super::gpu_only("augur overlap tp"))?;
+    if a.gpus > present {
+        anyhow::bail!("--gpus {}: this machine has {present}", a.gpus);
+    }
+    let dtype = match a.dtype {
+        GemmDtype::Bf16 => Dtype::Bf16,
+        GemmDtype::F16 => Dtype::F16,
+    };
+    let dev = augur_kernels::cuda::device_info(0)?;
+    let ty = a
+        .dtype
+        .to_possible_value()
+        .map_or("?".into(), |v| v.get_name().to_string());
+    let ordinals: Vec<usize> = (0..a.gpus).collect();
+    println!(
+        "device,gpus,dtype,m,n,k,pattern,passed,max_err_over_bound,us,bulk_over_pattern,\
+         share_of_bound"
+    );
+    let mut failed = 0;
+    for shape in shapes {
+        let p = GemmProblem::random(shape, dtype, a.seed)?;
+        let res = all_gather_gemm(&ordinals, &p, &patterns, a.warmup, a.batch, a.samples)?;
+        let time = |q: TpPattern| res.iter().find(|r| r.pattern == q).map(|r| r.per_call_s);
+        let bulk = time(TpPattern::Bulk);
+        // The perfect overlap: max(GEMM alone, all-gather alone).
+        let bound = match (time(TpPattern::GemmAlone), time(TpPattern::GatherAlone)) {
+            (Some(g), Some(c)) => Some(g.max(c)),
+            _ => None,
+        };
+        for r in &res {
+            let passed = r.max_err.is_none_or(|e| e <= 1.0);
+            failed += usize::from(!passed);
+            let vs = bulk.map_or(String::new(), |b| format!("{:.3}", b / r.per_call_s));
+            let share = match (bulk, bound) {
+                (Some(b), Some(o)) if b > o && r.max_err.is_some() => {
+                    format!("{:.2}", (b - r.per_call_s) / (b - o))
+                }
+                _ => String::new(),
+            };
+            println!(
+                "{},{},{ty},{},{},{},{},{passed},{},{:.2},{vs},{share}",
+                dev.name,
+                a.gpus,
+                shape.m,
+                shape.n,
+                shape.k,
+                r.pattern.name(),
+                r.max_err.map_or(String::new(), |e| format!("{e:.3}")),
+                r.per_call_s * 1e6,
+            );
+        }
     }
     if failed > 0 {
         eprintln!("augur: {failed} check(s) failed");

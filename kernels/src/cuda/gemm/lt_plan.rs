@@ -45,6 +45,16 @@ fn lt_err(what: &str) -> impl Fn(cudarc::cublaslt::result::CublasError) -> Kerne
 impl LtPlan {
     /// Descriptors, workspace and the heuristic's algorithm for `d`'s shape and type.
     pub(super) fn new(stream: &Arc<CudaStream>, d: &DeviceGemm) -> Result<LtPlan, KernelError> {
+        LtPlan::for_shape(stream, d.shape, d.dtype)
+    }
+
+    /// [`LtPlan::new`] for a shape and type, to run on any buffers of that shape
+    /// ([`LtPlan::run_on`]).
+    pub(super) fn for_shape(
+        stream: &Arc<CudaStream>,
+        shape: GemmShape,
+        dtype: Dtype,
+    ) -> Result<LtPlan, KernelError> {
         // SAFETY: a query of the loader, before any cuBLASLt call (which would panic without it).
         if !unsafe { lts::is_culib_present() } {
             return Err(KernelError::NotAvailable {
@@ -54,11 +64,11 @@ impl LtPlan {
                     .into(),
             });
         }
-        let ty = match d.dtype {
+        let ty = match dtype {
             Dtype::Bf16 => lts::cudaDataType_t::CUDA_R_16BF,
             _ => lts::cudaDataType_t::CUDA_R_16F,
         };
-        let GemmShape { m, n, k } = d.shape;
+        let GemmShape { m, n, k } = shape;
         let (m, n, k) = (m as u64, n as u64, k as u64);
         let handle = lt::create_handle().map_err(lt_err("create"))?;
         let mut plan = LtPlan {
@@ -122,10 +132,26 @@ impl LtPlan {
 
     /// Enqueue C = A Bᵀ for `d` on `s`.
     pub(super) fn run(&self, d: &mut DeviceGemm, s: &Arc<CudaStream>) -> Result<(), KernelError> {
-        let (alpha, beta) = (1.0f32, 0.0f32);
         let (a, _ga) = d.a.device_ptr(s);
         let (b, _gb) = d.b.device_ptr(s);
         let (c, _gc) = d.c.device_ptr_mut(s);
+        // SAFETY: d's buffers have the plan's shape, on `s`'s GPU.
+        unsafe { self.run_on(a, b, c, s) }
+    }
+
+    /// Enqueue C = A Bᵀ on `s` for device addresses of the plan's shape.
+    ///
+    /// # Safety
+    /// `a` (m x k), `b` (n x k) and `c` (m x n) must be live 16-bit row-major buffers of the
+    /// plan's type on `s`'s GPU, `c` overlapping neither.
+    pub(super) unsafe fn run_on(
+        &self,
+        a: u64,
+        b: u64,
+        c: u64,
+        s: &Arc<CudaStream>,
+    ) -> Result<(), KernelError> {
+        let (alpha, beta) = (1.0f32, 0.0f32);
         let (w, _gw) = self.workspace.device_ptr(s);
         // SAFETY: the plan's layouts describe these buffers (B as the first operand, A
         // as the second: Cᵀ = B Aᵀ), the workspace is LT_WORKSPACE bytes, all on `s`.

@@ -22,6 +22,7 @@ use super::{drv, module};
 mod arrive;
 mod kernels;
 mod lt_plan;
+pub mod tp;
 
 use crate::gemm::{from_half_bits, to_half_bits, GemmProblem, GemmShape};
 use crate::KernelError;
