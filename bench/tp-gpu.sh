@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# All-gather + GEMM of a column-parallel layer between GPUs (issue 24): `augur overlap tp` on
-# each GPU count in GPUS (default "2 4"), the default grid (Llama-3-8B's QKV and gate+up with
-# K 4096, an 8192 x 8192 layer; M 512 to 16384), bf16, every pattern checked. Through the device
+# A tensor-parallel layer's GEMM + collective between GPUs (issue 24): `augur overlap tp` (all-
+# gather + GEMM and GEMM + reduce-scatter, every pattern, checked) on each GPU count in GPUS
+# (default "2 4"), the default grid (Llama-3-8B's QKV and gate+up with K 4096, an 8192 x 8192
+# layer; M 512 to 16384), bf16. Through the device
 # tool with carry [".carry"] (.carry/augur.xz) on a machine with enough GPUs:
 #   GPUS="2 4" bash bench/tp-gpu.sh          (writes $OUT/tp-<gpus>.csv and .err)
 # Not yet run (written 2026-11-27 without device time left).

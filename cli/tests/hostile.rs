@@ -389,7 +389,8 @@ fn overlap_names_bad_kernels_and_block_counts_before_any_gpu() {
     let o = augur(&["overlap", "tp", "--patterns", "bulk,fused", "512,64,64"]);
     assert!(!o.status.success());
     assert!(err(&o).contains("pattern `fused`"), "{}", err(&o));
-    // 768 rows over 2 GPUs are 384 each: not 5 pieces; N 72 over 4 GPUs is not a multiple of 8.
+    // 768 rows over 2 GPUs are 384 each: not 5 pieces; N 72 over 4 GPUs is not a multiple of 8
+    // (the all-gather cuts N; the reduce-scatter cuts K).
     let o = augur(&["overlap", "tp", "--patterns", "chunked:5", "768,64,64"]);
     assert!(!o.status.success());
     assert!(

@@ -1,8 +1,8 @@
 //! `augur overlap` (issue 24): GEMM + collective overlap in tensor-parallel layers. Built so far:
 //! the GEMMs the patterns build on, on one GPU (`augur overlap gemm`), the producer/consumer
 //! overlap's GEMM side with rows arriving on one GPU (`augur overlap arrive`), and the first
-//! patterns between GPUs, all-gather + GEMM bulk and chunked (`augur overlap tp`; written and
-//! compile-checked, not yet run on GPUs).
+//! patterns between GPUs, bulk and chunked, for all-gather + GEMM and GEMM + reduce-scatter
+//! (`augur overlap tp`; written and compile-checked, not yet run on GPUs).
 
 use std::process::ExitCode;
 
@@ -33,13 +33,14 @@ pub enum OverlapCommand {
     /// perfect overlap's gain, max(copy, GEMM), that it reached). Exits non-zero on a failed
     /// check.
     Arrive(ArriveArgs),
-    /// All-gather + GEMM of a column-parallel layer on `--gpus` GPUs of this process (A's M rows
-    /// cut over the GPUs, B's N rows too; each GPU makes its N / P columns of C = A Bᵀ): the
-    /// patterns `bulk` (NCCL all-gather, then cuBLASLt) and `chunked:C` (each GPU's rows
-    /// broadcast in C pieces on a second stream while cuBLASLt multiplies the rows already
-    /// there), with the GEMM alone and the all-gather alone beside (max of the two: the perfect
-    /// overlap). Each checked exactly on sampled rows with A's other rows poisoned until they
-    /// arrive; CSV on stdout (microseconds per call, the slowest GPU's median; the gain over
+    /// A tensor-parallel layer's GEMM and collective on `--gpus` GPUs of this process:
+    /// all-gather + GEMM (column-parallel: A's M rows cut over the GPUs, B's N rows too) and
+    /// GEMM + reduce-scatter (row-parallel: A and B cut along K, the sum's rows scattered).
+    /// Patterns `bulk` (NCCL's collective and cuBLASLt one after the other) and `chunked:C` (the
+    /// work in C pieces per GPU, the collective of one piece on a second stream while cuBLASLt
+    /// works on another), with the GEMM alone and the collective alone (`gemm`, `comm`; max of
+    /// the two: the perfect overlap). Each pattern checked on sampled rows, what has not arrived
+    /// poisoned; CSV on stdout (microseconds per call, the slowest GPU's median; the gain over
     /// bulk and the share of the perfect overlap's gain). Exits non-zero on a failed check.
     Tp(TpArgs),
 }
@@ -53,11 +54,20 @@ pub struct TpArgs {
     /// GPUs, 0 to N-1.
     #[arg(long, default_value_t = 2)]
     gpus: usize,
+    /// Operations, comma-separated: all-gather (all-gather + GEMM), reduce-scatter (GEMM +
+    /// reduce-scatter).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "all-gather,reduce-scatter"
+    )]
+    ops: Vec<TpOpArg>,
     /// Patterns in the order run (the same on every GPU), comma-separated.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "gemm,all-gather,bulk,chunked:1,chunked:2,chunked:4"
+        default_value = "gemm,comm,bulk,chunked:1,chunked:2,chunked:4"
     )]
     patterns: Vec<String>,
     #[arg(long, value_enum, default_value = "bf16")]
@@ -101,6 +111,12 @@ pub struct GemmRunArgs {
     /// Seed of the inputs.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TpOpArg {
+    AllGather,
+    ReduceScatter,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -352,8 +368,9 @@ fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn tp(a: TpArgs) -> anyhow::Result<ExitCode> {
-    use augur_kernels::cuda::gemm::tp::{all_gather_gemm, TpPattern};
-    // Everything that can be wrong with the arguments is said before looking for GPUs.
+    use augur_kernels::cuda::gemm::tp::{
+        all_gather_gemm, check, gemm_reduce_scatter, TpOp, TpPattern,
+    };
     let mut default = Vec::new();
     for (n, k) in [(6144, 4096), (28672, 4096), (8192, 8192)] {
         for m in [512, 2048, 8192, 16384] {
@@ -366,11 +383,22 @@ fn tp(a: TpArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|s| TpPattern::parse(s))
         .collect::<Result<Vec<_>, _>>()?;
+    let ops: Vec<TpOp> = a
+        .ops
+        .iter()
+        .map(|o| match o {
+            TpOpArg::AllGather => TpOp::AllGatherGemm,
+            TpOpArg::ReduceScatter => TpOp::GemmReduceScatter,
+        })
+        .collect();
     if a.gpus < 1 {
         anyhow::bail!("--gpus: at least 1");
     }
-    for &shape in &shapes {
-        augur_kernels::cuda::gemm::tp::check(shape, a.gpus, &patterns)?;
+    // Everything that can be wrong with the arguments is said before looking for GPUs.
+    for &op in &ops {
+        for &shape in &shapes {
+            check(op, shape, a.gpus, &patterns)?;
+        }
     }
     let present = augur_kernels::cuda::available().map_err(super::gpu_only("augur overlap tp"))?;
     if a.gpus > present {
@@ -387,41 +415,47 @@ fn tp(a: TpArgs) -> anyhow::Result<ExitCode> {
         .map_or("?".into(), |v| v.get_name().to_string());
     let ordinals: Vec<usize> = (0..a.gpus).collect();
     println!(
-        "device,gpus,dtype,m,n,k,pattern,passed,max_err_over_bound,us,bulk_over_pattern,\
+        "device,gpus,op,dtype,m,n,k,pattern,passed,max_err_over_bound,us,bulk_over_pattern,\
          share_of_bound"
     );
     let mut failed = 0;
-    for shape in shapes {
-        let p = GemmProblem::random(shape, dtype, a.seed)?;
-        let res = all_gather_gemm(&ordinals, &p, &patterns, a.warmup, a.batch, a.samples)?;
-        let time = |q: TpPattern| res.iter().find(|r| r.pattern == q).map(|r| r.per_call_s);
-        let bulk = time(TpPattern::Bulk);
-        // The perfect overlap: max(GEMM alone, all-gather alone).
-        let bound = match (time(TpPattern::GemmAlone), time(TpPattern::GatherAlone)) {
-            (Some(g), Some(c)) => Some(g.max(c)),
-            _ => None,
-        };
-        for r in &res {
-            let passed = r.max_err.is_none_or(|e| e <= 1.0);
-            failed += usize::from(!passed);
-            let vs = bulk.map_or(String::new(), |b| format!("{:.3}", b / r.per_call_s));
-            let share = match (bulk, bound) {
-                (Some(b), Some(o)) if b > o && r.max_err.is_some() => {
-                    format!("{:.2}", (b - r.per_call_s) / (b - o))
-                }
-                _ => String::new(),
+    for &op in &ops {
+        for &shape in &shapes {
+            let p = GemmProblem::random(shape, dtype, a.seed)?;
+            let res = match op {
+                TpOp::AllGatherGemm => all_gather_gemm,
+                TpOp::GemmReduceScatter => gemm_reduce_scatter,
+            }(&ordinals, &p, &patterns, a.warmup, a.batch, a.samples)?;
+            let time = |q: TpPattern| res.iter().find(|r| r.pattern == q).map(|r| r.per_call_s);
+            let bulk = time(TpPattern::Bulk);
+            // The perfect overlap: max(GEMM alone, collective alone).
+            let bound = match (time(TpPattern::GemmAlone), time(TpPattern::CommAlone)) {
+                (Some(g), Some(c)) => Some(g.max(c)),
+                _ => None,
             };
-            println!(
-                "{},{},{ty},{},{},{},{},{passed},{},{:.2},{vs},{share}",
-                dev.name,
-                a.gpus,
-                shape.m,
-                shape.n,
-                shape.k,
-                r.pattern.name(),
-                r.max_err.map_or(String::new(), |e| format!("{e:.3}")),
-                r.per_call_s * 1e6,
-            );
+            for r in &res {
+                let passed = r.max_err.is_none_or(|e| e <= 1.0);
+                failed += usize::from(!passed);
+                let vs = bulk.map_or(String::new(), |b| format!("{:.3}", b / r.per_call_s));
+                let share = match (bulk, bound) {
+                    (Some(b), Some(o)) if b > o && r.max_err.is_some() => {
+                        format!("{:.2}", (b - r.per_call_s) / (b - o))
+                    }
+                    _ => String::new(),
+                };
+                println!(
+                    "{},{},{},{ty},{},{},{},{},{passed},{},{:.2},{vs},{share}",
+                    dev.name,
+                    a.gpus,
+                    op.name(),
+                    shape.m,
+                    shape.n,
+                    shape.k,
+                    r.pattern.name(),
+                    r.max_err.map_or(String::new(), |e| format!("{e:.3}")),
+                    r.per_call_s * 1e6,
+                );
+            }
         }
     }
     if failed > 0 {

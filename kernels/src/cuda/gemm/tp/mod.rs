@@ -1,0 +1,393 @@
+//! The GEMM + collective of a tensor-parallel layer on the GPUs of one process (issue 24), in
+//! two operations, each with its patterns on the same buffers and cuBLASLt:
+//!
+//! - **all-gather + GEMM** (column-parallel, [`ag`]): A (M x K) cut by rows over P GPUs, B (the
+//!   weight, N x K) by rows too; every GPU needs all of A to make its N / P columns of C = A Bᵀ.
+//! - **GEMM + reduce-scatter** (row-parallel, [`rs`]): A and B cut by columns (K / P each); every
+//!   GPU makes a partial M x N product, and the sum's rows are scattered, M / P to each GPU.
+//!
+//! Patterns: `bulk` (the GEMM and NCCL's collective one after the other on one stream: what a
+//! framework does with NCCL and cuBLAS), and `chunked:C` (the work cut in pieces; the collective
+//! of one piece runs on a communication stream while the GEMM of another runs on the compute
+//! stream, ordered by events: async-TP's pipeline, with NCCL for the transfers). Beside them the
+//! parts alone, `gemm` and `comm`: max of the two is the perfect overlap's time.
+//!
+//! Every GPU runs the same calls in the same order (NCCL needs it), on its own thread; a GPU
+//! that fails to set up stops every GPU before the communicators open. Each pattern is checked
+//! exactly on sampled rows, the inputs the GPU has not received poisoned (NaN) before the run;
+//! then timed on every GPU with events over a fixed batch of calls after a barrier (an
+//! all-reduce of one value), and the slowest GPU's median is its time.
+//!
+//! Written on a machine without GPUs and compile-checked; not yet run on GPUs (2026-11-27).
+
+pub mod ag;
+pub mod rs;
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+use cudarc::nccl::{result as nccl, sys as nccl_sys};
+
+use super::{drv, CudaGemm};
+use crate::cuda::comm::NcclComm;
+use crate::gemm::GemmShape;
+use crate::KernelError;
+
+pub use ag::all_gather_gemm;
+pub use rs::gemm_reduce_scatter;
+
+/// The two operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TpOp {
+    /// Column-parallel: all-gather of A, then the GEMM.
+    AllGatherGemm,
+    /// Row-parallel: the GEMM, then reduce-scatter of C.
+    GemmReduceScatter,
+}
+
+impl TpOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            TpOp::AllGatherGemm => "all-gather+gemm",
+            TpOp::GemmReduceScatter => "gemm+reduce-scatter",
+        }
+    }
+}
+
+/// A way to run an operation (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TpPattern {
+    /// The GEMM alone, its inputs in place (not a pattern: its time).
+    GemmAlone,
+    /// The collective alone (not a pattern: its time).
+    CommAlone,
+    Bulk,
+    Chunked(usize),
+}
+
+impl TpPattern {
+    pub fn name(self) -> String {
+        match self {
+            TpPattern::GemmAlone => "gemm".into(),
+            TpPattern::CommAlone => "comm".into(),
+            TpPattern::Bulk => "bulk".into(),
+            TpPattern::Chunked(c) => format!("chunked:{c}"),
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<TpPattern, KernelError> {
+        match s {
+            "gemm" => Ok(TpPattern::GemmAlone),
+            "comm" => Ok(TpPattern::CommAlone),
+            "bulk" => Ok(TpPattern::Bulk),
+            _ => match s.strip_prefix("chunked:").map(str::parse::<usize>) {
+                Some(Ok(c)) if c >= 1 => Ok(TpPattern::Chunked(c)),
+                _ => Err(KernelError::Invalid(format!(
+                    "pattern `{s}`: one of gemm, comm, bulk, chunked:C (C >= 1 pieces)"
+                ))),
+            },
+        }
+    }
+
+    /// Whether it computes the output (and so is checked).
+    fn computes(self) -> bool {
+        !matches!(self, TpPattern::CommAlone)
+    }
+}
+
+/// What one pattern did on a shape.
+#[derive(Debug, Clone)]
+pub struct TpResult {
+    pub pattern: TpPattern,
+    /// The worst error over every GPU's checked rows, relative to the bound (<= 1 passes);
+    /// None for the collective alone.
+    pub max_err: Option<f64>,
+    /// Seconds per call: the slowest GPU's median.
+    pub per_call_s: f64,
+}
+
+/// A layer's split over `world` GPUs for `op`: (rows of A per GPU, its share of the cut
+/// dimension: N / P columns of C for the all-gather, K / P for the reduce-scatter).
+pub fn split(op: TpOp, shape: GemmShape, world: usize) -> Result<(usize, usize), KernelError> {
+    let GemmShape { m, n, k } = shape;
+    let (cut, what) = match op {
+        TpOp::AllGatherGemm => (n, "N"),
+        TpOp::GemmReduceScatter => (k, "K"),
+    };
+    if world == 0
+        || !m.is_multiple_of(world)
+        || !cut.is_multiple_of(world)
+        || !(cut / world).is_multiple_of(8)
+    {
+        return Err(KernelError::Invalid(format!(
+            "{shape} on {world} GPUs ({}): M and {what} must split evenly, {what} / {world} a \
+             multiple of 8",
+            op.name()
+        )));
+    }
+    Ok((m / world, cut / world))
+}
+
+/// [`split`], and every chunked pattern's pieces whole (said before any GPU work): the
+/// all-gather cuts each GPU's M / P rows in C pieces, the reduce-scatter each GPU's M / P rows
+/// of the output likewise.
+pub fn check(
+    op: TpOp,
+    shape: GemmShape,
+    world: usize,
+    patterns: &[TpPattern],
+) -> Result<(usize, usize), KernelError> {
+    let (rows, cut) = split(op, shape, world)?;
+    for pat in patterns {
+        if let TpPattern::Chunked(c) = pat {
+            if !rows.is_multiple_of(*c) {
+                return Err(KernelError::Invalid(format!(
+                    "{shape}, chunked:{c}: the {rows} rows per GPU do not split in {c} pieces"
+                )));
+            }
+        }
+    }
+    Ok((rows, cut))
+}
+
+fn nccl_err(what: &'static str) -> impl Fn(nccl::NcclError) -> KernelError {
+    move |e| KernelError::Cuda(format!("{what}: {e:?}"))
+}
+
+/// The 16-bit NCCL type of `dtype`.
+fn nccl_half(dtype: augur_features::attention::Dtype) -> nccl_sys::ncclDataType_t {
+    match dtype {
+        augur_features::attention::Dtype::Bf16 => nccl_sys::ncclDataType_t::ncclBfloat16,
+        _ => nccl_sys::ncclDataType_t::ncclFloat16,
+    }
+}
+
+fn ptr<T>(s: &CudaSlice<T>, st: &CudaStream) -> u64 {
+    s.device_ptr(st).0
+}
+
+/// One GPU of the group: its GEMM (context, compute stream), a communication stream, its
+/// communicator and one value for barriers.
+pub(super) struct Gpu {
+    rank: usize,
+    world: usize,
+    g: CudaGemm,
+    comm_stream: Arc<CudaStream>,
+    comm: NcclComm,
+    tick: CudaSlice<f32>,
+}
+
+impl Gpu {
+    fn stream(&self) -> Arc<CudaStream> {
+        self.g.stream.clone()
+    }
+
+    /// The compute stream waits for the communication stream's work so far.
+    fn join(&self) -> Result<(), KernelError> {
+        self.g.stream.join(&self.comm_stream).map_err(drv("join"))
+    }
+
+    /// Every GPU idle and past the same point.
+    fn barrier(&self) -> Result<(), KernelError> {
+        let s = self.stream();
+        let t = ptr(&self.tick, &s);
+        // SAFETY: `tick` holds one f32 on this GPU; every GPU enqueues it alike.
+        unsafe {
+            nccl::all_reduce(
+                t as *const c_void,
+                t as *mut c_void,
+                1,
+                nccl_sys::ncclDataType_t::ncclFloat32,
+                nccl_sys::ncclRedOp_t::ncclSum,
+                self.comm.0,
+                s.cu_stream() as nccl_sys::cudaStream_t,
+            )
+        }
+        .map_err(nccl_err("ncclAllReduce"))?;
+        s.synchronize().map_err(drv("synchronize"))
+    }
+
+    fn event(&self, timing: bool) -> Result<cudarc::driver::CudaEvent, KernelError> {
+        use cudarc::driver::sys::CUevent_flags;
+        let flags = if timing {
+            CUevent_flags::CU_EVENT_DEFAULT
+        } else {
+            CUevent_flags::CU_EVENT_DISABLE_TIMING
+        };
+        self.g
+            .ctx
+            .new_event(Some(flags))
+            .map_err(drv("cuEventCreate"))
+    }
+
+    /// Seconds per call of `enqueue` (which leaves all its work on the compute stream's
+    /// order): `warmup` calls, then `samples` times a barrier and `batch` calls between two
+    /// events; the median. Every GPU must make the same calls.
+    fn time(
+        &self,
+        warmup: usize,
+        batch: usize,
+        samples: usize,
+        mut enqueue: impl FnMut() -> Result<(), KernelError>,
+    ) -> Result<f64, KernelError> {
+        for _ in 0..warmup {
+            enqueue()?;
+        }
+        let s = self.stream();
+        let (e0, e1) = (self.event(true)?, self.event(true)?);
+        let mut times = Vec::with_capacity(samples.max(1));
+        for _ in 0..samples.max(1) {
+            self.barrier()?;
+            e0.record(&s).map_err(drv("record"))?;
+            for _ in 0..batch.max(1) {
+                enqueue()?;
+            }
+            e1.record(&s).map_err(drv("record"))?;
+            e1.synchronize().map_err(drv("synchronize"))?;
+            let ms = e0.elapsed_ms(&e1).map_err(drv("cuEventElapsedTime"))?;
+            times.push(ms as f64 / 1e3 / batch.max(1) as f64);
+        }
+        Ok(crate::median(times))
+    }
+}
+
+/// One GPU's (check, seconds per call) per pattern.
+type GpuResults = Vec<(Option<f64>, f64)>;
+
+/// On every GPU of `ordinals`, its own thread: `setup(rank, gemm)` (buffers and plans, before
+/// any communicator: a GPU that fails there stops the others), then the communicators, then
+/// `body(gpu, state)`; the patterns' results merged over the GPUs (worst check, slowest time).
+fn run_group<S>(
+    ordinals: &[usize],
+    patterns: &[TpPattern],
+    setup: impl Fn(usize, &CudaGemm) -> Result<S, KernelError> + Sync,
+    body: impl Fn(&Gpu, &mut S) -> Result<GpuResults, KernelError> + Sync,
+) -> Result<Vec<TpResult>, KernelError> {
+    let world = ordinals.len();
+    // SAFETY: a query of the loader before any NCCL call.
+    if !unsafe { nccl_sys::is_culib_present() } {
+        return Err(KernelError::NotAvailable {
+            backend: "nccl".into(),
+            why: "libnccl could not be loaded".into(),
+        });
+    }
+    let id = nccl::get_uniqueid().map_err(nccl_err("ncclGetUniqueId"))?;
+    let failed = AtomicBool::new(false);
+    let barrier = Barrier::new(world);
+    let per_gpu: Vec<Result<GpuResults, KernelError>> = std::thread::scope(|sc| {
+        let handles: Vec<_> = ordinals
+            .iter()
+            .enumerate()
+            .map(|(rank, &ordinal)| {
+                let (failed, barrier, setup, body) = (&failed, &barrier, &setup, &body);
+                sc.spawn(move || -> Result<GpuResults, KernelError> {
+                    let ready = CudaGemm::new(ordinal).and_then(|g| {
+                        g.ctx.bind_to_thread().map_err(drv("cuCtxSetCurrent"))?;
+                        let comm_stream = g.ctx.new_stream().map_err(drv("cuStreamCreate"))?;
+                        let tick = g.stream.alloc_zeros::<f32>(1).map_err(drv("alloc"))?;
+                        let state = setup(rank, &g)?;
+                        g.stream.synchronize().map_err(drv("synchronize"))?;
+                        Ok((g, comm_stream, tick, state))
+                    });
+                    if ready.is_err() {
+                        failed.store(true, Ordering::SeqCst);
+                    }
+                    barrier.wait();
+                    let (g, comm_stream, tick, mut state) = ready?;
+                    if failed.load(Ordering::SeqCst) {
+                        return Err(KernelError::Invalid("another GPU failed to set up".into()));
+                    }
+                    g.ctx.bind_to_thread().map_err(drv("cuCtxSetCurrent"))?;
+                    let mut c = std::ptr::null_mut();
+                    // SAFETY: every GPU's thread calls this with the same id and world size.
+                    unsafe { nccl::comm_init_rank(&mut c, world as i32, id, rank as i32) }
+                        .map_err(nccl_err("ncclCommInitRank"))?;
+                    let gpu = Gpu {
+                        rank,
+                        world,
+                        g,
+                        comm_stream,
+                        comm: NcclComm(c),
+                        tick,
+                    };
+                    body(&gpu, &mut state)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(KernelError::Cuda("a GPU's thread panicked".into())))
+            })
+            .collect()
+    });
+    let per_gpu = per_gpu.into_iter().collect::<Result<Vec<_>, _>>()?;
+    Ok(patterns
+        .iter()
+        .enumerate()
+        .map(|(i, &pattern)| TpResult {
+            pattern,
+            max_err: per_gpu
+                .iter()
+                .map(|g| g[i].0)
+                .try_fold(0.0f64, |w, e| e.map(|e| w.max(e))),
+            per_call_s: per_gpu.iter().map(|g| g[i].1).fold(0.0, f64::max),
+        })
+        .collect())
+}
+
+/// The pieces of every chunked pattern in `patterns`.
+fn pieces_of(patterns: &[TpPattern]) -> Vec<usize> {
+    let mut v: Vec<usize> = patterns
+        .iter()
+        .filter_map(|q| match q {
+            TpPattern::Chunked(c) => Some(*c),
+            _ => None,
+        })
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_parse_and_shapes_split() {
+        for s in ["gemm", "comm", "bulk", "chunked:4"] {
+            assert_eq!(TpPattern::parse(s).unwrap().name(), s);
+        }
+        for bad in ["chunked:0", "chunked:x", "fused"] {
+            let e = TpPattern::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains("chunked:C"), "{e}");
+        }
+        let s = GemmShape {
+            m: 4096,
+            n: 6144,
+            k: 4096,
+        };
+        assert_eq!(split(TpOp::AllGatherGemm, s, 4).unwrap(), (1024, 1536));
+        assert_eq!(split(TpOp::GemmReduceScatter, s, 4).unwrap(), (1024, 1024));
+        let odd = GemmShape { n: 6144 + 8, ..s };
+        let e = split(TpOp::AllGatherGemm, odd, 4).unwrap_err().to_string();
+        assert!(e.contains("M and N must split evenly"), "{e}");
+        assert!(split(TpOp::GemmReduceScatter, odd, 4).is_ok());
+        let e = check(TpOp::AllGatherGemm, s, 4, &[TpPattern::Chunked(3)])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("1024 rows per GPU do not split in 3"), "{e}");
+        assert_eq!(
+            pieces_of(&[
+                TpPattern::Chunked(4),
+                TpPattern::Bulk,
+                TpPattern::Chunked(2)
+            ]),
+            vec![2, 4]
+        );
+    }
+}
