@@ -168,8 +168,8 @@ fn ptr<T>(s: &CudaSlice<T>, st: &CudaStream) -> u64 {
     s.device_ptr(st).0
 }
 
-/// One GPU of the group: its GEMM (context, compute stream), a communication stream, its
-/// communicator and one value for barriers.
+/// One GPU of the group: its GEMM (context, compute stream), a communication stream (of the
+/// GPU's highest priority), its communicator and one value for barriers.
 pub(super) struct Gpu {
     rank: usize,
     world: usize,
@@ -285,7 +285,14 @@ fn run_group<S>(
                 sc.spawn(move || -> Result<GpuResults, KernelError> {
                     let ready = CudaGemm::new(ordinal).and_then(|g| {
                         g.ctx.bind_to_thread().map_err(drv("cuCtxSetCurrent"))?;
-                        let comm_stream = g.ctx.new_stream().map_err(drv("cuStreamCreate"))?;
+                        // The GPU's highest priority: the collective's blocks go ahead of
+                        // a GEMM's waiting blocks as SMs free up (as the SpMV halo's do).
+                        let (_, top) = cudarc::driver::result::stream::get_priority_range()
+                            .map_err(drv("cuCtxGetStreamPriorityRange"))?;
+                        let comm_stream = g
+                            .ctx
+                            .new_stream_with_priority(top)
+                            .map_err(drv("cuStreamCreate"))?;
                         let tick = g.stream.alloc_zeros::<f32>(1).map_err(drv("alloc"))?;
                         let state = setup(rank, &g)?;
                         g.stream.synchronize().map_err(drv("synchronize"))?;
