@@ -97,20 +97,27 @@ pub(super) fn worker<T: GpuScalar + NcclType>(
                         .map_err(nccl_err("ncclCommInitRank"))
                 }
             };
-            match r {
-                Ok(c) => Some(c),
-                Err(e) => {
-                    let _ = setup_tx.send((rank, Err(e)));
-                    return;
-                }
-            }
+            Some(r)
         }
     };
-    let comms = match comm {
-        Some((c, j)) => (Some(c), j),
-        None => (None, None),
+    // Every worker reaches the second barrier once, with its set-up done or failed: the
+    // warm-up exchange after it waits in NCCL for every rank of this process.
+    let shard = match comm {
+        Some(Err(e)) => Err(e),
+        Some(Ok((c, j))) => Shard::new(&mut ctx, &parts, &backend, (Some(c), j)),
+        None => Shard::new(&mut ctx, &parts, &backend, (None, None)),
     };
-    let shard = Shard::new(&mut ctx, &parts, &backend, comms);
+    if shard.is_err() {
+        ctx.failed.store(true, Ordering::SeqCst);
+    }
+    ctx.barrier.wait();
+    let shard = shard.and_then(|s| {
+        if ctx.failed.load(Ordering::SeqCst) {
+            Err(AugurError::Invalid("another GPU failed to set up".into()))
+        } else {
+            Ok(s)
+        }
+    });
     let rows_of = |c: usize| match &parts {
         Parts::Halo(_) => ctx.layout.pieces[0][rank].clone(),
         Parts::Chunks(_) => ctx.layout.pieces[c][rank].clone(),
