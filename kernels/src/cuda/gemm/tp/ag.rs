@@ -7,11 +7,12 @@
 //!   piece, owners in order) on the communication stream, an event after each; the compute
 //!   stream multiplies its own rows first, then each piece once its event has fired.
 
-use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DevicePtrMut};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtrMut};
 use cudarc::nccl::{result as nccl, sys as nccl_sys};
 use std::ffi::c_void;
 
-use super::{check, nccl_err, pieces_of, ptr, run_group, Gpu, TpOp, TpPattern, TpResult};
+use super::{check, nccl_err, piece_plans, pieces_of, plan_for, ptr, run_group, Gpu, PiecePlans};
+use super::{TpOp, TpPattern, TpResult};
 use crate::cuda::gemm::lt_plan::LtPlan;
 use crate::cuda::gemm::{drv, CudaGemm};
 use crate::gemm::{check_rows, from_half_bits, reference_rows, to_half_bits};
@@ -29,8 +30,8 @@ struct Ag {
     n_r: usize,
     k: usize,
     full: LtPlan,
-    /// (pieces, the plan for rows / pieces rows, an event per (owner, piece)).
-    pieces: Vec<(usize, LtPlan, Vec<CudaEvent>)>,
+    /// Per count of pieces: the plan for rows / pieces rows, an event per (owner, piece).
+    pieces: PiecePlans,
 }
 
 impl Ag {
@@ -69,10 +70,7 @@ impl Ag {
                 unsafe { self.full.run_on(a, b, c, &s) }
             }
             TpPattern::Chunked(pieces) => {
-                let (_, plan, events) =
-                    self.pieces.iter().find(|p| p.0 == pieces).ok_or_else(|| {
-                        KernelError::Invalid(format!("no plan for {pieces} pieces"))
-                    })?;
+                let (plan, events) = plan_for(&self.pieces, pieces)?;
                 let piece = self.rows / pieces;
                 // The broadcasts overwrite rows the last call's GEMMs read.
                 cs.join(&s).map_err(drv("join"))?;
@@ -168,23 +166,17 @@ pub fn all_gather_gemm(
             .map_err(drv("upload"))?;
         let c = s.alloc_zeros::<u16>(m * n_r).map_err(drv("alloc"))?;
         let full = LtPlan::for_shape(s, GemmShape { m, n: n_r, k }, p.dtype)?;
-        let mut plans = Vec::new();
-        for &c in &pieces {
-            let plan = LtPlan::for_shape(
-                s,
-                GemmShape {
-                    m: rows / c,
-                    n: n_r,
-                    k,
-                },
-                p.dtype,
-            )?;
-            let flags = cudarc::driver::sys::CUevent_flags::CU_EVENT_DISABLE_TIMING;
-            let events = (0..world * c)
-                .map(|_| g.ctx.new_event(Some(flags)).map_err(drv("cuEventCreate")))
-                .collect::<Result<Vec<_>, _>>()?;
-            plans.push((c, plan, events));
-        }
+        let plans = piece_plans(
+            g,
+            &pieces,
+            p.dtype,
+            |c| GemmShape {
+                m: rows / c,
+                n: n_r,
+                k,
+            },
+            |c| world * c,
+        )?;
         Ok(Ag {
             a,
             b,

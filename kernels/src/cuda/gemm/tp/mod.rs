@@ -346,6 +346,46 @@ fn run_group<S>(
         .collect())
 }
 
+/// The plans of the chunked patterns: per count of pieces `c` in `pieces`, cuBLASLt's plan for
+/// `shape_of(c)` and `events_of(c)` events (no timing) to order a piece's GEMM and collective.
+type PiecePlans = Vec<(
+    usize,
+    super::lt_plan::LtPlan,
+    Vec<cudarc::driver::CudaEvent>,
+)>;
+
+fn piece_plans(
+    g: &CudaGemm,
+    pieces: &[usize],
+    dtype: augur_features::attention::Dtype,
+    shape_of: impl Fn(usize) -> GemmShape,
+    events_of: impl Fn(usize) -> usize,
+) -> Result<PiecePlans, KernelError> {
+    let flags = cudarc::driver::sys::CUevent_flags::CU_EVENT_DISABLE_TIMING;
+    pieces
+        .iter()
+        .map(|&c| {
+            let plan = super::lt_plan::LtPlan::for_shape(&g.stream, shape_of(c), dtype)?;
+            let events = (0..events_of(c))
+                .map(|_| g.ctx.new_event(Some(flags)).map_err(drv("cuEventCreate")))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((c, plan, events))
+        })
+        .collect()
+}
+
+/// The plan and events for `pieces` pieces.
+fn plan_for(
+    plans: &PiecePlans,
+    pieces: usize,
+) -> Result<(&super::lt_plan::LtPlan, &[cudarc::driver::CudaEvent]), KernelError> {
+    plans
+        .iter()
+        .find(|p| p.0 == pieces)
+        .map(|p| (&p.1, &p.2[..]))
+        .ok_or_else(|| KernelError::Invalid(format!("no plan for {pieces} pieces")))
+}
+
 /// The pieces of every chunked pattern in `patterns`.
 fn pieces_of(patterns: &[TpPattern]) -> Vec<usize> {
     let mut v: Vec<usize> = patterns

@@ -14,12 +14,12 @@
 //! rounded once, each of the reduction's P - 1 additions once); NaN (a row that never arrived,
 //! poisoned) fails.
 
-use cudarc::driver::{CudaEvent, CudaSlice, DevicePtrMut};
+use cudarc::driver::{CudaSlice, DevicePtrMut};
 use cudarc::nccl::{result as nccl, sys as nccl_sys};
 use std::ffi::c_void;
 
-use super::TpResult;
-use super::{check, nccl_err, nccl_half, pieces_of, ptr, run_group, Gpu, TpOp, TpPattern};
+use super::{check, nccl_err, nccl_half, piece_plans, pieces_of, plan_for, ptr, run_group};
+use super::{Gpu, PiecePlans, TpOp, TpPattern, TpResult};
 use crate::cuda::gemm::lt_plan::LtPlan;
 use crate::cuda::gemm::{drv, CudaGemm};
 use crate::gemm::{from_half_bits, reference_rows, rounding_bound, to_half_bits};
@@ -39,8 +39,8 @@ struct Rs {
     n: usize,
     kp: usize,
     full: LtPlan,
-    /// (pieces, the plan for rows / pieces rows, an event per piece).
-    pieces: Vec<(usize, LtPlan, Vec<CudaEvent>)>,
+    /// Per count of pieces: the plan for rows / pieces rows, an event per piece.
+    pieces: PiecePlans,
 }
 
 impl Rs {
@@ -93,10 +93,7 @@ impl Rs {
                 self.reduce_scatter(gpu, part, out, count, &s, dtype)
             }
             TpPattern::Chunked(pieces) => {
-                let (_, plan, events) =
-                    self.pieces.iter().find(|p| p.0 == pieces).ok_or_else(|| {
-                        KernelError::Invalid(format!("no plan for {pieces} pieces"))
-                    })?;
+                let (plan, events) = plan_for(&self.pieces, pieces)?;
                 let piece = self.rows / pieces;
                 for (j, ev) in events.iter().enumerate() {
                     for q in 0..gpu.world {
@@ -192,20 +189,17 @@ pub fn gemm_reduce_scatter(
         let part = s.alloc_zeros::<u16>(m * n).map_err(drv("alloc"))?;
         let out = s.alloc_zeros::<u16>(rows * n).map_err(drv("alloc"))?;
         let full = LtPlan::for_shape(s, GemmShape { m, n, k: kp }, p.dtype)?;
-        let mut plans = Vec::new();
-        for &c in &pieces {
-            let shape = GemmShape {
+        let plans = piece_plans(
+            g,
+            &pieces,
+            p.dtype,
+            |c| GemmShape {
                 m: rows / c,
                 n,
                 k: kp,
-            };
-            let plan = LtPlan::for_shape(s, shape, p.dtype)?;
-            let flags = cudarc::driver::sys::CUevent_flags::CU_EVENT_DISABLE_TIMING;
-            let events = (0..c)
-                .map(|_| g.ctx.new_event(Some(flags)).map_err(drv("cuEventCreate")))
-                .collect::<Result<Vec<_>, _>>()?;
-            plans.push((c, plan, events));
-        }
+            },
+            |c| c,
+        )?;
         Ok(Rs {
             a,
             b,
