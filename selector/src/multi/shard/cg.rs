@@ -33,7 +33,8 @@ struct Vectors<T> {
 
 /// Where an iteration's time goes, when `AUGUR_CG_PHASES` is set (a diagnostic): an event on
 /// the compute stream after each phase of every iteration, and the host's clock when each phase
-/// was enqueued; printed per rank on stderr at the end (mean microseconds per iteration).
+/// was enqueued; printed per rank on stderr at the end (per phase: the mean, median and first
+/// of its times, in microseconds).
 struct Phases {
     marks: Vec<(usize, cudarc::driver::CudaEvent, std::time::Instant)>,
 }
@@ -71,7 +72,7 @@ impl Phases {
         Ok(())
     }
 
-    /// After the stream is idle: mean GPU and host time per phase.
+    /// After the stream is idle: the GPU's and the host's times per phase.
     fn report(self, rank: usize) -> Result<(), AugurError> {
         let mut gpu = vec![Vec::new(); PHASES.len()];
         let mut host = vec![Vec::new(); PHASES.len()];
