@@ -448,16 +448,10 @@ fn run_distributed<T: GpuScalar + NcclType>(
             rows: m.rows(),
             cols: m.cols(),
             nnz: m.nnz(),
-            own_rows: a.check.then(|| {
-                // Rebased: an owned copy of a row slice keeps the slice's offset in sprs.
-                let v = m.slice_outer(own.clone());
-                Csr::new(
-                    v.shape(),
-                    v.indptr().to_proper().into_owned(),
-                    v.indices().to_vec(),
-                    v.data().to_vec(),
-                )
-            }),
+            own_rows: a
+                .check
+                .then(|| augur::multi::shard(&m, own.clone()))
+                .transpose()?,
             own,
         };
         (mg, share)

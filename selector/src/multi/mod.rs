@@ -67,8 +67,7 @@ use cut::Cut;
 use gather::choose_gather;
 pub use gather::{gather_choice, GatherChoice, GatherMode, HALO_MIN_BYTES, HALO_SHARE};
 pub use halo::{halo_plan, halo_plan_of, HaloShard, HaloTraffic};
-use partition::shard;
-pub use partition::{partition_rows, shard_traffic, ShardTraffic, MAX_SHARDS};
+pub use partition::{partition_rows, shard, shard_traffic, ShardTraffic, MAX_SHARDS};
 pub use scatter::RankShare;
 use shard::{worker, Parts, WorkerCtx};
 

@@ -87,8 +87,9 @@ pub(super) fn traffic_of<T: Sync>(a: &Csr<T>, bounds: &[usize]) -> Vec<ShardTraf
         .collect()
 }
 
-/// Rows `r` of `a` as a matrix of their own (all columns).
-pub(super) fn shard<T: GpuScalar>(a: &Csr<T>, r: Range<usize>) -> Result<Csr<T>, AugurError> {
+/// Rows `r` of `a` as a matrix of their own (all columns; its row pointers from 0, where an
+/// owned copy of a sprs row slice would keep the slice's offset).
+pub fn shard<T: GpuScalar>(a: &Csr<T>, r: Range<usize>) -> Result<Csr<T>, AugurError> {
     let ptr = a.indptr();
     let ptr = ptr.raw_storage();
     let (s, e) = (ptr[r.start] as usize, ptr[r.end] as usize);
