@@ -680,26 +680,9 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
                 Ok(Reply::Done)
             }
             Cmd::Barrier => {
-                if let Some(comm) = self.comm.as_ref() {
-                    let cs = &self.comm_stream;
-                    cs.join(&self.compute).map_err(cuda_err)?;
-                    let raw = cs.cu_stream() as nccl_sys::cudaStream_t;
-                    let at = addr(&self.tick, cs);
-                    // SAFETY: `tick` holds one T on this GPU; every rank enqueues it alike.
-                    unsafe {
-                        nccl::all_reduce(
-                            at as *const c_void,
-                            at as *mut c_void,
-                            1,
-                            T::as_nccl_type(),
-                            nccl_sys::ncclRedOp_t::ncclSum,
-                            comm.0,
-                            raw,
-                        )
-                    }
-                    .map_err(nccl_err("ncclAllReduce"))?;
-                    self.settle("the barrier")?;
-                    self.compute.join(&self.comm_stream).map_err(cuda_err)?;
+                if let Some(c) = self.comm.as_ref().map(|c| c.0) {
+                    let at = addr(&self.tick, &self.comm_stream);
+                    self.sum_in_place(c, at, 1, "the barrier")?;
                 }
                 self.wait()?;
                 Ok(Reply::Done)
@@ -870,6 +853,36 @@ impl<T: GpuScalar + NcclType> Shard<'_, T> {
                 std::thread::sleep(Duration::from_micros(50));
             }
         }
+    }
+
+    /// Sum `count` values of T at `at` (this GPU's memory) over every rank through `comm`, in
+    /// place, in order with the compute stream. It runs on the communication stream, with the
+    /// exchanges: each communicator is used on one stream.
+    pub(super) fn sum_in_place(
+        &self,
+        comm: nccl_sys::ncclComm_t,
+        at: u64,
+        count: usize,
+        what: &str,
+    ) -> Result<(), AugurError> {
+        let cs = &self.comm_stream;
+        cs.join(&self.compute).map_err(cuda_err)?;
+        // SAFETY: `at` holds `count` values of T on this GPU; every rank enqueues the same sums
+        // in the same order.
+        unsafe {
+            nccl::all_reduce(
+                at as *const c_void,
+                at as *mut c_void,
+                count,
+                T::as_nccl_type(),
+                nccl_sys::ncclRedOp_t::ncclSum,
+                comm,
+                cs.cu_stream() as nccl_sys::cudaStream_t,
+            )
+        }
+        .map_err(nccl_err("ncclAllReduce"))?;
+        settle(self.process.as_ref(), comm, what)?;
+        self.compute.join(cs).map_err(cuda_err)
     }
 
     /// Across processes, after an NCCL call of this shard's communicator.

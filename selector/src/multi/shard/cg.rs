@@ -18,7 +18,6 @@ use augur_kernels::cuda::vector::{CgScalars, VectorKernels, DOT_BLOCKS};
 use augur_kernels::cuda::{comm::NcclComm, GpuScalar};
 use cudarc::driver::CudaSlice;
 use cudarc::nccl::{result as nccl, sys as nccl_sys, NcclType};
-use std::ffi::c_void;
 
 /// A CG run's device vectors on one GPU (its rows).
 struct Vectors<T> {
@@ -129,37 +128,18 @@ impl<T: GpuScalar + NcclType> Shard<'_, T> {
         Ok(self.comm.as_ref().or(self.cg_comm.as_ref()).map(|c| c.0))
     }
 
-    /// Sum `count` device scalars at `at` over every GPU, in place, in order with the compute
-    /// stream. The all-reduce runs on the communication stream, with the exchanges: each
-    /// communicator is used on one stream.
+    /// Sum `count` device scalars at `at` over every GPU ([`Shard::sum_in_place`]); nothing
+    /// on one GPU.
     fn sum_over_gpus(
         &self,
         comm: Option<nccl_sys::ncclComm_t>,
         at: u64,
         count: usize,
     ) -> Result<(), AugurError> {
-        let Some(comm) = comm else {
-            return Ok(());
-        };
-        let cs = &self.comm_stream;
-        cs.join(&self.compute).map_err(cuda_err)?;
-        let raw = cs.cu_stream() as nccl_sys::cudaStream_t;
-        // SAFETY: `at` holds `count` values of T on this GPU; every rank enqueues the same sums
-        // in the same order.
-        unsafe {
-            nccl::all_reduce(
-                at as *const c_void,
-                at as *mut c_void,
-                count,
-                T::as_nccl_type(),
-                nccl_sys::ncclRedOp_t::ncclSum,
-                comm,
-                raw,
-            )
+        match comm {
+            Some(c) => self.sum_in_place(c, at, count, "CG's sums"),
+            None => Ok(()),
         }
-        .map_err(nccl_err("ncclAllReduce"))?;
-        super::settle(self.process.as_ref(), comm, "CG's sums")?;
-        self.compute.join(cs).map_err(cuda_err)
     }
 
     /// Where p (this shard's rows) is, and where the next p goes: in place in the halo mode;
