@@ -430,15 +430,27 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
     /// The halo mode's product: on the communication stream the exchange, then the remote
     /// block's product; on the compute stream the local block's product meanwhile; then the
     /// remote products added into y (without `exchange`: the halo as it is, for profiles).
-    fn halo_products(&mut self, exchange: bool) -> Result<(), AugurError> {
-        if exchange && self.comm.is_some() {
+    ///
+    /// `mark(step)` is called after the exchange (0) and the local product (1) are enqueued,
+    /// when there is an exchange (CG's phase timing, `AUGUR_CG_PHASES`).
+    fn halo_products(
+        &mut self,
+        exchange: bool,
+        mark: &mut dyn FnMut(usize) -> Result<(), AugurError>,
+    ) -> Result<(), AugurError> {
+        let exchanged = exchange && self.comm.is_some();
+        if exchanged {
             self.halo_exchange()?;
+            mark(0)?;
         } else {
             // Ordered after the compute stream's work all the same (the remote plan's y and
             // the halo are read there by the last scatter).
             self.comm_stream.join(&self.compute).map_err(cuda_err)?;
         }
         self.plans[0].launch_from_cuda(&self.x)?;
+        if exchanged {
+            mark(1)?;
+        }
         let h = self.halo.as_mut().expect("the halo mode");
         if h.remote_product()?.is_some() {
             self.compute.join(&self.comm_stream).map_err(cuda_err)?;
@@ -590,7 +602,7 @@ impl<'a, T: GpuScalar + NcclType> Shard<'a, T> {
     /// communication stream after its product, overlapping chunk c + 1's product.
     fn products(&mut self, gather: bool) -> Result<(), AugurError> {
         if self.halo.is_some() {
-            return self.halo_products(gather);
+            return self.halo_products(gather, &mut |_| Ok(()));
         }
         for c in 0..self.plans.len() {
             self.plans[c].launch_from_cuda(&self.x)?;

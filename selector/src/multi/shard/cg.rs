@@ -265,18 +265,8 @@ impl<T: GpuScalar + NcclType> Shard<'_, T> {
             // The halo mode exchanges p before its product; the all-gather modes exchanged it
             // after cg_p (publish_p).
             let exchange_first = self.halo.is_some();
-            if phases.is_some() && self.halo.is_some() && self.comm.is_some() {
-                // halo_products, a mark after each step.
-                self.halo_exchange()?;
-                Phases::mark(&mut phases, 0, &s)?;
-                self.plans[0].launch_from_cuda(&self.x)?;
-                Phases::mark(&mut phases, 1, &s)?;
-                let h = self.halo.as_mut().expect("the halo mode");
-                if h.remote_product()?.is_some() {
-                    self.compute.join(&self.comm_stream).map_err(cuda_err)?;
-                }
-                let y = cuda_y(&mut self.plans[0]);
-                h.scatter(&self.compute, y)?;
+            if self.halo.is_some() {
+                self.halo_products(exchange_first, &mut |i| Phases::mark(&mut phases, i, &s))?;
             } else {
                 self.products(exchange_first)?;
             }
