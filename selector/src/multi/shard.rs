@@ -870,7 +870,7 @@ impl<T: GpuScalar + NcclType> Shard<'_, T> {
     /// Sum `count` values of T at `at` (this GPU's memory) over every rank through `comm`, in
     /// place, in order with the compute stream. It runs on the communication stream, with the
     /// exchanges: each communicator is used on one stream.
-    pub(super) fn sum_in_place(
+    fn sum_in_place(
         &self,
         comm: nccl_sys::ncclComm_t,
         at: u64,
