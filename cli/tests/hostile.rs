@@ -409,4 +409,29 @@ fn overlap_names_bad_kernels_and_block_counts_before_any_gpu() {
     ]);
     assert!(!o.status.success());
     assert!(err(&o).contains("split evenly"), "{}", err(&o));
+    // The copy engines' patterns: pieces at most 64 for a push, back to back only on 2 GPUs.
+    let o = augur(&["overlap", "tp", "--patterns", "push:128", "1024,64,64"]);
+    assert!(!o.status.success());
+    assert!(
+        err(&o).contains("push:128: at most 64 pieces"),
+        "{}",
+        err(&o)
+    );
+    let o = augur(&[
+        "overlap",
+        "tp",
+        "--gpus",
+        "4",
+        "--batch",
+        "10",
+        "--patterns",
+        "pull:1",
+        "512,64,64",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        err(&o).contains("--batch 10 with the copy engines"),
+        "{}",
+        err(&o)
+    );
 }

@@ -38,8 +38,12 @@ pub enum OverlapCommand {
     /// GEMM + reduce-scatter (row-parallel: A and B cut along K, the sum's rows scattered).
     /// Patterns `bulk` (NCCL's collective and cuBLASLt one after the other) and `chunked:C` (the
     /// work in C pieces per GPU, the collective of one piece on a second stream while cuBLASLt
-    /// works on another), with the GEMM alone and the collective alone (`gemm`, `comm`; max of
-    /// the two: the perfect overlap). Each pattern checked on sampled rows, what has not arrived
+    /// works on another); for the all-gather also `pull:C` (each GPU pulls its peers' rows with
+    /// the copy engines, C pieces per peer, multiplying each piece once it has arrived: no SMs
+    /// taken from the GEMM), `pull-bulk` (the pulls, then one GEMM) and `push:C` (each GPU
+    /// writes its rows into its peers' buffers, an arrival flag after each piece that the
+    /// peer's GEMM of it waits for); with the GEMM alone and
+    /// the collective alone (`gemm`, `comm`; max of the two: the perfect overlap). Each pattern checked on sampled rows, what has not arrived
     /// poisoned; CSV on stdout (microseconds per call, the slowest GPU's median; the gain over
     /// bulk and the share of the perfect overlap's gain). Exits non-zero on a failed check.
     Tp(TpArgs),
@@ -63,19 +67,22 @@ pub struct TpArgs {
         default_value = "all-gather,reduce-scatter"
     )]
     ops: Vec<TpOpArg>,
-    /// Patterns in the order run (the same on every GPU), comma-separated.
+    /// Patterns in the order run (the same on every GPU), comma-separated; each operation runs
+    /// those that apply to it.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "gemm,comm,bulk,chunked:1,chunked:2,chunked:4"
+        default_value = "gemm,comm,bulk,chunked:1,chunked:2,chunked:4,pull-bulk,pull:1,pull:2,pull:4,push:1,push:2,push:4"
     )]
     patterns: Vec<String>,
     #[arg(long, value_enum, default_value = "bf16")]
     dtype: GemmDtype,
-    /// Calls per timed sample (back to back, between two events, after a barrier).
-    #[arg(long, default_value_t = 10)]
+    /// Calls per timed sample (back to back, between two events, after a barrier). 1: each
+    /// call timed from a barrier, as a layer whose input has just arrived everywhere (the
+    /// copy engines' patterns need it on more than 2 GPUs).
+    #[arg(long, default_value_t = 1)]
     batch: usize,
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 15)]
     samples: usize,
     #[arg(long, default_value_t = 3)]
     warmup: usize,
@@ -395,10 +402,23 @@ fn tp(a: TpArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--gpus: at least 1");
     }
     // Everything that can be wrong with the arguments is said before looking for GPUs.
+    // Each operation runs the patterns that apply to it (the pulls: the all-gather's).
+    let of = |op: TpOp| -> Vec<TpPattern> {
+        patterns.iter().copied().filter(|p| p.applies(op)).collect()
+    };
     for &op in &ops {
         for &shape in &shapes {
-            check(op, shape, a.gpus, &patterns)?;
+            check(op, shape, a.gpus, &of(op))?;
         }
+    }
+    if a.gpus > 2 && a.batch > 1 && patterns.iter().any(|p| p.copies()) {
+        anyhow::bail!(
+            "--batch {} with the copy engines' patterns on {} GPUs: these hung back to back on 4 \
+             H200s (calls queued without a barrier between them); run them with --batch 1 (each \
+             call timed from a barrier)",
+            a.batch,
+            a.gpus
+        );
     }
     let present = augur_kernels::cuda::available().map_err(super::gpu_only("augur overlap tp"))?;
     if a.gpus > present {
@@ -425,7 +445,7 @@ fn tp(a: TpArgs) -> anyhow::Result<ExitCode> {
             let res = match op {
                 TpOp::AllGatherGemm => all_gather_gemm,
                 TpOp::GemmReduceScatter => gemm_reduce_scatter,
-            }(&ordinals, &p, &patterns, a.warmup, a.batch, a.samples)?;
+            }(&ordinals, &p, &of(op), a.warmup, a.batch, a.samples)?;
             let time = |q: TpPattern| res.iter().find(|r| r.pattern == q).map(|r| r.per_call_s);
             let bulk = time(TpPattern::Bulk);
             // The perfect overlap: max(GEMM alone, collective alone).

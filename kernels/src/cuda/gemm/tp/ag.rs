@@ -6,13 +6,34 @@
 //! - `chunked:C`: every GPU's rows cut in C pieces, each broadcast by its owner (NCCL, piece by
 //!   piece, owners in order) on the communication stream, an event after each; the compute
 //!   stream multiplies its own rows first, then each piece once its event has fired.
+//! - `pull:C`: every GPU pulls its peers' rows into its own buffer with the copy engines
+//!   (`cuMemcpyAsync` between peers, one stream per peer, C pieces per peer, no SMs taken from
+//!   the GEMM), each peer's first piece after that peer's flag says its rows are ready for this
+//!   call; the compute stream multiplies its own rows, then each piece once it has arrived.
+//! - `pull-bulk`: the same pulls in one piece, then one GEMM over all rows.
+//! - `push:C`: the other way: every GPU writes its rows into its peers' buffers (copy engines,
+//!   one stream per peer, C pieces), each piece followed by an arrival flag in the peer's
+//!   memory (`cuStreamWriteValue32`), which the peer's compute stream waits for
+//!   (`cuStreamWaitValue32`) before that piece's GEMM. NVLink writes rather than reads.
+//!
+//! The pulls' ordering, with no host round trip: at the start of a call each GPU writes the
+//! call's number (an epoch, the same on every GPU: they make the same calls) into a flag of
+//! its own in every peer's memory (`cuStreamWriteValue32` on its compute stream, so after
+//! whatever wrote its rows), and a pull stream waits for the peer's flag to reach it
+//! (`cuStreamWaitValue32`, GEQ) before copying; a pull stream first waits for the compute
+//! stream's earlier work (the last call's GEMMs read the rows it overwrites). What it does not
+//! order: a peer overwriting its own rows while others still pull them (a layer's next input
+//! comes after a collective of its own).
 
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtrMut};
+use cudarc::driver::{sys, CudaEvent, CudaSlice, CudaStream, DevicePtrMut};
 use cudarc::nccl::{result as nccl, sys as nccl_sys};
+use std::cell::Cell;
 use std::ffi::c_void;
+use std::sync::Arc;
 
 use super::{check, nccl_err, piece_plans, pieces_of, plan_for, ptr, run_group, Gpu, PiecePlans};
 use super::{TpOp, TpPattern, TpResult};
+use crate::cuda::comm::DeviceBuffer;
 use crate::cuda::gemm::lt_plan::LtPlan;
 use crate::cuda::gemm::{drv, CudaGemm};
 use crate::gemm::{check_rows, from_half_bits, reference_rows, to_half_bits};
@@ -21,8 +42,9 @@ use crate::KernelError;
 
 /// One GPU's buffers and plans.
 struct Ag {
-    /// All of A (M x k); this GPU's rows at `rank * rows`.
-    a: CudaSlice<u16>,
+    /// All of A (M x k); this GPU's rows at `rank * rows`. From cuMemAlloc, not the stream-
+    /// ordered pool, so that peers can read it once peer access is on.
+    a: DeviceBuffer,
     /// This GPU's rows of B (n_r x k) and columns of C (M x n_r).
     b: CudaSlice<u16>,
     c: CudaSlice<u16>,
@@ -32,11 +54,30 @@ struct Ag {
     full: LtPlan,
     /// Per count of pieces: the plan for rows / pieces rows, an event per (owner, piece).
     pieces: PiecePlans,
+    /// The copy engines' streams, one per peer (by rank; None for this GPU).
+    pulls: Vec<Option<Arc<CudaStream>>>,
+    /// One u32 per rank: the last call for which that peer's rows are ready (cuMemAlloc too).
+    flags: DeviceBuffer,
+    /// This GPU's calls of the pull patterns so far.
+    epoch: Cell<u32>,
+}
+
+/// What each GPU publishes to the others: its A (all rows) and its flags.
+const PUBLISHED_A: usize = 0;
+const PUBLISHED_FLAGS: usize = 1;
+
+/// The flags: `world` ready words (one per peer: the last call it has started), then the push
+/// patterns' arrival words, [`MAX_PIECES`] per peer.
+pub const MAX_PIECES: usize = 64;
+
+/// The arrival word of peer `from`'s piece `j` (an index into the flags).
+fn arrival(world: usize, from: usize, j: usize) -> u64 {
+    (world + from * MAX_PIECES + j) as u64
 }
 
 impl Ag {
     fn gather(&self, gpu: &Gpu, st: &CudaStream) -> Result<(), KernelError> {
-        let a = ptr(&self.a, st);
+        let a = self.a.ptr();
         let shard = self.rows * self.k * 2;
         // SAFETY: in place: this GPU's rows of `a` at rank x shard bytes, `a` world x shard
         // bytes; every GPU enqueues the same collectives in the same order.
@@ -54,11 +95,77 @@ impl Ag {
         .map(|_| ())
     }
 
+    /// Enqueue the copies of one call between this GPU and its peers (see the module docs), on
+    /// one copy stream per peer: pulled, every peer's rows into this GPU's A, with
+    /// `events[q * pieces + j]` recorded after peer q's piece j; pushed, this GPU's rows into
+    /// every peer's A, each piece followed by its arrival flag in the peer's memory.
+    fn copies(
+        &self,
+        gpu: &Gpu,
+        pieces: usize,
+        push: bool,
+        events: &[CudaEvent],
+    ) -> Result<(), KernelError> {
+        let e = self.epoch.get().wrapping_add(1);
+        self.epoch.set(e);
+        let (s, me) = (gpu.stream(), gpu.rank);
+        let (a, flags) = (self.a.ptr(), self.flags.ptr());
+        let (shard, bytes) = (self.rows * self.k * 2, self.rows * self.k * 2 / pieces);
+        for q in (0..gpu.world).filter(|&q| q != me) {
+            let theirs = gpu.peers[q][PUBLISHED_FLAGS] + 4 * me as u64;
+            // SAFETY: this GPU's ready word in peer q's flags (peer access on), after everything
+            // before it on this stream (default flags).
+            crate::cuda::check("cuStreamWriteValue32", unsafe {
+                sys::cuStreamWriteValue32_v2(s.cu_stream(), theirs, e, 0)
+            })?;
+        }
+        for i in 1..gpu.world {
+            let q = (me + i) % gpu.world;
+            let ps = self.pulls[q].as_ref().ok_or_else(|| {
+                KernelError::Invalid("a copy pattern run without its set-up".into())
+            })?;
+            ps.join(&s).map_err(drv("join"))?;
+            // SAFETY: peer q's ready word in this GPU's flags; GEQ is wrap-aware.
+            crate::cuda::check("cuStreamWaitValue32", unsafe {
+                sys::cuStreamWaitValue32_v2(
+                    ps.cu_stream(),
+                    flags + 4 * q as u64,
+                    e,
+                    sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
+                )
+            })?;
+            let theirs = gpu.peers[q][PUBLISHED_A];
+            for j in 0..pieces {
+                let (from, to, off) = if push {
+                    (a, theirs, (me * shard + j * bytes) as u64)
+                } else {
+                    (theirs, a, (q * shard + j * bytes) as u64)
+                };
+                // SAFETY: the same byte range of peer q's A and of this GPU's (both M x k
+                // halves, live while the group runs; unified addressing, peer access on).
+                crate::cuda::check("cuMemcpyAsync", unsafe {
+                    sys::cuMemcpyAsync(to + off, from + off, bytes, ps.cu_stream())
+                })?;
+                if push {
+                    let arrived = gpu.peers[q][PUBLISHED_FLAGS] + 4 * arrival(gpu.world, me, j);
+                    // SAFETY: an arrival word in peer q's flags, after the copy (default
+                    // flags: its data visible first).
+                    crate::cuda::check("cuStreamWriteValue32", unsafe {
+                        sys::cuStreamWriteValue32_v2(ps.cu_stream(), arrived, e, 0)
+                    })?;
+                } else {
+                    events[q * pieces + j].record(ps).map_err(drv("record"))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Enqueue one call of `p`, ordered after everything before it on both streams.
     fn enqueue(&self, gpu: &Gpu, p: TpPattern) -> Result<(), KernelError> {
         let s = gpu.stream();
         let cs = &gpu.comm_stream;
-        let (a, b, c) = (ptr(&self.a, &s), ptr(&self.b, &s), ptr(&self.c, &s));
+        let (a, b, c) = (self.a.ptr(), ptr(&self.b, &s), ptr(&self.c, &s));
         let (row, c_row) = ((self.k * 2) as u64, (self.n_r * 2) as u64);
         // SAFETY (every GEMM below): `a` is M x k, `b` n_r x k, `c` M x n_r halves on this GPU;
         // a plan for m rows runs on rows [r0, r0 + m) of `a` and `c`.
@@ -108,7 +215,116 @@ impl Ag {
                 }
                 gpu.join()
             }
+            TpPattern::Pull(pieces) => {
+                let (plan, events) = plan_for(&self.pieces, pieces)?;
+                let piece = self.rows / pieces;
+                self.copies(gpu, pieces, false, events)?;
+                let gemm = |r0: usize| unsafe {
+                    plan.run_on(a + r0 as u64 * row, b, c + r0 as u64 * c_row, &s)
+                };
+                for j in 0..pieces {
+                    gemm(gpu.rank * self.rows + j * piece)?;
+                }
+                // Peers in the order their pulls were queued.
+                for j in 0..pieces {
+                    for i in 1..gpu.world {
+                        let q = (gpu.rank + i) % gpu.world;
+                        s.wait(&events[q * pieces + j]).map_err(drv("wait"))?;
+                        gemm(q * self.rows + j * piece)?;
+                    }
+                }
+                Ok(())
+            }
+            TpPattern::Push(pieces) => {
+                let (plan, events) = plan_for(&self.pieces, pieces)?;
+                let piece = self.rows / pieces;
+                self.copies(gpu, pieces, true, events)?;
+                let gemm = |r0: usize| unsafe {
+                    plan.run_on(a + r0 as u64 * row, b, c + r0 as u64 * c_row, &s)
+                };
+                for j in 0..pieces {
+                    gemm(gpu.rank * self.rows + j * piece)?;
+                }
+                let (e, flags) = (self.epoch.get(), self.flags.ptr());
+                for j in 0..pieces {
+                    for i in 1..gpu.world {
+                        let q = (gpu.rank + gpu.world - i) % gpu.world;
+                        // SAFETY: peer q's arrival word for piece j in this GPU's flags.
+                        crate::cuda::check("cuStreamWaitValue32", unsafe {
+                            sys::cuStreamWaitValue32_v2(
+                                s.cu_stream(),
+                                flags + 4 * arrival(gpu.world, q, j),
+                                e,
+                                sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
+                            )
+                        })?;
+                        gemm(q * self.rows + j * piece)?;
+                    }
+                }
+                // The copy streams' last work (the flags' writes) before the next call's.
+                for q in self.pulls.iter().flatten() {
+                    s.join(q).map_err(drv("join"))?;
+                }
+                Ok(())
+            }
+            TpPattern::PullBulk => {
+                let (_, events) = plan_for(&self.pieces, 1)?;
+                self.copies(gpu, 1, false, events)?;
+                for q in (0..gpu.world).filter(|&q| q != gpu.rank) {
+                    s.wait(&events[q]).map_err(drv("wait"))?;
+                }
+                unsafe { self.full.run_on(a, b, c, &s) }
+            }
         }
+    }
+
+    /// A diagnostic (`AUGUR_TP_TRACE`): wait up to 5 s for this GPU's streams, then say on
+    /// stderr which are still busy and what its flags hold.
+    fn trace(&self, gpu: &Gpu, what: &str) -> Result<(), KernelError> {
+        let busy = |st: &CudaStream| {
+            // SAFETY: a live stream of this context.
+            let r = unsafe { sys::cuStreamQuery(st.cu_stream()) };
+            r == sys::CUresult::CUDA_ERROR_NOT_READY
+        };
+        let s = gpu.stream();
+        let mut streams: Vec<(String, &CudaStream)> = vec![("compute".into(), &*s)];
+        streams.push(("comm".into(), &*gpu.comm_stream));
+        for (q, p) in self.pulls.iter().enumerate() {
+            if let Some(p) = p {
+                streams.push((format!("pull<-{q}"), &**p));
+            }
+        }
+        let t0 = std::time::Instant::now();
+        while streams.iter().any(|(_, st)| busy(st)) && t0.elapsed().as_secs() < 5 {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let still: Vec<&str> = streams
+            .iter()
+            .filter(|(_, st)| busy(st))
+            .map(|(n, _)| n.as_str())
+            .collect();
+        let side = gpu.g.ctx.new_stream().map_err(drv("cuStreamCreate"))?;
+        let mut f = vec![0u32; gpu.world];
+        // SAFETY: `flags` holds world words on this GPU; `f` as many; waited for below.
+        unsafe {
+            crate::cuda::check(
+                "cuMemcpyDtoHAsync",
+                sys::cuMemcpyDtoHAsync_v2(
+                    f.as_mut_ptr() as *mut c_void,
+                    self.flags.ptr(),
+                    4 * gpu.world,
+                    side.cu_stream(),
+                ),
+            )?;
+        }
+        side.synchronize().map_err(drv("synchronize"))?;
+        eprintln!(
+            "tp trace: rank {} {what}: after {:.2} s busy {still:?}, flags {f:?}, epoch {}",
+            gpu.rank,
+            t0.elapsed().as_secs_f64(),
+            self.epoch.get()
+        );
+        Ok(())
     }
 
     /// The rows of A that are not this GPU's, and all of C, to NaN (0xFFFF).
@@ -117,7 +333,7 @@ impl Ag {
         let shard = self.rows * self.k * 2;
         let total = gpu.world * shard;
         let c_bytes = self.c.len() * 2;
-        let (a, _ga) = self.a.device_ptr_mut(&s);
+        let a = self.a.ptr();
         let (c, _gc) = self.c.device_ptr_mut(&s);
         let (mine, after) = (gpu.rank * shard, (gpu.rank + 1) * shard);
         // SAFETY: the ranges lie in `a` (total bytes) and `c` (c_bytes), on this stream's GPU.
@@ -155,12 +371,23 @@ pub fn all_gather_gemm(
     let want = reference_rows(p, &at);
     let bits = |v: &[f32]| -> Vec<u16> { v.iter().map(|&x| to_half_bits(p.dtype, x)).collect() };
     let pieces = pieces_of(patterns);
-    let setup = |rank: usize, g: &CudaGemm| -> Result<Ag, KernelError> {
+    let pulling = patterns.iter().any(|q| q.copies());
+    let setup = |rank: usize, g: &CudaGemm| -> Result<(Ag, Vec<u64>), KernelError> {
         let s = &g.stream;
         let mut a_host = vec![0xFFFFu16; m * k];
         let mine = rank * rows * k..(rank + 1) * rows * k;
         a_host[mine.clone()].copy_from_slice(&bits(&p.a[mine]));
-        let a = s.clone_htod(&a_host).map_err(drv("upload"))?;
+        let a = DeviceBuffer::new(&g.ctx, m * k * 2)?;
+        let words = world * (1 + MAX_PIECES);
+        let flags = DeviceBuffer::new(&g.ctx, 4 * words)?;
+        // SAFETY: `a` holds m x k halves, `flags` world words, in this (current) context.
+        unsafe {
+            crate::cuda::check(
+                "cuMemcpyHtoD",
+                sys::cuMemcpyHtoD_v2(a.ptr(), a_host.as_ptr() as *const c_void, m * k * 2),
+            )?;
+            crate::cuda::check("cuMemsetD8", sys::cuMemsetD8_v2(flags.ptr(), 0, 4 * words))?;
+        }
         let b = s
             .clone_htod(&bits(&p.b[rank * n_r * k..(rank + 1) * n_r * k]))
             .map_err(drv("upload"))?;
@@ -177,7 +404,19 @@ pub fn all_gather_gemm(
             },
             |c| world * c,
         )?;
-        Ok(Ag {
+        let pulls = (0..world)
+            .map(|q| {
+                (pulling && q != rank)
+                    .then(|| g.ctx.new_stream().map_err(drv("cuStreamCreate")))
+                    .transpose()
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let published = if pulling {
+            vec![a.ptr(), flags.ptr()]
+        } else {
+            Vec::new()
+        };
+        let ag = Ag {
             a,
             b,
             c,
@@ -186,7 +425,11 @@ pub fn all_gather_gemm(
             k,
             full,
             pieces: plans,
-        })
+            pulls,
+            flags,
+            epoch: Cell::new(0),
+        };
+        Ok((ag, published))
     };
     let body = |gpu: &Gpu, st: &mut Ag| {
         // This GPU's columns of the exact rows; a view of its shape for the check.
@@ -209,7 +452,11 @@ pub fn all_gather_gemm(
                     st.enqueue(gpu, TpPattern::CommAlone)?;
                 }
                 st.enqueue(gpu, pat)?;
+                if std::env::var_os("AUGUR_TP_TRACE").is_some() {
+                    st.trace(gpu, &pat.name())?;
+                }
                 let s = gpu.stream();
+                gpu.settle(&s, "the checked call")?;
                 let mut got = Vec::with_capacity(at.len() * n_r);
                 for &r in &at {
                     let v = s

@@ -18,14 +18,18 @@
 //! then timed on every GPU with events over a fixed batch of calls after a barrier (an
 //! all-reduce of one value), and the slowest GPU's median is its time.
 //!
-//! Written on a machine without GPUs and compile-checked; not yet run on GPUs (2026-11-27).
+//! Run on H200s (2026-11-27, `bench/results/tp-h200-2026-11-27/`): every pattern checked on 2
+//! and 4 GPUs, bf16 and f16. Back to back (calls queued without a barrier between them) on 4
+//! GPUs, the copy-engine patterns hung: every GPU's warm-up unfinished after 60 s (2 GPUs ran
+//! back to back). Not diagnosed; measured from a barrier per call (`batch` 1) there, which
+//! [`Gpu::time`] does for its warm-up too.
 
 pub mod ag;
 pub mod rs;
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, Mutex};
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use cudarc::nccl::{result as nccl, sys as nccl_sys};
@@ -65,6 +69,15 @@ pub enum TpPattern {
     CommAlone,
     Bulk,
     Chunked(usize),
+    /// All-gather only: every GPU pulls its peers' rows with the copy engines (one stream per
+    /// peer, `cuMemcpyAsync` between peers), no SMs taken from the GEMM, in C pieces per peer;
+    /// the GEMM of a piece starts once it has arrived (own rows first).
+    Pull(usize),
+    /// All-gather only: the copy engines' all-gather (as `pull:1`), then one GEMM over all rows.
+    PullBulk,
+    /// All-gather only: as `pull:C`, but every GPU pushes its rows into its peers' buffers
+    /// (NVLink writes), each piece followed by an arrival flag the peer's GEMM waits for.
+    Push(usize),
 }
 
 impl TpPattern {
@@ -74,6 +87,9 @@ impl TpPattern {
             TpPattern::CommAlone => "comm".into(),
             TpPattern::Bulk => "bulk".into(),
             TpPattern::Chunked(c) => format!("chunked:{c}"),
+            TpPattern::Pull(c) => format!("pull:{c}"),
+            TpPattern::PullBulk => "pull-bulk".into(),
+            TpPattern::Push(c) => format!("push:{c}"),
         }
     }
 
@@ -82,13 +98,36 @@ impl TpPattern {
             "gemm" => Ok(TpPattern::GemmAlone),
             "comm" => Ok(TpPattern::CommAlone),
             "bulk" => Ok(TpPattern::Bulk),
-            _ => match s.strip_prefix("chunked:").map(str::parse::<usize>) {
-                Some(Ok(c)) if c >= 1 => Ok(TpPattern::Chunked(c)),
-                _ => Err(KernelError::Invalid(format!(
-                    "pattern `{s}`: one of gemm, comm, bulk, chunked:C (C >= 1 pieces)"
-                ))),
-            },
+            "pull-bulk" => Ok(TpPattern::PullBulk),
+            _ => {
+                let count = |prefix: &str| match s.strip_prefix(prefix).map(str::parse::<usize>) {
+                    Some(Ok(c)) if c >= 1 => Some(c),
+                    _ => None,
+                };
+                match (count("chunked:"), count("pull:"), count("push:")) {
+                    (Some(c), _, _) => Ok(TpPattern::Chunked(c)),
+                    (_, Some(c), _) => Ok(TpPattern::Pull(c)),
+                    (_, _, Some(c)) => Ok(TpPattern::Push(c)),
+                    _ => Err(KernelError::Invalid(format!(
+                        "pattern `{s}`: one of gemm, comm, bulk, chunked:C, pull:C, push:C (C >= \
+                         1 pieces), pull-bulk"
+                    ))),
+                }
+            }
         }
+    }
+
+    /// Whether it moves rows with the copy engines between peers (pull and push).
+    pub fn copies(self) -> bool {
+        matches!(
+            self,
+            TpPattern::Pull(_) | TpPattern::PullBulk | TpPattern::Push(_)
+        )
+    }
+
+    /// Whether it is a pattern of `op` (the copy engines' are the all-gather's only).
+    pub fn applies(self, op: TpOp) -> bool {
+        op == TpOp::AllGatherGemm || !self.copies()
     }
 
     /// Whether it computes the output (and so is checked).
@@ -141,10 +180,24 @@ pub fn check(
 ) -> Result<(usize, usize), KernelError> {
     let (rows, cut) = split(op, shape, world)?;
     for pat in patterns {
-        if let TpPattern::Chunked(c) = pat {
+        if !pat.applies(op) {
+            return Err(KernelError::Invalid(format!(
+                "pattern {}: the copy engines' patterns are for the all-gather + GEMM only",
+                pat.name()
+            )));
+        }
+        if let TpPattern::Chunked(c) | TpPattern::Pull(c) | TpPattern::Push(c) = pat {
+            if matches!(pat, TpPattern::Push(_)) && *c > ag::MAX_PIECES {
+                return Err(KernelError::Invalid(format!(
+                    "{}: at most {} pieces",
+                    pat.name(),
+                    ag::MAX_PIECES
+                )));
+            }
             if !rows.is_multiple_of(*c) {
                 return Err(KernelError::Invalid(format!(
-                    "{shape}, chunked:{c}: the {rows} rows per GPU do not split in {c} pieces"
+                    "{shape}, {}: the {rows} rows per GPU do not split in {c} pieces",
+                    pat.name()
                 )));
             }
         }
@@ -177,6 +230,9 @@ pub(super) struct Gpu {
     comm_stream: Arc<CudaStream>,
     comm: NcclComm,
     tick: CudaSlice<f32>,
+    /// What every GPU of the group published at set-up (device addresses, by rank), each
+    /// reachable from this GPU (peer access on between every pair that published any).
+    peers: Vec<Vec<u64>>,
 }
 
 impl Gpu {
@@ -206,7 +262,32 @@ impl Gpu {
             )
         }
         .map_err(nccl_err("ncclAllReduce"))?;
-        s.synchronize().map_err(drv("synchronize"))
+        self.settle(&s, "a barrier")
+    }
+
+    /// Wait for `st`'s work, bounded: a GPU whose stream has not finished in 60 s (a peer lost,
+    /// a flag never written) is an error naming the GPU and `what`, not a hang.
+    fn settle(&self, st: &CudaStream, what: &str) -> Result<(), KernelError> {
+        use cudarc::driver::sys;
+        let t0 = std::time::Instant::now();
+        loop {
+            // SAFETY: a live stream of this GPU's context.
+            match unsafe { sys::cuStreamQuery(st.cu_stream()) } {
+                sys::CUresult::CUDA_ERROR_NOT_READY => {}
+                r => return crate::cuda::check("cuStreamQuery", r),
+            }
+            if t0.elapsed().as_secs() >= 60 {
+                let e = format!(
+                    "GPU rank {}: {what} has not finished in 60 s (a peer stopped, or waits on a \
+                     flag nobody writes)",
+                    self.rank
+                );
+                // Said now: freeing the group's buffers behind a hung stream may hang too.
+                eprintln!("augur: {e}");
+                return Err(KernelError::Cuda(e));
+            }
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
     }
 
     fn event(&self, timing: bool) -> Result<cudarc::driver::CudaEvent, KernelError> {
@@ -234,8 +315,15 @@ impl Gpu {
     ) -> Result<f64, KernelError> {
         for _ in 0..warmup {
             enqueue()?;
+            if batch <= 1 {
+                self.barrier()?;
+            }
         }
         let s = self.stream();
+        if std::env::var_os("AUGUR_TP_TRACE").is_some() {
+            eprintln!("tp trace: rank {}: warm-up enqueued", self.rank);
+        }
+        self.settle(&s, "the warm-up")?;
         let (e0, e1) = (self.event(true)?, self.event(true)?);
         let mut times = Vec::with_capacity(samples.max(1));
         for _ in 0..samples.max(1) {
@@ -245,7 +333,7 @@ impl Gpu {
                 enqueue()?;
             }
             e1.record(&s).map_err(drv("record"))?;
-            e1.synchronize().map_err(drv("synchronize"))?;
+            self.settle(&s, "a timed batch")?;
             let ms = e0.elapsed_ms(&e1).map_err(drv("cuEventElapsedTime"))?;
             times.push(ms as f64 / 1e3 / batch.max(1) as f64);
         }
@@ -257,12 +345,14 @@ impl Gpu {
 type GpuResults = Vec<(Option<f64>, f64)>;
 
 /// On every GPU of `ordinals`, its own thread: `setup(rank, gemm)` (buffers and plans, before
-/// any communicator: a GPU that fails there stops the others), then the communicators, then
-/// `body(gpu, state)`; the patterns' results merged over the GPUs (worst check, slowest time).
+/// any communicator: a GPU that fails there stops the others; with the device addresses it
+/// publishes to the others, [`Gpu::peers`]), then peer access between the GPUs if any
+/// published addresses, the communicators, then `body(gpu, state)`; the patterns' results
+/// merged over the GPUs (worst check, slowest time).
 fn run_group<S>(
     ordinals: &[usize],
     patterns: &[TpPattern],
-    setup: impl Fn(usize, &CudaGemm) -> Result<S, KernelError> + Sync,
+    setup: impl Fn(usize, &CudaGemm) -> Result<(S, Vec<u64>), KernelError> + Sync,
     body: impl Fn(&Gpu, &mut S) -> Result<GpuResults, KernelError> + Sync,
 ) -> Result<Vec<TpResult>, KernelError> {
     let world = ordinals.len();
@@ -276,12 +366,15 @@ fn run_group<S>(
     let id = nccl::get_uniqueid().map_err(nccl_err("ncclGetUniqueId"))?;
     let failed = AtomicBool::new(false);
     let barrier = Barrier::new(world);
+    // Per rank: its context (as an address) and what it published.
+    let table: Mutex<Vec<(usize, Vec<u64>)>> = Mutex::new(vec![(0, Vec::new()); world]);
     let per_gpu: Vec<Result<GpuResults, KernelError>> = std::thread::scope(|sc| {
         let handles: Vec<_> = ordinals
             .iter()
             .enumerate()
             .map(|(rank, &ordinal)| {
                 let (failed, barrier, setup, body) = (&failed, &barrier, &setup, &body);
+                let table = &table;
                 sc.spawn(move || -> Result<GpuResults, KernelError> {
                     let ready = CudaGemm::new(ordinal).and_then(|g| {
                         g.ctx.bind_to_thread().map_err(drv("cuCtxSetCurrent"))?;
@@ -294,8 +387,11 @@ fn run_group<S>(
                             .new_stream_with_priority(top)
                             .map_err(drv("cuStreamCreate"))?;
                         let tick = g.stream.alloc_zeros::<f32>(1).map_err(drv("alloc"))?;
-                        let state = setup(rank, &g)?;
+                        let (state, published) = setup(rank, &g)?;
                         g.stream.synchronize().map_err(drv("synchronize"))?;
+                        let mut t = table.lock().unwrap_or_else(|p| p.into_inner());
+                        t[rank] = (g.ctx.cu_ctx() as usize, published);
+                        drop(t);
                         Ok((g, comm_stream, tick, state))
                     });
                     if ready.is_err() {
@@ -307,6 +403,11 @@ fn run_group<S>(
                         return Err(KernelError::Invalid("another GPU failed to set up".into()));
                     }
                     g.ctx.bind_to_thread().map_err(drv("cuCtxSetCurrent"))?;
+                    let peers = table.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                    if peers.iter().any(|p| !p.1.is_empty()) {
+                        enable_peers(ordinals, rank, &peers)?;
+                    }
+                    let peers = peers.into_iter().map(|p| p.1).collect();
                     let mut c = std::ptr::null_mut();
                     // SAFETY: every GPU's thread calls this with the same id and world size.
                     unsafe { nccl::comm_init_rank(&mut c, world as i32, id, rank as i32) }
@@ -318,6 +419,7 @@ fn run_group<S>(
                         comm_stream,
                         comm: NcclComm(c),
                         tick,
+                        peers,
                     };
                     body(&gpu, &mut state)
                 })
@@ -344,6 +446,34 @@ fn run_group<S>(
             per_call_s: per_gpu.iter().map(|g| g[i].1).fold(0.0, f64::max),
         })
         .collect())
+}
+
+/// Peer access from this thread's context (GPU `ordinals[rank]`) to every other GPU's context
+/// (`peers[q].0`, a CUcontext as an address).
+fn enable_peers(
+    ordinals: &[usize],
+    rank: usize,
+    peers: &[(usize, Vec<u64>)],
+) -> Result<(), KernelError> {
+    use cudarc::driver::sys;
+    for (q, (ctx, _)) in peers.iter().enumerate() {
+        if q == rank {
+            continue;
+        }
+        if !crate::cuda::peer(ordinals[rank], ordinals[q])?.access {
+            return Err(KernelError::Cuda(format!(
+                "GPU {} cannot access GPU {} (no peer access; the pull patterns need it)",
+                ordinals[rank], ordinals[q]
+            )));
+        }
+        // SAFETY: `ctx` is the live primary context of GPU ordinals[q] (held by its thread
+        // until every thread has joined); this thread's context is current.
+        let r = unsafe { sys::cuCtxEnablePeerAccess(*ctx as sys::CUcontext, 0) };
+        if r != sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
+            crate::cuda::check("cuCtxEnablePeerAccess", r)?;
+        }
+    }
+    Ok(())
 }
 
 /// The plans of the chunked patterns: per count of pieces `c` in `pieces`, cuBLASLt's plan for
@@ -386,12 +516,13 @@ fn plan_for(
         .ok_or_else(|| KernelError::Invalid(format!("no plan for {pieces} pieces")))
 }
 
-/// The pieces of every chunked pattern in `patterns`.
+/// The pieces of every chunked or pull pattern in `patterns` (1 for `pull-bulk`).
 fn pieces_of(patterns: &[TpPattern]) -> Vec<usize> {
     let mut v: Vec<usize> = patterns
         .iter()
         .filter_map(|q| match q {
-            TpPattern::Chunked(c) => Some(*c),
+            TpPattern::Chunked(c) | TpPattern::Pull(c) | TpPattern::Push(c) => Some(*c),
+            TpPattern::PullBulk => Some(1),
             _ => None,
         })
         .collect();
@@ -406,13 +537,24 @@ mod tests {
 
     #[test]
     fn patterns_parse_and_shapes_split() {
-        for s in ["gemm", "comm", "bulk", "chunked:4"] {
+        for s in [
+            "gemm",
+            "comm",
+            "bulk",
+            "chunked:4",
+            "pull:2",
+            "pull-bulk",
+            "push:4",
+        ] {
             assert_eq!(TpPattern::parse(s).unwrap().name(), s);
         }
-        for bad in ["chunked:0", "chunked:x", "fused"] {
+        for bad in ["chunked:0", "chunked:x", "fused", "pull:0", "pull"] {
             let e = TpPattern::parse(bad).unwrap_err().to_string();
             assert!(e.contains(bad) && e.contains("chunked:C"), "{e}");
         }
+        let pull = TpPattern::Pull(2);
+        assert!(pull.applies(TpOp::AllGatherGemm) && !pull.applies(TpOp::GemmReduceScatter));
+        assert!(TpPattern::Chunked(2).applies(TpOp::GemmReduceScatter));
         let s = GemmShape {
             m: 4096,
             n: 6144,
@@ -428,6 +570,17 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("1024 rows per GPU do not split in 3"), "{e}");
+        let e = check(TpOp::GemmReduceScatter, s, 4, &[TpPattern::PullBulk])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("pull-bulk") && e.contains("all-gather + GEMM only"),
+            "{e}"
+        );
+        let e = check(TpOp::AllGatherGemm, s, 4, &[TpPattern::Push(128)])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("push:128: at most 64 pieces"), "{e}");
         assert_eq!(
             pieces_of(&[
                 TpPattern::Chunked(4),

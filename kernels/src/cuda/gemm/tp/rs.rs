@@ -109,6 +109,12 @@ impl Rs {
                 }
                 gpu.join()
             }
+            TpPattern::Pull(_) | TpPattern::PullBulk | TpPattern::Push(_) => {
+                Err(KernelError::Invalid(format!(
+                    "{}: the all-gather + GEMM's pattern (refused by tp::check)",
+                    p.name()
+                )))
+            }
         }
     }
 
@@ -177,7 +183,7 @@ pub fn gemm_reduce_scatter(
     };
     let bits = |v: &[f32]| -> Vec<u16> { v.iter().map(|&x| to_half_bits(p.dtype, x)).collect() };
     let pieces = pieces_of(patterns);
-    let setup = |rank: usize, g: &CudaGemm| -> Result<Rs, KernelError> {
+    let setup = |rank: usize, g: &CudaGemm| -> Result<(Rs, Vec<u64>), KernelError> {
         let s = &g.stream;
         let mine = rank * kp..(rank + 1) * kp;
         let a = s
@@ -200,17 +206,20 @@ pub fn gemm_reduce_scatter(
             },
             |c| c,
         )?;
-        Ok(Rs {
-            a,
-            b,
-            part,
-            out,
-            rows,
-            n,
-            kp,
-            full,
-            pieces: plans,
-        })
+        Ok((
+            Rs {
+                a,
+                b,
+                part,
+                out,
+                rows,
+                n,
+                kp,
+                full,
+                pieces: plans,
+            },
+            Vec::new(),
+        ))
     };
     let bound = (world + 1) as f64 * rounding_bound(p.dtype);
     let body = |gpu: &Gpu, st: &mut Rs| {
@@ -221,6 +230,7 @@ pub fn gemm_reduce_scatter(
                 st.poison(gpu)?;
                 st.enqueue(gpu, pat, p.dtype)?;
                 let s = gpu.stream();
+                gpu.settle(&s, "the checked call")?;
                 let mut worst = 0.0f64;
                 // The GEMM alone leaves its partial in A's row order: checked against the
                 // partial of this GPU's columns would need another reference, so it is checked
