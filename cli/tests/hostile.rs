@@ -409,7 +409,7 @@ fn overlap_names_bad_kernels_and_block_counts_before_any_gpu() {
     ]);
     assert!(!o.status.success());
     assert!(err(&o).contains("split evenly"), "{}", err(&o));
-    // The copy engines' patterns: pieces at most 64 for a push, back to back only on 2 GPUs.
+    // The copy engines' patterns: pieces at most 64 for a push; pulls back to back only on 2 GPUs.
     let o = augur(&["overlap", "tp", "--patterns", "push:128", "1024,64,64"]);
     assert!(!o.status.success());
     assert!(
@@ -430,7 +430,7 @@ fn overlap_names_bad_kernels_and_block_counts_before_any_gpu() {
     ]);
     assert!(!o.status.success());
     assert!(
-        err(&o).contains("--batch 10 with the copy engines"),
+        err(&o).contains("--batch 10 with the pull patterns"),
         "{}",
         err(&o)
     );

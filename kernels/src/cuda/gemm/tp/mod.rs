@@ -20,9 +20,9 @@
 //!
 //! Run on H200s (2026-11-27, `bench/results/tp-h200-2026-11-27/`): every pattern checked on 2
 //! and 4 GPUs, bf16 and f16. Back to back (calls queued without a barrier between them) on 4
-//! GPUs, the copy-engine patterns hung: every GPU's warm-up unfinished after 60 s (2 GPUs ran
-//! back to back). Not diagnosed; measured from a barrier per call (`batch` 1) there, which
-//! [`Gpu::time`] does for its warm-up too.
+//! GPUs, the pull patterns hung: every GPU's warm-up unfinished after 60 s (2 GPUs ran back to
+//! back, and so did the push patterns on 4). Not diagnosed; measured from a barrier per call
+//! (`batch` 1) there, which [`Gpu::time`] does for its warm-up too.
 
 pub mod ag;
 pub mod rs;
