@@ -10,9 +10,12 @@
 //! - [`attention`]: decode-attention shapes (live KV lengths, q vs kv heads, GQA, paging).
 //! - [`message`]: collective messages (size, collective, world size, link, fused GEMM), with the
 //!   [`message::LinkProbe`] interface the CUDA backend implements from the driver.
+//! - [`overlap`]: a tensor-parallel layer's GEMM + collective (operation, M/N/K, GPUs, link,
+//!   bytes moved per flop, tile waves).
 
 pub mod attention;
 pub mod message;
+pub mod overlap;
 pub mod schema;
 mod spec;
 pub use spec::parse_count;

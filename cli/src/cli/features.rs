@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use augur_datasets::{Csr, MatrixSource};
 use augur_features::attention::{AttentionFeatures, AttentionShape};
 use augur_features::message::{LinkProbe, MessageFeatures, MessageShape};
+use augur_features::overlap::{OverlapFeatures, OverlapShape};
 use augur_features::spmv::{self, CpuGatherer, CsrPattern, SpmvFeatureRecord, SpmvFeatures};
 use augur_features::FeatureSchema;
 use clap::{Args, ValueEnum};
@@ -23,6 +24,8 @@ pub enum Kind {
     Attention,
     /// Collective messages `message:collective=all-reduce,bytes=64KiB,world=4[,dtype=bf16,link=nvlink|pcie|auto,gemm=MxNxK]`: schema `message` (defaults: dtype f32; link nvlink for world > 1, same-device for world 1; `link=auto` asks the CUDA driver).
     Message,
+    /// Tensor-parallel layers `overlap:op=all-gather|reduce-scatter,m=8192,n=6144,k=4096,world=4[,dtype=bf16,link=nvlink|pcie,sms=132]` (the whole layer's M, N, K): schema `overlap`.
+    Overlap,
 }
 
 #[derive(Args, Debug)]
@@ -62,6 +65,7 @@ pub fn run(a: FeaturesArgs) -> anyhow::Result<ExitCode> {
             Kind::Spmv => SpmvFeatures::schema(),
             Kind::Attention => AttentionFeatures::schema(),
             Kind::Message => MessageFeatures::schema(),
+            Kind::Overlap => OverlapFeatures::schema(),
         };
         println!("{}", schema.to_json());
         return Ok(ExitCode::SUCCESS);
@@ -78,6 +82,14 @@ pub fn run(a: FeaturesArgs) -> anyhow::Result<ExitCode> {
         }),
         Kind::Message => shapes(&a, MessageFeatures::schema(), |s| {
             let shape = message_shape(s)?;
+            let f = shape.features()?;
+            Ok((
+                f.values(),
+                serde_json::json!({ "shape": shape, "features": f }),
+            ))
+        }),
+        Kind::Overlap => shapes(&a, OverlapFeatures::schema(), |s| {
+            let shape = OverlapShape::parse(s)?;
             let f = shape.features()?;
             Ok((
                 f.values(),

@@ -438,9 +438,21 @@ fn tp(a: TpArgs) -> anyhow::Result<ExitCode> {
         .to_possible_value()
         .map_or("?".into(), |v| v.get_name().to_string());
     let ordinals: Vec<usize> = (0..a.gpus).collect();
+    // Each row also carries the layer's overlap features (schema `overlap`; empty on one GPU,
+    // which is no overlap), so that runs of this command can train a pattern selector.
+    use augur_features::message::LinkProbe;
+    use augur_features::overlap::{OverlapFeatures, OverlapShape, OVERLAP_SCHEMA_VERSION};
+    let link = augur_kernels::cuda::DriverLinkProbe.group_link(&ordinals)?;
+    let schema = OverlapFeatures::schema();
+    let names: Vec<String> = schema
+        .features
+        .iter()
+        .map(|f| format!("f_{}", f.name))
+        .collect();
     println!(
         "device,gpus,op,dtype,m,n,k,pattern,passed,max_err_over_bound,us,bulk_over_pattern,\
-         share_of_bound"
+         share_of_bound,schema_version,{}",
+        names.join(",")
     );
     let mut failed = 0;
     for &op in &ops {
@@ -457,6 +469,20 @@ fn tp(a: TpArgs) -> anyhow::Result<ExitCode> {
                 (Some(g), Some(c)) => Some(g.max(c)),
                 _ => None,
             };
+            let features = OverlapShape {
+                op,
+                m: shape.m,
+                n: shape.n,
+                k: shape.k,
+                dtype,
+                world_size: a.gpus,
+                link,
+                sms: dev.multiprocessors.max(1) as usize,
+            }
+            .features()
+            .map_or(vec![String::new(); names.len()], |f| {
+                f.values().iter().map(|v| format!("{v}")).collect()
+            });
             for r in &res {
                 let passed = r.max_err.is_none_or(|e| e <= 1.0);
                 failed += usize::from(!passed);
@@ -468,7 +494,8 @@ fn tp(a: TpArgs) -> anyhow::Result<ExitCode> {
                     _ => String::new(),
                 };
                 println!(
-                    "{},{},{},{ty},{},{},{},{},{passed},{},{:.2},{vs},{share}",
+                    "{},{},{},{ty},{},{},{},{},{passed},{},{:.2},{vs},{share},\
+                     {OVERLAP_SCHEMA_VERSION},{}",
                     dev.name,
                     a.gpus,
                     op.name(),
@@ -478,6 +505,7 @@ fn tp(a: TpArgs) -> anyhow::Result<ExitCode> {
                     r.pattern.name(),
                     r.max_err.map_or(String::new(), |e| format!("{e:.3}")),
                     r.per_call_s * 1e6,
+                    features.join(","),
                 );
             }
         }

@@ -42,23 +42,9 @@ use crate::KernelError;
 pub use ag::all_gather_gemm;
 pub use rs::gemm_reduce_scatter;
 
-/// The two operations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TpOp {
-    /// Column-parallel: all-gather of A, then the GEMM.
-    AllGatherGemm,
-    /// Row-parallel: the GEMM, then reduce-scatter of C.
-    GemmReduceScatter,
-}
-
-impl TpOp {
-    pub fn name(self) -> &'static str {
-        match self {
-            TpOp::AllGatherGemm => "all-gather+gemm",
-            TpOp::GemmReduceScatter => "gemm+reduce-scatter",
-        }
-    }
-}
+/// The two operations (the features' [`OverlapOp`](augur_features::overlap::OverlapOp): the
+/// same enum, one name).
+pub use augur_features::overlap::OverlapOp as TpOp;
 
 /// A way to run an operation (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The overlap selector's training grid (issue 24, Must 3): tensor-parallel layers of Llama-3-8B
+# (hidden 4096: QKV N 6144 and gate+up N 28672 all-gathered; O K 4096 and down K 14336
+# reduce-scattered) and of a hidden-8192 model (Llama-3-70B / Qwen-72B-like: QKV N 10240, gate+up
+# N 57344; O K 8192, down K 28672), M (tokens) from 16 to 16384, on each GPU count in GPUS
+# (default "2 4"), every pattern, each call timed from a barrier; the CSV rows carry the overlap
+# features (schema `overlap`). Through the device tool with carry [".carry"] (.carry/augur.xz):
+#   GPUS="2 4" bash bench/tp-grid.sh        (writes $OUT/grid-<gpus>-<op>.csv and .err)
+# Not yet run (written 2026-11-27).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source bench/unpack-carry.sh
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0
+MS=${MS:-16 64 256 1024 2048 4096 8192 16384}
+ag=(); rs=()
+for m in $MS; do
+  ag+=("$m,6144,4096" "$m,28672,4096" "$m,10240,8192" "$m,57344,8192")
+  rs+=("$m,4096,4096" "$m,4096,14336" "$m,8192,8192" "$m,8192,28672")
+done
+for g in ${GPUS:-2 4}; do
+  for op in all-gather reduce-scatter; do
+    if [ "$op" = all-gather ]; then shapes=("${ag[@]}"); else shapes=("${rs[@]}"); fi
+    f="$OUT/grid-$g-$op"
+    timeout ${LIMIT:-280} .carry/augur overlap tp --gpus "$g" --ops "$op" ${TP_ARGS:-} "${shapes[@]}" > "$f.csv" 2> "$f.err"
+    echo "$g GPUs $op rc=$? rows=$(($(wc -l < "$f.csv") - 1))"; tail -2 "$f.err"
+  done
+done
