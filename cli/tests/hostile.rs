@@ -434,4 +434,17 @@ fn overlap_names_bad_kernels_and_block_counts_before_any_gpu() {
         "{}",
         err(&o)
     );
+    // Training on what is not an `augur overlap tp` CSV names the file, line and column.
+    let dir = std::env::temp_dir().join(format!("augur-overlap-train-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("runs.csv");
+    std::fs::write(&bad, "device,gpus,op\nX,two,all-gather\n").unwrap();
+    let o = augur(&["overlap", "train", bad.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(
+        err(&o).contains("runs.csv:1") && err(&o).contains("no column `dtype`"),
+        "{}",
+        err(&o)
+    );
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -22,6 +22,7 @@ pub mod comm;
 pub mod eval;
 pub mod export;
 pub mod model;
+pub mod overlap;
 pub mod runs;
 pub mod train;
 pub mod tree;

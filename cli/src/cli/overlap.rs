@@ -47,6 +47,31 @@ pub enum OverlapCommand {
     /// poisoned; CSV on stdout (microseconds per call, the slowest GPU's median; the gain over
     /// bulk and the share of the perfect overlap's gain). Exits non-zero on a failed check.
     Tp(TpArgs),
+    /// Train the overlap-pattern selector on `augur overlap tp` CSVs (one machine): one tree per
+    /// operation over the layer's overlap features (schema `overlap`), depth by cross-validation
+    /// over the layers' weights (N, K); prints its rules and, held out by weight (every weight's
+    /// layers picked by a model trained without it), selected / oracle, the gain over bulk
+    /// (NCCL then cuBLASLt) and the share of the perfect overlap's gain, per GPU count.
+    Train(OverlapTrainArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct OverlapTrainArgs {
+    /// `augur overlap tp` CSVs.
+    #[arg(required = true, value_name = "RUNS")]
+    runs: Vec<std::path::PathBuf>,
+    /// Where to write the model (JSON, replaced atomically; an existing file that is not an
+    /// overlap model only with --force).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+    #[arg(long)]
+    force: bool,
+    /// SMs per GPU (for the tile waves): 132 on an H100 SXM and an H200.
+    #[arg(long, default_value_t = 132)]
+    sms: usize,
+    /// Deepest tree tried.
+    #[arg(long, default_value_t = 4)]
+    max_depth: usize,
 }
 
 #[derive(Args, Debug)]
@@ -232,7 +257,60 @@ pub fn run(c: OverlapCommand) -> anyhow::Result<ExitCode> {
         OverlapCommand::Gemm(a) => gemm(a),
         OverlapCommand::Arrive(a) => arrive(a),
         OverlapCommand::Tp(a) => tp(a),
+        OverlapCommand::Train(a) => train(a),
     }
+}
+
+fn train(a: OverlapTrainArgs) -> anyhow::Result<ExitCode> {
+    use augur_models::overlap::{
+        evaluate_held_out, is_overlap_csv, read_layers, summary, OverlapModel, OverlapTrainParams,
+    };
+    if let Some(out) = &a.out {
+        if a.runs.contains(out) || is_overlap_csv(out) {
+            anyhow::bail!("--out {}: that is a runs file, not a model", out.display());
+        }
+        if out.exists() && OverlapModel::read(out).is_err() && !a.force {
+            anyhow::bail!(
+                "--out {}: exists and is not an overlap model (--force replaces it)",
+                out.display()
+            );
+        }
+    }
+    let layers = read_layers(&a.runs, a.sms)?;
+    let params = OverlapTrainParams {
+        max_depth: a.max_depth,
+        ..Default::default()
+    }
+    .check()?;
+    let model = params.fit(&layers, env!("CARGO_PKG_VERSION"))?;
+    print!("{}", model.export_text());
+    match evaluate_held_out(&params, &layers) {
+        Ok(rows) => {
+            println!("\nheld out by weight (N, K):\n{}", summary(&rows));
+            for r in &rows {
+                println!(
+                    "  {} {}x{}x{} on {}: picked {} ({:.1} us), oracle {} ({:.1} us), bulk {}",
+                    r.shape.op.name(),
+                    r.shape.m,
+                    r.shape.n,
+                    r.shape.k,
+                    r.shape.world_size,
+                    r.selected,
+                    r.selected_s * 1e6,
+                    r.oracle,
+                    r.oracle_s * 1e6,
+                    r.bulk_s
+                        .map_or("-".into(), |b| format!("{:.1} us", b * 1e6)),
+                );
+            }
+        }
+        Err(e) => println!("\nheld-out evaluation: {e}"),
+    }
+    if let Some(out) = &a.out {
+        model.write(out)?;
+        eprintln!("model written to {}", out.display());
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Per-GPU GEMMs of tensor-parallel layers: (N, K) of Llama-3-8B (hidden 4096, 32 query and 8

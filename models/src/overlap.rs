@@ -1,0 +1,622 @@
+//! The overlap selector (issue 24): which pattern runs a tensor-parallel layer's GEMM + collective
+//! fastest (`bulk`, `chunked:C`, `pull:C`, `push:C`, ...), one tree per operation over the
+//! layer's overlap features (schema `overlap`), trained on `augur overlap tp` CSVs.
+//!
+//! Params -> checked params -> fit, as the other selectors; the samples are layers (one shape on
+//! one GPU count, from one run), every checked pattern's time their costs, and cross-validation
+//! and the held-out evaluation group them by the layer's weight (N, K): no shape of a held-out
+//! weight is trained on, whatever its M or GPU count.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use augur_features::attention::Dtype;
+use augur_features::message::LinkType;
+use augur_features::overlap::{OverlapFeatures, OverlapOp, OverlapShape};
+use augur_features::FeatureSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::runs::bad;
+use crate::train::{cv_depth, fit_costs, geomean, CostSample};
+use crate::tree::Tree;
+use crate::ModelError;
+
+/// Format name and version of overlap model files.
+pub const OVERLAP_FORMAT: &str = "augur-overlap-model";
+pub const OVERLAP_FORMAT_VERSION: u32 = 1;
+
+/// One layer measured: its shape, every checked pattern's seconds per call, and the parts alone.
+#[derive(Debug, Clone)]
+pub struct Layer {
+    pub device: String,
+    /// The file it came from (one run: its times are compared with each other only).
+    pub run: usize,
+    pub shape: OverlapShape,
+    pub times: Vec<(String, f64)>,
+    pub gemm_s: Option<f64>,
+    pub comm_s: Option<f64>,
+}
+
+impl Layer {
+    pub fn time(&self, pattern: &str) -> Option<f64> {
+        self.times.iter().find(|t| t.0 == pattern).map(|t| t.1)
+    }
+
+    /// The fastest pattern and its time.
+    pub fn oracle(&self) -> Option<(&str, f64)> {
+        self.times
+            .iter()
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(p, t)| (p.as_str(), *t))
+    }
+
+    /// The perfect overlap: max(GEMM alone, collective alone).
+    pub fn bound(&self) -> Option<f64> {
+        Some(self.gemm_s?.max(self.comm_s?))
+    }
+
+    /// The cross-validation group: the layer's weight (N, K).
+    fn group(&self) -> u64 {
+        ((self.shape.n as u64) << 32) | self.shape.k as u64
+    }
+}
+
+/// Read `augur overlap tp` CSVs (any of its headers: the columns are found by name). Patterns
+/// whose check failed are left out; `sms` is the GPUs' SM count (for the tile waves; the CSVs
+/// from before the features were added do not say it).
+pub fn read_layers(paths: &[PathBuf], sms: usize) -> Result<Vec<Layer>, ModelError> {
+    let mut layers: Vec<Layer> = Vec::new();
+    for (run, path) in paths.iter().enumerate() {
+        let mut rdr = csv::ReaderBuilder::new()
+            .from_path(path)
+            .map_err(|e| ModelError::Io {
+                path: path.clone(),
+                msg: e.to_string(),
+            })?;
+        let head = rdr
+            .headers()
+            .map_err(|e| bad(path, 1, e.to_string()))?
+            .clone();
+        let col = |name: &str| -> Result<usize, ModelError> {
+            head.iter().position(|h| h == name).ok_or_else(|| {
+                bad(
+                    path,
+                    1,
+                    format!("no column `{name}`: not an `augur overlap tp` CSV"),
+                )
+            })
+        };
+        let cols = [
+            "device", "gpus", "op", "dtype", "m", "n", "k", "pattern", "passed", "us",
+        ]
+        .map(col);
+        let [device, gpus, op, dtype, m, n, k, pattern, passed, us] = cols;
+        let (device, gpus, op, dtype, m, n, k) = (device?, gpus?, op?, dtype?, m?, n?, k?);
+        let (pattern, passed, us) = (pattern?, passed?, us?);
+        let link = head.iter().position(|h| h == "f_link_nvlink");
+        let mut index: BTreeMap<String, usize> = BTreeMap::new();
+        for rec in crate::runs::records(path, &mut rdr) {
+            let (rec, line) = rec?;
+            let get = |i: usize| rec.get(i).unwrap_or("");
+            let count = |i: usize, what: &str| -> Result<usize, ModelError> {
+                get(i)
+                    .parse::<usize>()
+                    .map_err(|_| bad(path, line, format!("{what} `{}` is not a count", get(i))))
+            };
+            let op_v = OverlapOp::parse(get(op))
+                .ok_or_else(|| bad(path, line, format!("op `{}` unknown", get(op))))?;
+            let dtype_v = Dtype::parse(get(dtype))
+                .ok_or_else(|| bad(path, line, format!("dtype `{}` unknown", get(dtype))))?;
+            let link_v = match link.map(get) {
+                Some("0") => LinkType::Pcie,
+                _ => LinkType::Nvlink,
+            };
+            let shape = OverlapShape {
+                op: op_v,
+                m: count(m, "m")?,
+                n: count(n, "n")?,
+                k: count(k, "k")?,
+                dtype: dtype_v,
+                world_size: count(gpus, "gpus")?,
+                link: link_v,
+                sms,
+            };
+            shape
+                .validate()
+                .map_err(|e| bad(path, line, e.to_string()))?;
+            let secs = get(us)
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v > 0.0)
+                .ok_or_else(|| bad(path, line, format!("us `{}` is not a time", get(us))))?
+                / 1e6;
+            let key = format!("{}|{:?}", get(device), shape);
+            let i = *index.entry(key).or_insert_with(|| {
+                layers.push(Layer {
+                    device: get(device).to_string(),
+                    run,
+                    shape: shape.clone(),
+                    times: Vec::new(),
+                    gemm_s: None,
+                    comm_s: None,
+                });
+                layers.len() - 1
+            });
+            let l = &mut layers[i];
+            match get(pattern) {
+                "gemm" => l.gemm_s = Some(secs),
+                "comm" => l.comm_s = Some(secs),
+                "" => return Err(bad(path, line, "empty pattern")),
+                p if get(passed) == "true" => {
+                    if l.time(p).is_some() {
+                        return Err(bad(
+                            path,
+                            line,
+                            format!("pattern `{p}` twice for one layer"),
+                        ));
+                    }
+                    l.times.push((p.to_string(), secs));
+                }
+                _ => {}
+            }
+        }
+    }
+    layers.retain(|l| !l.times.is_empty());
+    Ok(layers)
+}
+
+/// Hyper-parameters (linfa style: params -> check -> fit).
+#[derive(Debug, Clone)]
+pub struct OverlapTrainParams {
+    /// Depths tried by cross-validation (1..=this).
+    pub max_depth: usize,
+    pub min_weight_leaf: f32,
+    /// Folds over the layers' weights (fewer when there are fewer weights).
+    pub folds: usize,
+}
+
+impl Default for OverlapTrainParams {
+    fn default() -> Self {
+        OverlapTrainParams {
+            max_depth: 4,
+            min_weight_leaf: 1.0,
+            folds: 4,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct CheckedOverlapTrainParams(OverlapTrainParams);
+
+impl OverlapTrainParams {
+    pub fn check(self) -> Result<CheckedOverlapTrainParams, ModelError> {
+        crate::train::check_cost_params(self.max_depth, self.folds, self.min_weight_leaf)?;
+        Ok(CheckedOverlapTrainParams(self))
+    }
+}
+
+/// The tree of one operation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpTree {
+    /// `all-gather+gemm` or `gemm+reduce-scatter`.
+    pub op: String,
+    /// Pattern names; classes are indices into this list.
+    pub patterns: Vec<String>,
+    pub inputs: Vec<String>,
+    /// Schema index of each input.
+    pub features: Vec<usize>,
+    pub tree: Tree,
+    pub max_depth: usize,
+    /// Geomean of oracle / selected over the cross-validation folds.
+    pub cv_oracle_ratio: f64,
+}
+
+/// What a model was trained on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OverlapTraining {
+    pub layers: usize,
+    /// Distinct weights (N, K): the cross-validation groups.
+    pub weights: usize,
+    pub world_sizes: Vec<usize>,
+}
+
+/// A trained overlap-pattern selector.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OverlapModel {
+    pub format: String,
+    pub format_version: u32,
+    pub task: String,
+    pub schema: FeatureSchema,
+    pub device: String,
+    pub augur_version: String,
+    pub trees: Vec<OpTree>,
+    pub training: OverlapTraining,
+}
+
+/// The features a tree reads, and their schema indices: every one but the operation's flag
+/// (one tree per operation).
+fn inputs() -> (Vec<usize>, Vec<String>) {
+    crate::train::inputs_except(&OverlapFeatures::schema(), &["all_gather"])
+}
+
+fn x_of(shape: &OverlapShape, features: &[usize]) -> Option<Vec<f64>> {
+    let v = shape.features().ok()?.values();
+    Some(features.iter().map(|&i| v[i]).collect())
+}
+
+impl CheckedOverlapTrainParams {
+    pub fn fit(&self, layers: &[Layer], augur_version: &str) -> Result<OverlapModel, ModelError> {
+        let p = &self.0;
+        if layers.is_empty() {
+            return Err(ModelError::Train("no overlap runs".into()));
+        }
+        crate::train::one_device(layers.iter().map(|l| l.device.as_str()), "machine")?;
+        let (features, names) = inputs();
+        let mut trees = Vec::new();
+        for op in [OverlapOp::AllGatherGemm, OverlapOp::GemmReduceScatter] {
+            let mine: Vec<&Layer> = layers.iter().filter(|l| l.shape.op == op).collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let mut patterns: Vec<String> = Vec::new();
+            for l in &mine {
+                for (name, _) in &l.times {
+                    if !patterns.contains(name) {
+                        patterns.push(name.clone());
+                    }
+                }
+            }
+            let samples: Vec<CostSample> = mine
+                .iter()
+                .filter_map(|l| {
+                    let times: Vec<Option<f64>> = patterns.iter().map(|q| l.time(q)).collect();
+                    CostSample::new(x_of(&l.shape, &features)?, &times, l.group())
+                })
+                .collect();
+            let refs: Vec<&CostSample> = samples.iter().collect();
+            let mut groups: Vec<u64> = refs.iter().map(|s| s.group).collect();
+            groups.sort_unstable();
+            groups.dedup();
+            let folds = p.folds.min(groups.len()).max(2);
+            let (depth, cv) = if groups.len() >= 2 {
+                cv_depth(&refs, p.max_depth, folds, p.min_weight_leaf)?
+            } else {
+                (1, f64::NAN)
+            };
+            trees.push(OpTree {
+                op: op.name().into(),
+                patterns,
+                inputs: names.clone(),
+                features: features.clone(),
+                tree: fit_costs(&refs, depth, p.min_weight_leaf)?,
+                max_depth: depth,
+                cv_oracle_ratio: cv,
+            });
+        }
+        let mut worlds: Vec<usize> = layers.iter().map(|l| l.shape.world_size).collect();
+        worlds.sort_unstable();
+        worlds.dedup();
+        let mut weights: Vec<u64> = layers.iter().map(Layer::group).collect();
+        weights.sort_unstable();
+        weights.dedup();
+        let model = OverlapModel {
+            format: OVERLAP_FORMAT.into(),
+            format_version: OVERLAP_FORMAT_VERSION,
+            task: "overlap".into(),
+            schema: OverlapFeatures::schema(),
+            device: layers[0].device.clone(),
+            augur_version: augur_version.into(),
+            trees,
+            training: OverlapTraining {
+                layers: layers.len(),
+                weights: weights.len(),
+                world_sizes: worlds,
+            },
+        };
+        model.validate().map_err(ModelError::Train)?;
+        Ok(model)
+    }
+}
+
+impl OverlapModel {
+    fn tree_for(&self, op: OverlapOp) -> Option<&OpTree> {
+        self.trees.iter().find(|t| t.op == op.name())
+    }
+
+    /// The pattern for a layer (None: no tree for its operation, or a shape that does not cut).
+    pub fn choose(&self, shape: &OverlapShape) -> Option<&str> {
+        let t = self.tree_for(shape.op)?;
+        Some(&t.patterns[t.tree.predict(&x_of(shape, &t.features)?)])
+    }
+
+    /// Why: (input, value, threshold, went left) per split on the layer's path.
+    pub fn path(&self, shape: &OverlapShape) -> Vec<(String, f64, f64, bool)> {
+        let Some(t) = self.tree_for(shape.op) else {
+            return Vec::new();
+        };
+        x_of(shape, &t.features).map_or_else(Vec::new, |x| t.tree.named_path(&x, &t.inputs))
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        crate::check_header(
+            (&self.format, self.format_version),
+            (OVERLAP_FORMAT, OVERLAP_FORMAT_VERSION),
+            &self.schema,
+            &OverlapFeatures::schema(),
+        )?;
+        if self.trees.is_empty() {
+            return Err("no trees".into());
+        }
+        let n = self.schema.features.len();
+        for t in &self.trees {
+            if OverlapOp::parse(&t.op).is_none() {
+                return Err(format!("unknown operation `{}`", t.op));
+            }
+            if t.patterns.is_empty() || t.inputs.len() != t.features.len() {
+                return Err(format!("{}: no patterns, or inputs unlike features", t.op));
+            }
+            if t.features.iter().any(|&f| f >= n) {
+                return Err(format!("{}: a feature index beyond the schema", t.op));
+            }
+            t.tree
+                .validate(t.features.len(), t.patterns.len())
+                .map_err(|e| format!("{}: {e}", t.op))?;
+        }
+        Ok(())
+    }
+
+    /// Write as JSON (replaced atomically).
+    pub fn write(&self, path: &Path) -> Result<(), ModelError> {
+        let text = serde_json::to_string_pretty(self).map_err(|e| ModelError::Io {
+            path: path.to_path_buf(),
+            msg: e.to_string(),
+        })?;
+        crate::write_atomic(path, &text)
+    }
+
+    /// Read and validate a model file.
+    pub fn read(path: &Path) -> Result<OverlapModel, ModelError> {
+        let text = crate::read_text(path)?;
+        let origin = path.display().to_string();
+        let m: OverlapModel = serde_json::from_str(&text).map_err(|e| ModelError::Model {
+            origin: origin.clone(),
+            msg: e.to_string(),
+        })?;
+        m.validate()
+            .map_err(|msg| ModelError::Model { origin, msg })?;
+        Ok(m)
+    }
+
+    /// Readable rules, one tree per operation.
+    pub fn export_text(&self) -> String {
+        let mut out = format!(
+            "augur overlap-pattern model for {} (GPUs per group: {:?}; trained on {} layers of {} \
+             weights)\n",
+            self.device, self.training.world_sizes, self.training.layers, self.training.weights
+        );
+        for t in &self.trees {
+            let _ = writeln!(
+                out,
+                "\n{} (patterns: {}; depth {} by cross-validation over weights, oracle ratio \
+                 {:.3}):",
+                t.op,
+                t.patterns.join(", "),
+                t.max_depth,
+                t.cv_oracle_ratio
+            );
+            crate::export::ClassTree {
+                tree: &t.tree,
+                inputs: &t.inputs,
+                classes: &t.patterns,
+                schema: &self.schema,
+                noun: "layers",
+            }
+            .text(1, &mut out);
+        }
+        out
+    }
+}
+
+/// One held-out layer: what the model trained without its weight picked, against the oracle,
+/// bulk (NCCL then cuBLASLt) and the perfect overlap.
+#[derive(Debug, Clone)]
+pub struct OverlapEvalRow {
+    pub shape: OverlapShape,
+    pub selected: String,
+    pub selected_s: f64,
+    pub oracle: String,
+    pub oracle_s: f64,
+    pub bulk_s: Option<f64>,
+    pub bound_s: Option<f64>,
+}
+
+/// Leave one weight out: for every weight (N, K), a model trained on the layers of the other
+/// weights picks for this weight's layers. A pick the layer did not run (or failed) costs
+/// twice its slowest pattern.
+pub fn evaluate_held_out(
+    params: &CheckedOverlapTrainParams,
+    layers: &[Layer],
+) -> Result<Vec<OverlapEvalRow>, ModelError> {
+    let mut weights: Vec<u64> = layers.iter().map(Layer::group).collect();
+    weights.sort_unstable();
+    weights.dedup();
+    if weights.len() < 2 {
+        return Err(ModelError::Eval(
+            "one weight (N, K) only: nothing to hold out".into(),
+        ));
+    }
+    let mut rows = Vec::new();
+    for w in weights {
+        let train: Vec<Layer> = layers.iter().filter(|l| l.group() != w).cloned().collect();
+        let model = params.fit(&train, "held-out")?;
+        for l in layers.iter().filter(|l| l.group() == w) {
+            let Some((oracle, oracle_s)) = l.oracle() else {
+                continue;
+            };
+            let worst = l.times.iter().map(|t| t.1).fold(0.0, f64::max);
+            let selected = model.choose(&l.shape).unwrap_or("bulk").to_string();
+            rows.push(OverlapEvalRow {
+                shape: l.shape.clone(),
+                selected_s: l.time(&selected).unwrap_or(2.0 * worst),
+                selected,
+                oracle: oracle.into(),
+                oracle_s,
+                bulk_s: l.time("bulk"),
+                bound_s: l.bound(),
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// The summary of held-out rows per GPU count: layers, selected / oracle (geomean, worst),
+/// bulk / selected (geomean, least), the bound's gain over bulk (geomean), and the share of
+/// that gain the picks took where it is >= 1.2x (mean; layers counted).
+pub fn summary(rows: &[OverlapEvalRow]) -> String {
+    let mut worlds: Vec<usize> = rows.iter().map(|r| r.shape.world_size).collect();
+    worlds.sort_unstable();
+    worlds.dedup();
+    let mut out = String::from(
+        "GPUs  layers  sel/oracle  worst  vs bulk  least  bound gain  share (bound >= 1.2x)\n",
+    );
+    for w in worlds {
+        let mine: Vec<&OverlapEvalRow> = rows.iter().filter(|r| r.shape.world_size == w).collect();
+        let ratio = |r: &&OverlapEvalRow| r.oracle_s / r.selected_s;
+        let vs = |r: &&OverlapEvalRow| r.bulk_s.map(|b| b / r.selected_s);
+        let gains: Vec<f64> = mine.iter().filter_map(vs).collect();
+        let bounds: Vec<f64> = mine
+            .iter()
+            .filter_map(|r| Some(r.bulk_s? / r.bound_s?))
+            .collect();
+        let shares: Vec<f64> = mine
+            .iter()
+            .filter_map(|r| {
+                let (b, o) = (r.bulk_s?, r.bound_s?);
+                (b / o >= 1.2).then(|| (b - r.selected_s) / (b - o))
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "{w:>4}  {:>6}  {:>10.3}  {:>5.3}  {:>7.3}  {:>5.3}  {:>10.3}  {:.2} ({} layers)",
+            mine.len(),
+            geomean(mine.iter().map(ratio)),
+            mine.iter().map(ratio).fold(f64::INFINITY, f64::min),
+            geomean(gains.iter().copied()),
+            gains.iter().copied().fold(f64::INFINITY, f64::min),
+            geomean(bounds.iter().copied()),
+            if shares.is_empty() {
+                f64::NAN
+            } else {
+                shares.iter().sum::<f64>() / shares.len() as f64
+            },
+            shares.len()
+        );
+    }
+    out
+}
+
+/// Whether `path` is an `augur overlap tp` CSV (its first columns).
+pub fn is_overlap_csv(path: &Path) -> bool {
+    std::fs::read_to_string(path)
+        .map(|t| t.starts_with("device,gpus,op,dtype,m,n,k,pattern,passed"))
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A CSV of `augur overlap tp`'s first header: two weights, two M, 2 GPUs; `push:1` wins at
+    /// the larger M, `bulk` at the smaller.
+    fn csv(dir: &Path) -> PathBuf {
+        let mut t = String::from(
+            "device,gpus,op,dtype,m,n,k,pattern,passed,max_err_over_bound,us,bulk_over_pattern,\
+             share_of_bound\n",
+        );
+        for (n, k) in [(6144, 4096), (8192, 8192), (28672, 4096)] {
+            for m in [512, 16384] {
+                let big = m > 1000;
+                for (p, us) in [
+                    ("gemm", 50.0),
+                    ("comm", 60.0),
+                    ("bulk", if big { 300.0 } else { 100.0 }),
+                    ("push:1", if big { 200.0 } else { 150.0 }),
+                ] {
+                    let _ = writeln!(
+                        t,
+                        "GPU X,2,all-gather+gemm,bf16,{m},{n},{k},{p},true,0.5,{us},,"
+                    );
+                }
+                // A failed pattern is left out.
+                let _ = writeln!(
+                    t,
+                    "GPU X,2,all-gather+gemm,bf16,{m},{n},{k},pull:1,false,9,1,,"
+                );
+            }
+        }
+        let path = dir.join("tp.csv");
+        std::fs::write(&path, t).unwrap();
+        path
+    }
+
+    #[test]
+    fn trains_on_tp_runs_and_picks_by_shape_held_out() {
+        let dir = std::env::temp_dir().join(format!("augur-overlap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = csv(&dir);
+        assert!(is_overlap_csv(&path));
+        let layers = read_layers(&[path], 132).unwrap();
+        assert_eq!(layers.len(), 6);
+        assert!(layers.iter().all(|l| l.time("pull:1").is_none()));
+        assert_eq!(layers[0].bound(), Some(60e-6));
+        let params = OverlapTrainParams::default().check().unwrap();
+        let model = params.fit(&layers, "test").unwrap();
+        let shape = |m| OverlapShape {
+            op: OverlapOp::AllGatherGemm,
+            m,
+            n: 10240,
+            k: 8192,
+            dtype: Dtype::Bf16,
+            world_size: 2,
+            link: LinkType::Nvlink,
+            sms: 132,
+        };
+        assert_eq!(model.choose(&shape(16384)), Some("push:1"));
+        assert_eq!(model.choose(&shape(256)), Some("bulk"));
+        assert!(!model.path(&shape(256)).is_empty());
+        assert!(model.export_text().contains("push:1"));
+        let json = serde_json::to_string(&model).unwrap();
+        let back: OverlapModel = serde_json::from_str(&json).unwrap();
+        back.validate().unwrap();
+        let file = dir.join("model.json");
+        model.write(&file).unwrap();
+        assert_eq!(OverlapModel::read(&file).unwrap(), model);
+        // Held out by weight, every layer is picked right: selected / oracle 1.
+        let rows = evaluate_held_out(&params, &layers).unwrap();
+        assert_eq!(rows.len(), 6);
+        assert!(rows.iter().all(|r| r.selected == r.oracle), "{rows:?}");
+        assert!(summary(&rows).contains("1.000"));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_bad_row_names_its_line() {
+        let dir = std::env::temp_dir().join(format!("augur-overlap-bad-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("bad.csv");
+        std::fs::write(
+            &path,
+            "device,gpus,op,dtype,m,n,k,pattern,passed,us\nX,2,all-gather+gemm,bf16,512,6144,4096,bulk,true,fast\n",
+        )
+        .unwrap();
+        let e = read_layers(std::slice::from_ref(&path), 132)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("bad.csv:2") && e.contains("us `fast`"), "{e}");
+        std::fs::write(&path, "device,gpus\nX,2\n").unwrap();
+        let e = read_layers(&[path], 132).unwrap_err().to_string();
+        assert!(e.contains("no column `op`"), "{e}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
