@@ -95,6 +95,42 @@ impl Ag {
         .map(|_| ())
     }
 
+    /// Enqueue the NCCL broadcasts of one call of `chunked:pieces` on the communication stream:
+    /// every GPU's rows in `pieces` pieces, owners in order, `events[q * pieces + j]` recorded
+    /// after owner q's piece j.
+    fn broadcasts(
+        &self,
+        gpu: &Gpu,
+        pieces: usize,
+        events: &[CudaEvent],
+    ) -> Result<(), KernelError> {
+        let (s, cs) = (gpu.stream(), &gpu.comm_stream);
+        let (a, row, piece) = (self.a.ptr(), (self.k * 2) as u64, self.rows / pieces);
+        // The broadcasts overwrite rows the last call's GEMMs read.
+        cs.join(&s).map_err(drv("join"))?;
+        for j in 0..pieces {
+            for q in 0..gpu.world {
+                let at = a + ((q * self.rows + j * piece) as u64) * row;
+                // SAFETY: `piece` rows of `a` at `at`, on this GPU; q sends, every GPU receives,
+                // in this order everywhere.
+                unsafe {
+                    nccl::broadcast(
+                        at as *const c_void,
+                        at as *mut c_void,
+                        piece * self.k * 2,
+                        nccl_sys::ncclDataType_t::ncclUint8,
+                        q as i32,
+                        gpu.comm.0,
+                        cs.cu_stream() as nccl_sys::cudaStream_t,
+                    )
+                }
+                .map_err(nccl_err("ncclBroadcast"))?;
+                events[q * pieces + j].record(cs).map_err(drv("record"))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Enqueue the copies of one call between this GPU and its peers (see the module docs), on
     /// one copy stream per peer: pulled, every peer's rows into this GPU's A, with
     /// `events[q * pieces + j]` recorded after peer q's piece j; pushed, this GPU's rows into
@@ -164,7 +200,6 @@ impl Ag {
     /// Enqueue one call of `p`, ordered after everything before it on both streams.
     fn enqueue(&self, gpu: &Gpu, p: TpPattern) -> Result<(), KernelError> {
         let s = gpu.stream();
-        let cs = &gpu.comm_stream;
         let (a, b, c) = (self.a.ptr(), ptr(&self.b, &s), ptr(&self.c, &s));
         let (row, c_row) = ((self.k * 2) as u64, (self.n_r * 2) as u64);
         // SAFETY (every GEMM below): `a` is M x k, `b` n_r x k, `c` M x n_r halves on this GPU;
@@ -176,96 +211,64 @@ impl Ag {
                 self.gather(gpu, &s)?;
                 unsafe { self.full.run_on(a, b, c, &s) }
             }
-            TpPattern::Chunked(pieces) => {
+            TpPattern::Chunked(pieces) | TpPattern::Pull(pieces) | TpPattern::Push(pieces) => {
                 let (plan, events) = plan_for(&self.pieces, pieces)?;
                 let piece = self.rows / pieces;
-                // The broadcasts overwrite rows the last call's GEMMs read.
-                cs.join(&s).map_err(drv("join"))?;
-                for j in 0..pieces {
-                    for q in 0..gpu.world {
-                        let at = a + ((q * self.rows + j * piece) as u64) * row;
-                        // SAFETY: `piece` rows of `a` at `at`, on this GPU; q sends, every GPU
-                        // receives, in this order everywhere.
-                        unsafe {
-                            nccl::broadcast(
-                                at as *const c_void,
-                                at as *mut c_void,
-                                piece * self.k * 2,
-                                nccl_sys::ncclDataType_t::ncclUint8,
-                                q as i32,
-                                gpu.comm.0,
-                                cs.cu_stream() as nccl_sys::cudaStream_t,
-                            )
-                        }
-                        .map_err(nccl_err("ncclBroadcast"))?;
-                        events[q * pieces + j].record(cs).map_err(drv("record"))?;
+                // The transfers, and the peers in the order their pieces were queued.
+                let me = gpu.rank;
+                let peers: Vec<usize> = match p {
+                    TpPattern::Chunked(_) => {
+                        self.broadcasts(gpu, pieces, events)?;
+                        (0..gpu.world).filter(|&q| q != me).collect()
                     }
-                }
+                    TpPattern::Pull(_) => {
+                        self.copies(gpu, pieces, false, events)?;
+                        (1..gpu.world).map(|i| (me + i) % gpu.world).collect()
+                    }
+                    _ => {
+                        self.copies(gpu, pieces, true, events)?;
+                        (1..gpu.world)
+                            .map(|i| (me + gpu.world - i) % gpu.world)
+                            .collect()
+                    }
+                };
                 let gemm = |r0: usize| unsafe {
                     plan.run_on(a + r0 as u64 * row, b, c + r0 as u64 * c_row, &s)
                 };
                 for j in 0..pieces {
-                    gemm(gpu.rank * self.rows + j * piece)?;
-                }
-                for j in 0..pieces {
-                    for q in (0..gpu.world).filter(|&q| q != gpu.rank) {
-                        s.wait(&events[q * pieces + j]).map_err(drv("wait"))?;
-                        gemm(q * self.rows + j * piece)?;
-                    }
-                }
-                gpu.join()
-            }
-            TpPattern::Pull(pieces) => {
-                let (plan, events) = plan_for(&self.pieces, pieces)?;
-                let piece = self.rows / pieces;
-                self.copies(gpu, pieces, false, events)?;
-                let gemm = |r0: usize| unsafe {
-                    plan.run_on(a + r0 as u64 * row, b, c + r0 as u64 * c_row, &s)
-                };
-                for j in 0..pieces {
-                    gemm(gpu.rank * self.rows + j * piece)?;
-                }
-                // Peers in the order their pulls were queued.
-                for j in 0..pieces {
-                    for i in 1..gpu.world {
-                        let q = (gpu.rank + i) % gpu.world;
-                        s.wait(&events[q * pieces + j]).map_err(drv("wait"))?;
-                        gemm(q * self.rows + j * piece)?;
-                    }
-                }
-                Ok(())
-            }
-            TpPattern::Push(pieces) => {
-                let (plan, events) = plan_for(&self.pieces, pieces)?;
-                let piece = self.rows / pieces;
-                self.copies(gpu, pieces, true, events)?;
-                let gemm = |r0: usize| unsafe {
-                    plan.run_on(a + r0 as u64 * row, b, c + r0 as u64 * c_row, &s)
-                };
-                for j in 0..pieces {
-                    gemm(gpu.rank * self.rows + j * piece)?;
+                    gemm(me * self.rows + j * piece)?;
                 }
                 let (e, flags) = (self.epoch.get(), self.flags.ptr());
                 for j in 0..pieces {
-                    for i in 1..gpu.world {
-                        let q = (gpu.rank + gpu.world - i) % gpu.world;
-                        // SAFETY: peer q's arrival word for piece j in this GPU's flags.
-                        crate::cuda::check("cuStreamWaitValue32", unsafe {
-                            sys::cuStreamWaitValue32_v2(
-                                s.cu_stream(),
-                                flags + 4 * arrival(gpu.world, q, j),
-                                e,
-                                sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
-                            )
-                        })?;
+                    for &q in &peers {
+                        if let TpPattern::Push(_) = p {
+                            // SAFETY: peer q's arrival word for piece j in this GPU's flags.
+                            crate::cuda::check("cuStreamWaitValue32", unsafe {
+                                sys::cuStreamWaitValue32_v2(
+                                    s.cu_stream(),
+                                    flags + 4 * arrival(gpu.world, q, j),
+                                    e,
+                                    sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
+                                )
+                            })?;
+                        } else {
+                            s.wait(&events[q * pieces + j]).map_err(drv("wait"))?;
+                        }
                         gemm(q * self.rows + j * piece)?;
                     }
                 }
-                // The copy streams' last work (the flags' writes) before the next call's.
-                for q in self.pulls.iter().flatten() {
-                    s.join(q).map_err(drv("join"))?;
+                match p {
+                    // The broadcasts' stream joins back.
+                    TpPattern::Chunked(_) => gpu.join(),
+                    // The copy streams' last work (the flags' writes) before the next call's.
+                    TpPattern::Push(_) => {
+                        for q in self.pulls.iter().flatten() {
+                            s.join(q).map_err(drv("join"))?;
+                        }
+                        Ok(())
+                    }
+                    _ => Ok(()),
                 }
-                Ok(())
             }
             TpPattern::PullBulk => {
                 let (_, events) = plan_for(&self.pieces, 1)?;
