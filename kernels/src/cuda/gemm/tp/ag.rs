@@ -16,14 +16,16 @@
 //!   memory (`cuStreamWriteValue32`), which the peer's compute stream waits for
 //!   (`cuStreamWaitValue32`) before that piece's GEMM. NVLink writes rather than reads.
 //!
-//! The pulls' ordering, with no host round trip: at the start of a call each GPU writes the
-//! call's number (an epoch, the same on every GPU: they make the same calls) into a flag of
-//! its own in every peer's memory (`cuStreamWriteValue32` on its compute stream, so after
-//! whatever wrote its rows), and a pull stream waits for the peer's flag to reach it
-//! (`cuStreamWaitValue32`, GEQ) before copying; a pull stream first waits for the compute
-//! stream's earlier work (the last call's GEMMs read the rows it overwrites). What it does not
-//! order: a peer overwriting its own rows while others still pull them (a layer's next input
-//! comes after a collective of its own).
+//! The copies' ordering, with no host round trip: at the start of a call each GPU writes the
+//! call's number (an epoch, the same on every GPU: they make the same calls) into a ready flag
+//! of its own in every peer's memory (`cuStreamWriteValue32` on its compute stream, so after
+//! whatever wrote its rows and after its last call's GEMMs), and the copy stream of a peer
+//! pair waits for the peer's flag to reach it (`cuStreamWaitValue32`, GEQ) before copying (a
+//! pull: the peer's rows are ready; a push: the peer has done reading its last call's rows); a
+//! copy stream first waits for its own GPU's compute stream (a pull overwrites rows the last
+//! call's GEMMs read; a push sends rows written before the call). What it does not order: a
+//! GPU overwriting its own rows while peers still pull them (a layer's next input comes after
+//! a collective of its own).
 
 use cudarc::driver::{sys, CudaEvent, CudaSlice, CudaStream, DevicePtrMut};
 use cudarc::nccl::{result as nccl, sys as nccl_sys};
@@ -55,7 +57,7 @@ struct Ag {
     /// Per count of pieces: the plan for rows / pieces rows, an event per (owner, piece).
     pieces: PiecePlans,
     /// The copy engines' streams, one per peer (by rank; None for this GPU).
-    pulls: Vec<Option<Arc<CudaStream>>>,
+    copy_streams: Vec<Option<Arc<CudaStream>>>,
     /// One u32 per rank: the last call for which that peer's rows are ready (cuMemAlloc too).
     flags: DeviceBuffer,
     /// This GPU's calls of the pull patterns so far.
@@ -157,7 +159,7 @@ impl Ag {
         }
         for i in 1..gpu.world {
             let q = (me + i) % gpu.world;
-            let ps = self.pulls[q].as_ref().ok_or_else(|| {
+            let ps = self.copy_streams[q].as_ref().ok_or_else(|| {
                 KernelError::Invalid("a copy pattern run without its set-up".into())
             })?;
             ps.join(&s).map_err(drv("join"))?;
@@ -262,7 +264,7 @@ impl Ag {
                     TpPattern::Chunked(_) => gpu.join(),
                     // The copy streams' last work (the flags' writes) before the next call's.
                     TpPattern::Push(_) => {
-                        for q in self.pulls.iter().flatten() {
+                        for q in self.copy_streams.iter().flatten() {
                             s.join(q).map_err(drv("join"))?;
                         }
                         Ok(())
@@ -282,7 +284,7 @@ impl Ag {
     }
 
     /// A diagnostic (`AUGUR_TP_TRACE`): wait up to 5 s for this GPU's streams, then say on
-    /// stderr which are still busy and what its flags hold.
+    /// stderr which are still busy and what its ready flags hold.
     fn trace(&self, gpu: &Gpu, what: &str) -> Result<(), KernelError> {
         let busy = |st: &CudaStream| {
             // SAFETY: a live stream of this context.
@@ -292,7 +294,7 @@ impl Ag {
         let s = gpu.stream();
         let mut streams: Vec<(String, &CudaStream)> = vec![("compute".into(), &*s)];
         streams.push(("comm".into(), &*gpu.comm_stream));
-        for (q, p) in self.pulls.iter().enumerate() {
+        for (q, p) in self.copy_streams.iter().enumerate() {
             if let Some(p) = p {
                 streams.push((format!("pull<-{q}"), &**p));
             }
@@ -374,7 +376,7 @@ pub fn all_gather_gemm(
     let want = reference_rows(p, &at);
     let bits = |v: &[f32]| -> Vec<u16> { v.iter().map(|&x| to_half_bits(p.dtype, x)).collect() };
     let pieces = pieces_of(patterns);
-    let pulling = patterns.iter().any(|q| q.copies());
+    let copying = patterns.iter().any(|q| q.copies());
     let setup = |rank: usize, g: &CudaGemm| -> Result<(Ag, Vec<u64>), KernelError> {
         let s = &g.stream;
         let mut a_host = vec![0xFFFFu16; m * k];
@@ -383,7 +385,7 @@ pub fn all_gather_gemm(
         let a = DeviceBuffer::new(&g.ctx, m * k * 2)?;
         let words = world * (1 + MAX_PIECES);
         let flags = DeviceBuffer::new(&g.ctx, 4 * words)?;
-        // SAFETY: `a` holds m x k halves, `flags` world words, in this (current) context.
+        // SAFETY: `a` holds m x k halves, `flags` `words` words, in this (current) context.
         unsafe {
             crate::cuda::check(
                 "cuMemcpyHtoD",
@@ -407,14 +409,14 @@ pub fn all_gather_gemm(
             },
             |c| world * c,
         )?;
-        let pulls = (0..world)
+        let copy_streams = (0..world)
             .map(|q| {
-                (pulling && q != rank)
+                (copying && q != rank)
                     .then(|| g.ctx.new_stream().map_err(drv("cuStreamCreate")))
                     .transpose()
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let published = if pulling {
+        let published = if copying {
             vec![a.ptr(), flags.ptr()]
         } else {
             Vec::new()
@@ -428,7 +430,7 @@ pub fn all_gather_gemm(
             k,
             full,
             pieces: plans,
-            pulls,
+            copy_streams,
             flags,
             epoch: Cell::new(0),
         };
