@@ -49,6 +49,34 @@ impl OverlapOp {
             _ => None,
         }
     }
+
+    /// The cut of an M x N x K layer on `world` GPUs: (rows of A per GPU, its share of the cut
+    /// dimension: N / P for the all-gather, K / P for the reduce-scatter), or why it does not
+    /// cut (M and the cut dimension must split evenly, the share a multiple of 8).
+    pub fn split(
+        self,
+        m: usize,
+        n: usize,
+        k: usize,
+        world: usize,
+    ) -> Result<(usize, usize), String> {
+        let (cut, what) = match self {
+            OverlapOp::AllGatherGemm => (n, "N"),
+            OverlapOp::GemmReduceScatter => (k, "K"),
+        };
+        if world == 0
+            || !m.is_multiple_of(world)
+            || !cut.is_multiple_of(world)
+            || !(cut / world).is_multiple_of(8)
+        {
+            return Err(format!(
+                "{m}x{n}x{k} on {world} GPUs ({}): M and {what} must split evenly, {what} / \
+                 {world} a multiple of 8",
+                self.name()
+            ));
+        }
+        Ok((m / world, cut / world))
+    }
 }
 
 /// One layer call on a GPU group.
@@ -84,27 +112,16 @@ impl OverlapShape {
         if self.sms == 0 {
             return bad("0 SMs".into());
         }
-        let (cut, what) = match self.op {
-            OverlapOp::AllGatherGemm => (self.n, "N"),
-            OverlapOp::GemmReduceScatter => (self.k, "K"),
-        };
-        if self.m == 0 || cut == 0 || self.k == 0 || self.n == 0 {
+        if self.m == 0 || self.n == 0 || self.k == 0 {
             return bad(format!(
                 "{} x {} x {}: every dimension at least 1",
                 self.m, self.n, self.k
             ));
         }
-        if !self.m.is_multiple_of(p) || !cut.is_multiple_of(p) || !(cut / p).is_multiple_of(8) {
-            return bad(format!(
-                "{} x {} x {} on {p} GPUs ({}): M and {what} must split evenly, {what} / {p} a \
-                 multiple of 8",
-                self.m,
-                self.n,
-                self.k,
-                self.op.name()
-            ));
-        }
-        Ok(())
+        self.op
+            .split(self.m, self.n, self.k, p)
+            .map(|_| ())
+            .map_err(FeatureError::Shape)
     }
 
     /// Parse `overlap:op=all-gather,m=8192,n=6144,k=4096,world=4[,dtype=bf16,link=nvlink,sms=132]`

@@ -136,23 +136,8 @@ pub struct TpResult {
 /// A layer's split over `world` GPUs for `op`: (rows of A per GPU, its share of the cut
 /// dimension: N / P columns of C for the all-gather, K / P for the reduce-scatter).
 pub fn split(op: TpOp, shape: GemmShape, world: usize) -> Result<(usize, usize), KernelError> {
-    let GemmShape { m, n, k } = shape;
-    let (cut, what) = match op {
-        TpOp::AllGatherGemm => (n, "N"),
-        TpOp::GemmReduceScatter => (k, "K"),
-    };
-    if world == 0
-        || !m.is_multiple_of(world)
-        || !cut.is_multiple_of(world)
-        || !(cut / world).is_multiple_of(8)
-    {
-        return Err(KernelError::Invalid(format!(
-            "{shape} on {world} GPUs ({}): M and {what} must split evenly, {what} / {world} a \
-             multiple of 8",
-            op.name()
-        )));
-    }
-    Ok((m / world, cut / world))
+    op.split(shape.m, shape.n, shape.k, world)
+        .map_err(KernelError::Invalid)
 }
 
 /// [`split`], and every chunked pattern's pieces whole (said before any GPU work): the
