@@ -26,6 +26,11 @@ use crate::ModelError;
 pub const OVERLAP_FORMAT: &str = "augur-overlap-model";
 pub const OVERLAP_FORMAT_VERSION: u32 = 1;
 
+/// The first columns of every `augur overlap tp` CSV.
+const LEAD: [&str; 9] = [
+    "device", "gpus", "op", "dtype", "m", "n", "k", "pattern", "passed",
+];
+
 /// One layer measured: its shape, every checked pattern's seconds per call, and the parts alone.
 #[derive(Debug, Clone)]
 pub struct Layer {
@@ -516,11 +521,9 @@ pub fn summary(rows: &[OverlapEvalRow]) -> String {
     out
 }
 
-/// Whether `path` is an `augur overlap tp` CSV (its first columns).
+/// Whether `path` is an `augur overlap tp` CSV (its first columns; the header only is read).
 pub fn is_overlap_csv(path: &Path) -> bool {
-    std::fs::read_to_string(path)
-        .map(|t| t.starts_with("device,gpus,op,dtype,m,n,k,pattern,passed"))
-        .unwrap_or(false)
+    crate::runs::header_starts_with(path, &LEAD)
 }
 
 #[cfg(test)]

@@ -647,9 +647,19 @@ pub fn matrix_rows_csv(info: &MatrixInfo, runs: &[KernelRun]) -> Result<Vec<u8>,
 /// Whether a CSV file's header starts with `first` (false when unreadable): how `train`, `eval`
 /// and `collect merge` tell the runs tables apart.
 pub(crate) fn first_column_is(path: &Path, first: &str) -> bool {
+    header_starts_with(path, &[first])
+}
+
+/// Whether the CSV at `path` has a header whose first columns are `columns` (reads the header
+/// only).
+pub(crate) fn header_starts_with(path: &Path, columns: &[&str]) -> bool {
     csv::Reader::from_path(path)
         .ok()
-        .and_then(|mut r| r.headers().ok().and_then(|h| h.get(0).map(|c| c == first)))
+        .and_then(|mut r| {
+            r.headers()
+                .ok()
+                .map(|h| h.len() >= columns.len() && h.iter().zip(columns).all(|(a, b)| a == *b))
+        })
         .unwrap_or(false)
 }
 
