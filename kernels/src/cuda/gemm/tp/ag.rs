@@ -58,9 +58,9 @@ struct Ag {
     pieces: PiecePlans,
     /// The copy engines' streams, one per peer (by rank; None for this GPU).
     copy_streams: Vec<Option<Arc<CudaStream>>>,
-    /// One u32 per rank: the last call for which that peer's rows are ready (cuMemAlloc too).
+    /// The ready and arrival words (see [`MAX_PIECES`]; cuMemAlloc too).
     flags: DeviceBuffer,
-    /// This GPU's calls of the pull patterns so far.
+    /// This GPU's calls of the copy patterns (pulls and pushes) so far.
     epoch: Cell<u32>,
 }
 
