@@ -403,3 +403,70 @@ extern "C" __global__ void __launch_bounds__(512)
             dst[i] = ld_pair_wait(p.ll[rank] + (base + i) * 8, epoch);
     }
 }
+
+// ---- a tensor-parallel layer's all-gather beside its GEMM (issue 24) ----------------------
+// The producer of the producer/consumer patterns (`pc-push:C:S`, `pc-pull:C:S`, `own-bulk`):
+// launched with S blocks on a stream of its own while cuBLASLt's GEMMs, told to leave S SMs
+// free, run on the others. Every GPU's rows move to every other GPU in C pieces, piece j of
+// every peer before piece j + 1 of any; after the last block has moved its part of a piece, the
+// piece's arrival word (in the receiver's memory) gets the call's epoch, which the receiver's
+// compute stream waits for (cuStreamWaitValue32) before that piece's GEMM. Pushed: this GPU's
+// rows written into the peers (NVLink writes); pulled: the peers' rows read into this GPU.
+// The host orders the launch after every peer's ready word (their rows are there, and they are
+// done reading the last call's) with stream waits, so the kernel itself waits for nothing.
+#ifndef TP_MAX_PIECES
+#error "TP_MAX_PIECES comes from the host as -DTP_MAX_PIECES=... (kernels/src/cuda/module.rs)"
+#endif
+// 16-byte loads in flight per thread: with a few blocks, peer loads need many outstanding.
+#define TP_UNROLL 8
+
+struct TpPieces {
+    // Per peer q (q != rank): piece 0 of what this GPU moves for q, from and to (byte
+    // addresses; piece j at + j * bytes), and q's arrival word of piece 0 (piece j: the j-th
+    // word after it) in the receiver's memory.
+    u64 src[MAX_RANKS];
+    u64 dst[MAX_RANKS];
+    u64 flag[MAX_RANKS];
+    // This GPU's block counters, [MAX_RANKS][TP_MAX_PIECES] u32, zero between calls.
+    u64 counters;
+};
+
+extern "C" __global__ void __launch_bounds__(512)
+    tp_copy_pieces(TpPieces p, int rank, int world, u64 bytes, int pieces, unsigned epoch,
+                   int remote_src) {
+    u64 nv = bytes / 16;  // the host checks that pieces are whole 16-byte vectors
+    u64 chunk = (u64)blockDim.x * TP_UNROLL;
+    for (int j = 0; j < pieces; j++) {
+        for (int i = 1; i < world; i++) {
+            int q = (rank + i) % world;
+            const uint4* s = (const uint4*)(p.src[q] + (u64)j * bytes);
+            uint4* d = (uint4*)(p.dst[q] + (u64)j * bytes);
+            for (u64 c0 = (u64)blockIdx.x * chunk; c0 < nv; c0 += (u64)gridDim.x * chunk) {
+                uint4 v[TP_UNROLL];
+#pragma unroll
+                for (int u = 0; u < TP_UNROLL; u++) {
+                    u64 x = c0 + (u64)u * blockDim.x + threadIdx.x;
+                    if (x < nv) v[u] = remote_src ? ld_cg(s + x) : s[x];
+                }
+#pragma unroll
+                for (int u = 0; u < TP_UNROLL; u++) {
+                    u64 x = c0 + (u64)u * blockDim.x + threadIdx.x;
+                    if (x < nv) d[x] = v[u];
+                }
+            }
+            // The block's writes before one thread's system fence (cumulative through the
+            // barrier), then its count; the last block to count publishes the piece.
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                __threadfence_system();
+                unsigned* c = (unsigned*)p.counters + q * TP_MAX_PIECES + j;
+                if (atomicAdd(c, 1u) == gridDim.x - 1) {
+                    // Every block has counted: nothing adds to it again in this launch.
+                    *c = 0;
+                    __threadfence_system();
+                    st_release_sys((unsigned*)p.flag[q] + j, epoch);
+                }
+            }
+        }
+    }
+}

@@ -492,7 +492,12 @@ fn tp(a: TpArgs) -> anyhow::Result<ExitCode> {
     // The pulls hung back to back on 4 H200s (the pushes did not); AUGUR_TP_BACK_TO_BACK=1
     // lifts the refusal, to look into it.
     let lifted = std::env::var_os("AUGUR_TP_BACK_TO_BACK").is_some();
-    let pulls = |p: &TpPattern| matches!(p, TpPattern::Pull(_) | TpPattern::PullBulk);
+    let pulls = |p: &TpPattern| {
+        matches!(
+            p,
+            TpPattern::Pull(_) | TpPattern::PullBulk | TpPattern::Pc { push: false, .. }
+        )
+    };
     if a.gpus > 2 && a.batch > 1 && patterns.iter().any(pulls) && !lifted {
         anyhow::bail!(
             "--batch {} with the pull patterns on {} GPUs: these hung back to back on 4 H200s \

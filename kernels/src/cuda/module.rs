@@ -84,6 +84,7 @@ pub const COMM: Source = Source {
     defines: &[
         ("MAX_RANKS", super::comm::MAX_RANKS as u64),
         ("MAX_BLOCKS", super::comm::MAX_BLOCKS as u64),
+        ("TP_MAX_PIECES", super::gemm::tp::ag::MAX_PIECES as u64),
     ],
     portable: true,
     prelude: "",

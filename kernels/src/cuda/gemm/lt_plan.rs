@@ -45,15 +45,17 @@ fn lt_err(what: &str) -> impl Fn(cudarc::cublaslt::result::CublasError) -> Kerne
 impl LtPlan {
     /// Descriptors, workspace and the heuristic's algorithm for `d`'s shape and type.
     pub(super) fn new(stream: &Arc<CudaStream>, d: &DeviceGemm) -> Result<LtPlan, KernelError> {
-        LtPlan::for_shape(stream, d.shape, d.dtype)
+        LtPlan::for_shape(stream, d.shape, d.dtype, 0)
     }
 
     /// [`LtPlan::new`] for a shape and type, to run on any buffers of that shape
-    /// ([`LtPlan::run_on`]).
+    /// ([`LtPlan::run_on`]); `sms` > 0 tells cuBLASLt to target that many SMs
+    /// (`CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET`: the rest are left to a kernel beside it).
     pub(super) fn for_shape(
         stream: &Arc<CudaStream>,
         shape: GemmShape,
         dtype: Dtype,
+        sms: usize,
     ) -> Result<LtPlan, KernelError> {
         // SAFETY: a query of the loader, before any cuBLASLt call (which would panic without it).
         if !unsafe { lts::is_culib_present() } {
@@ -103,6 +105,20 @@ impl LtPlan {
             )
         }
         .map_err(lt_err("transpose"))?;
+        if sms > 0 {
+            let target = i32::try_from(sms)
+                .map_err(|_| KernelError::Invalid(format!("{sms} SMs for a GEMM")))?;
+            // SAFETY: a live descriptor; the attribute is an int32_t.
+            unsafe {
+                lt::set_matmul_desc_attribute(
+                    plan.desc,
+                    lts::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET,
+                    &target as *const i32 as *const c_void,
+                    std::mem::size_of::<i32>(),
+                )
+            }
+            .map_err(lt_err("SM count target"))?;
+        }
         let pref = lt::create_matmul_pref().map_err(lt_err("preference"))?;
         let ws = LT_WORKSPACE as u64;
         // SAFETY: live descriptors; the attribute is a u64 byte count.

@@ -15,6 +15,14 @@
 //!   one stream per peer, C pieces), each piece followed by an arrival flag in the peer's
 //!   memory (`cuStreamWriteValue32`), which the peer's compute stream waits for
 //!   (`cuStreamWaitValue32`) before that piece's GEMM. NVLink writes rather than reads.
+//! - `pc-push:C:S`, `pc-pull:C:S` (producer/consumer): the same rows moved by augur's copy
+//!   kernel (comm.cu's `tp_copy_pieces`, S blocks on the communication stream, NVLink writes or
+//!   reads by SMs, each piece's arrival word written by its last block), while cuBLASLt's GEMMs
+//!   target the other SMs (`CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET`), each piece's after its
+//!   arrival word.
+//! - `own-bulk`: the copy kernel pushing on one block per SM, then one GEMM on every SM:
+//!   bulk with augur's own all-gather (its push pattern, the comm selector's choice for these
+//!   sizes on 4 H200s) in place of NCCL's.
 //!
 //! The copies' ordering, with no host round trip: at the start of a call each GPU writes the
 //! call's number (an epoch, the same on every GPU: they make the same calls) into a ready flag
@@ -27,7 +35,10 @@
 //! GPU overwriting its own rows while peers still pull them (a layer's next input comes after
 //! a collective of its own).
 
-use cudarc::driver::{sys, CudaEvent, CudaSlice, CudaStream, DevicePtrMut};
+use cudarc::driver::{
+    sys, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, LaunchConfig,
+    PushKernelArg,
+};
 use cudarc::nccl::{result as nccl, sys as nccl_sys};
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -35,7 +46,7 @@ use std::sync::Arc;
 
 use super::{check, nccl_err, piece_plans, pieces_of, plan_for, ptr, run_group, Gpu, PiecePlans};
 use super::{TpOp, TpPattern, TpResult};
-use crate::cuda::comm::DeviceBuffer;
+use crate::cuda::comm::{DeviceBuffer, MAX_RANKS};
 use crate::cuda::gemm::lt_plan::LtPlan;
 use crate::cuda::gemm::{drv, CudaGemm};
 use crate::gemm::{check_rows, from_half_bits, reference_rows, to_half_bits};
@@ -62,7 +73,28 @@ struct Ag {
     flags: DeviceBuffer,
     /// This GPU's calls of the copy patterns (pulls and pushes) so far.
     epoch: Cell<u32>,
+    /// The copy kernel (comm.cu's `tp_copy_pieces`) and its block counters
+    /// ([MAX_RANKS][MAX_PIECES] u32, zero between calls), when a pattern runs it.
+    copy_kernel: Option<(CudaFunction, DeviceBuffer)>,
+    /// The GPU's SMs (the copy kernel's grid in `own-bulk`).
+    sms: usize,
 }
+
+/// The copy kernel's addresses (struct TpPieces in comm.cu).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+struct TpPieces {
+    src: [u64; MAX_RANKS],
+    dst: [u64; MAX_RANKS],
+    flag: [u64; MAX_RANKS],
+    counters: u64,
+}
+
+// SAFETY: plain old data laid out as the C struct.
+unsafe impl DeviceRepr for TpPieces {}
+
+/// Threads per block of the copy kernel (its __launch_bounds__).
+const COPY_THREADS: u32 = 512;
 
 /// What each GPU publishes to the others: its A (all rows) and its flags.
 const PUBLISHED_A: usize = 0;
@@ -144,34 +176,17 @@ impl Ag {
         push: bool,
         events: &[CudaEvent],
     ) -> Result<(), KernelError> {
-        let e = self.epoch.get().wrapping_add(1);
-        self.epoch.set(e);
+        let e = self.announce(gpu)?;
         let (s, me) = (gpu.stream(), gpu.rank);
-        let (a, flags) = (self.a.ptr(), self.flags.ptr());
+        let a = self.a.ptr();
         let (shard, bytes) = (self.rows * self.k * 2, self.rows * self.k * 2 / pieces);
-        for q in (0..gpu.world).filter(|&q| q != me) {
-            let theirs = gpu.peers[q][PUBLISHED_FLAGS] + 4 * me as u64;
-            // SAFETY: this GPU's ready word in peer q's flags (peer access on), after everything
-            // before it on this stream (default flags).
-            crate::cuda::check("cuStreamWriteValue32", unsafe {
-                sys::cuStreamWriteValue32_v2(s.cu_stream(), theirs, e, 0)
-            })?;
-        }
         for i in 1..gpu.world {
             let q = (me + i) % gpu.world;
             let ps = self.copy_streams[q].as_ref().ok_or_else(|| {
                 KernelError::Invalid("a copy pattern run without its set-up".into())
             })?;
             ps.join(&s).map_err(drv("join"))?;
-            // SAFETY: peer q's ready word in this GPU's flags; GEQ is wrap-aware.
-            crate::cuda::check("cuStreamWaitValue32", unsafe {
-                sys::cuStreamWaitValue32_v2(
-                    ps.cu_stream(),
-                    flags + 4 * q as u64,
-                    e,
-                    sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
-                )
-            })?;
+            self.wait_ready(ps, q, e)?;
             let theirs = gpu.peers[q][PUBLISHED_A];
             for j in 0..pieces {
                 let (from, to, off) = if push {
@@ -199,6 +214,118 @@ impl Ag {
         Ok(())
     }
 
+    /// Start a call of a copy pattern: its epoch (the next), written into this GPU's ready
+    /// word in every peer's flags on the compute stream, after everything before it there.
+    fn announce(&self, gpu: &Gpu) -> Result<u32, KernelError> {
+        let e = self.epoch.get().wrapping_add(1);
+        self.epoch.set(e);
+        let s = gpu.stream();
+        for q in (0..gpu.world).filter(|&q| q != gpu.rank) {
+            let theirs = gpu.peers[q][PUBLISHED_FLAGS] + 4 * gpu.rank as u64;
+            // SAFETY: this GPU's ready word in peer q's flags (peer access on), after everything
+            // before it on this stream (default flags).
+            crate::cuda::check("cuStreamWriteValue32", unsafe {
+                sys::cuStreamWriteValue32_v2(s.cu_stream(), theirs, e, 0)
+            })?;
+        }
+        Ok(e)
+    }
+
+    /// `st` waits until peer q's ready word in this GPU's flags reaches epoch `e`.
+    fn wait_ready(&self, st: &CudaStream, q: usize, e: u32) -> Result<(), KernelError> {
+        // SAFETY: peer q's ready word in this GPU's flags; GEQ is wrap-aware.
+        crate::cuda::check("cuStreamWaitValue32", unsafe {
+            sys::cuStreamWaitValue32_v2(
+                st.cu_stream(),
+                self.flags.ptr() + 4 * q as u64,
+                e,
+                sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
+            )
+        })
+    }
+
+    /// `st` waits until peer q's piece j has arrived in this GPU's A in the call of epoch `e`.
+    fn wait_arrival(
+        &self,
+        gpu: &Gpu,
+        st: &CudaStream,
+        q: usize,
+        j: usize,
+        e: u32,
+    ) -> Result<(), KernelError> {
+        let word = self.flags.ptr() + 4 * arrival(gpu.world, q, j);
+        // SAFETY: peer q's arrival word for piece j in this GPU's flags; GEQ is wrap-aware.
+        crate::cuda::check("cuStreamWaitValue32", unsafe {
+            sys::cuStreamWaitValue32_v2(
+                st.cu_stream(),
+                word,
+                e,
+                sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
+            )
+        })
+    }
+
+    /// Enqueue the copy kernel of one call on the communication stream, `blocks` blocks,
+    /// after the compute stream's work so far and every peer's ready word: pushed, this GPU's
+    /// rows into every peer's A; pulled, every peer's rows into this GPU's; in `pieces` pieces
+    /// per peer, each piece's arrival word (the receiver's flags) set to the call's epoch.
+    fn kernel_copies(
+        &self,
+        gpu: &Gpu,
+        pieces: usize,
+        blocks: usize,
+        push: bool,
+    ) -> Result<(), KernelError> {
+        let (f, counters) = self.copy_kernel.as_ref().ok_or_else(|| {
+            KernelError::Invalid("the copy kernel's pattern run without its set-up".into())
+        })?;
+        let e = self.announce(gpu)?;
+        let (s, cs, me, world) = (gpu.stream(), &gpu.comm_stream, gpu.rank, gpu.world);
+        // The copies overwrite rows the last call's GEMMs read (pulled), or send rows written
+        // before this call (pushed).
+        cs.join(&s).map_err(drv("join"))?;
+        let (a, flags) = (self.a.ptr(), self.flags.ptr());
+        let shard = (self.rows * self.k * 2) as u64;
+        let mut t = TpPieces {
+            counters: counters.ptr(),
+            ..TpPieces::default()
+        };
+        for q in (0..world).filter(|&q| q != me) {
+            self.wait_ready(cs, q, e)?;
+            let theirs = gpu.peers[q][PUBLISHED_A];
+            if push {
+                t.src[q] = a + me as u64 * shard;
+                t.dst[q] = theirs + me as u64 * shard;
+                t.flag[q] = gpu.peers[q][PUBLISHED_FLAGS] + 4 * arrival(world, me, 0);
+            } else {
+                t.src[q] = theirs + q as u64 * shard;
+                t.dst[q] = a + q as u64 * shard;
+                t.flag[q] = flags + 4 * arrival(world, q, 0);
+            }
+        }
+        let bytes = shard / pieces as u64;
+        let (rank, world_i, pieces_i) = (me as i32, world as i32, pieces as i32);
+        let remote: i32 = i32::from(!push);
+        let cfg = LaunchConfig {
+            grid_dim: (blocks as u32, 1, 1),
+            block_dim: (COPY_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = cs.launch_builder(f);
+        b.arg(&t)
+            .arg(&rank)
+            .arg(&world_i)
+            .arg(&bytes)
+            .arg(&pieces_i)
+            .arg(&e)
+            .arg(&remote);
+        // SAFETY: the arguments match tp_copy_pieces; every address is a live cuMemAlloc
+        // buffer of this GPU or of a peer (peer access on), each piece whole 16-byte vectors
+        // (tp::check), the counters MAX_RANKS x MAX_PIECES words.
+        unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
+        Ok(())
+    }
+
     /// Enqueue one call of `p`, ordered after everything before it on both streams.
     fn enqueue(&self, gpu: &Gpu, p: TpPattern) -> Result<(), KernelError> {
         let s = gpu.stream();
@@ -213,8 +340,11 @@ impl Ag {
                 self.gather(gpu, &s)?;
                 unsafe { self.full.run_on(a, b, c, &s) }
             }
-            TpPattern::Chunked(pieces) | TpPattern::Pull(pieces) | TpPattern::Push(pieces) => {
-                let (plan, events) = plan_for(&self.pieces, pieces)?;
+            TpPattern::Chunked(pieces)
+            | TpPattern::Pull(pieces)
+            | TpPattern::Push(pieces)
+            | TpPattern::Pc { pieces, .. } => {
+                let (plan, events) = plan_for(&self.pieces, pieces, p.kernel_sms())?;
                 let piece = self.rows / pieces;
                 // The transfers, and the peers in the order their pieces were queued.
                 let me = gpu.rank;
@@ -226,6 +356,16 @@ impl Ag {
                     TpPattern::Pull(_) => {
                         self.copies(gpu, pieces, false, events)?;
                         (1..gpu.world).map(|i| (me + i) % gpu.world).collect()
+                    }
+                    TpPattern::Pc { sms, push, .. } => {
+                        self.kernel_copies(gpu, pieces, sms, push)?;
+                        if push {
+                            (1..gpu.world)
+                                .map(|i| (me + gpu.world - i) % gpu.world)
+                                .collect()
+                        } else {
+                            (1..gpu.world).map(|i| (me + i) % gpu.world).collect()
+                        }
                     }
                     _ => {
                         self.copies(gpu, pieces, true, events)?;
@@ -240,19 +380,11 @@ impl Ag {
                 for j in 0..pieces {
                     gemm(me * self.rows + j * piece)?;
                 }
-                let (e, flags) = (self.epoch.get(), self.flags.ptr());
+                let e = self.epoch.get();
                 for j in 0..pieces {
                     for &q in &peers {
-                        if let TpPattern::Push(_) = p {
-                            // SAFETY: peer q's arrival word for piece j in this GPU's flags.
-                            crate::cuda::check("cuStreamWaitValue32", unsafe {
-                                sys::cuStreamWaitValue32_v2(
-                                    s.cu_stream(),
-                                    flags + 4 * arrival(gpu.world, q, j),
-                                    e,
-                                    sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
-                                )
-                            })?;
+                        if let TpPattern::Push(_) | TpPattern::Pc { .. } = p {
+                            self.wait_arrival(gpu, &s, q, j, e)?;
                         } else {
                             s.wait(&events[q * pieces + j]).map_err(drv("wait"))?;
                         }
@@ -260,8 +392,9 @@ impl Ag {
                     }
                 }
                 match p {
-                    // The broadcasts' stream joins back.
-                    TpPattern::Chunked(_) => gpu.join(),
+                    // The broadcasts' stream joins back; so does the copy kernel's (its last
+                    // arrival words written before the call ends).
+                    TpPattern::Chunked(_) | TpPattern::Pc { .. } => gpu.join(),
                     // The copy streams' last work (the flags' writes) before the next call's.
                     TpPattern::Push(_) => {
                         for q in self.copy_streams.iter().flatten() {
@@ -272,8 +405,17 @@ impl Ag {
                     _ => Ok(()),
                 }
             }
+            TpPattern::OwnBulk => {
+                self.kernel_copies(gpu, 1, self.sms, true)?;
+                let e = self.epoch.get();
+                for q in (0..gpu.world).filter(|&q| q != gpu.rank) {
+                    self.wait_arrival(gpu, &s, q, 0, e)?;
+                }
+                unsafe { self.full.run_on(a, b, c, &s) }?;
+                gpu.join()
+            }
             TpPattern::PullBulk => {
-                let (_, events) = plan_for(&self.pieces, 1)?;
+                let (_, events) = plan_for(&self.pieces, 1, 0)?;
                 self.copies(gpu, 1, false, events)?;
                 for q in (0..gpu.world).filter(|&q| q != gpu.rank) {
                     s.wait(&events[q]).map_err(drv("wait"))?;
@@ -397,7 +539,7 @@ pub fn all_gather_gemm(
             .clone_htod(&bits(&p.b[rank * n_r * k..(rank + 1) * n_r * k]))
             .map_err(drv("upload"))?;
         let c = s.alloc_zeros::<u16>(m * n_r).map_err(drv("alloc"))?;
-        let full = LtPlan::for_shape(s, GemmShape { m, n: n_r, k }, p.dtype)?;
+        let full = LtPlan::for_shape(s, GemmShape { m, n: n_r, k }, p.dtype, 0)?;
         let plans = piece_plans(
             g,
             &pieces,
@@ -416,6 +558,22 @@ pub fn all_gather_gemm(
                     .transpose()
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let copy_kernel = if patterns.iter().any(|q| q.kernel_copies()) {
+            let (ptx, _) =
+                crate::cuda::module::ptx(crate::cuda::module::COMM, g.compute_capability)?;
+            let module = g.ctx.load_module(ptx).map_err(drv("cuModuleLoadData"))?;
+            let f = module
+                .load_function("tp_copy_pieces")
+                .map_err(drv("cuModuleGetFunction"))?;
+            let counters = DeviceBuffer::new(&g.ctx, 4 * MAX_RANKS * MAX_PIECES)?;
+            // SAFETY: that many bytes of a live allocation of this (current) context.
+            crate::cuda::check("cuMemsetD8", unsafe {
+                sys::cuMemsetD8_v2(counters.ptr(), 0, 4 * MAX_RANKS * MAX_PIECES)
+            })?;
+            Some((f, counters))
+        } else {
+            None
+        };
         let published = if copying {
             vec![a.ptr(), flags.ptr()]
         } else {
@@ -433,6 +591,8 @@ pub fn all_gather_gemm(
             copy_streams,
             flags,
             epoch: Cell::new(0),
+            copy_kernel,
+            sms: g.multiprocessors,
         };
         Ok((ag, published))
     };

@@ -64,6 +64,18 @@ pub enum TpPattern {
     /// All-gather only: as `pull:C`, but every GPU pushes its rows into its peers' buffers
     /// (NVLink writes), each piece followed by an arrival flag the peer's GEMM waits for.
     Push(usize),
+    /// All-gather only, producer/consumer: augur's copy kernel (comm.cu's `tp_copy_pieces`) on
+    /// `sms` SMs moves the rows in `pieces` pieces per peer, pushed or pulled, while cuBLASLt's
+    /// GEMMs, told to leave those SMs free, multiply each piece once its arrival word says it
+    /// is there (own rows first).
+    Pc {
+        pieces: usize,
+        sms: usize,
+        push: bool,
+    },
+    /// All-gather only: augur's own all-gather in bulk (the copy kernel pushing, one block per
+    /// SM), then one GEMM over all rows on every SM.
+    OwnBulk,
 }
 
 impl TpPattern {
@@ -76,6 +88,10 @@ impl TpPattern {
             TpPattern::Pull(c) => format!("pull:{c}"),
             TpPattern::PullBulk => "pull-bulk".into(),
             TpPattern::Push(c) => format!("push:{c}"),
+            TpPattern::Pc { pieces, sms, push } => {
+                format!("pc-{}:{pieces}:{sms}", if push { "push" } else { "pull" })
+            }
+            TpPattern::OwnBulk => "own-bulk".into(),
         }
     }
 
@@ -85,6 +101,21 @@ impl TpPattern {
             "comm" => Ok(TpPattern::CommAlone),
             "bulk" => Ok(TpPattern::Bulk),
             "pull-bulk" => Ok(TpPattern::PullBulk),
+            "own-bulk" => Ok(TpPattern::OwnBulk),
+            _ if s.starts_with("pc-push:") || s.starts_with("pc-pull:") => {
+                let push = s.starts_with("pc-push:");
+                let two: Vec<Option<usize>> = s[8..]
+                    .split(':')
+                    .map(|v| v.parse::<usize>().ok().filter(|&c| c >= 1))
+                    .collect();
+                match two[..] {
+                    [Some(pieces), Some(sms)] => Ok(TpPattern::Pc { pieces, sms, push }),
+                    _ => Err(KernelError::Invalid(format!(
+                        "pattern `{s}`: pc-push:C:S or pc-pull:C:S (C >= 1 pieces per peer, S >= \
+                         1 SMs for the copy kernel)"
+                    ))),
+                }
+            }
             _ => {
                 let count = |prefix: &str| match s.strip_prefix(prefix).map(str::parse::<usize>) {
                     Some(Ok(c)) if c >= 1 => Some(c),
@@ -96,22 +127,33 @@ impl TpPattern {
                     (_, _, Some(c)) => Ok(TpPattern::Push(c)),
                     _ => Err(KernelError::Invalid(format!(
                         "pattern `{s}`: one of gemm, comm, bulk, chunked:C, pull:C, push:C (C >= \
-                         1 pieces), pull-bulk"
+                         1 pieces), pull-bulk, pc-push:C:S, pc-pull:C:S, own-bulk"
                     ))),
                 }
             }
         }
     }
 
-    /// Whether it moves rows with the copy engines between peers (pull and push).
+    /// Whether it moves rows between peers itself (the copy engines' pulls and pushes, and
+    /// augur's copy kernel), with peer access and flags in the peers' memory.
     pub fn copies(self) -> bool {
         matches!(
             self,
-            TpPattern::Pull(_) | TpPattern::PullBulk | TpPattern::Push(_)
+            TpPattern::Pull(_)
+                | TpPattern::PullBulk
+                | TpPattern::Push(_)
+                | TpPattern::Pc { .. }
+                | TpPattern::OwnBulk
         )
     }
 
-    /// Whether it is a pattern of `op` (the copy engines' are the all-gather's only).
+    /// Whether it runs augur's copy kernel (and so needs comm.cu's module).
+    pub fn kernel_copies(self) -> bool {
+        matches!(self, TpPattern::Pc { .. } | TpPattern::OwnBulk)
+    }
+
+    /// Whether it is a pattern of `op` (those moving rows between peers themselves are the
+    /// all-gather's only).
     pub fn applies(self, op: TpOp) -> bool {
         op == TpOp::AllGatherGemm || !self.copies()
     }
@@ -119,6 +161,25 @@ impl TpPattern {
     /// Whether it computes the output (and so is checked).
     fn computes(self) -> bool {
         !matches!(self, TpPattern::CommAlone)
+    }
+
+    /// The pieces each GPU's rows are cut in, for the patterns that cut them (1 for those that
+    /// move them whole before one GEMM).
+    pub fn pieces(self) -> Option<usize> {
+        match self {
+            TpPattern::Chunked(c) | TpPattern::Pull(c) | TpPattern::Push(c) => Some(c),
+            TpPattern::Pc { pieces, .. } => Some(pieces),
+            TpPattern::PullBulk | TpPattern::OwnBulk => Some(1),
+            _ => None,
+        }
+    }
+
+    /// The SMs left to augur's copy kernel beside the GEMMs (0: the GEMMs take every SM).
+    fn kernel_sms(self) -> usize {
+        match self {
+            TpPattern::Pc { sms, .. } => sms,
+            _ => 0,
+        }
     }
 }
 
@@ -153,24 +214,43 @@ pub fn check(
     for pat in patterns {
         if !pat.applies(op) {
             return Err(KernelError::Invalid(format!(
-                "pattern {}: the copy engines' patterns are for the all-gather + GEMM only",
+                "pattern {}: the patterns moving rows between peers themselves are for the \
+                 all-gather + GEMM only",
                 pat.name()
             )));
         }
-        if let TpPattern::Chunked(c) | TpPattern::Pull(c) | TpPattern::Push(c) = pat {
-            if matches!(pat, TpPattern::Push(_)) && *c > ag::MAX_PIECES {
+        let c = pat.pieces().unwrap_or(1);
+        if matches!(pat, TpPattern::Push(_) | TpPattern::Pc { .. }) && c > ag::MAX_PIECES {
+            return Err(KernelError::Invalid(format!(
+                "{}: at most {} pieces",
+                pat.name(),
+                ag::MAX_PIECES
+            )));
+        }
+        if !rows.is_multiple_of(c) {
+            return Err(KernelError::Invalid(format!(
+                "{shape}, {}: the {rows} rows per GPU do not split in {c} pieces",
+                pat.name()
+            )));
+        }
+        if let TpPattern::Pc { sms, .. } = pat {
+            if *sms > crate::cuda::comm::MAX_BLOCKS {
                 return Err(KernelError::Invalid(format!(
-                    "{}: at most {} pieces",
+                    "{}: at most {} SMs for the copy kernel",
                     pat.name(),
-                    ag::MAX_PIECES
+                    crate::cuda::comm::MAX_BLOCKS
                 )));
             }
-            if !rows.is_multiple_of(*c) {
-                return Err(KernelError::Invalid(format!(
-                    "{shape}, {}: the {rows} rows per GPU do not split in {c} pieces",
-                    pat.name()
-                )));
-            }
+        }
+        // The copy kernel moves 16-byte vectors: a piece of a GPU's rows must be whole ones.
+        if pat.kernel_copies() && !(rows / c * shape.k * 2).is_multiple_of(16) {
+            return Err(KernelError::Invalid(format!(
+                "{shape}, {}: a piece of {} rows x K {} is not a whole number of 16-byte \
+                 vectors (K a multiple of 8 is)",
+                pat.name(),
+                rows / c,
+                shape.k
+            )));
         }
     }
     Ok((rows, cut))
@@ -447,17 +527,19 @@ fn enable_peers(
     Ok(())
 }
 
-/// The plans of the chunked patterns: per count of pieces `c` in `pieces`, cuBLASLt's plan for
-/// `shape_of(c)` and `events_of(c)` events (no timing) to order a piece's GEMM and collective.
+/// The plans of the patterns that cut the work in pieces: per (count of pieces `c`, SMs `s`
+/// left to the copy kernel) in `pieces`, cuBLASLt's plan for `shape_of(c)` (targeting the
+/// other SMs when `s` > 0) and `events_of(c)` events (no timing) to order a piece's GEMM and
+/// collective.
 type PiecePlans = Vec<(
-    usize,
+    (usize, usize),
     super::lt_plan::LtPlan,
     Vec<cudarc::driver::CudaEvent>,
 )>;
 
 fn piece_plans(
     g: &CudaGemm,
-    pieces: &[usize],
+    pieces: &[(usize, usize)],
     dtype: augur_features::attention::Dtype,
     shape_of: impl Fn(usize) -> GemmShape,
     events_of: impl Fn(usize) -> usize,
@@ -465,37 +547,44 @@ fn piece_plans(
     let flags = cudarc::driver::sys::CUevent_flags::CU_EVENT_DISABLE_TIMING;
     pieces
         .iter()
-        .map(|&c| {
-            let plan = super::lt_plan::LtPlan::for_shape(&g.stream, shape_of(c), dtype)?;
+        .map(|&(c, s)| {
+            if s >= g.multiprocessors {
+                return Err(KernelError::Invalid(format!(
+                    "{s} SMs for the copy kernel: this GPU has {}, and the GEMM needs some",
+                    g.multiprocessors
+                )));
+            }
+            let target = if s > 0 { g.multiprocessors - s } else { 0 };
+            let plan = super::lt_plan::LtPlan::for_shape(&g.stream, shape_of(c), dtype, target)?;
             let events = (0..events_of(c))
                 .map(|_| g.ctx.new_event(Some(flags)).map_err(drv("cuEventCreate")))
                 .collect::<Result<Vec<_>, _>>()?;
-            Ok((c, plan, events))
+            Ok(((c, s), plan, events))
         })
         .collect()
 }
 
-/// The plan and events for `pieces` pieces.
+/// The plan and events for `pieces` pieces with `sms` SMs left to the copy kernel.
 fn plan_for(
     plans: &PiecePlans,
     pieces: usize,
+    sms: usize,
 ) -> Result<(&super::lt_plan::LtPlan, &[cudarc::driver::CudaEvent]), KernelError> {
     plans
         .iter()
-        .find(|p| p.0 == pieces)
+        .find(|p| p.0 == (pieces, sms))
         .map(|p| (&p.1, &p.2[..]))
         .ok_or_else(|| KernelError::Invalid(format!("no plan for {pieces} pieces")))
 }
 
-/// The pieces of every chunked or pull pattern in `patterns` (1 for `pull-bulk`).
-fn pieces_of(patterns: &[TpPattern]) -> Vec<usize> {
-    let mut v: Vec<usize> = patterns
+/// (pieces, SMs left to the copy kernel) of every pattern in `patterns` that cuts the work in
+/// pieces or moves it whole before a GEMM of its own (`pull-bulk`: (1, 0)); not `own-bulk`,
+/// whose GEMM is the whole one.
+fn pieces_of(patterns: &[TpPattern]) -> Vec<(usize, usize)> {
+    let mut v: Vec<(usize, usize)> = patterns
         .iter()
-        .filter_map(|q| match q {
-            TpPattern::Chunked(c) | TpPattern::Pull(c) | TpPattern::Push(c) => Some(*c),
-            TpPattern::PullBulk => Some(1),
-            _ => None,
-        })
+        .filter(|q| **q != TpPattern::OwnBulk)
+        .filter_map(|q| q.pieces().map(|c| (c, q.kernel_sms())))
         .collect();
     v.sort_unstable();
     v.dedup();
@@ -516,12 +605,33 @@ mod tests {
             "pull:2",
             "pull-bulk",
             "push:4",
+            "pc-push:2:16",
+            "pc-pull:1:8",
+            "own-bulk",
         ] {
             assert_eq!(TpPattern::parse(s).unwrap().name(), s);
         }
+        assert_eq!(
+            TpPattern::parse("pc-pull:4:32").unwrap(),
+            TpPattern::Pc {
+                pieces: 4,
+                sms: 32,
+                push: false
+            }
+        );
         for bad in ["chunked:0", "chunked:x", "fused", "pull:0", "pull"] {
             let e = TpPattern::parse(bad).unwrap_err().to_string();
             assert!(e.contains(bad) && e.contains("chunked:C"), "{e}");
+        }
+        for bad in [
+            "pc-push:2",
+            "pc-push:0:16",
+            "pc-pull:2:0",
+            "pc-push:2:16:1",
+            "pc-push:a:b",
+        ] {
+            let e = TpPattern::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains("pc-push:C:S"), "{e}");
         }
         let pull = TpPattern::Pull(2);
         assert!(pull.applies(TpOp::AllGatherGemm) && !pull.applies(TpOp::GemmReduceScatter));
@@ -552,13 +662,44 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("push:128: at most 64 pieces"), "{e}");
+        let pc = |pieces, sms| TpPattern::Pc {
+            pieces,
+            sms,
+            push: true,
+        };
+        let e = check(TpOp::AllGatherGemm, s, 4, &[pc(2, 300)])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("pc-push:2:300: at most 256 SMs"), "{e}");
+        let e = check(TpOp::GemmReduceScatter, s, 4, &[TpPattern::OwnBulk])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("own-bulk") && e.contains("all-gather + GEMM only"));
+        // K 4100: a row is 8200 bytes, so 3 rows (M 12 on 4 GPUs) are no whole 16-byte vectors.
+        let odd_k = GemmShape {
+            m: 12,
+            k: 4100,
+            ..s
+        };
+        let e = check(TpOp::AllGatherGemm, odd_k, 4, &[pc(1, 16)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("3 rows x K 4100") && e.contains("16-byte"),
+            "{e}"
+        );
+        assert!(check(TpOp::AllGatherGemm, odd_k, 4, &[TpPattern::Push(1)]).is_ok());
+        assert_eq!(
+            pieces_of(&[pc(2, 16), TpPattern::OwnBulk, TpPattern::Push(2), pc(2, 16)]),
+            vec![(2, 0), (2, 16)]
+        );
         assert_eq!(
             pieces_of(&[
                 TpPattern::Chunked(4),
                 TpPattern::Bulk,
                 TpPattern::Chunked(2)
             ]),
-            vec![2, 4]
+            vec![(2, 0), (4, 0)]
         );
     }
 }

@@ -93,7 +93,7 @@ impl Rs {
                 self.reduce_scatter(gpu, part, out, count, &s, dtype)
             }
             TpPattern::Chunked(pieces) => {
-                let (plan, events) = plan_for(&self.pieces, pieces)?;
+                let (plan, events) = plan_for(&self.pieces, pieces, 0)?;
                 let piece = self.rows / pieces;
                 for (j, ev) in events.iter().enumerate() {
                     for q in 0..gpu.world {
@@ -109,12 +109,14 @@ impl Rs {
                 }
                 gpu.join()
             }
-            TpPattern::Pull(_) | TpPattern::PullBulk | TpPattern::Push(_) => {
-                Err(KernelError::Invalid(format!(
-                    "{}: the all-gather + GEMM's pattern (refused by tp::check)",
-                    p.name()
-                )))
-            }
+            TpPattern::Pull(_)
+            | TpPattern::PullBulk
+            | TpPattern::Push(_)
+            | TpPattern::Pc { .. }
+            | TpPattern::OwnBulk => Err(KernelError::Invalid(format!(
+                "{}: the all-gather + GEMM's pattern (refused by tp::check)",
+                p.name()
+            ))),
         }
     }
 
@@ -194,7 +196,7 @@ pub fn gemm_reduce_scatter(
             .map_err(drv("upload"))?;
         let part = s.alloc_zeros::<u16>(m * n).map_err(drv("alloc"))?;
         let out = s.alloc_zeros::<u16>(rows * n).map_err(drv("alloc"))?;
-        let full = LtPlan::for_shape(s, GemmShape { m, n, k: kp }, p.dtype)?;
+        let full = LtPlan::for_shape(s, GemmShape { m, n, k: kp }, p.dtype, 0)?;
         let plans = piece_plans(
             g,
             &pieces,
