@@ -470,3 +470,98 @@ extern "C" __global__ void __launch_bounds__(512)
         }
     }
 }
+
+// The consumer side of the GEMM + reduce-scatter's producer/consumer pattern (`pc-reduce:C:S`):
+// S blocks on the communication stream sum, for one piece of this GPU's rows, every GPU's
+// partial product of those rows (its own, and the peers' by NVLink reads) in f32, rank order,
+// rounded once into `out`. The host launches it after the piece's partial is computed on every
+// GPU (stream waits on words the GPUs' compute streams write).
+
+__device__ __forceinline__ float f16_to_f32(unsigned short h) {
+    unsigned sign = ((unsigned)h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0) {  // zero or subnormal: m x 2^-24, exact in f32
+        float v = (float)m * 5.9604644775390625e-8f;
+        return __uint_as_float(__float_as_uint(v) | sign);
+    }
+    if (e == 31) return __uint_as_float(sign | 0x7f800000u | (m << 13));  // inf, NaN
+    return __uint_as_float(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+__device__ __forceinline__ unsigned short f32_to_f16(float f) {
+    unsigned u = __float_as_uint(f);
+    unsigned sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return (unsigned short)(sign | 0x7e00u);   // NaN
+    if (a >= 0x477ff000u) return (unsigned short)(sign | 0x7c00u);  // rounds past 65504: inf
+    if (a < 0x38800000u) {  // below 2^-14: a subnormal (or zero), m = round(|f| x 2^24)
+        return (unsigned short)(sign | __float2uint_rn(__uint_as_float(a) * 16777216.0f));
+    }
+    unsigned r = a - 0x38000000u;  // the exponent rebiased (127 -> 15)
+    r += 0xfffu + ((r >> 13) & 1u);  // round to nearest even
+    return (unsigned short)(sign | (r >> 13));
+}
+
+struct F16 {
+    static const int PER = 8;
+    __device__ static void add2(float* acc, unsigned w) {
+        acc[0] += f16_to_f32((unsigned short)(w & 0xffff));
+        acc[1] += f16_to_f32((unsigned short)(w >> 16));
+    }
+    __device__ static void add(float* acc, uint4 v) {
+        add2(acc, v.x);
+        add2(acc + 2, v.y);
+        add2(acc + 4, v.z);
+        add2(acc + 6, v.w);
+    }
+    __device__ static unsigned pack2(const float* a) {
+        return (unsigned)f32_to_f16(a[0]) | ((unsigned)f32_to_f16(a[1]) << 16);
+    }
+    __device__ static uint4 pack(const float* acc) {
+        return make_uint4(pack2(acc), pack2(acc + 2), pack2(acc + 4), pack2(acc + 6));
+    }
+};
+
+struct TpReduce {
+    // Per rank q: this piece of this GPU's rows in q's partial product (q = rank: its own).
+    u64 src[MAX_RANKS];
+};
+
+// `nv` 16-byte vectors (8 values each) of the piece into `out`.
+template <class E>
+__device__ void tp_reduce(const TpReduce& p, int rank, int world, u64 nv, uint4* out) {
+    u64 chunk = (u64)blockDim.x * TP_UNROLL;
+    for (u64 c0 = (u64)blockIdx.x * chunk; c0 < nv; c0 += (u64)gridDim.x * chunk) {
+        float acc[TP_UNROLL][8];
+#pragma unroll
+        for (int u = 0; u < TP_UNROLL; u++)
+#pragma unroll
+            for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
+        for (int q = 0; q < world; q++) {
+            const uint4* s = (const uint4*)p.src[q];
+            uint4 v[TP_UNROLL];
+#pragma unroll
+            for (int u = 0; u < TP_UNROLL; u++) {
+                u64 x = c0 + (u64)u * blockDim.x + threadIdx.x;
+                if (x < nv) v[u] = q == rank ? s[x] : ld_cg(s + x);
+            }
+#pragma unroll
+            for (int u = 0; u < TP_UNROLL; u++) {
+                u64 x = c0 + (u64)u * blockDim.x + threadIdx.x;
+                if (x < nv) E::add(acc[u], v[u]);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < TP_UNROLL; u++) {
+            u64 x = c0 + (u64)u * blockDim.x + threadIdx.x;
+            if (x < nv) out[x] = E::pack(acc[u]);
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+    tp_reduce_piece_bf16(TpReduce p, int rank, int world, u64 nv, void* out) {
+    tp_reduce<BF16>(p, rank, world, nv, (uint4*)out);
+}
+extern "C" __global__ void __launch_bounds__(512)
+    tp_reduce_piece_f16(TpReduce p, int rank, int world, u64 nv, void* out) {
+    tp_reduce<F16>(p, rank, world, nv, (uint4*)out);
+}

@@ -28,7 +28,7 @@ pub const MAX_RANKS: usize = 8;
 pub const MAX_BLOCKS: usize = 256;
 
 /// The entry points of comm.cu that the patterns launch.
-pub const ENTRY_POINTS: [&str; 11] = [
+pub const ENTRY_POINTS: [&str; 13] = [
     "all_reduce_one_shot_f32",
     "all_reduce_one_shot_bf16",
     "all_reduce_two_shot_f32",
@@ -39,8 +39,10 @@ pub const ENTRY_POINTS: [&str; 11] = [
     "all_reduce_ll_f32",
     "all_reduce_ll_bf16",
     "all_gather_ll",
-    // The tensor-parallel all-gather beside a GEMM (gemm::tp::ag), not a group's pattern.
+    // A tensor-parallel layer's collective beside its GEMM (gemm::tp), not a group's patterns.
     "tp_copy_pieces",
+    "tp_reduce_piece_bf16",
+    "tp_reduce_piece_f16",
 ];
 const THREADS: u32 = 512;
 /// u32 signal words per rank: flags MAX_BLOCKS x MAX_RANKS for the kernels, 2 x MAX_RANKS for

@@ -405,6 +405,10 @@ impl Ag {
                     _ => Ok(()),
                 }
             }
+            TpPattern::PcReduce { .. } => Err(KernelError::Invalid(format!(
+                "{}: the GEMM + reduce-scatter's pattern (refused by tp::check)",
+                p.name()
+            ))),
             TpPattern::OwnBulk => {
                 self.kernel_copies(gpu, 1, self.sms, true)?;
                 let e = self.epoch.get();

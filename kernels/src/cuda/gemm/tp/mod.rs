@@ -76,6 +76,15 @@ pub enum TpPattern {
     /// All-gather only: augur's own all-gather in bulk (the copy kernel pushing, one block per
     /// SM), then one GEMM over all rows on every SM.
     OwnBulk,
+    /// Reduce-scatter only, producer/consumer: the GEMMs (targeting all SMs but `sms`) make
+    /// every GPU's partial of piece j of every destination's rows, each followed by a word in
+    /// the destination's memory; the destination's reduce kernel (comm.cu's
+    /// `tp_reduce_piece_*`, `sms` blocks) sums piece j over the GPUs (NVLink reads) once every
+    /// GPU's word says it is there, while the GEMMs of piece j + 1 run.
+    PcReduce {
+        pieces: usize,
+        sms: usize,
+    },
 }
 
 impl TpPattern {
@@ -92,6 +101,7 @@ impl TpPattern {
                 format!("pc-{}:{pieces}:{sms}", if push { "push" } else { "pull" })
             }
             TpPattern::OwnBulk => "own-bulk".into(),
+            TpPattern::PcReduce { pieces, sms } => format!("pc-reduce:{pieces}:{sms}"),
         }
     }
 
@@ -102,17 +112,25 @@ impl TpPattern {
             "bulk" => Ok(TpPattern::Bulk),
             "pull-bulk" => Ok(TpPattern::PullBulk),
             "own-bulk" => Ok(TpPattern::OwnBulk),
-            _ if s.starts_with("pc-push:") || s.starts_with("pc-pull:") => {
-                let push = s.starts_with("pc-push:");
-                let two: Vec<Option<usize>> = s[8..]
+            _ if s.starts_with("pc-") => {
+                let (kind, rest) = s[3..].split_once(':').unwrap_or((&s[3..], ""));
+                let two: Vec<Option<usize>> = rest
                     .split(':')
                     .map(|v| v.parse::<usize>().ok().filter(|&c| c >= 1))
                     .collect();
-                match two[..] {
-                    [Some(pieces), Some(sms)] => Ok(TpPattern::Pc { pieces, sms, push }),
+                match (kind, &two[..]) {
+                    ("push" | "pull", [Some(pieces), Some(sms)]) => Ok(TpPattern::Pc {
+                        pieces: *pieces,
+                        sms: *sms,
+                        push: kind == "push",
+                    }),
+                    ("reduce", [Some(pieces), Some(sms)]) => Ok(TpPattern::PcReduce {
+                        pieces: *pieces,
+                        sms: *sms,
+                    }),
                     _ => Err(KernelError::Invalid(format!(
-                        "pattern `{s}`: pc-push:C:S or pc-pull:C:S (C >= 1 pieces per peer, S >= \
-                         1 SMs for the copy kernel)"
+                        "pattern `{s}`: pc-push:C:S, pc-pull:C:S or pc-reduce:C:S (C >= 1 pieces \
+                         per GPU, S >= 1 SMs for the copy or reduce kernel)"
                     ))),
                 }
             }
@@ -127,7 +145,7 @@ impl TpPattern {
                     (_, _, Some(c)) => Ok(TpPattern::Push(c)),
                     _ => Err(KernelError::Invalid(format!(
                         "pattern `{s}`: one of gemm, comm, bulk, chunked:C, pull:C, push:C (C >= \
-                         1 pieces), pull-bulk, pc-push:C:S, pc-pull:C:S, own-bulk"
+                         1 pieces), pull-bulk, pc-push:C:S, pc-pull:C:S, own-bulk, pc-reduce:C:S"
                     ))),
                 }
             }
@@ -153,9 +171,12 @@ impl TpPattern {
     }
 
     /// Whether it is a pattern of `op` (those moving rows between peers themselves are the
-    /// all-gather's only).
+    /// all-gather's only, the reduce kernel's the reduce-scatter's).
     pub fn applies(self, op: TpOp) -> bool {
-        op == TpOp::AllGatherGemm || !self.copies()
+        match self {
+            TpPattern::PcReduce { .. } => op == TpOp::GemmReduceScatter,
+            _ => op == TpOp::AllGatherGemm || !self.copies(),
+        }
     }
 
     /// Whether it computes the output (and so is checked).
@@ -168,7 +189,7 @@ impl TpPattern {
     pub fn pieces(self) -> Option<usize> {
         match self {
             TpPattern::Chunked(c) | TpPattern::Pull(c) | TpPattern::Push(c) => Some(c),
-            TpPattern::Pc { pieces, .. } => Some(pieces),
+            TpPattern::Pc { pieces, .. } | TpPattern::PcReduce { pieces, .. } => Some(pieces),
             TpPattern::PullBulk | TpPattern::OwnBulk => Some(1),
             _ => None,
         }
@@ -177,7 +198,7 @@ impl TpPattern {
     /// The SMs left to augur's copy kernel beside the GEMMs (0: the GEMMs take every SM).
     fn kernel_sms(self) -> usize {
         match self {
-            TpPattern::Pc { sms, .. } => sms,
+            TpPattern::Pc { sms, .. } | TpPattern::PcReduce { sms, .. } => sms,
             _ => 0,
         }
     }
@@ -214,13 +235,20 @@ pub fn check(
     for pat in patterns {
         if !pat.applies(op) {
             return Err(KernelError::Invalid(format!(
-                "pattern {}: the patterns moving rows between peers themselves are for the \
-                 all-gather + GEMM only",
-                pat.name()
+                "pattern {}: for the {} only",
+                pat.name(),
+                match op {
+                    TpOp::AllGatherGemm => "GEMM + reduce-scatter",
+                    TpOp::GemmReduceScatter => "all-gather + GEMM",
+                }
             )));
         }
         let c = pat.pieces().unwrap_or(1);
-        if matches!(pat, TpPattern::Push(_) | TpPattern::Pc { .. }) && c > ag::MAX_PIECES {
+        let flagged = matches!(
+            pat,
+            TpPattern::Push(_) | TpPattern::Pc { .. } | TpPattern::PcReduce { .. }
+        );
+        if flagged && c > ag::MAX_PIECES {
             return Err(KernelError::Invalid(format!(
                 "{}: at most {} pieces",
                 pat.name(),
@@ -233,7 +261,7 @@ pub fn check(
                 pat.name()
             )));
         }
-        if let TpPattern::Pc { sms, .. } = pat {
+        if let TpPattern::Pc { sms, .. } | TpPattern::PcReduce { sms, .. } = pat {
             if *sms > crate::cuda::comm::MAX_BLOCKS {
                 return Err(KernelError::Invalid(format!(
                     "{}: at most {} SMs for the copy kernel",
@@ -251,6 +279,18 @@ pub fn check(
                 rows / c,
                 shape.k
             )));
+        }
+        // The reduce kernel sums 16-byte vectors of 8 values: a piece of output rows whole ones.
+        if let TpPattern::PcReduce { .. } = pat {
+            if !(rows / c * shape.n).is_multiple_of(8) {
+                return Err(KernelError::Invalid(format!(
+                    "{shape}, {}: a piece of {} rows x N {} is not a whole number of 16-byte \
+                     vectors (N a multiple of 8 is)",
+                    pat.name(),
+                    rows / c,
+                    shape.n
+                )));
+            }
         }
     }
     Ok((rows, cut))
@@ -608,6 +648,7 @@ mod tests {
             "pc-push:2:16",
             "pc-pull:1:8",
             "own-bulk",
+            "pc-reduce:2:8",
         ] {
             assert_eq!(TpPattern::parse(s).unwrap().name(), s);
         }
@@ -655,7 +696,37 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("pull-bulk") && e.contains("all-gather + GEMM only"),
+            e.contains("pull-bulk: for the all-gather + GEMM only"),
+            "{e}"
+        );
+        let e = check(
+            TpOp::AllGatherGemm,
+            s,
+            4,
+            &[TpPattern::parse("pc-reduce:2:8").unwrap()],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("pc-reduce:2:8: for the GEMM + reduce-scatter only"),
+            "{e}"
+        );
+        // N 6148 with 3 rows per GPU: 18444 values, not whole vectors of 8.
+        let odd_n = GemmShape {
+            m: 12,
+            n: 6148,
+            ..s
+        };
+        let e = check(
+            TpOp::GemmReduceScatter,
+            odd_n,
+            4,
+            &[TpPattern::parse("pc-reduce:1:8").unwrap()],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("3 rows x N 6148") && e.contains("16-byte"),
             "{e}"
         );
         let e = check(TpOp::AllGatherGemm, s, 4, &[TpPattern::Push(128)])
@@ -674,7 +745,10 @@ mod tests {
         let e = check(TpOp::GemmReduceScatter, s, 4, &[TpPattern::OwnBulk])
             .unwrap_err()
             .to_string();
-        assert!(e.contains("own-bulk") && e.contains("all-gather + GEMM only"));
+        assert!(
+            e.contains("own-bulk: for the all-gather + GEMM only"),
+            "{e}"
+        );
         // K 4100: a row is 8200 bytes, so 3 rows (M 12 on 4 GPUs) are no whole 16-byte vectors.
         let odd_k = GemmShape {
             m: 12,

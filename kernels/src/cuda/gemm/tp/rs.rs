@@ -8,18 +8,31 @@
 //!   piece's rows of every destination (P GEMMs of M / (P C) rows, into a staging layout where
 //!   they lie as the reduce-scatter wants them), an event, and the reduce-scatter of piece j runs
 //!   on the communication stream while the GEMMs of piece j + 1 run.
+//! - `pc-reduce:C:S` (producer/consumer, no NCCL): the GEMMs (cuBLASLt, targeting all SMs but
+//!   S) make piece j of every destination's rows in A's row order in a buffer the peers can
+//!   read, each followed by a word in the destination's flags (`cuStreamWriteValue32`, the
+//!   call's epoch); the communication stream waits for piece j's word from every GPU
+//!   (`cuStreamWaitValue32`) and runs the reduce kernel (comm.cu's `tp_reduce_piece_*`, S
+//!   blocks: the GPUs' partials of the piece, peers' by NVLink reads, summed in f32 and rounded
+//!   once), while the GEMMs of piece j + 1 run. At the end each GPU tells every peer it is done
+//!   reading, and a call's GEMMs start only after every peer has read the last call's partials.
 //!
 //! The check: the sum of P rounded partials is not exact, so an element passes within
 //! (P + 1) half-units of the 16-bit type of the sum of the partials' magnitudes (each partial
 //! rounded once, each of the reduction's P - 1 additions once); NaN (a row that never arrived,
 //! poisoned) fails.
 
-use cudarc::driver::{CudaSlice, DevicePtrMut};
+use cudarc::driver::{
+    sys, CudaFunction, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg,
+};
 use cudarc::nccl::{result as nccl, sys as nccl_sys};
+use std::cell::Cell;
 use std::ffi::c_void;
 
+use super::ag::MAX_PIECES;
 use super::{check, nccl_err, nccl_half, piece_plans, pieces_of, plan_for, ptr, run_group};
 use super::{Gpu, PiecePlans, TpOp, TpPattern, TpResult};
+use crate::cuda::comm::{DeviceBuffer, MAX_RANKS};
 use crate::cuda::gemm::lt_plan::LtPlan;
 use crate::cuda::gemm::{drv, CudaGemm};
 use crate::gemm::{from_half_bits, reference_rows, rounding_bound, to_half_bits};
@@ -41,6 +54,65 @@ struct Rs {
     full: LtPlan,
     /// Per count of pieces: the plan for rows / pieces rows, an event per piece.
     pieces: PiecePlans,
+    /// `pc-reduce`'s part, when a pattern runs it.
+    reduce: Option<Reduce>,
+}
+
+/// What `pc-reduce` adds: the partial product in A's row order where peers can read it, the
+/// words the GPUs write each other, the reduce kernel, the calls so far.
+struct Reduce {
+    /// M x N halves (cuMemAlloc: peers read it).
+    shared: DeviceBuffer,
+    /// [`computed`] words, then [`read_done`] words (cuMemAlloc: peers write them).
+    flags: DeviceBuffer,
+    kernel: CudaFunction,
+    epoch: Cell<u32>,
+}
+
+/// What each GPU publishes: its partial product and its flags.
+const PUBLISHED_PART: usize = 0;
+const PUBLISHED_FLAGS: usize = 1;
+
+/// The word GPU `from` sets (to the call's epoch) in a destination's flags once its partial of
+/// the destination's piece `j` is computed.
+fn computed(from: usize, j: usize) -> u64 {
+    (from * MAX_PIECES + j) as u64
+}
+
+/// The word GPU `from` sets in a peer's flags once it has read the peer's partials of a call.
+fn read_done(from: usize) -> u64 {
+    (MAX_RANKS * MAX_PIECES + from) as u64
+}
+
+/// The reduce kernel's addresses (struct TpReduce in comm.cu).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+struct TpReduce {
+    src: [u64; MAX_RANKS],
+}
+
+// SAFETY: plain old data laid out as the C struct.
+unsafe impl DeviceRepr for TpReduce {}
+
+/// `st` waits until the u32 at `word` reaches `e` (wrap-aware).
+fn wait_word(st: &CudaStream, word: u64, e: u32) -> Result<(), KernelError> {
+    // SAFETY: a word of a live cuMemAlloc buffer of this GPU.
+    crate::cuda::check("cuStreamWaitValue32", unsafe {
+        sys::cuStreamWaitValue32_v2(
+            st.cu_stream(),
+            word,
+            e,
+            sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
+        )
+    })
+}
+
+/// `st` writes `e` to the u32 at `word` after everything before it (its writes visible first).
+fn write_word(st: &CudaStream, word: u64, e: u32) -> Result<(), KernelError> {
+    // SAFETY: a word of a live cuMemAlloc buffer of this GPU or of a peer (peer access on).
+    crate::cuda::check("cuStreamWriteValue32", unsafe {
+        sys::cuStreamWriteValue32_v2(st.cu_stream(), word, e, 0)
+    })
 }
 
 impl Rs {
@@ -109,6 +181,7 @@ impl Rs {
                 }
                 gpu.join()
             }
+            TpPattern::PcReduce { pieces, sms } => self.pc_reduce(gpu, pieces, sms),
             TpPattern::Pull(_)
             | TpPattern::PullBulk
             | TpPattern::Push(_)
@@ -118,6 +191,77 @@ impl Rs {
                 p.name()
             ))),
         }
+    }
+
+    /// Enqueue one call of `pc-reduce:pieces:sms` (see the module docs).
+    fn pc_reduce(&self, gpu: &Gpu, pieces: usize, sms: usize) -> Result<(), KernelError> {
+        let r = self
+            .reduce
+            .as_ref()
+            .ok_or_else(|| KernelError::Invalid("pc-reduce run without its set-up".into()))?;
+        let (plan, _) = plan_for(&self.pieces, pieces, sms)?;
+        let e = r.epoch.get().wrapping_add(1);
+        r.epoch.set(e);
+        let (s, cs, me, world) = (gpu.stream(), &gpu.comm_stream, gpu.rank, gpu.world);
+        let (a, b) = (ptr(&self.a, &s), ptr(&self.b, &s));
+        let out = ptr(&self.out, &s);
+        let (shared, flags) = (r.shared.ptr(), r.flags.ptr());
+        let (a_row, c_row) = ((self.kp * 2) as u64, (self.n * 2) as u64);
+        let piece = self.rows / pieces;
+        let part_of = |q: usize| {
+            if q == me {
+                shared
+            } else {
+                gpu.peers[q][PUBLISHED_PART]
+            }
+        };
+        let flags_of = |q: usize| {
+            if q == me {
+                flags
+            } else {
+                gpu.peers[q][PUBLISHED_FLAGS]
+            }
+        };
+        // This GPU's partials are overwritten once every peer has read the last call's.
+        for q in (0..world).filter(|&q| q != me) {
+            wait_word(&s, flags + 4 * read_done(q), e.wrapping_sub(1))?;
+        }
+        // The reductions write `out` after whatever came before on the compute stream.
+        cs.join(&s).map_err(drv("join"))?;
+        let cfg = LaunchConfig {
+            grid_dim: (sms as u32, 1, 1),
+            block_dim: (512, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let nv = (piece * self.n / 8) as u64;
+        let (rank, world_i) = (me as i32, world as i32);
+        for j in 0..pieces {
+            for i in 1..=world {
+                let q = (me + i) % world;
+                let r0 = (q * self.rows + j * piece) as u64;
+                // SAFETY: `a` is M x kp, `b` n x kp halves on this GPU, `shared` M x n; the
+                // plan for `piece` rows reads rows r0.. of `a` and writes rows r0.. of `shared`.
+                unsafe { plan.run_on(a + r0 * a_row, b, shared + r0 * c_row, &s) }?;
+                write_word(&s, flags_of(q) + 4 * computed(me, j), e)?;
+            }
+            let mut t = TpReduce::default();
+            let r0 = (me * self.rows + j * piece) as u64;
+            for q in 0..world {
+                wait_word(cs, flags + 4 * computed(q, j), e)?;
+                t.src[q] = part_of(q) + r0 * c_row;
+            }
+            let dst = out + (j * piece) as u64 * c_row;
+            let mut l = cs.launch_builder(&r.kernel);
+            l.arg(&t).arg(&rank).arg(&world_i).arg(&nv).arg(&dst);
+            // SAFETY: the arguments match tp_reduce_piece_*; every source is `piece` rows of a
+            // GPU's live partial (peer access on), computed (waited for above); `dst` is
+            // `piece` rows of `out`; nv whole vectors (tp::check).
+            unsafe { l.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
+        }
+        for q in (0..world).filter(|&q| q != me) {
+            write_word(cs, flags_of(q) + 4 * read_done(me), e)?;
+        }
+        gpu.join()
     }
 
     /// The partial product and this GPU's rows of the sum to NaN (0xFFFF).
@@ -131,6 +275,10 @@ impl Rs {
             use cudarc::driver::result::memset_d8_async;
             memset_d8_async(part, 0xFF, pb, s.cu_stream()).map_err(drv("poison"))?;
             memset_d8_async(out, 0xFF, ob, s.cu_stream()).map_err(drv("poison"))?;
+            if let Some(r) = &self.reduce {
+                memset_d8_async(r.shared.ptr(), 0xFF, r.shared.bytes(), s.cu_stream())
+                    .map_err(drv("poison"))?;
+            }
         }
         Ok(())
     }
@@ -208,6 +356,39 @@ pub fn gemm_reduce_scatter(
             },
             |c| c,
         )?;
+        let reduce = if patterns
+            .iter()
+            .any(|q| matches!(q, TpPattern::PcReduce { .. }))
+        {
+            let (ptx, _) =
+                crate::cuda::module::ptx(crate::cuda::module::COMM, g.compute_capability)?;
+            let module = g.ctx.load_module(ptx).map_err(drv("cuModuleLoadData"))?;
+            let name = match p.dtype {
+                augur_features::attention::Dtype::Bf16 => "tp_reduce_piece_bf16",
+                _ => "tp_reduce_piece_f16",
+            };
+            let kernel = module
+                .load_function(name)
+                .map_err(drv("cuModuleGetFunction"))?;
+            let shared = DeviceBuffer::new(&g.ctx, m * n * 2)?;
+            let words = MAX_RANKS * MAX_PIECES + MAX_RANKS;
+            let flags = DeviceBuffer::new(&g.ctx, 4 * words)?;
+            // SAFETY: that many bytes of a live allocation of this (current) context.
+            crate::cuda::check("cuMemsetD8", unsafe {
+                sys::cuMemsetD8_v2(flags.ptr(), 0, 4 * words)
+            })?;
+            Some(Reduce {
+                shared,
+                flags,
+                kernel,
+                epoch: Cell::new(0),
+            })
+        } else {
+            None
+        };
+        let published = reduce
+            .as_ref()
+            .map_or(Vec::new(), |r| vec![r.shared.ptr(), r.flags.ptr()]);
         Ok((
             Rs {
                 a,
@@ -219,8 +400,9 @@ pub fn gemm_reduce_scatter(
                 kp,
                 full,
                 pieces: plans,
+                reduce,
             },
-            Vec::new(),
+            published,
         ))
     };
     let bound = (world + 1) as f64 * rounding_bound(p.dtype);
