@@ -9,13 +9,17 @@
 //!   they lie as the reduce-scatter wants them), an event, and the reduce-scatter of piece j runs
 //!   on the communication stream while the GEMMs of piece j + 1 run.
 //! - `pc-reduce:C:S` (producer/consumer, no NCCL): the GEMMs (cuBLASLt, targeting all SMs but
-//!   S) make piece j of every destination's rows in A's row order in a buffer the peers can
-//!   read, each followed by a word in the destination's flags (`cuStreamWriteValue32`, the
-//!   call's epoch); the communication stream waits for piece j's word from every GPU
-//!   (`cuStreamWaitValue32`) and runs the reduce kernel (comm.cu's `tp_reduce_piece_*`, S
-//!   blocks: the GPUs' partials of the piece, peers' by NVLink reads, summed in f32 and rounded
-//!   once), while the GEMMs of piece j + 1 run. At the end each GPU tells every peer it is done
-//!   reading, and a call's GEMMs start only after every peer has read the last call's partials.
+//!   S) make piece j of every destination's partial; each is pushed by the copy engines into the
+//!   destination's staging slot of this GPU (`cuMemcpyAsync` between peers, one stream per
+//!   peer, after the GEMM's event), followed by a word in the destination's flags
+//!   (`cuStreamWriteValue32`, the call's epoch); the destination's communication stream waits
+//!   for piece j's word from every GPU (`cuStreamWaitValue32`) and runs the reduce kernel
+//!   (comm.cu's `tp_reduce_piece_*`, S blocks: the partials summed in f32 from its own memory,
+//!   rounded once), while the GEMMs of piece j + 1 run. At the end each GPU tells every peer it
+//!   is done reading its staging, and a copy stream pushes a call's first piece to a peer only
+//!   after that peer has said so for the last call.
+//!   (A first version read the peers' partials with NVLink loads from the reduce kernel: correct
+//!   but 2-4x slower than NCCL's reduce-scatter on 8-32 SMs, `bench/results/tp-grid-h200-2026-11-27/rs-pull-reduce/`.)
 //!
 //! The check: the sum of P rounded partials is not exact, so an element passes within
 //! (P + 1) half-units of the 16-bit type of the sum of the partials' magnitudes (each partial
@@ -58,28 +62,34 @@ struct Rs {
     reduce: Option<Reduce>,
 }
 
-/// What `pc-reduce` adds: the partial product in A's row order where peers can read it, the
-/// words the GPUs write each other, the reduce kernel, the calls so far.
+/// What `pc-reduce` adds: this GPU's partials, the staging its peers push theirs into, the
+/// words the GPUs write each other, the reduce kernel, the copy streams, the calls so far.
 struct Reduce {
-    /// M x N halves (cuMemAlloc: peers read it).
-    shared: DeviceBuffer,
+    /// M x N halves: this GPU's partial of every destination's rows, in A's row order.
+    own: DeviceBuffer,
+    /// world x rows x N halves: slot q the partial of this GPU's rows that GPU q pushed
+    /// (cuMemAlloc: peers write it).
+    staging: DeviceBuffer,
     /// [`computed`] words, then [`read_done`] words (cuMemAlloc: peers write them).
     flags: DeviceBuffer,
     kernel: CudaFunction,
+    /// The copy engines' streams, one per peer (by rank; None for this GPU).
+    copy_streams: Vec<Option<std::sync::Arc<CudaStream>>>,
     epoch: Cell<u32>,
 }
 
-/// What each GPU publishes: its partial product and its flags.
-const PUBLISHED_PART: usize = 0;
+/// What each GPU publishes: its staging and its flags.
+const PUBLISHED_STAGING: usize = 0;
 const PUBLISHED_FLAGS: usize = 1;
 
 /// The word GPU `from` sets (to the call's epoch) in a destination's flags once its partial of
-/// the destination's piece `j` is computed.
+/// the destination's piece `j` is there (in the destination's staging, or its own partial).
 fn computed(from: usize, j: usize) -> u64 {
     (from * MAX_PIECES + j) as u64
 }
 
-/// The word GPU `from` sets in a peer's flags once it has read the peer's partials of a call.
+/// The word GPU `from` sets in a peer's flags once it has summed a call's staging (the peer
+/// may push into it again).
 fn read_done(from: usize) -> u64 {
     (MAX_RANKS * MAX_PIECES + from) as u64
 }
@@ -167,7 +177,7 @@ impl Rs {
             TpPattern::Chunked(pieces) => {
                 let (plan, events) = plan_for(&self.pieces, pieces, 0)?;
                 let piece = self.rows / pieces;
-                for (j, ev) in events.iter().enumerate() {
+                for (j, ev) in events.iter().take(pieces).enumerate() {
                     for q in 0..gpu.world {
                         let src = (q * self.rows + j * piece) as u64;
                         let dst = ((j * gpu.world + q) * piece) as u64;
@@ -199,32 +209,26 @@ impl Rs {
             .reduce
             .as_ref()
             .ok_or_else(|| KernelError::Invalid("pc-reduce run without its set-up".into()))?;
-        let (plan, _) = plan_for(&self.pieces, pieces, sms)?;
+        let (plan, events) = plan_for(&self.pieces, pieces, sms)?;
         let e = r.epoch.get().wrapping_add(1);
         r.epoch.set(e);
         let (s, cs, me, world) = (gpu.stream(), &gpu.comm_stream, gpu.rank, gpu.world);
         let (a, b) = (ptr(&self.a, &s), ptr(&self.b, &s));
         let out = ptr(&self.out, &s);
-        let (shared, flags) = (r.shared.ptr(), r.flags.ptr());
+        let (own, staging, flags) = (r.own.ptr(), r.staging.ptr(), r.flags.ptr());
         let (a_row, c_row) = ((self.kp * 2) as u64, (self.n * 2) as u64);
         let piece = self.rows / pieces;
-        let part_of = |q: usize| {
-            if q == me {
-                shared
-            } else {
-                gpu.peers[q][PUBLISHED_PART]
-            }
+        let copy = |q: usize| {
+            r.copy_streams[q]
+                .as_ref()
+                .ok_or_else(|| KernelError::Invalid("pc-reduce's copy stream missing".into()))
         };
-        let flags_of = |q: usize| {
-            if q == me {
-                flags
-            } else {
-                gpu.peers[q][PUBLISHED_FLAGS]
-            }
-        };
-        // This GPU's partials are overwritten once every peer has read the last call's.
+        // The copies read partials the GEMMs of this call write, after whatever came before;
+        // each peer's first push after that peer has summed the last call's staging.
         for q in (0..world).filter(|&q| q != me) {
-            wait_word(&s, flags + 4 * read_done(q), e.wrapping_sub(1))?;
+            let st = copy(q)?;
+            st.join(&s).map_err(drv("join"))?;
+            wait_word(st, flags + 4 * read_done(q), e.wrapping_sub(1))?;
         }
         // The reductions write `out` after whatever came before on the compute stream.
         cs.join(&s).map_err(drv("join"))?;
@@ -235,33 +239,57 @@ impl Rs {
         };
         let nv = (piece * self.n / 8) as u64;
         let (rank, world_i) = (me as i32, world as i32);
+        let bytes = piece * self.n * 2;
         for j in 0..pieces {
             for i in 1..=world {
                 let q = (me + i) % world;
                 let r0 = (q * self.rows + j * piece) as u64;
-                // SAFETY: `a` is M x kp, `b` n x kp halves on this GPU, `shared` M x n; the
-                // plan for `piece` rows reads rows r0.. of `a` and writes rows r0.. of `shared`.
-                unsafe { plan.run_on(a + r0 * a_row, b, shared + r0 * c_row, &s) }?;
-                write_word(&s, flags_of(q) + 4 * computed(me, j), e)?;
+                // SAFETY: `a` is M x kp, `b` n x kp halves on this GPU, `own` M x n; the plan
+                // for `piece` rows reads rows r0.. of `a` and writes rows r0.. of `own`.
+                unsafe { plan.run_on(a + r0 * a_row, b, own + r0 * c_row, &s) }?;
+                if q == me {
+                    write_word(&s, flags + 4 * computed(me, j), e)?;
+                    continue;
+                }
+                let ev = &events[q * pieces + j];
+                ev.record(&s).map_err(drv("record"))?;
+                let st = copy(q)?;
+                st.wait(ev).map_err(drv("wait"))?;
+                let to =
+                    gpu.peers[q][PUBLISHED_STAGING] + ((me * self.rows + j * piece) as u64) * c_row;
+                // SAFETY: `piece` rows of this GPU's partial, into slot `me` of peer q's
+                // staging (world x rows x n halves, live while the group runs; peer access on).
+                crate::cuda::check("cuMemcpyAsync", unsafe {
+                    sys::cuMemcpyAsync(to, own + r0 * c_row, bytes, st.cu_stream())
+                })?;
+                write_word(st, gpu.peers[q][PUBLISHED_FLAGS] + 4 * computed(me, j), e)?;
             }
             let mut t = TpReduce::default();
-            let r0 = (me * self.rows + j * piece) as u64;
             for q in 0..world {
                 wait_word(cs, flags + 4 * computed(q, j), e)?;
-                t.src[q] = part_of(q) + r0 * c_row;
+                let r0 = (q * self.rows + j * piece) as u64;
+                t.src[q] = if q == me {
+                    own + ((me * self.rows + j * piece) as u64) * c_row
+                } else {
+                    staging + r0 * c_row
+                };
             }
             let dst = out + (j * piece) as u64 * c_row;
             let mut l = cs.launch_builder(&r.kernel);
             l.arg(&t).arg(&rank).arg(&world_i).arg(&nv).arg(&dst);
-            // SAFETY: the arguments match tp_reduce_piece_*; every source is `piece` rows of a
-            // GPU's live partial (peer access on), computed (waited for above); `dst` is
-            // `piece` rows of `out`; nv whole vectors (tp::check).
+            // SAFETY: the arguments match tp_reduce_piece_*; every source is `piece` rows on
+            // this GPU (its own partial, or a peer's pushed into its staging, both waited for
+            // above); `dst` is `piece` rows of `out`; nv whole vectors (tp::check).
             unsafe { l.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
         }
         for q in (0..world).filter(|&q| q != me) {
-            write_word(cs, flags_of(q) + 4 * read_done(me), e)?;
+            write_word(cs, gpu.peers[q][PUBLISHED_FLAGS] + 4 * read_done(me), e)?;
         }
-        gpu.join()
+        gpu.join()?;
+        for st in r.copy_streams.iter().flatten() {
+            s.join(st).map_err(drv("join"))?;
+        }
+        Ok(())
     }
 
     /// The partial product and this GPU's rows of the sum to NaN (0xFFFF).
@@ -276,8 +304,10 @@ impl Rs {
             memset_d8_async(part, 0xFF, pb, s.cu_stream()).map_err(drv("poison"))?;
             memset_d8_async(out, 0xFF, ob, s.cu_stream()).map_err(drv("poison"))?;
             if let Some(r) = &self.reduce {
-                memset_d8_async(r.shared.ptr(), 0xFF, r.shared.bytes(), s.cu_stream())
-                    .map_err(drv("poison"))?;
+                for buf in [&r.own, &r.staging] {
+                    memset_d8_async(buf.ptr(), 0xFF, buf.bytes(), s.cu_stream())
+                        .map_err(drv("poison"))?;
+                }
             }
         }
         Ok(())
@@ -354,7 +384,8 @@ pub fn gemm_reduce_scatter(
                 n,
                 k: kp,
             },
-            |c| c,
+            // chunked: one per piece; pc-reduce: one per (destination, piece).
+            |c| world * c,
         )?;
         let reduce = if patterns
             .iter()
@@ -370,7 +401,15 @@ pub fn gemm_reduce_scatter(
             let kernel = module
                 .load_function(name)
                 .map_err(drv("cuModuleGetFunction"))?;
-            let shared = DeviceBuffer::new(&g.ctx, m * n * 2)?;
+            let own = DeviceBuffer::new(&g.ctx, m * n * 2)?;
+            let staging = DeviceBuffer::new(&g.ctx, m * n * 2)?;
+            let copy_streams = (0..world)
+                .map(|q| {
+                    (q != rank)
+                        .then(|| g.ctx.new_stream().map_err(drv("cuStreamCreate")))
+                        .transpose()
+                })
+                .collect::<Result<Vec<_>, _>>()?;
             let words = MAX_RANKS * MAX_PIECES + MAX_RANKS;
             let flags = DeviceBuffer::new(&g.ctx, 4 * words)?;
             // SAFETY: that many bytes of a live allocation of this (current) context.
@@ -378,9 +417,11 @@ pub fn gemm_reduce_scatter(
                 sys::cuMemsetD8_v2(flags.ptr(), 0, 4 * words)
             })?;
             Some(Reduce {
-                shared,
+                own,
+                staging,
                 flags,
                 kernel,
+                copy_streams,
                 epoch: Cell::new(0),
             })
         } else {
@@ -388,7 +429,7 @@ pub fn gemm_reduce_scatter(
         };
         let published = reduce
             .as_ref()
-            .map_or(Vec::new(), |r| vec![r.shared.ptr(), r.flags.ptr()]);
+            .map_or(Vec::new(), |r| vec![r.staging.ptr(), r.flags.ptr()]);
         Ok((
             Rs {
                 a,
