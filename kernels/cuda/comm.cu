@@ -525,34 +525,38 @@ struct TpReduce {
     u64 src[MAX_RANKS];
 };
 
+// Vectors per thread and source: every source's loads issued before any sum (world x 2 in
+// flight), fewer than the copy's 8 per thread so that the sums (2 x 8 f32) and the loaded
+// vectors fit the 128 registers a thread has at 512 threads.
+#define TP_REDUCE_UNROLL 2
+
 // `nv` 16-byte vectors (8 values each) of the piece into `out`.
 template <class E>
 __device__ void tp_reduce(const TpReduce& p, int rank, int world, u64 nv, uint4* out) {
-    u64 chunk = (u64)blockDim.x * TP_UNROLL;
+    u64 chunk = (u64)blockDim.x * TP_REDUCE_UNROLL;
     for (u64 c0 = (u64)blockIdx.x * chunk; c0 < nv; c0 += (u64)gridDim.x * chunk) {
-        float acc[TP_UNROLL][8];
+        uint4 v[MAX_RANKS][TP_REDUCE_UNROLL];
 #pragma unroll
-        for (int u = 0; u < TP_UNROLL; u++)
+        for (int q = 0; q < MAX_RANKS; q++) {
+            if (q < world) {
+                const uint4* s = (const uint4*)p.src[q];
 #pragma unroll
-            for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
-        for (int q = 0; q < world; q++) {
-            const uint4* s = (const uint4*)p.src[q];
-            uint4 v[TP_UNROLL];
-#pragma unroll
-            for (int u = 0; u < TP_UNROLL; u++) {
-                u64 x = c0 + (u64)u * blockDim.x + threadIdx.x;
-                if (x < nv) v[u] = q == rank ? s[x] : ld_cg(s + x);
-            }
-#pragma unroll
-            for (int u = 0; u < TP_UNROLL; u++) {
-                u64 x = c0 + (u64)u * blockDim.x + threadIdx.x;
-                if (x < nv) E::add(acc[u], v[u]);
+                for (int u = 0; u < TP_REDUCE_UNROLL; u++) {
+                    u64 x = c0 + (u64)u * blockDim.x + threadIdx.x;
+                    if (x < nv) v[q][u] = q == rank ? s[x] : ld_cg(s + x);
+                }
             }
         }
 #pragma unroll
-        for (int u = 0; u < TP_UNROLL; u++) {
+        for (int u = 0; u < TP_REDUCE_UNROLL; u++) {
             u64 x = c0 + (u64)u * blockDim.x + threadIdx.x;
-            if (x < nv) out[x] = E::pack(acc[u]);
+            if (x >= nv) continue;
+            float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+#pragma unroll
+            for (int q = 0; q < MAX_RANKS; q++) {
+                if (q < world) E::add(acc, v[q][u]);
+            }
+            out[x] = E::pack(acc);
         }
     }
 }

@@ -15,9 +15,9 @@
 //!   (`cuStreamWriteValue32`, the call's epoch); the destination's communication stream waits
 //!   for piece j's word from every GPU (`cuStreamWaitValue32`) and runs the reduce kernel
 //!   (comm.cu's `tp_reduce_piece_*`, S blocks: the partials summed in f32 from its own memory,
-//!   rounded once), while the GEMMs of piece j + 1 run. At the end each GPU tells every peer it
-//!   is done reading its staging, and a copy stream pushes a call's first piece to a peer only
-//!   after that peer has said so for the last call.
+//!   rounded once), while the GEMMs of piece j + 1 run. A copy stream pushes a call's first
+//!   piece to a peer only after that peer's ready word for the call (written at the call's start
+//!   on its compute stream, after its last call's sums).
 //!   (A first version read the peers' partials with NVLink loads from the reduce kernel: correct
 //!   but 2-4x slower than NCCL's reduce-scatter on 8-32 SMs, `bench/results/tp-grid-h200-2026-11-27/rs-pull-reduce/`.)
 //!
@@ -70,7 +70,7 @@ struct Reduce {
     /// world x rows x N halves: slot q the partial of this GPU's rows that GPU q pushed
     /// (cuMemAlloc: peers write it).
     staging: DeviceBuffer,
-    /// [`computed`] words, then [`read_done`] words (cuMemAlloc: peers write them).
+    /// [`computed`] words, then [`ready`] words (cuMemAlloc: peers write them).
     flags: DeviceBuffer,
     kernel: CudaFunction,
     /// The copy engines' streams, one per peer (by rank; None for this GPU).
@@ -88,9 +88,10 @@ fn computed(from: usize, j: usize) -> u64 {
     (from * MAX_PIECES + j) as u64
 }
 
-/// The word GPU `from` sets in a peer's flags once it has summed a call's staging (the peer
-/// may push into it again).
-fn read_done(from: usize) -> u64 {
+/// The word GPU `from` sets (to the call's epoch) in every peer's flags at the start of a call
+/// on its compute stream: whatever came before is done, its last call's sums included (the
+/// call ended with its communication stream joined), so its staging may be pushed into.
+fn ready(from: usize) -> u64 {
     (MAX_RANKS * MAX_PIECES + from) as u64
 }
 
@@ -223,12 +224,16 @@ impl Rs {
                 .as_ref()
                 .ok_or_else(|| KernelError::Invalid("pc-reduce's copy stream missing".into()))
         };
+        // This GPU's staging may be pushed into (see `ready`).
+        for q in (0..world).filter(|&q| q != me) {
+            write_word(&s, gpu.peers[q][PUBLISHED_FLAGS] + 4 * ready(me), e)?;
+        }
         // The copies read partials the GEMMs of this call write, after whatever came before;
-        // each peer's first push after that peer has summed the last call's staging.
+        // each peer's first push once that peer is ready for this call.
         for q in (0..world).filter(|&q| q != me) {
             let st = copy(q)?;
             st.join(&s).map_err(drv("join"))?;
-            wait_word(st, flags + 4 * read_done(q), e.wrapping_sub(1))?;
+            wait_word(st, flags + 4 * ready(q), e)?;
         }
         // The reductions write `out` after whatever came before on the compute stream.
         cs.join(&s).map_err(drv("join"))?;
@@ -281,9 +286,6 @@ impl Rs {
             // this GPU (its own partial, or a peer's pushed into its staging, both waited for
             // above); `dst` is `piece` rows of `out`; nv whole vectors (tp::check).
             unsafe { l.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
-        }
-        for q in (0..world).filter(|&q| q != me) {
-            write_word(cs, gpu.peers[q][PUBLISHED_FLAGS] + 4 * read_done(me), e)?;
         }
         gpu.join()?;
         for st in r.copy_streams.iter().flatten() {
