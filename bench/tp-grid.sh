@@ -6,7 +6,9 @@
 # (default "2 4"), every pattern, each call timed from a barrier; the CSV rows carry the overlap
 # features (schema `overlap`). Through the device tool with carry [".carry"] (.carry/augur.xz):
 #   GPUS="2 4" bash bench/tp-grid.sh        (writes $OUT/grid-<gpus>-<op>.csv and .err)
-# Not yet run (written 2026-11-27).
+# OPS (default "all-gather reduce-scatter") picks the operations; TP_ARGS (say --patterns) must
+# not name --ops (clap appends it: every shape would run twice). Run 2026-11-27 on 4 H200s:
+# bench/results/tp-grid-h200-2026-11-27/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/unpack-carry.sh
@@ -19,7 +21,7 @@ for m in $MS; do
   rs+=("$m,4096,4096" "$m,4096,14336" "$m,8192,8192" "$m,8192,28672")
 done
 for g in ${GPUS:-2 4}; do
-  for op in all-gather reduce-scatter; do
+  for op in ${OPS:-all-gather reduce-scatter}; do
     if [ "$op" = all-gather ]; then shapes=("${ag[@]}"); else shapes=("${rs[@]}"); fi
     f="$OUT/grid-$g-$op"
     timeout ${LIMIT:-280} .carry/augur overlap tp --gpus "$g" --ops "$op" ${TP_ARGS:-} "${shapes[@]}" > "$f.csv" 2> "$f.err"

@@ -475,50 +475,74 @@ pub fn evaluate_held_out(
     Ok(rows)
 }
 
-/// The summary of held-out rows per GPU count: layers, selected / oracle (geomean, worst),
-/// bulk / selected (geomean, least), the bound's gain over bulk (geomean), and the share of
-/// that gain the picks took where it is >= 1.2x (mean; layers counted).
+/// The summary of held-out rows per GPU count, each operation apart and both together:
+/// layers, selected / oracle (geomean, worst), bulk / selected (geomean, least), the bound's
+/// gain over bulk (geomean), and the share of that gain the picks took where it is >= 1.2x
+/// (mean; layers counted).
 pub fn summary(rows: &[OverlapEvalRow]) -> String {
     let mut worlds: Vec<usize> = rows.iter().map(|r| r.shape.world_size).collect();
     worlds.sort_unstable();
     worlds.dedup();
     let mut out = String::from(
-        "GPUs  layers  sel/oracle  worst  vs bulk  least  bound gain  share (bound >= 1.2x)\n",
+        "operation             GPUs  layers  sel/oracle  worst  vs bulk  least  bound gain  share (bound >= 1.2x)\n",
     );
     for w in worlds {
-        let mine: Vec<&OverlapEvalRow> = rows.iter().filter(|r| r.shape.world_size == w).collect();
-        let ratio = |r: &&OverlapEvalRow| r.oracle_s / r.selected_s;
-        let vs = |r: &&OverlapEvalRow| r.bulk_s.map(|b| b / r.selected_s);
-        let gains: Vec<f64> = mine.iter().filter_map(vs).collect();
-        let bounds: Vec<f64> = mine
+        let mut ops: Vec<OverlapOp> = rows
             .iter()
-            .filter_map(|r| Some(r.bulk_s? / r.bound_s?))
+            .filter(|r| r.shape.world_size == w)
+            .map(|r| r.shape.op)
             .collect();
-        let shares: Vec<f64> = mine
+        ops.sort_by_key(|o| o.name());
+        ops.dedup();
+        let mut groups: Vec<(String, Option<OverlapOp>)> = ops
             .iter()
-            .filter_map(|r| {
-                let (b, o) = (r.bulk_s?, r.bound_s?);
-                (b / o >= 1.2).then(|| (b - r.selected_s) / (b - o))
-            })
+            .map(|o| (o.name().to_string(), Some(*o)))
             .collect();
-        let _ = writeln!(
-            out,
-            "{w:>4}  {:>6}  {:>10.3}  {:>5.3}  {:>7.3}  {:>5.3}  {:>10.3}  {:.2} ({} layers)",
-            mine.len(),
-            geomean(mine.iter().map(ratio)),
-            mine.iter().map(ratio).fold(f64::INFINITY, f64::min),
-            geomean(gains.iter().copied()),
-            gains.iter().copied().fold(f64::INFINITY, f64::min),
-            geomean(bounds.iter().copied()),
-            if shares.is_empty() {
-                f64::NAN
-            } else {
-                shares.iter().sum::<f64>() / shares.len() as f64
-            },
-            shares.len()
-        );
+        if ops.len() > 1 {
+            groups.push(("both".into(), None));
+        }
+        for (name, op) in groups {
+            let mine: Vec<&OverlapEvalRow> = rows
+                .iter()
+                .filter(|r| r.shape.world_size == w && op.is_none_or(|o| r.shape.op == o))
+                .collect();
+            summary_line(&mut out, &name, w, &mine);
+        }
     }
     out
+}
+
+fn summary_line(out: &mut String, name: &str, w: usize, mine: &[&OverlapEvalRow]) {
+    let ratio = |r: &&OverlapEvalRow| r.oracle_s / r.selected_s;
+    let vs = |r: &&OverlapEvalRow| r.bulk_s.map(|b| b / r.selected_s);
+    let gains: Vec<f64> = mine.iter().filter_map(vs).collect();
+    let bounds: Vec<f64> = mine
+        .iter()
+        .filter_map(|r| Some(r.bulk_s? / r.bound_s?))
+        .collect();
+    let shares: Vec<f64> = mine
+        .iter()
+        .filter_map(|r| {
+            let (b, o) = (r.bulk_s?, r.bound_s?);
+            (b / o >= 1.2).then(|| (b - r.selected_s) / (b - o))
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "{name:<20}  {w:>4}  {:>6}  {:>10.3}  {:>5.3}  {:>7.3}  {:>5.3}  {:>10.3}  {:.2} ({} layers)",
+        mine.len(),
+        geomean(mine.iter().map(ratio)),
+        mine.iter().map(ratio).fold(f64::INFINITY, f64::min),
+        geomean(gains.iter().copied()),
+        gains.iter().copied().fold(f64::INFINITY, f64::min),
+        geomean(bounds.iter().copied()),
+        if shares.is_empty() {
+            f64::NAN
+        } else {
+            shares.iter().sum::<f64>() / shares.len() as f64
+        },
+        shares.len()
+    );
 }
 
 /// Whether `path` is an `augur overlap tp` CSV (its first columns; the header only is read).

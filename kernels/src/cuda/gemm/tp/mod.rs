@@ -9,8 +9,11 @@
 //! Patterns: `bulk` (the GEMM and NCCL's collective one after the other on one stream: what a
 //! framework does with NCCL and cuBLAS), and `chunked:C` (the work cut in pieces; the collective
 //! of one piece runs on a communication stream while the GEMM of another runs on the compute
-//! stream, ordered by events: async-TP's pipeline, with NCCL for the transfers). Beside them the
-//! parts alone, `gemm` and `comm`: max of the two is the perfect overlap's time.
+//! stream, ordered by events: async-TP's pipeline, with NCCL for the transfers); the copy
+//! engines' pulls and pushes and the producer/consumer patterns (augur's copy or reduce kernel
+//! on S SMs of comm.cu beside cuBLASLt GEMMs told to target the other SMs) are in [`ag`] and
+//! [`rs`]. Beside them the parts alone, `gemm` and `comm`: max of the two is the perfect
+//! overlap's time.
 //!
 //! Every GPU runs the same calls in the same order (NCCL needs it), on its own thread; a GPU
 //! that fails to set up stops every GPU before the communicators open. Each pattern is checked
@@ -22,7 +25,9 @@
 //! and 4 GPUs, bf16 and f16. Back to back (calls queued without a barrier between them) on 4
 //! GPUs, the pull patterns hung: every GPU's warm-up unfinished after 60 s (2 GPUs ran back to
 //! back, and so did the push patterns on 4). Not diagnosed; measured from a barrier per call
-//! (`batch` 1) there, which [`Gpu::time`] does for its warm-up too.
+//! (`batch` 1) there, which [`Gpu::time`] does for its warm-up too. The producer/consumer
+//! patterns ran (and passed their checks) on 2 and 4 H200s the same day
+//! (`bench/results/tp-grid-h200-2026-11-27/`), from a barrier per call.
 
 pub mod ag;
 pub mod rs;
