@@ -18,7 +18,7 @@ use augur_features::FeatureSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::runs::bad;
-use crate::train::{cv_depth, fit_costs, geomean, CostSample};
+use crate::train::{fit_costs, geomean, CostSample};
 use crate::tree::Tree;
 use crate::ModelError;
 
@@ -179,6 +179,11 @@ pub struct OverlapTrainParams {
     pub min_weight_leaf: f32,
     /// Folds over the layers' weights (fewer when there are fewer weights).
     pub folds: usize,
+    /// Margins tried by cross-validation (with the depth): under a margin m, a pattern other
+    /// than `bulk` labels a layer only where it beats bulk by more than m (0.05: 5%), so that
+    /// near-ties go to the safe default and the trees do not learn timing noise; the folds are
+    /// scored on the measured times as they are.
+    pub bulk_margins: Vec<f64>,
 }
 
 impl Default for OverlapTrainParams {
@@ -187,6 +192,7 @@ impl Default for OverlapTrainParams {
             max_depth: 4,
             min_weight_leaf: 1.0,
             folds: 4,
+            bulk_margins: vec![0.0, 0.02, 0.05, 0.1],
         }
     }
 }
@@ -197,6 +203,14 @@ pub struct CheckedOverlapTrainParams(OverlapTrainParams);
 impl OverlapTrainParams {
     pub fn check(self) -> Result<CheckedOverlapTrainParams, ModelError> {
         crate::train::check_cost_params(self.max_depth, self.folds, self.min_weight_leaf)?;
+        if self.bulk_margins.is_empty() {
+            return Err(ModelError::Params("no bulk margin to try".into()));
+        }
+        if let Some(m) = self.bulk_margins.iter().find(|m| !(0.0..1.0).contains(*m)) {
+            return Err(ModelError::Params(format!(
+                "bulk margin {m} outside [0, 1)"
+            )));
+        }
         Ok(CheckedOverlapTrainParams(self))
     }
 }
@@ -215,6 +229,10 @@ pub struct OpTree {
     pub max_depth: usize,
     /// Geomean of oracle / selected over the cross-validation folds.
     pub cv_oracle_ratio: f64,
+    /// The margin over bulk the labels were made with (see
+    /// [`OverlapTrainParams::bulk_margins`]); 0 in files written before it existed.
+    #[serde(default)]
+    pub bulk_margin: f64,
 }
 
 /// What a model was trained on.
@@ -250,6 +268,86 @@ fn x_of(shape: &OverlapShape, features: &[usize]) -> Option<Vec<f64>> {
     Some(features.iter().map(|&i| v[i]).collect())
 }
 
+/// A layer as the trainer sees it: its features, its measured time per pattern (None: not
+/// run), its weight (the cross-validation group).
+struct Row {
+    x: Vec<f64>,
+    times: Vec<Option<f64>>,
+    group: u64,
+}
+
+/// Cost samples of `rows` labelled under `margin`: every pattern but `bulk` (index `bulk`)
+/// costs its time x (1 + margin).
+fn labelled(rows: &[Row], bulk: Option<usize>, margin: f64) -> Vec<CostSample> {
+    rows.iter()
+        .filter_map(|r| {
+            let t: Vec<Option<f64>> = r
+                .times
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    t.map(|t| {
+                        if Some(i) == bulk {
+                            t
+                        } else {
+                            t * (1.0 + margin)
+                        }
+                    })
+                })
+                .collect();
+            CostSample::new(r.x.clone(), &t, r.group)
+        })
+        .collect()
+}
+
+/// The depth (1..=max) and margin (of `margins`) with the best geomean oracle / selected on the
+/// measured times over folds of weights (dealt round-robin); a deeper tree or a larger margin
+/// must win by 0.1%. Returns (depth, margin, its ratio); NaN for the ratio with one weight.
+fn cv_depth_margin(
+    rows: &[Row],
+    bulk: Option<usize>,
+    p: &OverlapTrainParams,
+    margins: &[f64],
+) -> Result<(usize, f64, f64), ModelError> {
+    let truth = labelled(rows, bulk, 0.0);
+    let mut groups: Vec<u64> = truth.iter().map(|s| s.group).collect();
+    groups.sort_unstable();
+    groups.dedup();
+    let mut sorted = margins.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    if groups.len() < 2 {
+        return Ok((1, sorted[0], f64::NAN));
+    }
+    let folds = p.folds.min(groups.len()).max(2);
+    let fold_of = |g: u64| groups.binary_search(&g).unwrap_or(0) % folds;
+    let mut best = (1usize, sorted[0], f64::NEG_INFINITY);
+    for &m in &sorted {
+        let samples = labelled(rows, bulk, m);
+        for depth in 1..=p.max_depth {
+            let mut ratios = Vec::new();
+            for f in 0..folds {
+                let tr: Vec<&CostSample> =
+                    samples.iter().filter(|s| fold_of(s.group) != f).collect();
+                if tr.is_empty() {
+                    continue;
+                }
+                let t = fit_costs(&tr, depth, p.min_weight_leaf)?;
+                ratios.extend(
+                    truth
+                        .iter()
+                        .filter(|s| fold_of(s.group) == f)
+                        .map(|s| s.costs[s.best] / s.costs[t.predict(&s.x)]),
+                );
+            }
+            let score = geomean(ratios.into_iter());
+            if score > best.2 + 1e-3 {
+                best = (depth, m, score);
+            }
+        }
+    }
+    Ok(best)
+}
+
 impl CheckedOverlapTrainParams {
     pub fn fit(&self, layers: &[Layer], augur_version: &str) -> Result<OverlapModel, ModelError> {
         let p = &self.0;
@@ -272,23 +370,20 @@ impl CheckedOverlapTrainParams {
                     }
                 }
             }
-            let samples: Vec<CostSample> = mine
+            let rows: Vec<Row> = mine
                 .iter()
                 .filter_map(|l| {
-                    let times: Vec<Option<f64>> = patterns.iter().map(|q| l.time(q)).collect();
-                    CostSample::new(x_of(&l.shape, &features)?, &times, l.group())
+                    Some(Row {
+                        x: x_of(&l.shape, &features)?,
+                        times: patterns.iter().map(|q| l.time(q)).collect(),
+                        group: l.group(),
+                    })
                 })
                 .collect();
+            let bulk = patterns.iter().position(|q| q == "bulk");
+            let (depth, margin, cv) = cv_depth_margin(&rows, bulk, p, &p.bulk_margins)?;
+            let samples = labelled(&rows, bulk, margin);
             let refs: Vec<&CostSample> = samples.iter().collect();
-            let mut groups: Vec<u64> = refs.iter().map(|s| s.group).collect();
-            groups.sort_unstable();
-            groups.dedup();
-            let folds = p.folds.min(groups.len()).max(2);
-            let (depth, cv) = if groups.len() >= 2 {
-                cv_depth(&refs, p.max_depth, folds, p.min_weight_leaf)?
-            } else {
-                (1, f64::NAN)
-            };
             trees.push(OpTree {
                 op: op.name().into(),
                 patterns,
@@ -297,6 +392,7 @@ impl CheckedOverlapTrainParams {
                 tree: fit_costs(&refs, depth, p.min_weight_leaf)?,
                 max_depth: depth,
                 cv_oracle_ratio: cv,
+                bulk_margin: margin,
             });
         }
         let mut worlds: Vec<usize> = layers.iter().map(|l| l.shape.world_size).collect();
@@ -403,11 +499,12 @@ impl OverlapModel {
         for t in &self.trees {
             let _ = writeln!(
                 out,
-                "\n{} (patterns: {}; depth {} by cross-validation over weights, oracle ratio \
-                 {:.3}):",
+                "\n{} (patterns: {}; depth {} and bulk margin {} by cross-validation over \
+                 weights, oracle ratio {:.3}):",
                 t.op,
                 t.patterns.join(", "),
                 t.max_depth,
+                t.bulk_margin,
                 t.cv_oracle_ratio
             );
             crate::export::ClassTree {
@@ -625,6 +722,47 @@ mod tests {
         assert!(rows.iter().all(|r| r.selected == r.oracle), "{rows:?}");
         assert!(summary(&rows).contains("1.000"));
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn the_bulk_margin_sends_near_ties_to_bulk() {
+        // At the small M, push:1 beats bulk by 3% on five weights and loses by 1.5x on the
+        // sixth; at the large M it wins by 1.5x on every weight.
+        let row = |m: u64, push: f64, g: u64| Row {
+            x: vec![m as f64],
+            times: vec![Some(100.0), Some(push)],
+            group: g,
+        };
+        let mut rows = Vec::new();
+        for g in 0..6u64 {
+            rows.push(row(64, if g < 5 { 97.0 } else { 150.0 }, g));
+            rows.push(row(16384, 66.0, g));
+        }
+        let push_labels = |m: f64| {
+            labelled(&rows, Some(0), m)
+                .iter()
+                .filter(|s| s.best == 1)
+                .count()
+        };
+        // No margin: push:1 labels 5 small layers and the 6 large; 5%: the large only.
+        assert_eq!((push_labels(0.0), push_labels(0.05)), (11, 6));
+        // A fold holding out the sixth weight learns push:1 at the small M without a margin
+        // (1.5x slower there); with 5% or more it keeps bulk (3% slower on the five).
+        let p = OverlapTrainParams::default();
+        let (_, margin, cv) = cv_depth_margin(&rows, Some(0), &p, &p.bulk_margins).unwrap();
+        assert!(margin >= 0.05, "{margin}");
+        assert!(cv > 0.98, "{cv}");
+        let (_, none, cv0) = cv_depth_margin(&rows, Some(0), &p, &[0.0]).unwrap();
+        assert_eq!(none, 0.0);
+        assert!(cv0 < cv - 0.01, "{cv0} {cv}");
+        let e = OverlapTrainParams {
+            bulk_margins: vec![0.0, 1.5],
+            ..Default::default()
+        }
+        .check()
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("bulk margin 1.5 outside [0, 1)"), "{e}");
     }
 
     #[test]

@@ -72,6 +72,11 @@ pub struct OverlapTrainArgs {
     /// Deepest tree tried.
     #[arg(long, default_value_t = 4)]
     max_depth: usize,
+    /// Margins tried by cross-validation with the depth, comma-separated: under a margin m a
+    /// pattern other than bulk labels a layer only where it beats bulk by more than m (near-
+    /// ties go to bulk, the safe default; the folds are scored on the measured times).
+    #[arg(long, value_delimiter = ',', default_value = "0,0.02,0.05,0.1")]
+    bulk_margins: Vec<f64>,
 }
 
 #[derive(Args, Debug)]
@@ -283,6 +288,7 @@ fn train(a: OverlapTrainArgs) -> anyhow::Result<ExitCode> {
     let layers = read_layers(&a.runs, a.sms)?;
     let params = OverlapTrainParams {
         max_depth: a.max_depth,
+        bulk_margins: a.bulk_margins.clone(),
         ..Default::default()
     }
     .check()?;
