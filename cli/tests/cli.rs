@@ -1403,11 +1403,64 @@ fn built_in_comm_and_attention_models_export_by_name() {
         ("default-comm", "communication-pattern model"),
         ("default-attention", "decode-attention schedule model"),
         ("default-cuda-h200", "NVIDIA H200"),
+        ("default-overlap", "overlap-pattern model"),
     ] {
         let out = augur(&["export", name]);
         assert!(out.status.success(), "{name}: {}", text(&out.stderr));
         assert!(text(&out.stdout).contains(want), "{name}");
     }
+    let out = augur(&["export", "default-overlap", "--format", "rust"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("pub fn select(f: &OverlapFeatures) -> Option<OverlapPattern>")
+    );
+}
+
+/// `augur overlap plan` (no GPU): the built-in model's pick per layer with the tree's path; a
+/// layer that does not cut evenly and a model of another domain are refused, naming why.
+#[test]
+fn overlap_plan_picks_and_explains_without_a_gpu() {
+    let out = augur(&[
+        "overlap",
+        "plan",
+        "--gpus",
+        "4",
+        "16384,10240,8192",
+        "16,6144,4096",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let o = text(&out.stdout);
+    let first = o.lines().next().unwrap();
+    assert!(
+        first.starts_with("all-gather+gemm 16384x10240x8192 on 4 GPUs: "),
+        "{o}"
+    );
+    assert!(!first.ends_with(": bulk"), "{o}");
+    assert!(
+        o.contains("all-gather+gemm 16x6144x4096 on 4 GPUs: bulk"),
+        "{o}"
+    );
+    assert!(
+        o.contains("gemm+reduce-scatter 16x6144x4096 on 4 GPUs: bulk"),
+        "{o}"
+    );
+    assert!(o.contains("    m = 16 < "), "{o}");
+    let out = augur(&["overlap", "plan", "--gpus", "4", "8190,6144,4096"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("M and N must split evenly"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = augur(&[
+        "overlap",
+        "plan",
+        "--model",
+        "default-comm",
+        "8192,6144,4096",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("a comm model, not an overlap one"));
 }
 
 /// The README's library example is `selector/examples/readme.rs` word for word (CI runs the

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::attention::{AttentionModel, ATTENTION_FORMAT};
 use crate::comm::{CommModel, COMM_FORMAT};
 use crate::model::{Model, FORMAT};
+use crate::overlap::{OverlapModel, OVERLAP_FORMAT};
 use crate::ModelError;
 
 /// What the three domains' model files share: pretty JSON with the common header, validated when
@@ -58,6 +59,13 @@ impl ModelFile for CommModel {
     }
 }
 
+impl ModelFile for OverlapModel {
+    const WHAT: &'static str = "overlap model";
+    fn check(&self) -> Result<(), String> {
+        self.validate()
+    }
+}
+
 impl ModelFile for AttentionModel {
     const WHAT: &'static str = "attention model";
     fn check(&self) -> Result<(), String> {
@@ -71,10 +79,11 @@ pub enum AnyModel {
     Spmv(Box<Model>),
     Comm(Box<CommModel>),
     Attention(Box<AttentionModel>),
+    Overlap(Box<OverlapModel>),
 }
 
 /// The domains' `format` values, in the order [`AnyModel`] lists them.
-pub const FORMATS: [&str; 3] = [FORMAT, COMM_FORMAT, ATTENTION_FORMAT];
+pub const FORMATS: [&str; 4] = [FORMAT, COMM_FORMAT, ATTENTION_FORMAT, OVERLAP_FORMAT];
 
 impl AnyModel {
     /// Parse and validate a model file's JSON text of any domain; `origin` names it in errors.
@@ -111,6 +120,7 @@ impl AnyModel {
             ATTENTION_FORMAT => {
                 AnyModel::Attention(Box::new(AttentionModel::from_json(text, origin)?))
             }
+            OVERLAP_FORMAT => AnyModel::Overlap(Box::new(OverlapModel::from_json(text, origin)?)),
             other => {
                 return Err(err(format!(
                     "format `{other}` is not one augur reads ({known})"
@@ -130,6 +140,7 @@ impl AnyModel {
             AnyModel::Spmv(_) => "spmv",
             AnyModel::Comm(_) => "comm",
             AnyModel::Attention(_) => "attention",
+            AnyModel::Overlap(_) => "overlap",
         }
     }
 
@@ -139,6 +150,7 @@ impl AnyModel {
             AnyModel::Spmv(m) => &m.format,
             AnyModel::Comm(m) => &m.format,
             AnyModel::Attention(m) => &m.format,
+            AnyModel::Overlap(m) => &m.format,
         }
     }
 
@@ -204,6 +216,12 @@ impl AnyModel {
                 ExportFormat::Text => attention::export_text(m),
                 ExportFormat::Dot => attention::export_dot(m),
                 ExportFormat::Rust => attention::export_rust(m),
+                ExportFormat::Json => m.to_json(),
+            },
+            AnyModel::Overlap(m) => match format {
+                ExportFormat::Text => m.export_text(),
+                ExportFormat::Dot => m.export_dot(),
+                ExportFormat::Rust => m.export_rust(),
                 ExportFormat::Json => m.to_json(),
             },
             AnyModel::Spmv(m) => match format {

@@ -3,12 +3,14 @@
 //! permuted and reordered, and the generated training set up to 1e8 nonzeros), chosen by the
 //! GPU's name; the CPU one on the 2-core development VM. Their runs CSVs are under
 //! `datasets/runs/`; their evaluation is in `docs/BENCHMARKS.md`. The communication-pattern model
-//! was trained on H200 groups of 2 and 4 GPUs (runs under `bench/results/comm-*`).
+//! was trained on H200 groups of 2 and 4 GPUs (runs under `bench/results/comm-*`), and so was the
+//! GEMM + collective overlap model (`bench/results/tp-grid-h200-2026-11-27/`).
 
 use std::sync::{Arc, OnceLock};
 
 use augur_models::attention::AttentionModel;
 use augur_models::comm::CommModel;
+use augur_models::overlap::OverlapModel;
 use augur_models::{Model, ModelError, ModelFile};
 
 /// The communication-pattern model's JSON (H200 groups of 2 and 4 GPUs, NVLink).
@@ -51,6 +53,18 @@ pub fn attention_model() -> Result<Arc<AttentionModel>, ModelError> {
     static M: OnceLock<Result<Arc<AttentionModel>, String>> = OnceLock::new();
     parsed_once(&M, "attention", "attention-h200.json", |origin| {
         AttentionModel::from_json(ATTENTION_MODEL, origin)
+    })
+}
+
+/// The overlap-pattern model's JSON (H200 groups of 2 and 4 GPUs, NVLink; the grid of
+/// `bench/tp-grid.sh`, runs under `bench/results/tp-grid-h200-2026-11-27/`).
+pub const OVERLAP_MODEL: &str = include_str!("../../models/trained/overlap-h200.json");
+
+/// The built-in overlap-pattern model, parsed once.
+pub fn overlap_model() -> Result<Arc<OverlapModel>, ModelError> {
+    static M: OnceLock<Result<Arc<OverlapModel>, String>> = OnceLock::new();
+    parsed_once(&M, "overlap", "overlap-h200.json", |origin| {
+        OverlapModel::from_json(OVERLAP_MODEL, origin)
     })
 }
 
@@ -132,7 +146,7 @@ pub fn model(backend: &str) -> Result<Model, ModelError> {
 
 /// A model file of any domain (its `format` field says which), or a built-in one by name:
 /// `default-cpu`, `default-cuda` (the H100's), `default-cuda-h100`, `default-cuda-h200`,
-/// `default-comm`, `default-attention`.
+/// `default-comm`, `default-attention`, `default-overlap`.
 pub fn load_any(arg: &str) -> Result<augur_models::AnyModel, ModelError> {
     use augur_models::AnyModel;
     Ok(match arg {
@@ -141,6 +155,7 @@ pub fn load_any(arg: &str) -> Result<augur_models::AnyModel, ModelError> {
         }
         "default-comm" => AnyModel::Comm(Box::new((*comm_model()?).clone())),
         "default-attention" => AnyModel::Attention(Box::new((*attention_model()?).clone())),
+        "default-overlap" => AnyModel::Overlap(Box::new((*overlap_model()?).clone())),
         _ => AnyModel::read(std::path::Path::new(arg))?,
     })
 }

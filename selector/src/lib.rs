@@ -37,6 +37,7 @@ pub mod collect;
 pub mod defaults;
 mod error;
 pub mod multi;
+pub mod overlap;
 pub mod owned;
 pub mod plan;
 pub mod select;

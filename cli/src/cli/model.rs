@@ -366,7 +366,7 @@ enum Format {
 
 #[derive(Args, Debug)]
 pub struct ExportArgs {
-    /// A model file, or a built-in one: `default-cpu`, `default-cuda` (the H100's), `default-cuda-h100`, `default-cuda-h200`, `default-comm`, `default-attention`.
+    /// A model file, or a built-in one: `default-cpu`, `default-cuda` (the H100's), `default-cuda-h100`, `default-cuda-h200`, `default-comm`, `default-attention`, `default-overlap`.
     model: String,
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
@@ -442,7 +442,7 @@ pub struct EvalArgs {
     /// Runs CSVs from `augur collect`.
     #[arg(required = true)]
     runs: Vec<PathBuf>,
-    /// A model file, or a built-in one: `default-cpu`, `default-cuda` (the H100's), `default-cuda-h100`, `default-cuda-h200`, `default-comm`, `default-attention`.
+    /// A model file, or a built-in one: `default-cpu`, `default-cuda` (the H100's), `default-cuda-h100`, `default-cuda-h200`, `default-comm`, `default-attention`, `default-overlap`.
     #[arg(long)]
     model: String,
     #[arg(long, value_enum, default_value = "unseen")]
@@ -584,6 +584,10 @@ pub fn eval(a: EvalArgs) -> anyhow::Result<ExitCode> {
     let m = match load_any(&a.model)? {
         AnyModel::Comm(m) => return eval_comm(&m, &a, &files),
         AnyModel::Attention(m) => return eval_attention(&m, &a, &files),
+        AnyModel::Overlap(_) => anyhow::bail!(
+            "{}: an overlap model; `augur overlap train RUNS...` evaluates it held out by weight",
+            a.model
+        ),
         AnyModel::Spmv(m) => *m,
     };
     let runs = Runs::read(&files)?;

@@ -6,6 +6,7 @@
 
 use std::process::ExitCode;
 
+use anyhow::Context as _;
 use augur_features::attention::Dtype;
 use augur_kernels::cuda::gemm::{CudaGemm, GemmKernel};
 use augur_kernels::cuda::TimingMode;
@@ -42,7 +43,9 @@ pub enum OverlapCommand {
     /// the copy engines, C pieces per peer, multiplying each piece once it has arrived: no SMs
     /// taken from the GEMM), `pull-bulk` (the pulls, then one GEMM) and `push:C` (each GPU
     /// writes its rows into its peers' buffers, an arrival flag after each piece that the
-    /// peer's GEMM of it waits for); with the GEMM alone and
+    /// peer's GEMM of it waits for), `pc-push:C:S` / `pc-pull:C:S` (augur's copy kernel on S
+    /// SMs beside GEMMs on the others) and `own-bulk`; for the reduce-scatter `pc-reduce:C:S`;
+    /// with the GEMM alone and
     /// the collective alone (`gemm`, `comm`; max of the two: the perfect overlap). Each pattern checked on sampled rows, what has not arrived
     /// poisoned; CSV on stdout (microseconds per call, the slowest GPU's median; the gain over
     /// bulk and the share of the perfect overlap's gain). Exits non-zero on a failed check.
@@ -53,6 +56,40 @@ pub enum OverlapCommand {
     /// layers picked by a model trained without it), selected / oracle, the gain over bulk
     /// (NCCL then cuBLASLt) and the share of the perfect overlap's gain, per GPU count.
     Train(OverlapTrainArgs),
+    /// The pattern an overlap model (by default the built-in one, H200 groups of 2 and 4 GPUs)
+    /// picks for each layer, and why: the tree's path and any note (another GPU, another group
+    /// size). No GPU needed.
+    Plan(OverlapPlanArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct OverlapPlanArgs {
+    /// Shapes M,N,K of the whole layer.
+    #[arg(required = true, value_name = "SHAPE")]
+    shapes: Vec<String>,
+    /// GPUs sharing the layer.
+    #[arg(long, default_value_t = 2)]
+    gpus: usize,
+    /// Operations, comma-separated: all-gather (all-gather + GEMM), reduce-scatter (GEMM +
+    /// reduce-scatter).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "all-gather,reduce-scatter"
+    )]
+    ops: Vec<TpOpArg>,
+    #[arg(long, value_enum, default_value = "bf16")]
+    dtype: GemmDtype,
+    /// An overlap model file, or `default-overlap` (the built-in one).
+    #[arg(long, default_value = "default-overlap")]
+    model: String,
+    /// The GPUs' name, to be told when the model was trained on others (default: none said).
+    #[arg(long, default_value = "")]
+    device: String,
+    /// SMs per GPU (132 on an H100 SXM and an H200).
+    #[arg(long, default_value_t = 132)]
+    sms: usize,
 }
 
 #[derive(Args, Debug)]
@@ -267,13 +304,61 @@ pub fn run(c: OverlapCommand) -> anyhow::Result<ExitCode> {
         OverlapCommand::Arrive(a) => arrive(a),
         OverlapCommand::Tp(a) => tp(a),
         OverlapCommand::Train(a) => train(a),
+        OverlapCommand::Plan(a) => plan(a),
     }
+}
+
+fn plan(a: OverlapPlanArgs) -> anyhow::Result<ExitCode> {
+    use augur::features::message::LinkType;
+    use augur::features::overlap::{OverlapOp, OverlapShape};
+    let model = match augur::defaults::load_any(&a.model)? {
+        augur_models::AnyModel::Overlap(m) => m,
+        other => anyhow::bail!(
+            "--model {}: a {} model, not an overlap one",
+            a.model,
+            other.domain()
+        ),
+    };
+    let shapes = shapes_or(&a.shapes, Vec::new())?;
+    let dtype = match a.dtype {
+        GemmDtype::Bf16 => Dtype::Bf16,
+        GemmDtype::F16 => Dtype::F16,
+    };
+    for op in &a.ops {
+        let op = match op {
+            TpOpArg::AllGather => OverlapOp::AllGatherGemm,
+            TpOpArg::ReduceScatter => OverlapOp::GemmReduceScatter,
+        };
+        for s in &shapes {
+            let shape = OverlapShape {
+                op,
+                m: s.m,
+                n: s.n,
+                k: s.k,
+                dtype,
+                world_size: a.gpus,
+                link: LinkType::Nvlink,
+                sms: a.sms,
+            };
+            let c = augur::overlap::choose_pattern(&model, &shape, &a.device)
+                .with_context(|| format!("{} {s} on {} GPUs", op.name(), a.gpus))?;
+            println!("{} {s} on {} GPUs: {}", op.name(), a.gpus, c.pattern.name());
+            for step in &c.path {
+                println!("    {step}");
+            }
+            for note in &c.notes {
+                println!("    note: {note}");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn train(a: OverlapTrainArgs) -> anyhow::Result<ExitCode> {
     use augur_models::overlap::{
         evaluate_held_out, is_overlap_csv, read_layers, summary, OverlapModel, OverlapTrainParams,
     };
+    use augur_models::ModelFile as _;
     if let Some(out) = &a.out {
         if a.runs.contains(out) || is_overlap_csv(out) {
             anyhow::bail!("--out {}: that is a runs file, not a model", out.display());

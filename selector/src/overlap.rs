@@ -1,0 +1,137 @@
+//! The GEMM + collective of a tensor-parallel layer through the library (issue 24):
+//! [`choose_pattern`] asks a trained overlap model (by default the built-in one, H200 groups of
+//! 2 and 4 GPUs) how to run a layer's all-gather + GEMM or GEMM + reduce-scatter on a group of
+//! GPUs, and says why (the tree's path). Pure: no GPU needed.
+//!
+//! ```
+//! use augur::features::overlap::OverlapShape;
+//! let shape = OverlapShape::parse("overlap:op=all-gather,m=16384,n=10240,k=8192,world=4")?;
+//! let model = augur::defaults::overlap_model()?;
+//! let choice = augur::overlap::choose_pattern(&model, &shape, "NVIDIA H200")?;
+//! println!("{} because {:?}", choice.pattern.name(), choice.path);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Not yet here: running the chosen pattern on a caller's device buffers (a plan holding the
+//! group's communicators and buffers). `augur overlap tp` runs, checks and times every pattern
+//! on buffers of its own (`augur_kernels::cuda::gemm::tp`).
+
+use augur_features::overlap::OverlapShape;
+use augur_kernels::cuda::gemm::tp::TpPattern;
+use augur_models::overlap::OverlapModel;
+
+use crate::AugurError;
+
+/// A pattern chosen for a layer, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PatternChoice {
+    pub pattern: TpPattern,
+    /// The tree's splits on the way (`feature = value < threshold`).
+    pub path: Vec<String>,
+    /// Anything worth saying (a model for another GPU or group size, a pick this build does not
+    /// know).
+    pub notes: Vec<String>,
+}
+
+/// The pattern `model` picks for `shape`, with its path; `device` is the GPUs' name (a model
+/// trained on another GPU, or on other group sizes, is noted). A pick this build cannot run
+/// for the shape's operation falls back to `bulk`, noted.
+pub fn choose_pattern(
+    model: &OverlapModel,
+    shape: &OverlapShape,
+    device: &str,
+) -> Result<PatternChoice, AugurError> {
+    shape.validate()?;
+    let mut notes = Vec::new();
+    if !device.is_empty() && device != model.device {
+        notes.push(format!(
+            "the overlap model was trained on {}, this is {device}",
+            model.device
+        ));
+    }
+    if !model.training.world_sizes.contains(&shape.world_size) {
+        notes.push(format!(
+            "the overlap model was trained on groups of {:?} GPUs, this one has {}",
+            model.training.world_sizes, shape.world_size
+        ));
+    }
+    let name = model.choose(shape).ok_or_else(|| {
+        AugurError::Invalid(format!(
+            "the overlap model has no tree for {} (trained on {})",
+            shape.op.name(),
+            model
+                .trees
+                .iter()
+                .map(|t| t.op.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })?;
+    let pattern = match TpPattern::parse(name) {
+        Ok(p) if p.applies(shape.op) => p,
+        _ => {
+            notes.push(format!(
+                "the model picked `{name}`, which this augur cannot run for {}: bulk instead",
+                shape.op.name()
+            ));
+            TpPattern::Bulk
+        }
+    };
+    let path = model
+        .path(shape)
+        .into_iter()
+        .map(|step| crate::Step::from(step).to_string())
+        .collect();
+    Ok(PatternChoice {
+        pattern,
+        path,
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_built_in_model_picks_by_shape_and_says_why() {
+        let model = crate::defaults::overlap_model().unwrap();
+        let shape = |spec: &str| OverlapShape::parse(spec).unwrap();
+        // Large all-gather on 4 GPUs: an overlapping pattern; a 16-token one: no overlap
+        // pattern that cuts the work (bulk, or own-bulk: the transfer whole, then the GEMM).
+        let big = shape("overlap:op=all-gather,m=16384,n=10240,k=8192,world=4");
+        let c = choose_pattern(&model, &big, "NVIDIA H200").unwrap();
+        assert!(
+            matches!(
+                c.pattern,
+                TpPattern::Pc { .. } | TpPattern::Push(_) | TpPattern::Pull(_)
+            ),
+            "{c:?}"
+        );
+        assert!(!c.path.is_empty() && c.notes.is_empty(), "{c:?}");
+        let small = shape("overlap:op=all-gather,m=16,n=6144,k=4096,world=4");
+        let c = choose_pattern(&model, &small, "NVIDIA H200").unwrap();
+        assert!(
+            matches!(c.pattern, TpPattern::Bulk | TpPattern::OwnBulk),
+            "{c:?}"
+        );
+        // The reduce-scatter's pick is one of its own patterns.
+        let rs = shape("overlap:op=reduce-scatter,m=16384,n=8192,k=8192,world=4");
+        let c = choose_pattern(&model, &rs, "NVIDIA H100 80GB HBM3").unwrap();
+        assert!(c.pattern.applies(rs.op), "{c:?}");
+        assert!(
+            c.notes.iter().any(|n| n.contains("trained on NVIDIA H200")),
+            "{c:?}"
+        );
+        // Another group size is noted; a layer that does not cut is refused, naming why.
+        let eight = shape("overlap:op=all-gather,m=8192,n=6144,k=4096,world=8");
+        let c = choose_pattern(&model, &eight, "").unwrap();
+        assert!(
+            c.notes.iter().any(|n| n.contains("groups of [2, 4]")),
+            "{c:?}"
+        );
+        let odd = OverlapShape { m: 8190, ..big };
+        let e = choose_pattern(&model, &odd, "").unwrap_err().to_string();
+        assert!(e.contains("8190"), "{e}");
+    }
+}
