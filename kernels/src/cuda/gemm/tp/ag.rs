@@ -83,11 +83,11 @@ struct Ag {
 /// The copy kernel's addresses (struct TpPieces in comm.cu).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
-struct TpPieces {
-    src: [u64; MAX_RANKS],
-    dst: [u64; MAX_RANKS],
-    flag: [u64; MAX_RANKS],
-    counters: u64,
+pub(super) struct TpPieces {
+    pub(super) src: [u64; MAX_RANKS],
+    pub(super) dst: [u64; MAX_RANKS],
+    pub(super) flag: [u64; MAX_RANKS],
+    pub(super) counters: u64,
 }
 
 // SAFETY: plain old data laid out as the C struct.

@@ -82,13 +82,16 @@ pub enum TpPattern {
     /// SM), then one GEMM over all rows on every SM.
     OwnBulk,
     /// Reduce-scatter only, producer/consumer: the GEMMs (targeting all SMs but `sms`) make
-    /// every GPU's partial of piece j of every destination's rows, each followed by a word in
-    /// the destination's memory; the destination's reduce kernel (comm.cu's
-    /// `tp_reduce_piece_*`, `sms` blocks) sums piece j over the GPUs (NVLink reads) once every
-    /// GPU's word says it is there, while the GEMMs of piece j + 1 run.
+    /// every GPU's partial of piece j of every destination's rows, pushed into the
+    /// destination's staging with a word in its memory; the destination's reduce kernel
+    /// (comm.cu's `tp_reduce_piece_*`, `sms` blocks) sums piece j once every GPU's word says it
+    /// is there, while the GEMMs of piece j + 1 run. `sm_push`: the pushes by augur's copy
+    /// kernel on the same SMs, before each piece's sum (`pc-reduce-sm:C:S`), not by the copy
+    /// engines (`pc-reduce:C:S`).
     PcReduce {
         pieces: usize,
         sms: usize,
+        sm_push: bool,
     },
 }
 
@@ -106,7 +109,14 @@ impl TpPattern {
                 format!("pc-{}:{pieces}:{sms}", if push { "push" } else { "pull" })
             }
             TpPattern::OwnBulk => "own-bulk".into(),
-            TpPattern::PcReduce { pieces, sms } => format!("pc-reduce:{pieces}:{sms}"),
+            TpPattern::PcReduce {
+                pieces,
+                sms,
+                sm_push,
+            } => format!(
+                "pc-reduce{}:{pieces}:{sms}",
+                if sm_push { "-sm" } else { "" }
+            ),
         }
     }
 
@@ -129,13 +139,17 @@ impl TpPattern {
                         sms: *sms,
                         push: kind == "push",
                     }),
-                    ("reduce", [Some(pieces), Some(sms)]) => Ok(TpPattern::PcReduce {
-                        pieces: *pieces,
-                        sms: *sms,
-                    }),
+                    ("reduce" | "reduce-sm", [Some(pieces), Some(sms)]) => {
+                        Ok(TpPattern::PcReduce {
+                            pieces: *pieces,
+                            sms: *sms,
+                            sm_push: kind == "reduce-sm",
+                        })
+                    }
                     _ => Err(KernelError::Invalid(format!(
-                        "pattern `{s}`: pc-push:C:S, pc-pull:C:S or pc-reduce:C:S (C >= 1 pieces \
-                         per GPU, S >= 1 SMs for the copy or reduce kernel)"
+                        "pattern `{s}`: pc-push:C:S, pc-pull:C:S, pc-reduce:C:S or \
+                         pc-reduce-sm:C:S (C >= 1 pieces per GPU, S >= 1 SMs for the copy or \
+                         reduce kernel)"
                     ))),
                 }
             }
@@ -654,6 +668,7 @@ mod tests {
             "pc-pull:1:8",
             "own-bulk",
             "pc-reduce:2:8",
+            "pc-reduce-sm:2:16",
         ] {
             assert_eq!(TpPattern::parse(s).unwrap().name(), s);
         }

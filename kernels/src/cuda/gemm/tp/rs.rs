@@ -18,6 +18,10 @@
 //!   rounded once), while the GEMMs of piece j + 1 run. A copy stream pushes a call's first
 //!   piece to a peer only after that peer's ready word for the call (written at the call's start
 //!   on its compute stream, after its last call's sums).
+//! - `pc-reduce-sm:C:S`: the same, the pushes made by augur's copy kernel (comm.cu's
+//!   `tp_copy_pieces`, S blocks on the communication stream, after an event on the piece's
+//!   GEMMs; NVLink writes by SMs, each peer's word written by its last block) before each
+//!   piece's sum, not by the copy engines.
 //!   (A first version read the peers' partials with NVLink loads from the reduce kernel: correct
 //!   but 2-4x slower than NCCL's reduce-scatter on 8-32 SMs, `bench/results/tp-grid-h200-2026-11-27/rs-pull-reduce/`.)
 //!
@@ -73,6 +77,8 @@ struct Reduce {
     /// [`computed`] words, then [`ready`] words (cuMemAlloc: peers write them).
     flags: DeviceBuffer,
     kernel: CudaFunction,
+    /// The copy kernel and its block counters, for `pc-reduce-sm`.
+    copy: Option<(CudaFunction, DeviceBuffer)>,
     /// The copy engines' streams, one per peer (by rank; None for this GPU).
     copy_streams: Vec<Option<std::sync::Arc<CudaStream>>>,
     epoch: Cell<u32>,
@@ -192,7 +198,11 @@ impl Rs {
                 }
                 gpu.join()
             }
-            TpPattern::PcReduce { pieces, sms } => self.pc_reduce(gpu, pieces, sms),
+            TpPattern::PcReduce {
+                pieces,
+                sms,
+                sm_push,
+            } => self.pc_reduce(gpu, pieces, sms, sm_push),
             TpPattern::Pull(_)
             | TpPattern::PullBulk
             | TpPattern::Push(_)
@@ -205,7 +215,13 @@ impl Rs {
     }
 
     /// Enqueue one call of `pc-reduce:pieces:sms` (see the module docs).
-    fn pc_reduce(&self, gpu: &Gpu, pieces: usize, sms: usize) -> Result<(), KernelError> {
+    fn pc_reduce(
+        &self,
+        gpu: &Gpu,
+        pieces: usize,
+        sms: usize,
+        sm_push: bool,
+    ) -> Result<(), KernelError> {
         let r = self
             .reduce
             .as_ref()
@@ -228,15 +244,18 @@ impl Rs {
         for q in (0..world).filter(|&q| q != me) {
             write_word(&s, gpu.peers[q][PUBLISHED_FLAGS] + 4 * ready(me), e)?;
         }
-        // The copies read partials the GEMMs of this call write, after whatever came before;
-        // each peer's first push once that peer is ready for this call.
-        for q in (0..world).filter(|&q| q != me) {
-            let st = copy(q)?;
-            st.join(&s).map_err(drv("join"))?;
-            wait_word(st, flags + 4 * ready(q), e)?;
-        }
         // The reductions write `out` after whatever came before on the compute stream.
         cs.join(&s).map_err(drv("join"))?;
+        // The copies read partials the GEMMs of this call write, after whatever came before;
+        // each peer's first push once that peer is ready for this call (the copy kernel's on
+        // the communication stream, the copy engines' on their own).
+        for q in (0..world).filter(|&q| q != me) {
+            let st = if sm_push { cs } else { copy(q)? };
+            if !sm_push {
+                st.join(&s).map_err(drv("join"))?;
+            }
+            wait_word(st, flags + 4 * ready(q), e)?;
+        }
         let cfg = LaunchConfig {
             grid_dim: (sms as u32, 1, 1),
             block_dim: (512, 1, 1),
@@ -256,6 +275,9 @@ impl Rs {
                     write_word(&s, flags + 4 * computed(me, j), e)?;
                     continue;
                 }
+                if sm_push {
+                    continue;
+                }
                 let ev = &events[q * pieces + j];
                 ev.record(&s).map_err(drv("record"))?;
                 let st = copy(q)?;
@@ -268,6 +290,42 @@ impl Rs {
                     sys::cuMemcpyAsync(to, own + r0 * c_row, bytes, st.cu_stream())
                 })?;
                 write_word(st, gpu.peers[q][PUBLISHED_FLAGS] + 4 * computed(me, j), e)?;
+            }
+            if sm_push {
+                // Piece j's partials for every peer, pushed by the copy kernel once this
+                // GPU's GEMMs of piece j are done; each peer's arrival word written by the
+                // kernel's last block.
+                let (f, counters) = r.copy.as_ref().ok_or_else(|| {
+                    KernelError::Invalid("pc-reduce-sm run without its copy kernel".into())
+                })?;
+                let ev = &events[me * pieces + j];
+                ev.record(&s).map_err(drv("record"))?;
+                cs.wait(ev).map_err(drv("wait"))?;
+                let mut t = super::ag::TpPieces {
+                    counters: counters.ptr(),
+                    ..Default::default()
+                };
+                for q in (0..world).filter(|&q| q != me) {
+                    t.src[q] = own + ((q * self.rows + j * piece) as u64) * c_row;
+                    t.dst[q] = gpu.peers[q][PUBLISHED_STAGING]
+                        + ((me * self.rows + j * piece) as u64) * c_row;
+                    t.flag[q] = gpu.peers[q][PUBLISHED_FLAGS] + 4 * computed(me, j);
+                }
+                let (one, local) = (1i32, 0i32);
+                let b64 = bytes as u64;
+                let mut l = cs.launch_builder(f);
+                l.arg(&t)
+                    .arg(&rank)
+                    .arg(&world_i)
+                    .arg(&b64)
+                    .arg(&one)
+                    .arg(&e)
+                    .arg(&local);
+                // SAFETY: the arguments match tp_copy_pieces; the sources are `piece` rows of
+                // this GPU's partial (its GEMMs done: the event), the destinations slot `me`
+                // of each peer's staging (ready for this call: waited for above), the words in
+                // the peers' flags; whole 16-byte vectors (tp::check).
+                unsafe { l.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
             }
             let mut t = TpReduce::default();
             for q in 0..world {
@@ -403,6 +461,20 @@ pub fn gemm_reduce_scatter(
             let kernel = module
                 .load_function(name)
                 .map_err(drv("cuModuleGetFunction"))?;
+            let sm_push = |q: &TpPattern| matches!(q, TpPattern::PcReduce { sm_push: true, .. });
+            let copy = if patterns.iter().any(sm_push) {
+                let f = module
+                    .load_function("tp_copy_pieces")
+                    .map_err(drv("cuModuleGetFunction"))?;
+                let counters = DeviceBuffer::new(&g.ctx, 4 * MAX_RANKS * MAX_PIECES)?;
+                // SAFETY: that many bytes of a live allocation of this (current) context.
+                crate::cuda::check("cuMemsetD8", unsafe {
+                    sys::cuMemsetD8_v2(counters.ptr(), 0, 4 * MAX_RANKS * MAX_PIECES)
+                })?;
+                Some((f, counters))
+            } else {
+                None
+            };
             let own = DeviceBuffer::new(&g.ctx, m * n * 2)?;
             let staging = DeviceBuffer::new(&g.ctx, m * n * 2)?;
             let copy_streams = (0..world)
@@ -423,6 +495,7 @@ pub fn gemm_reduce_scatter(
                 staging,
                 flags,
                 kernel,
+                copy,
                 copy_streams,
                 epoch: Cell::new(0),
             })
