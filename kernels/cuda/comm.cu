@@ -131,12 +131,15 @@ __device__ __forceinline__ unsigned short f32_to_bf16(float f) {
     return (unsigned short)(u >> 16);
 }
 
-struct BF16 {
+// A 16-bit float type, 8 to a 16-byte vector, summed in f32: its conversions in `Bits`
+// (BF16Bits here, F16Bits with the reduce-scatter's kernels below).
+template <class Bits>
+struct Half {
     static const int PER = 8;
     typedef unsigned short scalar;
     __device__ static void add2(float* acc, unsigned w) {
-        acc[0] += bf16_to_f32((unsigned short)(w & 0xffff));
-        acc[1] += bf16_to_f32((unsigned short)(w >> 16));
+        acc[0] += Bits::to_f32((unsigned short)(w & 0xffff));
+        acc[1] += Bits::to_f32((unsigned short)(w >> 16));
     }
     __device__ static void add(float* acc, uint4 v) {
         add2(acc, v.x);
@@ -145,18 +148,24 @@ struct BF16 {
         add2(acc + 6, v.w);
     }
     __device__ static unsigned pack2(const float* a) {
-        return (unsigned)f32_to_bf16(a[0]) | ((unsigned)f32_to_bf16(a[1]) << 16);
+        return (unsigned)Bits::from_f32(a[0]) | ((unsigned)Bits::from_f32(a[1]) << 16);
     }
     __device__ static uint4 pack(const float* acc) {
         return make_uint4(pack2(acc), pack2(acc + 2), pack2(acc + 4), pack2(acc + 6));
     }
     __device__ static float load1(const void* base, u64 i) {
-        return bf16_to_f32(((const volatile unsigned short*)base)[i]);
+        return Bits::to_f32(((const volatile unsigned short*)base)[i]);
     }
     __device__ static void store1(void* base, u64 i, float v) {
-        ((unsigned short*)base)[i] = f32_to_bf16(v);
+        ((unsigned short*)base)[i] = Bits::from_f32(v);
     }
 };
+
+struct BF16Bits {
+    __device__ static float to_f32(unsigned short h) { return bf16_to_f32(h); }
+    __device__ static unsigned short from_f32(float f) { return f32_to_bf16(f); }
+};
+typedef Half<BF16Bits> BF16;
 
 // Sum of vector i over every rank's buffer, in rank order (every rank gets the same bits).
 template <class E>
@@ -500,25 +509,11 @@ __device__ __forceinline__ unsigned short f32_to_f16(float f) {
     return (unsigned short)(sign | (r >> 13));
 }
 
-struct F16 {
-    static const int PER = 8;
-    __device__ static void add2(float* acc, unsigned w) {
-        acc[0] += f16_to_f32((unsigned short)(w & 0xffff));
-        acc[1] += f16_to_f32((unsigned short)(w >> 16));
-    }
-    __device__ static void add(float* acc, uint4 v) {
-        add2(acc, v.x);
-        add2(acc + 2, v.y);
-        add2(acc + 4, v.z);
-        add2(acc + 6, v.w);
-    }
-    __device__ static unsigned pack2(const float* a) {
-        return (unsigned)f32_to_f16(a[0]) | ((unsigned)f32_to_f16(a[1]) << 16);
-    }
-    __device__ static uint4 pack(const float* acc) {
-        return make_uint4(pack2(acc), pack2(acc + 2), pack2(acc + 4), pack2(acc + 6));
-    }
+struct F16Bits {
+    __device__ static float to_f32(unsigned short h) { return f16_to_f32(h); }
+    __device__ static unsigned short from_f32(float f) { return f32_to_f16(f); }
 };
+typedef Half<F16Bits> F16;
 
 struct TpReduce {
     // Per rank q: this piece of this GPU's rows in q's partial product (q = rank: its own).

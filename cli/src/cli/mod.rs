@@ -96,8 +96,9 @@ enum Command {
     /// (MASTER_ADDR:MASTER_PORT or AUGUR_RENDEZVOUS), with a deadline; no GPU needed.
     #[command(subcommand)]
     Distributed(distributed::DistributedCommand),
-    /// GEMM + collective overlap (issue 24). So far its one-GPU part: `augur overlap gemm` checks
-    /// and times the GEMMs the overlap patterns build on (augur's tensor-core GEMM, cuBLASLt).
+    /// GEMM + collective overlap (issue 24): the GEMMs the patterns build on (`gemm`, `arrive`:
+    /// one GPU), a tensor-parallel layer's patterns between GPUs, checked and timed (`tp`), the
+    /// pattern selector (`train`; `plan`: the pick for a layer and why, no GPU).
     #[command(subcommand)]
     Overlap(overlap::OverlapCommand),
 }

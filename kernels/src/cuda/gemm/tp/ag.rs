@@ -563,18 +563,7 @@ pub fn all_gather_gemm(
             })
             .collect::<Result<Vec<_>, _>>()?;
         let copy_kernel = if patterns.iter().any(|q| q.kernel_copies()) {
-            let (ptx, _) =
-                crate::cuda::module::ptx(crate::cuda::module::COMM, g.compute_capability)?;
-            let module = g.ctx.load_module(ptx).map_err(drv("cuModuleLoadData"))?;
-            let f = module
-                .load_function("tp_copy_pieces")
-                .map_err(drv("cuModuleGetFunction"))?;
-            let counters = DeviceBuffer::new(&g.ctx, 4 * MAX_RANKS * MAX_PIECES)?;
-            // SAFETY: that many bytes of a live allocation of this (current) context.
-            crate::cuda::check("cuMemsetD8", unsafe {
-                sys::cuMemsetD8_v2(counters.ptr(), 0, 4 * MAX_RANKS * MAX_PIECES)
-            })?;
-            Some((f, counters))
+            Some(super::copy_kernel(g, &super::comm_module(g)?)?)
         } else {
             None
         };

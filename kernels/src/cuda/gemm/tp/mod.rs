@@ -586,6 +586,37 @@ fn enable_peers(
     Ok(())
 }
 
+/// comm.cu's module on `g`'s GPU: the copy and reduce kernels that run beside the GEMMs.
+fn comm_module(g: &CudaGemm) -> Result<Arc<cudarc::driver::CudaModule>, KernelError> {
+    let (ptx, _) = crate::cuda::module::ptx(crate::cuda::module::COMM, g.compute_capability)?;
+    g.ctx.load_module(ptx).map_err(drv("cuModuleLoadData"))
+}
+
+/// The copy kernel of `module` (comm.cu's `tp_copy_pieces`) and its block counters
+/// ([MAX_RANKS][MAX_PIECES] u32 in `g`'s context, zeroed: the kernel leaves them zero).
+fn copy_kernel(
+    g: &CudaGemm,
+    module: &Arc<cudarc::driver::CudaModule>,
+) -> Result<
+    (
+        cudarc::driver::CudaFunction,
+        crate::cuda::comm::DeviceBuffer,
+    ),
+    KernelError,
+> {
+    use crate::cuda::comm::{DeviceBuffer, MAX_RANKS};
+    let f = module
+        .load_function("tp_copy_pieces")
+        .map_err(drv("cuModuleGetFunction"))?;
+    let bytes = 4 * MAX_RANKS * ag::MAX_PIECES;
+    let counters = DeviceBuffer::new(&g.ctx, bytes)?;
+    // SAFETY: that many bytes of a live allocation of this (current) context.
+    crate::cuda::check("cuMemsetD8", unsafe {
+        cudarc::driver::sys::cuMemsetD8_v2(counters.ptr(), 0, bytes)
+    })?;
+    Ok((f, counters))
+}
+
 /// The plans of the patterns that cut the work in pieces: per (count of pieces `c`, SMs `s`
 /// left to the copy kernel) in `pieces`, cuBLASLt's plan for `shape_of(c)` (targeting the
 /// other SMs when `s` > 0) and `events_of(c)` events (no timing) to order a piece's GEMM and

@@ -451,9 +451,7 @@ pub fn gemm_reduce_scatter(
             .iter()
             .any(|q| matches!(q, TpPattern::PcReduce { .. }))
         {
-            let (ptx, _) =
-                crate::cuda::module::ptx(crate::cuda::module::COMM, g.compute_capability)?;
-            let module = g.ctx.load_module(ptx).map_err(drv("cuModuleLoadData"))?;
+            let module = super::comm_module(g)?;
             let name = match p.dtype {
                 augur_features::attention::Dtype::Bf16 => "tp_reduce_piece_bf16",
                 _ => "tp_reduce_piece_f16",
@@ -463,15 +461,7 @@ pub fn gemm_reduce_scatter(
                 .map_err(drv("cuModuleGetFunction"))?;
             let sm_push = |q: &TpPattern| matches!(q, TpPattern::PcReduce { sm_push: true, .. });
             let copy = if patterns.iter().any(sm_push) {
-                let f = module
-                    .load_function("tp_copy_pieces")
-                    .map_err(drv("cuModuleGetFunction"))?;
-                let counters = DeviceBuffer::new(&g.ctx, 4 * MAX_RANKS * MAX_PIECES)?;
-                // SAFETY: that many bytes of a live allocation of this (current) context.
-                crate::cuda::check("cuMemsetD8", unsafe {
-                    sys::cuMemsetD8_v2(counters.ptr(), 0, 4 * MAX_RANKS * MAX_PIECES)
-                })?;
-                Some((f, counters))
+                Some(super::copy_kernel(g, &module)?)
             } else {
                 None
             };
