@@ -67,20 +67,8 @@ pub struct OverlapPlanArgs {
     /// Shapes M,N,K of the whole layer.
     #[arg(required = true, value_name = "SHAPE")]
     shapes: Vec<String>,
-    /// GPUs sharing the layer.
-    #[arg(long, default_value_t = 2)]
-    gpus: usize,
-    /// Operations, comma-separated: all-gather (all-gather + GEMM), reduce-scatter (GEMM +
-    /// reduce-scatter).
-    #[arg(
-        long,
-        value_enum,
-        value_delimiter = ',',
-        default_value = "all-gather,reduce-scatter"
-    )]
-    ops: Vec<TpOpArg>,
-    #[arg(long, value_enum, default_value = "bf16")]
-    dtype: GemmDtype,
+    #[command(flatten)]
+    layer: LayerGroup,
     /// An overlap model file, or `default-overlap` (the built-in one).
     #[arg(long, default_value = "default-overlap")]
     model: String,
@@ -116,13 +104,10 @@ pub struct OverlapTrainArgs {
     bulk_margins: Vec<f64>,
 }
 
+/// A tensor-parallel layer's group and operations, as `tp` runs them and `plan` picks for them.
 #[derive(Args, Debug)]
-pub struct TpArgs {
-    /// Shapes M,N,K of the whole layer (default: Llama-3-8B's QKV (N 6144) and gate+up (N
-    /// 28672) with K 4096, and an 8192 x 8192 layer, for M 512 to 16384 tokens).
-    #[arg(value_name = "SHAPE")]
-    shapes: Vec<String>,
-    /// GPUs, 0 to N-1.
+pub struct LayerGroup {
+    /// GPUs sharing the layer (`tp`: GPUs 0 to N-1 of this machine).
     #[arg(long, default_value_t = 2)]
     gpus: usize,
     /// Operations, comma-separated: all-gather (all-gather + GEMM), reduce-scatter (GEMM +
@@ -134,6 +119,38 @@ pub struct TpArgs {
         default_value = "all-gather,reduce-scatter"
     )]
     ops: Vec<TpOpArg>,
+    #[arg(long, value_enum, default_value = "bf16")]
+    dtype: GemmDtype,
+}
+
+impl LayerGroup {
+    fn ops(&self) -> Vec<augur_features::overlap::OverlapOp> {
+        use augur_features::overlap::OverlapOp;
+        self.ops
+            .iter()
+            .map(|o| match o {
+                TpOpArg::AllGather => OverlapOp::AllGatherGemm,
+                TpOpArg::ReduceScatter => OverlapOp::GemmReduceScatter,
+            })
+            .collect()
+    }
+
+    fn dtype(&self) -> Dtype {
+        match self.dtype {
+            GemmDtype::Bf16 => Dtype::Bf16,
+            GemmDtype::F16 => Dtype::F16,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct TpArgs {
+    /// Shapes M,N,K of the whole layer (default: Llama-3-8B's QKV (N 6144) and gate+up (N
+    /// 28672) with K 4096, and an 8192 x 8192 layer, for M 512 to 16384 tokens).
+    #[arg(value_name = "SHAPE")]
+    shapes: Vec<String>,
+    #[command(flatten)]
+    layer: LayerGroup,
     /// Patterns in the order run (the same on every GPU), comma-separated; each operation runs
     /// those that apply to it: bulk, chunked:C (NCCL per piece), pull:C / push:C / pull-bulk
     /// (copy engines), pc-push:C:S / pc-pull:C:S (augur's copy kernel on S SMs beside the
@@ -146,8 +163,6 @@ pub struct TpArgs {
         default_value = "gemm,comm,bulk,chunked:2,own-bulk,pull:1,push:1,push:2,pc-push:1:8,pc-push:2:8,pc-pull:1:8,pc-reduce:2:16,pc-reduce:2:32"
     )]
     patterns: Vec<String>,
-    #[arg(long, value_enum, default_value = "bf16")]
-    dtype: GemmDtype,
     /// Calls per timed sample (back to back, between two events, after a barrier). 1: each
     /// call timed from a barrier, as a layer whose input has just arrived everywhere (the pull
     /// patterns need it on more than 2 GPUs).
@@ -310,7 +325,7 @@ pub fn run(c: OverlapCommand) -> anyhow::Result<ExitCode> {
 
 fn plan(a: OverlapPlanArgs) -> anyhow::Result<ExitCode> {
     use augur::features::message::LinkType;
-    use augur::features::overlap::{OverlapOp, OverlapShape};
+    use augur::features::overlap::OverlapShape;
     let model = match augur::defaults::load_any(&a.model)? {
         augur_models::AnyModel::Overlap(m) => m,
         other => anyhow::bail!(
@@ -320,15 +335,8 @@ fn plan(a: OverlapPlanArgs) -> anyhow::Result<ExitCode> {
         ),
     };
     let shapes = shapes_or(&a.shapes, Vec::new())?;
-    let dtype = match a.dtype {
-        GemmDtype::Bf16 => Dtype::Bf16,
-        GemmDtype::F16 => Dtype::F16,
-    };
-    for op in &a.ops {
-        let op = match op {
-            TpOpArg::AllGather => OverlapOp::AllGatherGemm,
-            TpOpArg::ReduceScatter => OverlapOp::GemmReduceScatter,
-        };
+    let (dtype, gpus) = (a.layer.dtype(), a.layer.gpus);
+    for op in a.layer.ops() {
         for s in &shapes {
             let shape = OverlapShape {
                 op,
@@ -336,13 +344,13 @@ fn plan(a: OverlapPlanArgs) -> anyhow::Result<ExitCode> {
                 n: s.n,
                 k: s.k,
                 dtype,
-                world_size: a.gpus,
+                world_size: gpus,
                 link: LinkType::Nvlink,
                 sms: a.sms,
             };
             let c = augur::overlap::choose_pattern(&model, &shape, &a.device)
-                .with_context(|| format!("{} {s} on {} GPUs", op.name(), a.gpus))?;
-            println!("{} {s} on {} GPUs: {}", op.name(), a.gpus, c.pattern.name());
+                .with_context(|| format!("{} {s} on {gpus} GPUs", op.name()))?;
+            println!("{} {s} on {gpus} GPUs: {}", op.name(), c.pattern.name());
             for step in &c.path {
                 println!("    {step}");
             }
@@ -563,15 +571,9 @@ fn tp(a: TpArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|s| TpPattern::parse(s))
         .collect::<Result<Vec<_>, _>>()?;
-    let ops: Vec<TpOp> = a
-        .ops
-        .iter()
-        .map(|o| match o {
-            TpOpArg::AllGather => TpOp::AllGatherGemm,
-            TpOpArg::ReduceScatter => TpOp::GemmReduceScatter,
-        })
-        .collect();
-    if a.gpus < 1 {
+    let ops: Vec<TpOp> = a.layer.ops();
+    let gpus = a.layer.gpus;
+    if gpus < 1 {
         anyhow::bail!("--gpus: at least 1");
     }
     // Everything that can be wrong with the arguments is said before looking for GPUs.
@@ -581,7 +583,7 @@ fn tp(a: TpArgs) -> anyhow::Result<ExitCode> {
     };
     for &op in &ops {
         for &shape in &shapes {
-            check(op, shape, a.gpus, &of(op))?;
+            check(op, shape, gpus, &of(op))?;
         }
     }
     // The pulls hung back to back on 4 H200s (the pushes did not); AUGUR_TP_BACK_TO_BACK=1
@@ -593,29 +595,27 @@ fn tp(a: TpArgs) -> anyhow::Result<ExitCode> {
             TpPattern::Pull(_) | TpPattern::PullBulk | TpPattern::Pc { push: false, .. }
         )
     };
-    if a.gpus > 2 && a.batch > 1 && patterns.iter().any(pulls) && !lifted {
+    if gpus > 2 && a.batch > 1 && patterns.iter().any(pulls) && !lifted {
         anyhow::bail!(
             "--batch {} with the pull patterns on {} GPUs: these hung back to back on 4 H200s \
              (calls queued without a barrier between them; the push patterns did not); run them \
              with --batch 1 (each call timed from a barrier)",
             a.batch,
-            a.gpus
+            gpus
         );
     }
     let present = augur_kernels::cuda::available().map_err(super::gpu_only("augur overlap tp"))?;
-    if a.gpus > present {
-        anyhow::bail!("--gpus {}: this machine has {present}", a.gpus);
+    if gpus > present {
+        anyhow::bail!("--gpus {}: this machine has {present}", gpus);
     }
-    let dtype = match a.dtype {
-        GemmDtype::Bf16 => Dtype::Bf16,
-        GemmDtype::F16 => Dtype::F16,
-    };
+    let dtype = a.layer.dtype();
     let dev = augur_kernels::cuda::device_info(0)?;
     let ty = a
+        .layer
         .dtype
         .to_possible_value()
         .map_or("?".into(), |v| v.get_name().to_string());
-    let ordinals: Vec<usize> = (0..a.gpus).collect();
+    let ordinals: Vec<usize> = (0..gpus).collect();
     // Each row also carries the layer's overlap features (schema `overlap`; empty on one GPU,
     // which is no overlap), so that runs of this command can train a pattern selector.
     use augur_features::message::LinkProbe;
@@ -653,7 +653,7 @@ fn tp(a: TpArgs) -> anyhow::Result<ExitCode> {
                 n: shape.n,
                 k: shape.k,
                 dtype,
-                world_size: a.gpus,
+                world_size: gpus,
                 link,
                 sms: dev.multiprocessors.max(1) as usize,
             }
@@ -675,7 +675,7 @@ fn tp(a: TpArgs) -> anyhow::Result<ExitCode> {
                     "{},{},{},{ty},{},{},{},{},{passed},{},{:.2},{vs},{share},\
                      {OVERLAP_SCHEMA_VERSION},{}",
                     dev.name,
-                    a.gpus,
+                    gpus,
                     op.name(),
                     shape.m,
                     shape.n,
