@@ -78,7 +78,7 @@ class Plan:
     def copied(self) -> bool: ...
 
 class Model:
-    """A trained model of any domain (SpMV, collectives, attention)."""
+    """A trained model of any domain (SpMV, collectives, attention, GEMM + collective overlap)."""
 
     @staticmethod
     def load(name_or_path: str) -> Model: ...

@@ -894,7 +894,8 @@ pub struct Model {
 #[pymethods]
 impl Model {
     /// A model file, or a built-in model by name: "default-cpu", "default-cuda",
-    /// "default-cuda-h100", "default-cuda-h200", "default-comm", "default-attention".
+    /// "default-cuda-h100", "default-cuda-h200", "default-comm", "default-attention",
+    /// "default-overlap".
     #[staticmethod]
     fn load(name_or_path: &str) -> PyResult<Model> {
         let model = augur::defaults::load_any(name_or_path).map_err(|e| py_err(e.into()))?;
@@ -904,14 +905,10 @@ impl Model {
         })
     }
 
-    /// "spmv", "comm" or "attention".
+    /// "spmv", "comm", "attention" or "overlap".
     #[getter]
     fn domain(&self) -> &'static str {
-        match self.model {
-            AnyModel::Spmv(_) => "spmv",
-            AnyModel::Comm(_) => "comm",
-            AnyModel::Attention(_) => "attention",
-        }
+        self.model.domain()
     }
 
     /// The device the model was trained on.
@@ -921,6 +918,7 @@ impl Model {
             AnyModel::Spmv(m) => m.device.clone(),
             AnyModel::Comm(m) => m.device.clone(),
             AnyModel::Attention(m) => m.device.clone(),
+            AnyModel::Overlap(m) => m.device.clone(),
         }
     }
 
@@ -964,10 +962,11 @@ impl Model {
         Ok(PyDecision::of(&d))
     }
 
-    /// A collectives or attention model's choice for a shape given as augur's spec string
-    /// (`message:collective=all-reduce,dtype=bf16,bytes=64KiB,world=4,link=nvlink`, or
-    /// `attention:q_heads=32,kv_heads=8,head_dim=128,lens=4096*2;16*30`): (the pattern or
-    /// schedule, the path through the tree, notes). No GPU needed.
+    /// A collectives, attention or overlap model's choice for a shape given as augur's spec
+    /// string (`message:collective=all-reduce,dtype=bf16,bytes=64KiB,world=4,link=nvlink`,
+    /// `attention:q_heads=32,kv_heads=8,head_dim=128,lens=4096*2;16*30`, or
+    /// `overlap:op=all-gather,m=8192,n=6144,k=4096,world=4`): (the pattern or schedule, the
+    /// path through the tree, notes). No GPU needed.
     fn choose(&self, spec: &str) -> PyResult<(String, Vec<String>, Vec<String>)> {
         use augur::features::attention::AttentionShape;
         use augur::features::message::MessageShape;
@@ -995,6 +994,12 @@ impl Model {
                 let shape = AttentionShape::parse(spec).map_err(feature)?;
                 let c = augur::attention::choose_schedule(m, &shape, None, "").map_err(py_err)?;
                 Ok((c.schedule.name().to_string(), c.path, c.notes))
+            }
+            AnyModel::Overlap(m) => {
+                let shape =
+                    augur::features::overlap::OverlapShape::parse(spec).map_err(feature)?;
+                let c = augur::overlap::choose_pattern(m, &shape, "").map_err(py_err)?;
+                Ok((c.pattern.name(), c.path, c.notes))
             }
             AnyModel::Spmv(_) => Err(value_err(format!(
                 "{} is an SpMV model: use select(features, iterations)",

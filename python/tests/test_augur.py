@@ -188,7 +188,11 @@ def test_features_and_models():
         assert d.kernel in m.kernels and str(d)
         for fmt in ["text", "dot", "rust", "json"]:
             assert len(m.export(fmt)) > 100
-    for name, domain in [("default-comm", "comm"), ("default-attention", "attention")]:
+    for name, domain in [
+        ("default-comm", "comm"),
+        ("default-attention", "attention"),
+        ("default-overlap", "overlap"),
+    ]:
         m = augur.load_model(name)
         assert m.domain == domain and "digraph" in m.export("dot")
         with pytest.raises(ValueError, match="SpMV models"):
@@ -222,3 +226,16 @@ def test_comm_and_attention_choices_from_spec_strings():
         comm.choose("message:collective=all-reduce,bytes=-3")
     with pytest.raises(ValueError, match="SpMV model"):
         augur.Model.load("default-cpu").choose("message:collective=all-reduce,bytes=1KiB")
+
+
+def test_overlap_choice_from_a_spec_string():
+    m = augur.Model.load("default-overlap")
+    assert m.domain == "overlap" and "H200" in m.device
+    pick, path, notes = m.choose("overlap:op=all-gather,m=16384,n=10240,k=8192,world=4")
+    assert pick != "bulk" and path and not notes
+    pick, _, _ = m.choose("overlap:op=all-gather,m=16,n=6144,k=4096,world=4")
+    assert pick in ("bulk", "own-bulk")
+    _, _, notes = m.choose("overlap:op=reduce-scatter,m=8192,n=8192,k=8192,world=8")
+    assert any("groups of [2, 4]" in n for n in notes)
+    with pytest.raises(ValueError, match="split evenly"):
+        m.choose("overlap:op=all-gather,m=8190,n=6144,k=4096,world=4")
