@@ -996,8 +996,7 @@ impl Model {
                 Ok((c.schedule.name().to_string(), c.path, c.notes))
             }
             AnyModel::Overlap(m) => {
-                let shape =
-                    augur::features::overlap::OverlapShape::parse(spec).map_err(feature)?;
+                let shape = augur::features::overlap::OverlapShape::parse(spec).map_err(feature)?;
                 let c = augur::overlap::choose_pattern(m, &shape, "").map_err(py_err)?;
                 Ok((c.pattern.name(), c.path, c.notes))
             }
