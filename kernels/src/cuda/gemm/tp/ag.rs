@@ -45,6 +45,7 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use super::{check, nccl_err, piece_plans, pieces_of, plan_for, ptr, run_group, Gpu, PiecePlans};
+use super::{wait_word, write_word};
 use super::{TpOp, TpPattern, TpResult};
 use crate::cuda::comm::{DeviceBuffer, MAX_RANKS};
 use crate::cuda::gemm::lt_plan::LtPlan;
@@ -107,6 +108,16 @@ pub const MAX_PIECES: usize = 64;
 /// The arrival word of peer `from`'s piece `j` (an index into the flags).
 fn arrival(world: usize, from: usize, j: usize) -> u64 {
     (world + from * MAX_PIECES + j) as u64
+}
+
+/// The peers in the order their rows reach this GPU: pulled, in the order this GPU asks them
+/// (rank + 1, rank + 2, ...); pushed, in the order they send to it (each peer sends to its next
+/// ranks first: rank - 1, rank - 2, ...).
+fn arrival_order(gpu: &Gpu, push: bool) -> Vec<usize> {
+    let (me, w) = (gpu.rank, gpu.world);
+    (1..w)
+        .map(|i| if push { (me + w - i) % w } else { (me + i) % w })
+        .collect()
 }
 
 impl Ag {
@@ -200,12 +211,9 @@ impl Ag {
                     sys::cuMemcpyAsync(to + off, from + off, bytes, ps.cu_stream())
                 })?;
                 if push {
+                    // An arrival word in peer q's flags, after the copy (its data visible first).
                     let arrived = gpu.peers[q][PUBLISHED_FLAGS] + 4 * arrival(gpu.world, me, j);
-                    // SAFETY: an arrival word in peer q's flags, after the copy (default
-                    // flags: its data visible first).
-                    crate::cuda::check("cuStreamWriteValue32", unsafe {
-                        sys::cuStreamWriteValue32_v2(ps.cu_stream(), arrived, e, 0)
-                    })?;
+                    write_word(ps, arrived, e)?;
                 } else {
                     events[q * pieces + j].record(ps).map_err(drv("record"))?;
                 }
@@ -221,48 +229,27 @@ impl Ag {
         self.epoch.set(e);
         let s = gpu.stream();
         for q in (0..gpu.world).filter(|&q| q != gpu.rank) {
-            let theirs = gpu.peers[q][PUBLISHED_FLAGS] + 4 * gpu.rank as u64;
-            // SAFETY: this GPU's ready word in peer q's flags (peer access on), after everything
-            // before it on this stream (default flags).
-            crate::cuda::check("cuStreamWriteValue32", unsafe {
-                sys::cuStreamWriteValue32_v2(s.cu_stream(), theirs, e, 0)
-            })?;
+            // This GPU's ready word in peer q's flags (peer access on).
+            write_word(&s, gpu.peers[q][PUBLISHED_FLAGS] + 4 * gpu.rank as u64, e)?;
         }
         Ok(e)
     }
 
     /// `st` waits until peer q's ready word in this GPU's flags reaches epoch `e`.
     fn wait_ready(&self, st: &CudaStream, q: usize, e: u32) -> Result<(), KernelError> {
-        // SAFETY: peer q's ready word in this GPU's flags; GEQ is wrap-aware.
-        crate::cuda::check("cuStreamWaitValue32", unsafe {
-            sys::cuStreamWaitValue32_v2(
-                st.cu_stream(),
-                self.flags.ptr() + 4 * q as u64,
-                e,
-                sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
-            )
-        })
+        wait_word(st, self.flags.ptr() + 4 * q as u64, e)
     }
 
     /// `st` waits until peer q's piece j has arrived in this GPU's A in the call of epoch `e`.
     fn wait_arrival(
         &self,
-        gpu: &Gpu,
+        world: usize,
         st: &CudaStream,
         q: usize,
         j: usize,
         e: u32,
     ) -> Result<(), KernelError> {
-        let word = self.flags.ptr() + 4 * arrival(gpu.world, q, j);
-        // SAFETY: peer q's arrival word for piece j in this GPU's flags; GEQ is wrap-aware.
-        crate::cuda::check("cuStreamWaitValue32", unsafe {
-            sys::cuStreamWaitValue32_v2(
-                st.cu_stream(),
-                word,
-                e,
-                sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
-            )
-        })
+        wait_word(st, self.flags.ptr() + 4 * arrival(world, q, j), e)
     }
 
     /// Enqueue the copy kernel of one call on the communication stream, `blocks` blocks,
@@ -355,23 +342,15 @@ impl Ag {
                     }
                     TpPattern::Pull(_) => {
                         self.copies(gpu, pieces, false, events)?;
-                        (1..gpu.world).map(|i| (me + i) % gpu.world).collect()
+                        arrival_order(gpu, false)
                     }
                     TpPattern::Pc { sms, push, .. } => {
                         self.kernel_copies(gpu, pieces, sms, push)?;
-                        if push {
-                            (1..gpu.world)
-                                .map(|i| (me + gpu.world - i) % gpu.world)
-                                .collect()
-                        } else {
-                            (1..gpu.world).map(|i| (me + i) % gpu.world).collect()
-                        }
+                        arrival_order(gpu, push)
                     }
                     _ => {
                         self.copies(gpu, pieces, true, events)?;
-                        (1..gpu.world)
-                            .map(|i| (me + gpu.world - i) % gpu.world)
-                            .collect()
+                        arrival_order(gpu, true)
                     }
                 };
                 let gemm = |r0: usize| unsafe {
@@ -384,7 +363,7 @@ impl Ag {
                 for j in 0..pieces {
                     for &q in &peers {
                         if let TpPattern::Push(_) | TpPattern::Pc { .. } = p {
-                            self.wait_arrival(gpu, &s, q, j, e)?;
+                            self.wait_arrival(gpu.world, &s, q, j, e)?;
                         } else {
                             s.wait(&events[q * pieces + j]).map_err(drv("wait"))?;
                         }
@@ -413,7 +392,7 @@ impl Ag {
                 self.kernel_copies(gpu, 1, self.sms, true)?;
                 let e = self.epoch.get();
                 for q in (0..gpu.world).filter(|&q| q != gpu.rank) {
-                    self.wait_arrival(gpu, &s, q, 0, e)?;
+                    self.wait_arrival(gpu.world, &s, q, 0, e)?;
                 }
                 unsafe { self.full.run_on(a, b, c, &s) }?;
                 gpu.join()

@@ -586,6 +586,27 @@ fn enable_peers(
     Ok(())
 }
 
+/// `st` waits until the u32 at `word` reaches `e` (wrap-aware).
+pub(super) fn wait_word(st: &CudaStream, word: u64, e: u32) -> Result<(), KernelError> {
+    // SAFETY: a word of a live cuMemAlloc buffer of this GPU.
+    crate::cuda::check("cuStreamWaitValue32", unsafe {
+        cudarc::driver::sys::cuStreamWaitValue32_v2(
+            st.cu_stream(),
+            word,
+            e,
+            cudarc::driver::sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
+        )
+    })
+}
+
+/// `st` writes `e` to the u32 at `word` after everything before it (its writes visible first).
+pub(super) fn write_word(st: &CudaStream, word: u64, e: u32) -> Result<(), KernelError> {
+    // SAFETY: a word of a live cuMemAlloc buffer of this GPU or of a peer (peer access on).
+    crate::cuda::check("cuStreamWriteValue32", unsafe {
+        cudarc::driver::sys::cuStreamWriteValue32_v2(st.cu_stream(), word, e, 0)
+    })
+}
+
 /// comm.cu's module on `g`'s GPU: the copy and reduce kernels that run beside the GEMMs.
 fn comm_module(g: &CudaGemm) -> Result<Arc<cudarc::driver::CudaModule>, KernelError> {
     let (ptx, _) = crate::cuda::module::ptx(crate::cuda::module::COMM, g.compute_capability)?;

@@ -39,7 +39,7 @@ use std::ffi::c_void;
 
 use super::ag::MAX_PIECES;
 use super::{check, nccl_err, nccl_half, piece_plans, pieces_of, plan_for, ptr, run_group};
-use super::{Gpu, PiecePlans, TpOp, TpPattern, TpResult};
+use super::{wait_word, write_word, Gpu, PiecePlans, TpOp, TpPattern, TpResult};
 use crate::cuda::comm::{DeviceBuffer, MAX_RANKS};
 use crate::cuda::gemm::lt_plan::LtPlan;
 use crate::cuda::gemm::{drv, CudaGemm};
@@ -110,27 +110,6 @@ struct TpReduce {
 
 // SAFETY: plain old data laid out as the C struct.
 unsafe impl DeviceRepr for TpReduce {}
-
-/// `st` waits until the u32 at `word` reaches `e` (wrap-aware).
-fn wait_word(st: &CudaStream, word: u64, e: u32) -> Result<(), KernelError> {
-    // SAFETY: a word of a live cuMemAlloc buffer of this GPU.
-    crate::cuda::check("cuStreamWaitValue32", unsafe {
-        sys::cuStreamWaitValue32_v2(
-            st.cu_stream(),
-            word,
-            e,
-            sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32,
-        )
-    })
-}
-
-/// `st` writes `e` to the u32 at `word` after everything before it (its writes visible first).
-fn write_word(st: &CudaStream, word: u64, e: u32) -> Result<(), KernelError> {
-    // SAFETY: a word of a live cuMemAlloc buffer of this GPU or of a peer (peer access on).
-    crate::cuda::check("cuStreamWriteValue32", unsafe {
-        sys::cuStreamWriteValue32_v2(st.cu_stream(), word, e, 0)
-    })
-}
 
 impl Rs {
     /// Reduce-scatter `count` values per GPU from `src` (world x count) into `dst`.
