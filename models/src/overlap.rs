@@ -301,8 +301,9 @@ fn labelled(rows: &[Row], bulk: Option<usize>, margin: f64) -> Vec<CostSample> {
 }
 
 /// The depth (1..=max) and margin (of `margins`) with the best geomean oracle / selected on the
-/// measured times over folds of weights (dealt round-robin); a deeper tree or a larger margin
-/// must win by 0.1%. Returns (depth, margin, its ratio); NaN for the ratio with one weight.
+/// measured times over folds of weights (`train::cv_depth_scored`); a deeper tree or a larger
+/// margin must win by 0.1%. Returns (depth, margin, its ratio); NaN for the ratio with one
+/// weight.
 fn cv_depth_margin(
     rows: &[Row],
     bulk: Option<usize>,
@@ -310,6 +311,7 @@ fn cv_depth_margin(
     margins: &[f64],
 ) -> Result<(usize, f64, f64), ModelError> {
     let truth = labelled(rows, bulk, 0.0);
+    let truth: Vec<&CostSample> = truth.iter().collect();
     let mut groups: Vec<u64> = truth.iter().map(|s| s.group).collect();
     groups.sort_unstable();
     groups.dedup();
@@ -319,30 +321,15 @@ fn cv_depth_margin(
         return Ok((1, sorted[0], f64::NAN));
     }
     let folds = p.folds.min(groups.len()).max(2);
-    let fold_of = |g: u64| groups.binary_search(&g).unwrap_or(0) % folds;
     let mut best = (1usize, sorted[0], f64::NEG_INFINITY);
     for &m in &sorted {
+        // The same rows as `truth`, in the same order (a row's samples exist for any margin).
         let samples = labelled(rows, bulk, m);
-        for depth in 1..=p.max_depth {
-            let mut ratios = Vec::new();
-            for f in 0..folds {
-                let tr: Vec<&CostSample> =
-                    samples.iter().filter(|s| fold_of(s.group) != f).collect();
-                if tr.is_empty() {
-                    continue;
-                }
-                let t = fit_costs(&tr, depth, p.min_weight_leaf)?;
-                ratios.extend(
-                    truth
-                        .iter()
-                        .filter(|s| fold_of(s.group) == f)
-                        .map(|s| s.costs[s.best] / s.costs[t.predict(&s.x)]),
-                );
-            }
-            let score = geomean(ratios.into_iter());
-            if score > best.2 + 1e-3 {
-                best = (depth, m, score);
-            }
+        let refs: Vec<&CostSample> = samples.iter().collect();
+        let (depth, score) =
+            crate::train::cv_depth_scored(&refs, &truth, p.max_depth, folds, p.min_weight_leaf)?;
+        if score > best.2 + 1e-3 {
+            best = (depth, m, score);
         }
     }
     Ok(best)

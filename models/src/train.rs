@@ -1094,6 +1094,18 @@ pub(crate) fn cv_depth(
     folds: usize,
     leaf: f32,
 ) -> Result<(usize, f64), ModelError> {
+    cv_depth_scored(train, train, max_depth, folds, leaf)
+}
+
+/// [`cv_depth`] with the held-out folds scored on `truth` (`truth[i]` the same input as
+/// `train[i]`, its costs as measured, where `train`'s may be relabelled).
+pub(crate) fn cv_depth_scored(
+    train: &[&CostSample],
+    truth: &[&CostSample],
+    max_depth: usize,
+    folds: usize,
+    leaf: f32,
+) -> Result<(usize, f64), ModelError> {
     let mut groups: Vec<u64> = train.iter().map(|s| s.group).collect();
     groups.sort_unstable();
     groups.dedup();
@@ -1107,7 +1119,7 @@ pub(crate) fn cv_depth(
                 .copied()
                 .filter(|s| fold_of(s.group) != f)
                 .collect();
-            let te: Vec<&CostSample> = train
+            let te: Vec<&CostSample> = truth
                 .iter()
                 .copied()
                 .filter(|s| fold_of(s.group) == f)
