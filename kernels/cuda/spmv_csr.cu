@@ -317,6 +317,119 @@ __device__ __forceinline__ void nnz_split(int rows, int nnz, const int* __restri
 AUGUR_BALANCED(float, f32)
 AUGUR_BALANCED(double, f64)
 
+// ---- Adaptive: vector lanes sized by the mean row, long rows shared by the block -------------
+
+// One launch, no setup: the known tier's safe pick when the shape cannot tell short regular rows
+// from a few very long ones (issue 18). L lanes per row, L from the mean row length
+// (adaptive_lanes, the host's rule too): 1 below 16 entries, else the power of two at or below a
+// quarter of the mean, at most 32; a warp takes 32 / L consecutive rows, a block 8 warps. A row
+// of more than AD_LONG x L entries is left to its block: after the warps' rows, the block's 8
+// warps share its long rows in pieces of AD_PIECE entries, one warp per piece, added with atomics
+// into the row's y (zeroed first). So a row of 10^5 entries costs its block ~400 steps of 32
+// lanes, not ~10^5 / L steps of one group as in spmv_vector; a row of 10^6 or more still costs
+// one block ~10^6 / 256 steps (28-45x the best kernel on arrowhead and hub matrices).
+#ifndef AD_LONG
+#error "AD_LONG comes from the host as -DAD_LONG=... (kernels/src/cuda/spmv.rs; kernels/src/cuda/module.rs)"
+#endif
+#ifndef AD_PIECE
+#error "AD_PIECE comes from the host as -DAD_PIECE=... (kernels/src/cuda/spmv.rs; kernels/src/cuda/module.rs)"
+#endif
+
+__device__ __forceinline__ int adaptive_lanes(int rows, int nnz) {
+    long long mean = rows > 0 ? (long long)nnz / rows : 0;
+    int l = 1;
+    if (mean >= 16)
+        while (l < 32 && 2LL * l <= mean / 4) l *= 2;
+    return l;
+}
+
+template <typename T>
+__device__ __forceinline__ void spmv_adaptive(int rows, int nnz, const int* __restrict__ ptr,
+                                              const int* __restrict__ idx,
+                                              const T* __restrict__ val,
+                                              const T* __restrict__ x, T* __restrict__ y) {
+    __shared__ int s_row[256];        // the block's long rows (at most one per thread)
+    __shared__ int s_first[257];      // pieces of the long rows before each; [n] = all
+    __shared__ int s_n;
+    const unsigned full = 0xffffffffu;
+    const int L = adaptive_lanes(rows, nnz);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const int per_warp = 32 / L;
+    const long long first = ((long long)blockIdx.x * warps + warp) * per_warp;
+    if (threadIdx.x == 0) s_n = 0;
+    // Lane q < per_warp reads the ends of row first + q.
+    const long long r = first + lane;
+    int s = 0, e = 0;
+    if (lane < per_warp && r < rows) {
+        s = ptr[r];
+        e = ptr[r + 1];
+    }
+    const int lng = (long long)(e - s) > (long long)AD_LONG * L;
+    __syncthreads();
+    if (lng) {
+        s_row[atomicAdd(&s_n, 1)] = (int)r;
+        y[r] = T(0);
+    }
+    // Group g of L lanes sums row first + g (a long row is empty here).
+    const int g = lane / L, sub = lane % L;
+    const int gs = WARP_SHFL(full, s, g, 32);
+    const int ge = WARP_SHFL(full, lng ? s : e, g, 32);
+    const int glong = WARP_SHFL(full, lng, g, 32);
+    T sum = 0;
+    for (int k = gs + sub; k < ge; k += L) sum += val[k] * load_x(x, idx[k]);
+    for (int o = L / 2; o > 0; o /= 2) sum += WARP_SHFL_DOWN(full, sum, o, L);
+    if (sub == 0 && first + g < rows && !glong) y[first + g] = sum;
+    if (!__syncthreads_or(lng)) return;
+    // The block's long rows: warp 0 counts their pieces, then every warp takes pieces in turn.
+    const int n = s_n;
+    if (warp == 0) {
+        int carry = 0;
+        for (int b = 0; b < n; b += 32) {
+            const int j = b + lane;
+            int c = 0;
+            if (j < n) {
+                const int len = ptr[s_row[j] + 1] - ptr[s_row[j]];
+                c = len / AD_PIECE + (len % AD_PIECE != 0);
+            }
+            int inc = c;
+#pragma unroll
+            for (int o = 1; o < 32; o <<= 1) {
+                const int v = WARP_SHFL_UP(full, inc, o, 32);
+                if (lane >= o) inc += v;
+            }
+            if (j < n) s_first[j + 1] = carry + inc;
+            carry += WARP_SHFL(full, inc, 31, 32);
+        }
+        if (lane == 0) s_first[0] = 0;
+    }
+    __syncthreads();
+    const int pieces = s_first[n];
+    for (int i = warp; i < pieces; i += warps) {
+        int lo = 0, hi = n - 1;  // the long row of piece i: the last j with s_first[j] <= i
+        while (lo < hi) {
+            const int mid = (lo + hi + 1) >> 1;
+            if (s_first[mid] <= i) lo = mid; else hi = mid - 1;
+        }
+        const int rr = s_row[lo], end = ptr[rr + 1];
+        const int k0 = ptr[rr] + (i - s_first[lo]) * AD_PIECE;
+        const int k1 = end - k0 > AD_PIECE ? k0 + AD_PIECE : end;
+        T part = 0;
+#pragma unroll 4
+        for (int k = k0 + lane; k < k1; k += 32) part += val[k] * load_x(x, idx[k]);
+#pragma unroll
+        for (int o = 16; o > 0; o /= 2) part += WARP_SHFL_DOWN(full, part, o, 32);
+        if (lane == 0) atomicAdd(y + rr, part);
+    }
+}
+
+#define AUGUR_ADAPTIVE(T, S)                                                                   \
+    extern "C" __global__ void spmv_adaptive_##S(AUGUR_ARGS(T), int nnz) {                    \
+        spmv_adaptive<T>(rows, nnz, ptr, idx, val, x, y);                                      \
+    }
+
+AUGUR_ADAPTIVE(float, f32)
+AUGUR_ADAPTIVE(double, f64)
+
 // ---- Row binning (CSR-adaptive style) -------------------------------------------------------
 
 // Rows listed in `rows_list` (one bin), L lanes per row, as spmv_vector.

@@ -59,6 +59,8 @@ pub const SPMV_CSR: Source = Source {
         ("LONG_CHUNK", super::spmv::LONG_CHUNK as u64),
         ("MT_THREADS", super::spmv::MT_THREADS),
         ("MT_ITEMS", super::spmv::MT_ITEMS),
+        ("AD_LONG", super::spmv::AD_LONG),
+        ("AD_PIECE", super::spmv::AD_PIECE),
     ],
     portable: true,
     prelude: "",

@@ -37,6 +37,12 @@ pub enum GpuKernel {
     /// cuSPARSE `cusparseSpMV` with CSR_ALG1 (`alg2: false`) or CSR_ALG2; setup: buffer and
     /// `cusparseSpMV_preprocess`.
     Cusparse { alg2: bool },
+    /// L lanes per row, L from the mean row length ([`adaptive_lanes`]), rows of more than
+    /// [`AD_LONG`] x L entries shared by their block in pieces of [`AD_PIECE`] entries (atomics).
+    /// One launch, no setup: the known tier's hedge on large short-row matrices (near the best
+    /// `vectorN` on regular rows, no row of 10^5 entries as slow as a vector kernel makes it;
+    /// rows of 10^6 entries stay on one block each).
+    Adaptive,
 }
 
 // Constants shared with spmv_csr.cu, which gets them as -D defines (module::SPMV_CSR).
@@ -52,6 +58,10 @@ pub(crate) const LONG_CHUNK: usize = 4096;
 /// per thread.
 pub(crate) const MT_THREADS: u64 = BLOCK as u64;
 pub(crate) const MT_ITEMS: u64 = 5;
+/// The adaptive kernel leaves a row of more than this many entries per lane to its block.
+pub(crate) const AD_LONG: u64 = 32;
+/// Entries per piece (one warp) of the adaptive kernel's long rows.
+pub(crate) const AD_PIECE: u64 = 1024;
 /// Lane counts of the bins; a row of `len` entries goes to the smallest with len <= 4 x lanes.
 pub(crate) const BIN_LANES: [u32; 6] = [1, 2, 4, 8, 16, 32];
 
@@ -96,7 +106,7 @@ pub(crate) fn bin_lists(ptr: &[i32]) -> HostBins {
 }
 
 impl GpuKernel {
-    pub const ALL: [GpuKernel; 13] = [
+    pub const ALL: [GpuKernel; 14] = [
         GpuKernel::Scalar,
         GpuKernel::Vector(2),
         GpuKernel::Vector(4),
@@ -110,6 +120,7 @@ impl GpuKernel {
         GpuKernel::Binned,
         GpuKernel::Cusparse { alg2: false },
         GpuKernel::Cusparse { alg2: true },
+        GpuKernel::Adaptive,
     ];
 
     pub fn name(self) -> &'static str {
@@ -128,6 +139,7 @@ impl GpuKernel {
             GpuKernel::Binned => "binned",
             GpuKernel::Cusparse { alg2: false } => "cusparse_alg1",
             GpuKernel::Cusparse { alg2: true } => "cusparse_alg2",
+            GpuKernel::Adaptive => "adaptive",
         }
     }
 
@@ -153,6 +165,7 @@ impl GpuKernel {
             GpuKernel::MergePath => merge_pieces(rows, nnz),
             GpuKernel::MergeTiled => merge_tiles(rows, nnz) * BLOCK as u64,
             GpuKernel::NnzSplit => (nnz as u64).div_ceil(NS_WARP_ITEMS) * 32,
+            GpuKernel::Adaptive => (rows as u64).div_ceil(32 / adaptive_lanes(rows, nnz)) * 32,
             GpuKernel::Cusparse { .. } | GpuKernel::Binned => 0,
         };
         threads_config(threads)
@@ -160,6 +173,20 @@ impl GpuKernel {
 }
 
 const BLOCK: u32 = 256;
+
+/// Lanes per row of the adaptive kernel (`adaptive_lanes` in spmv_csr.cu, the same rule): 1 for
+/// a mean row below 16 entries, else the power of two at or below a quarter of the mean, at
+/// most 32 (on the training matrices' regular rows the best `vectorN` by mean length).
+pub(crate) fn adaptive_lanes(rows: usize, nnz: usize) -> u64 {
+    let mean = (nnz as u64).checked_div(rows as u64).unwrap_or(0);
+    let mut l = 1;
+    if mean >= 16 {
+        while l < 32 && 2 * l <= mean / 4 {
+            l *= 2;
+        }
+    }
+    l
+}
 
 pub(crate) fn threads_config(threads: u64) -> LaunchConfig {
     LaunchConfig {
@@ -765,7 +792,7 @@ impl CudaSpmv {
             .arg(x)
             .arg(&mut *y);
         match (k, merge.as_deref_mut()) {
-            (GpuKernel::NnzSplit, _) => {
+            (GpuKernel::NnzSplit | GpuKernel::Adaptive, _) => {
                 b.arg(&nnz);
             }
             (GpuKernel::MergePath | GpuKernel::MergeTiled, Some(m)) => {
@@ -913,6 +940,43 @@ fn unprepared() -> KernelError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The adaptive kernel's lanes per row (the rule spmv_csr.cu repeats): 1 below a mean of 16
+    /// entries, then the power of two at or below a quarter of the mean, at most 32; and its
+    /// launch covers every row with 32 / lanes rows per warp.
+    #[test]
+    fn adaptive_lanes_follow_the_mean_row_and_the_grid_covers_every_row() {
+        for (mean, lanes) in [
+            (0, 1),
+            (3, 1),
+            (15, 1),
+            (16, 4),
+            (31, 4),
+            (32, 8),
+            (64, 16),
+            (128, 32),
+            (5000, 32),
+        ] {
+            assert_eq!(adaptive_lanes(1000, 1000 * mean), lanes, "mean {mean}");
+        }
+        assert_eq!(adaptive_lanes(0, 0), 1);
+        for (rows, nnz) in [
+            (1, 1),
+            (31, 100),
+            (1000, 3000),
+            (1000, 500_000),
+            (999_983, 64_000_000),
+        ] {
+            let per_warp = 32 / adaptive_lanes(rows, nnz);
+            let c = GpuKernel::Adaptive.config(rows, nnz);
+            let warps = c.grid_dim.0 as u64 * (c.block_dim.0 as u64 / 32);
+            assert!(
+                warps * per_warp >= rows as u64,
+                "{rows} rows, {nnz} entries"
+            );
+            assert!((warps - 8) * per_warp < rows as u64, "one block too many");
+        }
+    }
 
     /// Every row lands in exactly one place: the smallest bin with len <= 4 x lanes (lengths
     /// past 128 in the last bin), or, past LONG_CHUNK, the long rows with one chunk per

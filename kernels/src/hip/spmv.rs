@@ -883,7 +883,7 @@ impl SpmvDevice for HipSpmv {
         // (int rows, const int* ptr, const int* idx, const T* val, const T* x, T* y, ...)
         let mut args = vec![arg(&rows), arg(&pp), arg(&ip), arg(&vp), arg(&xp), arg(&yp)];
         match (&p.merge, k) {
-            (_, GpuKernel::NnzSplit) => args.push(arg(&nnz)),
+            (_, GpuKernel::NnzSplit | GpuKernel::Adaptive) => args.push(arg(&nnz)),
             (Some((pieces, start, crow, cval)), _) => {
                 // ..., int nnz, long long pieces, const int* start_row, int* carry_row, T* carry_val
                 let (sp, crp, cvp) = (start.ptr, crow.ptr, cval.ptr);
