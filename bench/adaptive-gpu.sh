@@ -28,14 +28,16 @@ if [ -z "${SKIP_CHECK:-}" ]; then
   timeout 100 $A check --backend cuda "${long[@]}" > "$OUT/check-long.txt" 2>> "$OUT/check.err"
   echo "check long rc=$?"; grep -E "adaptive|matrices|fail" "$OUT/check-long.txt" | head
 fi
-[ -f .carry/resume.csv ] && cp .carry/resume.csv "$OUT/tier-cost.csv"
+resume=" "
+[ -f .carry/resume.csv ] && cp .carry/resume.csv "$OUT/tier-cost.csv" && resume="--resume"
 # KERNELS "adaptive scalar:1/2" times scalar on the first shard only: a reference for drift
 # between this machine and the one that timed the committed runs.
 for k in ${KERNELS:-adaptive}; do
   kernel=${k%%:*}; shards=${SHARDS:-${SHARD:-1/1}}
   [ "$k" != "$kernel" ] && shards=${k#*:}
   for sh in $shards; do
-    SHARD=$sh KERNEL=$kernel TIMING=" " bash bench/tier-cost-gpu.sh
+    SHARD=$sh KERNEL=$kernel TIMING="$resume" bash bench/tier-cost-gpu.sh
+    resume=" "
     tag=$kernel-${sh/\//of}
     mv "$OUT/tier-cost.csv" "$OUT/$tag.csv"; mv "$OUT/tier-cost.err" "$OUT/$tag.err"
   done
