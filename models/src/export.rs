@@ -587,3 +587,80 @@ impl ClassTree<'_> {
         }
     }
 }
+
+/// One tree of a model with a tree per group (a comm model's collectives, an overlap model's
+/// operations): the group's label, the Rust condition that selects it, and the tree.
+pub(crate) struct GroupTree<'a> {
+    pub label: &'a str,
+    pub condition: String,
+    pub tree: ClassTree<'a>,
+}
+
+/// Graphviz DOT of a grouped model: graph `graph`, one cluster per group, node ids prefixed by
+/// `prefix` and the group's index.
+pub(crate) fn grouped_dot(graph: &str, prefix: char, groups: &[GroupTree]) -> String {
+    let mut out = format!(
+        "digraph {graph} {{\n  node [shape=box, fontname=\"Helvetica\"];\n  edge [fontname=\"Helvetica\"];\n"
+    );
+    for (c, g) in groups.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "  subgraph cluster_{c} {{\n    label=\"{}\";",
+            dot_escape(g.label)
+        );
+        g.tree.dot(&format!("{prefix}{c}_"), "    ", &mut out);
+        out.push_str("  }\n");
+    }
+    out.push_str("}\n");
+    out
+}
+
+/// What a grouped model's Rust module says beside its trees.
+pub(crate) struct GroupedRust<'a> {
+    /// The comment and `use` lines at the top.
+    pub header: String,
+    /// The enum of the classes, e.g. `CommPattern`.
+    pub enum_name: &'a str,
+    /// The features type `select` takes, e.g. `MessageFeatures`.
+    pub features: &'a str,
+    /// `select`'s doc line, e.g. "The pattern for a message (None for a collective the model
+    /// was not trained on)."
+    pub select_doc: &'a str,
+}
+
+/// A Rust module for a grouped model: the enum of the union of the groups' classes (first seen
+/// first), its names, and `fn select(f) -> Option<Enum>` with one `if` per group.
+pub(crate) fn grouped_rust(r: &GroupedRust, groups: &[GroupTree]) -> String {
+    let e = r.enum_name;
+    let mut names: Vec<&str> = Vec::new();
+    for g in groups {
+        for p in g.tree.classes {
+            if !names.contains(&p.as_str()) {
+                names.push(p);
+            }
+        }
+    }
+    let mut out = format!(
+        "{}/// The patterns the model chooses from.\n#[derive(Debug, Clone, Copy, PartialEq, Eq)]\npub enum {e} {{\n",
+        r.header
+    );
+    for n in &names {
+        let _ = writeln!(out, "    {},", variant(n));
+    }
+    let _ = write!(out, "}}\n\nimpl {e} {{\n    /// The pattern's name in augur.\n    pub fn name(self) -> &'static str {{\n        match self {{\n");
+    for n in &names {
+        let _ = writeln!(out, "            {e}::{} => \"{n}\",", variant(n));
+    }
+    let _ = write!(
+        out,
+        "        }}\n    }}\n}}\n\n/// {}\n#[allow(clippy::all, unused_variables)]\npub fn select(f: &{}) -> Option<{e}> {{\n",
+        r.select_doc, r.features
+    );
+    for g in groups {
+        let _ = writeln!(out, "    if {} {{", g.condition);
+        g.tree.rust(e, 2, &mut out);
+        out.push_str("    }\n");
+    }
+    out.push_str("    None\n}\n");
+    out
+}
