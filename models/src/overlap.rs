@@ -578,7 +578,8 @@ pub fn evaluate_held_out(
     Ok(rows)
 }
 
-/// The summary of held-out rows per GPU count, each operation apart and both together:
+/// The summary of held-out rows per GPU count, each operation apart (and by M bucket) and both
+/// together:
 /// layers, selected / oracle (geomean, worst), bulk / selected (geomean, least), the bound's
 /// gain over bulk (geomean), and the share of that gain the picks took where it is >= 1.2x
 /// (mean; layers counted).
@@ -610,10 +611,32 @@ pub fn summary(rows: &[OverlapEvalRow]) -> String {
                 .filter(|r| r.shape.world_size == w && op.is_none_or(|o| r.shape.op == o))
                 .collect();
             summary_line(&mut out, &name, w, &mine);
+            if op.is_none() {
+                continue;
+            }
+            // Every M bucket of the operation as well: where overlap cannot pay (small M) and
+            // where it does.
+            for (bucket, lo, hi) in M_BUCKETS {
+                let some: Vec<&OverlapEvalRow> = mine
+                    .iter()
+                    .copied()
+                    .filter(|r| (lo..hi).contains(&r.shape.m))
+                    .collect();
+                if !some.is_empty() {
+                    summary_line(&mut out, &format!("  {bucket}"), w, &some);
+                }
+            }
         }
     }
     out
 }
+
+/// The M buckets of the held-out summary: below 256 rows, 256 to 2047, 2048 and more.
+const M_BUCKETS: [(&str, usize, usize); 3] = [
+    ("M < 256", 0, 256),
+    ("256 <= M < 2048", 256, 2048),
+    ("M >= 2048", 2048, usize::MAX),
+];
 
 fn summary_line(out: &mut String, name: &str, w: usize, mine: &[&OverlapEvalRow]) {
     let ratio = |r: &&OverlapEvalRow| r.oracle_s / r.selected_s;
@@ -742,7 +765,14 @@ mod tests {
         let rows = evaluate_held_out(&params, &layers).unwrap();
         assert_eq!(rows.len(), 6);
         assert!(rows.iter().all(|r| r.selected == r.oracle), "{rows:?}");
-        assert!(summary(&rows).contains("1.000"));
+        let table = summary(&rows);
+        assert!(table.contains("1.000"));
+        // Each M bucket with layers gets its line (M 512 and 16384 here), the empty one none.
+        let bucket = |b: &str| table.lines().find(|l| l.starts_with(&format!("  {b} ")));
+        let (mid, big) = (bucket("256 <= M < 2048"), bucket("M >= 2048"));
+        assert!(mid.is_some_and(|l| l.contains(" 3 ")), "{table}");
+        assert!(big.is_some_and(|l| l.contains(" 3 ")), "{table}");
+        assert!(bucket("M < 256").is_none(), "{table}");
         std::fs::remove_dir_all(&dir).ok();
     }
 
