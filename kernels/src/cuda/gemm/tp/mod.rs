@@ -760,25 +760,20 @@ mod tests {
         let e = split(TpOp::AllGatherGemm, odd, 4).unwrap_err().to_string();
         assert!(e.contains("M and N must split evenly"), "{e}");
         assert!(split(TpOp::GemmReduceScatter, odd, 4).is_ok());
-        let e = check(TpOp::AllGatherGemm, s, 4, &[TpPattern::Chunked(3)])
-            .unwrap_err()
-            .to_string();
+        // What check refuses for one pattern on 4 GPUs.
+        let err = |op, shape, p| check(op, shape, 4, &[p]).unwrap_err().to_string();
+        let e = err(TpOp::AllGatherGemm, s, TpPattern::Chunked(3));
         assert!(e.contains("1024 rows per GPU do not split in 3"), "{e}");
-        let e = check(TpOp::GemmReduceScatter, s, 4, &[TpPattern::PullBulk])
-            .unwrap_err()
-            .to_string();
+        let e = err(TpOp::GemmReduceScatter, s, TpPattern::PullBulk);
         assert!(
             e.contains("pull-bulk: for the all-gather + GEMM only"),
             "{e}"
         );
-        let e = check(
+        let e = err(
             TpOp::AllGatherGemm,
             s,
-            4,
-            &[TpPattern::parse("pc-reduce:2:8").unwrap()],
-        )
-        .unwrap_err()
-        .to_string();
+            TpPattern::parse("pc-reduce:2:8").unwrap(),
+        );
         assert!(
             e.contains("pc-reduce:2:8: for the GEMM + reduce-scatter only"),
             "{e}"
@@ -789,34 +784,25 @@ mod tests {
             n: 6148,
             ..s
         };
-        let e = check(
+        let e = err(
             TpOp::GemmReduceScatter,
             odd_n,
-            4,
-            &[TpPattern::parse("pc-reduce:1:8").unwrap()],
-        )
-        .unwrap_err()
-        .to_string();
+            TpPattern::parse("pc-reduce:1:8").unwrap(),
+        );
         assert!(
             e.contains("3 rows x N 6148") && e.contains("16-byte"),
             "{e}"
         );
-        let e = check(TpOp::AllGatherGemm, s, 4, &[TpPattern::Push(128)])
-            .unwrap_err()
-            .to_string();
+        let e = err(TpOp::AllGatherGemm, s, TpPattern::Push(128));
         assert!(e.contains("push:128: at most 64 pieces"), "{e}");
         let pc = |pieces, sms| TpPattern::Pc {
             pieces,
             sms,
             push: true,
         };
-        let e = check(TpOp::AllGatherGemm, s, 4, &[pc(2, 300)])
-            .unwrap_err()
-            .to_string();
+        let e = err(TpOp::AllGatherGemm, s, pc(2, 300));
         assert!(e.contains("pc-push:2:300: at most 256 SMs"), "{e}");
-        let e = check(TpOp::GemmReduceScatter, s, 4, &[TpPattern::OwnBulk])
-            .unwrap_err()
-            .to_string();
+        let e = err(TpOp::GemmReduceScatter, s, TpPattern::OwnBulk);
         assert!(
             e.contains("own-bulk: for the all-gather + GEMM only"),
             "{e}"
@@ -827,9 +813,7 @@ mod tests {
             k: 4100,
             ..s
         };
-        let e = check(TpOp::AllGatherGemm, odd_k, 4, &[pc(1, 16)])
-            .unwrap_err()
-            .to_string();
+        let e = err(TpOp::AllGatherGemm, odd_k, pc(1, 16));
         assert!(
             e.contains("3 rows x K 4100") && e.contains("16-byte"),
             "{e}"
