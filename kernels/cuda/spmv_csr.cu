@@ -320,9 +320,9 @@ AUGUR_BALANCED(double, f64)
 // ---- Adaptive: vector lanes sized by the mean row, long rows shared by the block -------------
 
 // One launch, no setup: the known tier's safe pick when the shape cannot tell short regular rows
-// from a few very long ones (issue 18). L lanes per row, L from the mean row length
-// (adaptive_lanes, the host's rule too): 1 below 16 entries, else the power of two at or below a
-// quarter of the mean, at most 32; a warp takes 32 / L consecutive rows, a block 8 warps. A row
+// from a few very long ones (issue 18). L lanes per row, L from the mean row length (the host's
+// rule, adaptive_lanes in kernels/src/cuda/spmv.rs, passed as `lanes`): 1 below 16 entries, else
+// the power of two at or below a quarter of the mean, at most 32; a warp takes 32 / L consecutive rows, a block 8 warps. A row
 // of more than AD_LONG x L entries is left to its block: after the warps' rows, the block's 8
 // warps share its long rows in pieces of AD_PIECE entries, one warp per piece, added with atomics
 // into the row's y (zeroed first). So a row of 10^5 entries costs its block ~400 steps of 32
@@ -335,16 +335,8 @@ AUGUR_BALANCED(double, f64)
 #error "AD_PIECE comes from the host as -DAD_PIECE=... (kernels/src/cuda/spmv.rs; kernels/src/cuda/module.rs)"
 #endif
 
-__device__ __forceinline__ int adaptive_lanes(int rows, int nnz) {
-    long long mean = rows > 0 ? (long long)nnz / rows : 0;
-    int l = 1;
-    if (mean >= 16)
-        while (l < 32 && 2LL * l <= mean / 4) l *= 2;
-    return l;
-}
-
 template <typename T>
-__device__ __forceinline__ void spmv_adaptive(int rows, int nnz, const int* __restrict__ ptr,
+__device__ __forceinline__ void spmv_adaptive(int rows, int L, const int* __restrict__ ptr,
                                               const int* __restrict__ idx,
                                               const T* __restrict__ val,
                                               const T* __restrict__ x, T* __restrict__ y) {
@@ -352,7 +344,6 @@ __device__ __forceinline__ void spmv_adaptive(int rows, int nnz, const int* __re
     __shared__ int s_first[257];      // pieces of the long rows before each; [n] = all
     __shared__ int s_n;
     const unsigned full = 0xffffffffu;
-    const int L = adaptive_lanes(rows, nnz);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     const int per_warp = 32 / L;
     const long long first = ((long long)blockIdx.x * warps + warp) * per_warp;
@@ -423,8 +414,8 @@ __device__ __forceinline__ void spmv_adaptive(int rows, int nnz, const int* __re
 }
 
 #define AUGUR_ADAPTIVE(T, S)                                                                   \
-    extern "C" __global__ void spmv_adaptive_##S(AUGUR_ARGS(T), int nnz) {                    \
-        spmv_adaptive<T>(rows, nnz, ptr, idx, val, x, y);                                      \
+    extern "C" __global__ void spmv_adaptive_##S(AUGUR_ARGS(T), int lanes) {                  \
+        spmv_adaptive<T>(rows, lanes, ptr, idx, val, x, y);                                    \
     }
 
 AUGUR_ADAPTIVE(float, f32)

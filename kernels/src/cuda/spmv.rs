@@ -174,7 +174,7 @@ impl GpuKernel {
 
 const BLOCK: u32 = 256;
 
-/// Lanes per row of the adaptive kernel (`adaptive_lanes` in spmv_csr.cu, the same rule): 1 for
+/// Lanes per row of the adaptive kernel (passed to `spmv_adaptive_*` as `lanes`; HIP too): 1 for
 /// a mean row below 16 entries, else the power of two at or below a quarter of the mean, at
 /// most 32 (on the training matrices' regular rows the best `vectorN` by mean length).
 pub(crate) fn adaptive_lanes(rows: usize, nnz: usize) -> u64 {
@@ -777,6 +777,8 @@ impl CudaSpmv {
         };
         let f = p.funcs.main.as_ref().ok_or_else(unprepared)?;
         let (rows, nnz) = (a.rows as i32, a.nnz as i32);
+        // The adaptive kernel's lanes per row: one rule, here (the kernel takes it as given).
+        let lanes = adaptive_lanes(a.rows, a.nnz) as i32;
         let s = &self.stream;
         if k == GpuKernel::NnzSplit {
             s.memset_zeros(y).map_err(drv("cuMemsetD8"))?;
@@ -792,8 +794,11 @@ impl CudaSpmv {
             .arg(x)
             .arg(&mut *y);
         match (k, merge.as_deref_mut()) {
-            (GpuKernel::NnzSplit | GpuKernel::Adaptive, _) => {
+            (GpuKernel::NnzSplit, _) => {
                 b.arg(&nnz);
+            }
+            (GpuKernel::Adaptive, _) => {
+                b.arg(&lanes);
             }
             (GpuKernel::MergePath | GpuKernel::MergeTiled, Some(m)) => {
                 b.arg(&nnz)

@@ -16,7 +16,8 @@ use super::gather::HipGatherer;
 use super::rocsparse::{self, Rocsparse, SpmvAbi, SpmvCall};
 use crate::cuda::module;
 use crate::cuda::spmv::{
-    bin_lists, merge_pieces, merge_tiles, threads_config, BIN_LANES, MP_ITEMS, MT_TILE,
+    adaptive_lanes, bin_lists, merge_pieces, merge_tiles, threads_config, BIN_LANES, MP_ITEMS,
+    MT_TILE,
 };
 use crate::cuda::{GpuKernel, GpuScalar, TimingPlan};
 use crate::device::{same_len, BackendKind, SpmvDevice};
@@ -872,6 +873,7 @@ impl SpmvDevice for HipSpmv {
             }
         }
         let (rows, nnz) = (a.rows as i32, a.nnz as i32);
+        let lanes = adaptive_lanes(a.rows, a.nnz) as i32;
         let (pp, ip, vp, xp, yp) = (a.ptr.ptr, a.idx.ptr, a.val.ptr, x.ptr, y.ptr);
         if let Some(b) = &p.binned {
             return self.launch_binned(b, [pp, ip, vp, xp, yp]);
@@ -883,7 +885,8 @@ impl SpmvDevice for HipSpmv {
         // (int rows, const int* ptr, const int* idx, const T* val, const T* x, T* y, ...)
         let mut args = vec![arg(&rows), arg(&pp), arg(&ip), arg(&vp), arg(&xp), arg(&yp)];
         match (&p.merge, k) {
-            (_, GpuKernel::NnzSplit | GpuKernel::Adaptive) => args.push(arg(&nnz)),
+            (_, GpuKernel::NnzSplit) => args.push(arg(&nnz)),
+            (_, GpuKernel::Adaptive) => args.push(arg(&lanes)),
             (Some((pieces, start, crow, cval)), _) => {
                 // ..., int nnz, long long pieces, const int* start_row, int* carry_row, T* carry_val
                 let (sp, crp, cvp) = (start.ptr, crow.ptr, cval.ptr);
