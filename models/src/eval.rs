@@ -45,6 +45,10 @@ pub struct EvalSample {
     pub hand_s: f64,
     /// The selected kernel failed on this matrix (charged as the slowest kernel that ran).
     pub selected_failed: bool,
+    /// The tree's pick where the long-row guard overruled it (`selected_kernel` is then its
+    /// fallback), with what that pick would have cost, counted as `selected_s` is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vetoed: Option<(String, f64)>,
 }
 
 /// Summary over a set of samples.
@@ -312,6 +316,10 @@ pub fn evaluate(
             hand_kernel: model.kernels[hand].clone(),
             hand_s: s.costs[hand],
             selected_failed: s.failed[c.kernel],
+            vetoed: c.vetoed.map(|v| {
+                let tree_s = s.costs[v] + features_s + charged_ns * 1e-9;
+                (model.kernels[v].clone(), tree_s)
+            }),
         });
     }
     let refs: Vec<&EvalSample> = out.iter().collect();
@@ -477,6 +485,34 @@ pub fn table(r: &EvalReport) -> String {
     }
     if let Some(a) = r.vs_alg1_nnz_ge_1e5 {
         let _ = writeln!(o, "\nvs cuSPARSE ALG1 over nnz >= 1e5: {a:.3}x");
+    }
+    let vetoes: Vec<&EvalSample> = r.samples.iter().filter(|s| s.vetoed.is_some()).collect();
+    if !vetoes.is_empty() {
+        // The guard's effect on these samples: the tree's picks against the fallbacks taken.
+        let gain = crate::train::geomean(
+            vetoes
+                .iter()
+                .map(|s| s.vetoed.as_ref().expect("filtered").1 / s.selected_s),
+        );
+        let _ = writeln!(
+            o,
+            "\nlong-row guard: overruled {} of {} picks ({:.3}x faster on them, geomean); {}",
+            vetoes.len(),
+            r.samples.len(),
+            gain,
+            vetoes
+                .iter()
+                .take(6)
+                .map(|s| format!(
+                    "{} k = {} {} -> {}",
+                    s.matrix,
+                    s.iterations,
+                    s.vetoed.as_ref().expect("filtered").0,
+                    s.selected_kernel
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
     }
     let _ = write!(o, "{}", legend(&r.single_kernel));
     o

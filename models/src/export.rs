@@ -230,6 +230,70 @@ pub fn text(model: &Model) -> String {
     selector_text(model, &model.known, "known-features", &mut out);
     selector_text(model, &model.sampled, "sampled-features", &mut out);
     selector_text(model, &model.gathered, "gathered-features", &mut out);
+    if let Some(g) = &model.row_guard {
+        out.push('\n');
+        out.push_str(&guard_text(model, g));
+    }
+    out
+}
+
+/// Seconds with a unit a person reads (ps to s).
+fn secs(v: f64) -> String {
+    let (x, u) = match v.abs() {
+        0.0 => (0.0, "s"),
+        a if a < 1e-9 => (v * 1e12, "ps"),
+        a if a < 1e-6 => (v * 1e9, "ns"),
+        a if a < 1e-3 => (v * 1e6, "us"),
+        a if a < 1.0 => (v * 1e3, "ms"),
+        _ => (v, "s"),
+    };
+    format!("{} {u}", sig(x))
+}
+
+/// The long-row guard as rules a person can check by hand.
+fn guard_text(model: &Model, g: &crate::guard::RowGuard) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Long-row guard (after the trees; floors measured on {} training matrices with a row of at least {} entries):",
+        g.long_row_matrices,
+        crate::guard::LONG_ROW
+    );
+    out.push_str("  L = the longest row the tier knows: row_len_max (gathered), sampled_max_mean_ratio x mean_row_len (sampled), mean_row_len (known; never less than it); n = nnz + rows\n");
+    let _ = writeln!(
+        out,
+        "  a pick is replaced by the fallback when iterations x floor x L > {} x (first + (iterations - 1) x per call), floor per entry of L:",
+        sig(g.margin)
+    );
+    let floors: Vec<String> = model
+        .kernels
+        .iter()
+        .zip(&g.floor_per_longest_entry_s)
+        .filter(|(_, &f)| f > 0.0)
+        .map(|(k, &f)| format!("{k} {}", secs(f)))
+        .collect();
+    let _ = writeln!(
+        out,
+        "    {}",
+        if floors.is_empty() {
+            "(none: no kernel is vetoed)".to_string()
+        } else {
+            floors.join(", ")
+        }
+    );
+    out.push_str("  fallback by iterations (the nearest trained count on a log scale):\n");
+    for f in &g.fallbacks {
+        let _ = writeln!(
+            out,
+            "    ~{}: {}, first = {} + {} x n, per call = {} + {} x n",
+            f.iterations,
+            model.kernels[f.kernel],
+            secs(f.first.floor_s),
+            secs(f.first.per_entry_s),
+            secs(f.per_iter.floor_s),
+            secs(f.per_iter.per_entry_s)
+        );
+    }
     out
 }
 
@@ -307,6 +371,13 @@ pub fn dot(model: &Model) -> String {
             };
             add(&title, &kt.tree, &s.inputs, false, &mut out);
         }
+    }
+    if let Some(g) = &model.row_guard {
+        let _ = writeln!(
+            out,
+            "  guard [shape=note, label=\"{}\"];",
+            dot_escape(&guard_text(model, g)).replace('\n', "\\l")
+        );
     }
     out.push_str("}\n");
     out
@@ -409,6 +480,70 @@ fn rust_selector(model: &Model, s: &Selector, fname: &str, out: &mut String) {
     out.push_str("}\n\n");
 }
 
+/// `fn guard`: the long-row guard as the model applies it (the pick itself without one).
+fn rust_guard(model: &Model, out: &mut String) {
+    out.push_str("/// The long-row guard: the fallback where the longest row the tier knows proves `pick` slow.\n#[allow(clippy::all, unused_variables)]\nfn guard(f: &SpmvFeatures, t: Tier, k: f64, pick: SpmvKernel) -> SpmvKernel {\n");
+    let Some(g) = &model.row_guard else {
+        out.push_str("    pick\n}\n\n");
+        return;
+    };
+    out.push_str("    let per: f64 = match pick {\n");
+    for (k, &v) in model.kernels.iter().zip(&g.floor_per_longest_entry_s) {
+        if v > 0.0 {
+            let _ = writeln!(out, "        SpmvKernel::{} => {v:?},", variant(k));
+        }
+    }
+    out.push_str("        _ => return pick,\n    };\n");
+    out.push_str("    // (iterations, fallback, first: floor, per entry, per call: floor, per entry)\n    let fallbacks: [(f64, SpmvKernel, f64, f64, f64, f64); ");
+    let _ = writeln!(out, "{}] = [", g.fallbacks.len());
+    for f in &g.fallbacks {
+        let _ = writeln!(
+            out,
+            "        ({:?}, SpmvKernel::{}, {:?}, {:?}, {:?}, {:?}),",
+            f.iterations.max(1) as f64,
+            variant(&model.kernels[f.kernel]),
+            f.first.floor_s,
+            f.first.per_entry_s,
+            f.per_iter.floor_s,
+            f.per_iter.per_entry_s
+        );
+    }
+    out.push_str("    ];\n");
+    let _ = write!(
+        out,
+        "    let lk = k.max(1.0).ln();
+    let mut fb = fallbacks[0];
+    for c in fallbacks {{
+        if (c.0.ln() - lk).abs() < (fb.0.ln() - lk).abs() {{
+            fb = c;
+        }}
+    }}
+    if fb.1 == pick {{
+        return pick;
+    }}
+    let g = |v: f64| if v.is_finite() {{ v }} else {{ 0.0 }};
+    let mean = g(f.mean_row_len);
+    let longest = match t {{
+        Tier::Gathered => g(f.row_len_max),
+        Tier::Sampled => g(f.sampled_max_mean_ratio) * mean,
+        Tier::Known => 0.0,
+    }}
+    .max(mean);
+    let k = k.max(1.0);
+    let n = g(f.nnz) + g(f.rows);
+    let fallback_s = (fb.2 + fb.3 * n) + (k - 1.0) * (fb.4 + fb.5 * n);
+    if k * per * longest > {:?} * fallback_s {{
+        fb.1
+    }} else {{
+        pick
+    }}
+}}
+
+",
+        g.margin
+    );
+}
+
 /// A Rust module: `enum SpmvKernel` and `fn select(f: &SpmvFeatures, iterations: u32) ->
 /// SpmvKernel`, equivalent to [`Model::choose`]. It needs `augur_features` in scope.
 pub fn rust(model: &Model) -> String {
@@ -436,7 +571,8 @@ pub fn rust(model: &Model) -> String {
     out.push_str("        }\n    }\n}\n\n");
     out.push_str("/// NaN (a feature undefined for this input) compares below every value, as in training.\n#[inline]\nfn c(v: f64) -> f64 {\n    if v.is_nan() { -1.0 } else { v }\n}\n\n");
     out.push_str("/// The feature tiers, cheapest first.\n#[derive(Debug, Clone, Copy, PartialEq, Eq)]\npub enum Tier {\n    Known,\n    Sampled,\n    Gathered,\n}\n\n");
-    out.push_str("/// The kernel for a matrix with these features, for `iterations` SpMVs (the features of\n/// the tier `tier` says are computed).\npub fn select(f: &SpmvFeatures, iterations: u32) -> SpmvKernel {\n    let k = iterations as f64;\n    match tier(f, k) {\n        Tier::Known => select_known(f, k),\n        Tier::Sampled => select_sampled(f, k),\n        Tier::Gathered => select_gathered(f, k),\n    }\n}\n\n");
+    out.push_str("/// The kernel for a matrix with these features, for `iterations` SpMVs (the features of\n/// the tier `tier` says are computed).\npub fn select(f: &SpmvFeatures, iterations: u32) -> SpmvKernel {\n    let k = iterations as f64;\n    let t = tier(f, k);\n    let pick = match t {\n        Tier::Known => select_known(f, k),\n        Tier::Sampled => select_sampled(f, k),\n        Tier::Gathered => select_gathered(f, k),\n    };\n    guard(f, t, k, pick)\n}\n\n");
+    rust_guard(model, &mut out);
     out.push_str("/// Which features pay for their cost (from the known features and the iterations).\n#[allow(clippy::all, unused_variables)]\npub fn tier(f: &SpmvFeatures, k: f64) -> Tier {\n");
     rust_tree(
         &model.policy,

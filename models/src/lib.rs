@@ -9,6 +9,8 @@
 //!   chosen by cross-validation grouped by family;
 //! - [`model`]: the model file (two selectors, the gathering policy, training record) and
 //!   allocation-free inference;
+//! - [`guard`]: the long-row guard, a measured floor that overrules a pick the features prove
+//!   slow;
 //! - [`tree`]: augur's flat tree form;
 //! - [`export`]: text rules, Graphviz DOT, a Rust `select` function, JSON;
 //! - [`any`]: one loader for the model files of every domain, by their `format` field;
@@ -21,6 +23,7 @@ mod cart;
 pub mod comm;
 pub mod eval;
 pub mod export;
+pub mod guard;
 pub mod model;
 pub mod overlap;
 pub mod runs;

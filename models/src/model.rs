@@ -6,6 +6,7 @@ use augur_features::spmv::SpmvFeatures;
 use augur_features::{FeatureKind, FeatureSchema};
 use serde::{Deserialize, Serialize};
 
+use crate::guard::{RowGuard, Veto};
 use crate::tree::{clean, Tree};
 
 /// Format name and version of model files.
@@ -227,6 +228,10 @@ pub struct Model {
     pub policy: Tree,
     /// Inputs of the policy tree.
     pub policy_inputs: Vec<String>,
+    /// Overrules a pick whose longest row alone makes it slower than a balanced fallback
+    /// ([`crate::guard`]); models trained before it have none, and choose as their trees say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row_guard: Option<RowGuard>,
     pub training: Training,
 }
 
@@ -291,6 +296,8 @@ pub struct Choice {
     pub kernel: usize,
     /// The features the selector read (their cost is paid).
     pub tier: Tier,
+    /// The tree's pick where the long-row guard overruled it (`kernel` is then the fallback).
+    pub vetoed: Option<usize>,
 }
 
 impl Model {
@@ -328,10 +335,26 @@ impl Model {
     #[inline]
     pub fn choose_values(&self, values: &[f64], k: f64) -> Choice {
         let tier = self.tier_for(values, k);
-        Choice {
-            kernel: self.selector(tier).predict(values, k),
-            tier,
+        let pick = self.selector(tier).predict(values, k);
+        match self.guard(values, tier, k, pick) {
+            Some((kernel, v)) => Choice {
+                kernel,
+                tier,
+                vetoed: Some(v.vetoed),
+            },
+            None => Choice {
+                kernel: pick,
+                tier,
+                vetoed: None,
+            },
         }
+    }
+
+    /// The long-row guard's verdict on `pick`, made by the `tier` selector for `k` iterations
+    /// from schema-order `values`: Some(fallback kernel, why) where it is overruled.
+    #[inline]
+    pub fn guard(&self, values: &[f64], tier: Tier, k: f64, pick: usize) -> Option<(usize, Veto)> {
+        self.row_guard.as_ref()?.check(values, tier, k, pick)
     }
 
     /// The choice for features and `k` iterations (all features given; the policy decides which
@@ -390,6 +413,10 @@ impl Model {
         self.policy
             .validate(self.policy_inputs.len(), 3)
             .map_err(|e| format!("policy: {e}"))?;
+        if let Some(g) = &self.row_guard {
+            g.validate(n, self.kernels.len())
+                .map_err(|e| format!("long-row guard: {e}"))?;
+        }
         Ok(())
     }
 }

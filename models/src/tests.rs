@@ -543,7 +543,36 @@ fn model_files_refuse_damage_and_other_schemas() {
 #[test]
 fn exports_read_and_the_rust_function_compiles_and_agrees() {
     let runs = synthetic(true);
-    let model = fit(&runs, 4);
+    let mut model = fit(&runs, 4);
+    // No synthetic row reaches the guard's LONG_ROW, so the trained guard has no floor; a guard
+    // by hand makes the generated `guard` take part: `rows` has a floor (1.5 us per entry, high
+    // enough that even the mean row a known-tier pick reads can trip it), `balanced` is the
+    // fallback at every k.
+    let kernel = |n: &str| model.kernels.iter().position(|k| k == n).unwrap();
+    let (rows_k, bal_k) = (kernel("rows"), kernel("balanced"));
+    let mut floors = vec![0.0; model.kernels.len()];
+    floors[rows_k] = 1.5e-6;
+    let lin = |floor_s, per_entry_s| crate::guard::Linear {
+        floor_s,
+        per_entry_s,
+    };
+    model.row_guard = Some(crate::guard::RowGuard {
+        floor_per_longest_entry_s: floors,
+        fallbacks: [1, 1000]
+            .into_iter()
+            .map(|iterations| crate::guard::Fallback {
+                iterations,
+                kernel: bal_k,
+                first: lin(5e-6, 2e-12),
+                per_iter: lin(4e-6, 1e-12),
+            })
+            .collect(),
+        margin: 2.0,
+        inputs: model.row_guard.as_ref().unwrap().inputs,
+        long_row_matrices: 0,
+    });
+    model.validate().unwrap();
+    assert!(crate::export::text(&model).contains("rows 1.5 us"));
     let text = crate::export::text(&model);
     assert!(
         text.contains("Which features pay for their cost?")
@@ -567,14 +596,28 @@ fn exports_read_and_the_rust_function_compiles_and_agrees() {
     .unwrap();
     std::fs::write(dir.join("src/select.rs"), crate::export::rust(&model)).unwrap();
     let mut cases = Vec::new();
+    let schema = SpmvFeatures::schema();
+    let max_i = schema.index("row_len_max").unwrap();
+    let (mut vetoed, mut kept) = (0, 0);
     for m in &runs.matrices {
-        for k in [1u32, 30, 1000] {
-            let c = model.choose(&m.features(), k);
-            cases.push(
-                serde_json::json!({"f": m.info.features, "k": k, "want": model.kernel_name(c)}),
-            );
+        // Each matrix as measured, and with its longest row 10^2 and 10^4 times longer: the
+        // guard overrules `rows` there, where the tree would not know better.
+        for grow in [1.0, 1e2, 1e4] {
+            let mut f = m.info.features.clone();
+            f[max_i] *= grow;
+            for k in [1u32, 30, 1000] {
+                let c = model.choose_values(&f, k as f64);
+                if c.vetoed.is_some() {
+                    assert_eq!((c.vetoed, c.kernel), (Some(rows_k), bal_k));
+                    vetoed += 1;
+                } else if model.kernels[c.kernel] == "rows" {
+                    kept += 1;
+                }
+                cases.push(serde_json::json!({"f": f, "k": k, "want": model.kernel_name(c)}));
+            }
         }
     }
+    assert!(vetoed > 0 && kept > 0, "vetoed {vetoed}, kept {kept}");
     std::fs::write(
         dir.join("cases.json"),
         serde_json::to_string(&cases).unwrap(),

@@ -48,6 +48,7 @@ class Decision:
     leaf_samples: int
     leaf_mean_regret: float
     model: str
+    vetoed: Optional[str]
     notes: list[str]
 
 class Plan:

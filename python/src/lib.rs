@@ -157,6 +157,10 @@ pub struct PyDecision {
     leaf_mean_regret: f64,
     #[pyo3(get)]
     model: String,
+    /// The tree's pick where the long-row guard overruled it (`kernel` is then the fallback),
+    /// else None.
+    #[pyo3(get)]
+    vetoed: Option<String>,
     #[pyo3(get)]
     notes: Vec<String>,
     text: String,
@@ -180,6 +184,7 @@ impl PyDecision {
             leaf_samples: d.leaf_samples,
             leaf_mean_regret: d.leaf_mean_regret,
             model: d.model.clone(),
+            vetoed: d.guard.as_ref().map(|g| g.vetoed.clone()),
             notes: d.notes.clone(),
             text: d.to_string(),
         }

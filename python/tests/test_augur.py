@@ -64,6 +64,8 @@ def test_every_gather_policy_and_precision(gather, dtype):
     p = check(laplacian(40), dtype, iterations=50, gather=gather)
     assert p.dtype == dtype
     assert p.kernel == p.decision.kernel and p.kernel in str(p.decision)
+    # A pick the long-row guard overruled names the tree's pick and says why.
+    assert p.decision.vetoed is None or "long-row guard" in str(p.decision)
 
 
 def test_each_kernel_forced():

@@ -46,7 +46,7 @@ pub use error::AugurError;
 pub use multi::{GatherMode, MultiGpuSpmv, MultiOptions, ShardInfo};
 pub use owned::{OwnedPlan, PlanScalar};
 pub use plan::{Backend, Dispatcher, GatherPolicy, MatrixKey, PlanOptions, SetupCost, SpmvPlan};
-pub use select::{Decision, Selector, Step};
+pub use select::{Decision, GuardVeto, Selector, Step};
 
 #[cfg(test)]
 mod tests;

@@ -100,8 +100,26 @@ pub struct Decision {
     pub leaf_mean_regret: f64,
     /// The model that chose.
     pub model: String,
+    /// Where the long-row guard overruled the tree (`kernel` is then its fallback).
+    pub guard: Option<GuardVeto>,
     /// Anything else a reader should know (another device, a fallback).
     pub notes: Vec<String>,
+}
+
+/// The tree's pick the long-row guard overruled ([`augur_models::guard`]), and the figures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GuardVeto {
+    /// The tree's pick.
+    pub vetoed: String,
+    /// The longest row the tier knew (entries; the exact one when gathered, else a lower bound).
+    pub longest_row: f64,
+    pub exact: bool,
+    /// Seconds the vetoed kernel needs at least for the iterations (its measured floor per
+    /// entry of the longest row x that row x iterations).
+    pub floor_s: f64,
+    /// Seconds the fallback is estimated to take (pessimistically).
+    pub fallback_s: f64,
+    pub margin: f64,
 }
 
 impl Decision {
@@ -120,6 +138,7 @@ impl Decision {
             leaf_samples: 0,
             leaf_mean_regret: 0.0,
             model: String::new(),
+            guard: None,
             notes: vec!["kernel forced by the caller; no model consulted".into()],
         }
     }
@@ -152,13 +171,29 @@ impl fmt::Display for Decision {
             for s in &self.path {
                 writeln!(f, "    {s}")?;
             }
+            let leaf_kernel = self.guard.as_ref().map_or(&self.kernel, |g| &g.vetoed);
             writeln!(
                 f,
                 "    -> {}: {} training samples reached this leaf, mean regret {:.1}%",
-                self.kernel,
+                leaf_kernel,
                 self.leaf_samples,
                 100.0 * self.leaf_mean_regret
             )?;
+            if let Some(g) = &self.guard {
+                writeln!(
+                    f,
+                    "  long-row guard: {} overruled: the longest row ({}{} entries) alone needs                      at least {} for {} iterations, more than {} x the {} estimated for {} -> {}",
+                    g.vetoed,
+                    if g.exact { "" } else { "at least " },
+                    num(g.longest_row),
+                    seconds(g.floor_s),
+                    self.iterations,
+                    num(g.margin),
+                    seconds(g.fallback_s),
+                    self.kernel,
+                    self.kernel
+                )?;
+            }
         }
         for n in &self.notes {
             writeln!(f, "  note: {n}")?;
@@ -427,8 +462,9 @@ impl Selector {
             (IterationMode::PerK, None) => format!("{which}-feature selector"),
             (IterationMode::Joint, _) => format!("{which}-feature selector (one tree over k)"),
         };
+        let guard = m.guard(&values, tier, k, class);
         Decision {
-            kernel: m.kernels[class].clone(),
+            kernel: m.kernels[guard.map_or(class, |g| g.0)].clone(),
             forced: false,
             iterations,
             tier,
@@ -440,7 +476,26 @@ impl Selector {
             leaf_samples: samples,
             leaf_mean_regret: regret,
             model: self.origin.clone(),
+            guard: guard.map(|(_, v)| GuardVeto {
+                vetoed: m.kernels[v.vetoed].clone(),
+                longest_row: v.longest,
+                exact: tier == Tier::Gathered,
+                floor_s: v.floor_s,
+                fallback_s: v.fallback_s,
+                margin: m.row_guard.as_ref().map_or(0.0, |g| g.margin),
+            }),
             notes,
         }
+    }
+}
+
+/// Seconds as a person reads them (us below a millisecond).
+fn seconds(s: f64) -> String {
+    if s < 1e-3 {
+        format!("{:.1} us", s * 1e6)
+    } else if s < 1.0 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{s:.2} s")
     }
 }

@@ -682,3 +682,76 @@ fn a_rows_only_model_gathers_the_row_pointers_only() {
         assert_eq!(p.features().bandwidth, exact.bandwidth, "{spec}");
     }
 }
+
+/// The long-row guard overrules a gathered pick that the longest row proves slow: the
+/// Decision (the selector's own walk through the trees) and `Model::choose` (the exported
+/// function's twin) agree on the fallback, and the explanation says what was overruled and why.
+#[test]
+fn the_long_row_guard_overrules_a_pick_and_explains_it() {
+    let shipped = Selector::load("default-cuda-h200").unwrap();
+    let model = shipped.model().clone();
+    let g = model
+        .row_guard
+        .as_ref()
+        .expect("the shipped GPU models have a guard");
+    assert!(g.long_row_matrices > 0 && g.floor_per_longest_entry_s.iter().any(|&f| f > 0.0));
+    let mut bare = model.clone();
+    bare.row_guard = None;
+    let mut overruled = 0;
+    for (spec, k) in [
+        "hubs:n=20000,hubs=4,hub_len=20000,short=6,seed=1",
+        "stencil2d:nx=300",
+    ]
+    .into_iter()
+    .flat_map(|s| [1u32, 10, 100].map(|k| (s, k)))
+    {
+        let a = gen::<f32>(spec);
+        let f = CpuGatherer.exact(CsrPattern::of(&a));
+        let mut v = [0.0; augur_models::model::MAX_INPUTS];
+        f.write_values(&mut v);
+        let v = &v[..model.schema.features.len()];
+        // The two paths agree with the shipped guard as it is (the Decision reads the tier
+        // whose features are given, here the gathered one; `choose` the policy's).
+        let guarded = |m: &augur_models::Model| {
+            let pick = m.gathered.predict(v, k as f64);
+            m.guard(v, Tier::Gathered, k as f64, pick)
+                .map_or(pick, |g| g.0)
+        };
+        let d = Selector::from_model(model.clone(), "h200.json").select(&f, k);
+        assert_eq!(d.kernel, model.kernels[guarded(&model)], "{spec} k = {k}");
+        // A floor on every kernel but the fallback: whatever the gathered tree picks, unless
+        // it is the fallback, is overruled.
+        let mut strict = model.clone();
+        let g = strict.row_guard.as_mut().unwrap();
+        let fb = g.fallback_for(k as f64).unwrap().kernel;
+        for (i, fl) in g.floor_per_longest_entry_s.iter_mut().enumerate() {
+            *fl = if i == fb { 0.0 } else { 1e-3 };
+        }
+        let tree = Selector::from_model(bare.clone(), "bare.json").select(&f, k);
+        let d = Selector::from_model(strict.clone(), "strict.json").select(&f, k);
+        assert_eq!(d.tier, Tier::Gathered, "{spec} k = {k}");
+        assert_eq!(d.kernel, strict.kernels[fb], "{spec} k = {k}");
+        assert_eq!(guarded(&strict), fb, "{spec} k = {k}");
+        if tree.kernel == strict.kernels[fb] {
+            assert!(d.guard.is_none(), "{spec} k = {k}");
+            continue;
+        }
+        overruled += 1;
+        let gv = d.guard.as_ref().expect("overruled");
+        assert_eq!(gv.vetoed, tree.kernel);
+        assert!(gv.exact && gv.longest_row == f.row_len_max);
+        assert!(gv.floor_s > gv.margin * gv.fallback_s);
+        let text = d.to_string();
+        assert!(
+            text.contains(&format!("long-row guard: {} overruled", gv.vetoed))
+                && text.contains(&format!("({} entries)", f.row_len_max))
+                && text.contains(&format!("-> {}: ", tree.kernel))
+                && text.ends_with(&format!("-> {}\n", d.kernel)),
+            "{text}"
+        );
+    }
+    assert!(
+        overruled > 0,
+        "the gathered tree picked the fallback everywhere"
+    );
+}

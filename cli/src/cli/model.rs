@@ -66,6 +66,11 @@ pub struct TrainArgs {
     /// nonzeros) or `upload-raw` (each matrix's own figure, in which the upload's jitter is).
     #[arg(long, value_enum, default_value = "device")]
     gather_cost: GatherCostArg,
+    /// Leave out the long-row guard (a measured floor under the kernels whose time grows with
+    /// the longest row, which overrules a pick the features read prove slower than a balanced
+    /// fallback): the trees' picks as they are, for comparison.
+    #[arg(long)]
+    no_row_guard: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -275,6 +280,7 @@ pub fn train(a: TrainArgs) -> anyhow::Result<ExitCode> {
             })
             .collect(),
         gather_cost: a.gather_cost.cost(),
+        row_guard: !a.no_row_guard,
     }
     .check()?;
     let model = params.fit(&runs, env!("CARGO_PKG_VERSION"))?;
