@@ -182,7 +182,7 @@ impl fmt::Display for Decision {
             if let Some(g) = &self.guard {
                 writeln!(
                     f,
-                    "  long-row guard: {} overruled: the longest row ({}{} entries) alone needs                      at least {} for {} iterations, more than {} x the {} estimated for {} -> {}",
+                    "  long-row guard: {} overruled: the longest row ({}{} entries) alone needs at least {} for {} iterations, more than {} x the {} estimated for {} -> {}",
                     g.vetoed,
                     if g.exact { "" } else { "at least " },
                     num(g.longest_row),

@@ -743,7 +743,10 @@ fn the_long_row_guard_overrules_a_pick_and_explains_it() {
         assert!(gv.floor_s > gv.margin * gv.fallback_s);
         let text = d.to_string();
         assert!(
-            text.contains(&format!("long-row guard: {} overruled", gv.vetoed))
+            text.contains(&format!(
+                "long-row guard: {} overruled: the longest row",
+                gv.vetoed
+            )) && text.contains(" entries) alone needs at least ")
                 && text.contains(&format!("({} entries)", f.row_len_max))
                 && text.contains(&format!("-> {}: ", tree.kernel))
                 && text.ends_with(&format!("-> {}\n", d.kernel)),
