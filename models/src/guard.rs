@@ -152,6 +152,16 @@ pub struct Veto {
     pub fallback_s: f64,
 }
 
+/// Feature `j` of schema-order `values`, 0 where undefined (NaN, infinite or absent): no
+/// evidence of a long row.
+fn given(values: &[f64], j: usize) -> f64 {
+    values
+        .get(j)
+        .copied()
+        .filter(|v| v.is_finite())
+        .unwrap_or(0.0)
+}
+
 impl RowGuard {
     /// Learn the guard from the training samples (`all`: every (matrix, k) trained on).
     pub(crate) fn fit(runs: &Runs, kernels: &[String], all: &[Sample]) -> Option<RowGuard> {
@@ -253,13 +263,7 @@ impl RowGuard {
     /// the true one unless gathered; NaN-free, 0 if unknown).
     pub fn longest(&self, values: &[f64], tier: Tier) -> f64 {
         let i = &self.inputs;
-        let get = |j: usize| {
-            values
-                .get(j)
-                .copied()
-                .filter(|v| v.is_finite())
-                .unwrap_or(0.0)
-        };
+        let get = |j: usize| given(values, j);
         let mean = get(i.mean_row_len);
         let l = match tier {
             Tier::Gathered => get(i.row_len_max),
@@ -283,13 +287,7 @@ impl RowGuard {
         let longest = self.longest(values, tier);
         let k = k.max(1.0);
         let floor_s = k * per * longest;
-        let get = |j: usize| {
-            values
-                .get(j)
-                .copied()
-                .filter(|v| v.is_finite())
-                .unwrap_or(0.0)
-        };
+        let get = |j: usize| given(values, j);
         let n = get(self.inputs.nnz) + get(self.inputs.rows);
         let fallback_s = fb.first.at(n) + (k - 1.0) * fb.per_iter.at(n);
         (floor_s > self.margin * fallback_s).then_some((
@@ -371,29 +369,13 @@ mod tests {
                     error: String::new(),
                 };
                 MatrixRuns {
-                    info: MatrixInfo {
-                        matrix: format!("m{i}"),
-                        family: format!("f{i}"),
-                        source: "synthetic".into(),
-                        rows: rows as usize,
-                        cols: rows as usize,
-                        nnz: nnz as usize,
-                        precision: "f32".into(),
-                        backend: "test".into(),
-                        device: "synthetic".into(),
-                        driver: String::new(),
-                        augur_version: "0".into(),
-                        schema_version: schema.version,
-                        iterations: "1;100".into(),
-                        known_s: 0.0,
-                        gather_s: 0.0,
-                        sample_s: 0.0,
-                        upload_s: None,
-                        upload_gather_s: None,
-                        sample_upload_s: None,
-                        gather_upload_s: None,
-                        features: f,
-                    },
+                    info: MatrixInfo::synthetic(
+                        format!("m{i}"),
+                        format!("f{i}"),
+                        (rows as usize, nnz as usize),
+                        "1;100",
+                        f,
+                    ),
                     kernels: vec![
                         run("rowwise", 4e-6 + 30e-9 * max),
                         run("balanced", 4e-6 + 12e-12 * (nnz + rows)),

@@ -229,6 +229,43 @@ impl Timing {
     }
 }
 
+#[cfg(test)]
+impl MatrixInfo {
+    /// A test matrix of the synthetic backend and device: no feature or gathering cost, no
+    /// upload timings.
+    pub(crate) fn synthetic(
+        matrix: String,
+        family: String,
+        (rows, nnz): (usize, usize),
+        iterations: &str,
+        features: Vec<f64>,
+    ) -> MatrixInfo {
+        MatrixInfo {
+            matrix,
+            family,
+            source: "synthetic".into(),
+            rows,
+            cols: rows,
+            nnz,
+            precision: "f32".into(),
+            backend: "test".into(),
+            device: "synthetic".into(),
+            driver: String::new(),
+            augur_version: "0".into(),
+            schema_version: augur_features::spmv::SpmvFeatures::schema().version,
+            iterations: iterations.into(),
+            known_s: 0.0,
+            gather_s: 0.0,
+            sample_s: 0.0,
+            upload_s: None,
+            upload_gather_s: None,
+            sample_upload_s: None,
+            gather_upload_s: None,
+            features,
+        }
+    }
+}
+
 impl KernelRun {
     /// Total seconds for `k` calls: setup, the first call at its latency (launch cost included),
     /// and the other k - 1 at the per-call figure of a loop (None if it failed).

@@ -78,27 +78,16 @@ fn synthetic(hidden: bool) -> Runs {
             }
             matrices.push(MatrixRuns {
                 info: MatrixInfo {
-                    matrix: format!("m{fam}_{j}"),
-                    family: format!("fam{fam}"),
-                    source: "synthetic".into(),
-                    rows: rows as usize,
-                    cols: rows as usize,
-                    nnz: nnz as usize,
-                    precision: "f32".into(),
-                    backend: "test".into(),
-                    device: "synthetic".into(),
-                    driver: String::new(),
-                    augur_version: "0".into(),
-                    schema_version: SpmvFeatures::schema().version,
-                    iterations: "1;1000".into(),
                     known_s: 1e-9,
                     gather_s: base * 0.01,
                     sample_s: base * 0.001,
-                    upload_s: None,
-                    upload_gather_s: None,
-                    sample_upload_s: None,
-                    gather_upload_s: None,
-                    features: f,
+                    ..MatrixInfo::synthetic(
+                        format!("m{fam}_{j}"),
+                        format!("fam{fam}"),
+                        (rows as usize, nnz as usize),
+                        "1;1000",
+                        f,
+                    )
                 },
                 kernels,
             });
