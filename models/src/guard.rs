@@ -163,7 +163,9 @@ fn given(values: &[f64], j: usize) -> f64 {
 }
 
 impl RowGuard {
-    /// Learn the guard from the training samples (`all`: every (matrix, k) trained on).
+    /// Learn the guard from the training samples (`all`: every (matrix, k) trained on). None
+    /// (no guard) where no kernel ran on every sample of an iteration count, so that no
+    /// fallback is known to run, or the schema lacks a feature the guard reads.
     pub(crate) fn fit(runs: &Runs, kernels: &[String], all: &[Sample]) -> Option<RowGuard> {
         let inputs = GuardInputs::of_schema()?;
         let mut mats: Vec<usize> = all.iter().map(|s| s.matrix).collect();

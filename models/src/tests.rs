@@ -516,6 +516,41 @@ fn model_files_refuse_damage_and_other_schemas() {
         e.contains("gathered selector reads") && e.contains("does not compute"),
         "{e}"
     );
+    // A damaged long-row guard: a floor per kernel, finite figures, fallbacks among the
+    // kernels, feature indices inside the schema.
+    assert!(model.row_guard.is_some());
+    let guard = |f: &dyn Fn(&mut crate::guard::RowGuard)| {
+        let mut m = model.clone();
+        f(m.row_guard.as_mut().unwrap());
+        refused(&m, "g.json")
+    };
+    for (e, want) in [
+        (
+            guard(&|g| g.floor_per_longest_entry_s.push(1e-9)),
+            "kernel floors for",
+        ),
+        (
+            guard(&|g| g.floor_per_longest_entry_s[0] = -1.0),
+            "non-finite or negative",
+        ),
+        (guard(&|g| g.margin = -1.0), "non-finite or negative"),
+        (
+            guard(&|g| g.fallbacks[0].kernel = 99),
+            "fallback kernel beyond",
+        ),
+        (guard(&|g| g.inputs.row_len_max = 999), "beyond the schema"),
+    ] {
+        assert!(
+            e.contains("g.json") && e.contains("long-row guard") && e.contains(want),
+            "{e}"
+        );
+    }
+    // A model without a guard (trained before it, or with --no-row-guard) loads and chooses.
+    let mut bare = model.clone();
+    bare.row_guard = None;
+    let json = bare.to_json();
+    assert!(!json.contains("row_guard"));
+    assert_eq!(Model::from_json(&json, "bare.json").unwrap(), bare);
     let mut v2 = model.clone();
     v2.format_version = 2;
     let e = refused(&v2, "v2.json");
