@@ -777,8 +777,8 @@ impl CudaSpmv {
         };
         let f = p.funcs.main.as_ref().ok_or_else(unprepared)?;
         let (rows, nnz) = (a.rows as i32, a.nnz as i32);
-        // The adaptive kernel's lanes per row: one rule, here (the kernel takes it as given).
-        let lanes = adaptive_lanes(a.rows, a.nnz) as i32;
+        // The adaptive kernel's lanes per row (set in its arm below, where it is an argument).
+        let lanes: i32;
         let s = &self.stream;
         if k == GpuKernel::NnzSplit {
             s.memset_zeros(y).map_err(drv("cuMemsetD8"))?;
@@ -798,6 +798,7 @@ impl CudaSpmv {
                 b.arg(&nnz);
             }
             (GpuKernel::Adaptive, _) => {
+                lanes = adaptive_lanes(a.rows, a.nnz) as i32;
                 b.arg(&lanes);
             }
             (GpuKernel::MergePath | GpuKernel::MergeTiled, Some(m)) => {
@@ -815,8 +816,9 @@ impl CudaSpmv {
             _ => {}
         }
         // SAFETY: the arguments match the entry point's signature in spmv_csr.cu (rows, ptr, idx,
-        // val, x, y, then nnz / pieces and the merge buffers for the balanced kernels), and the
-        // buffers hold rows+1, nnz, nnz, cols, rows, pieces+1 and pieces elements.
+        // val, x, y, then nnz / pieces and the merge buffers for the balanced kernels, the lanes
+        // per row for the adaptive one), and the buffers hold rows+1, nnz, nnz, cols, rows,
+        // pieces+1 and pieces elements.
         unsafe { b.launch(k.config(a.rows, a.nnz)) }.map_err(drv("cuLaunchKernel"))?;
         if let Some(m) = merge {
             let fix = p.funcs.fixup.as_ref().ok_or_else(unprepared)?;
@@ -946,7 +948,7 @@ fn unprepared() -> KernelError {
 mod tests {
     use super::*;
 
-    /// The adaptive kernel's lanes per row (the rule spmv_csr.cu repeats): 1 below a mean of 16
+    /// The adaptive kernel's lanes per row (the kernel's `lanes` argument): 1 below a mean of 16
     /// entries, then the power of two at or below a quarter of the mean, at most 32; and its
     /// launch covers every row with 32 / lanes rows per warp.
     #[test]

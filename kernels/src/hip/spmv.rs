@@ -873,7 +873,8 @@ impl SpmvDevice for HipSpmv {
             }
         }
         let (rows, nnz) = (a.rows as i32, a.nnz as i32);
-        let lanes = adaptive_lanes(a.rows, a.nnz) as i32;
+        // The adaptive kernel's lanes per row (set in its arm below, where it is an argument).
+        let lanes: i32;
         let (pp, ip, vp, xp, yp) = (a.ptr.ptr, a.idx.ptr, a.val.ptr, x.ptr, y.ptr);
         if let Some(b) = &p.binned {
             return self.launch_binned(b, [pp, ip, vp, xp, yp]);
@@ -886,7 +887,10 @@ impl SpmvDevice for HipSpmv {
         let mut args = vec![arg(&rows), arg(&pp), arg(&ip), arg(&vp), arg(&xp), arg(&yp)];
         match (&p.merge, k) {
             (_, GpuKernel::NnzSplit) => args.push(arg(&nnz)),
-            (_, GpuKernel::Adaptive) => args.push(arg(&lanes)),
+            (_, GpuKernel::Adaptive) => {
+                lanes = adaptive_lanes(a.rows, a.nnz) as i32;
+                args.push(arg(&lanes))
+            }
             (Some((pieces, start, crow, cval)), _) => {
                 // ..., int nnz, long long pieces, const int* start_row, int* carry_row, T* carry_val
                 let (sp, crp, cvp) = (start.ptr, crow.ptr, cval.ptr);
