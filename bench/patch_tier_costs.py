@@ -6,7 +6,10 @@ the upload) of a full runs CSV with those of a tier-cost CSV
 measured later on the same device (`bench/tier-cost-gpu.sh`), matched by (matrix, source): the
 pool's timings stay, the tiers' costs are the current code's. Runs written before the upload was
 timed get its two columns (after sample_s). Refuses a tier-cost CSV
-from another device or one that lacks a matrix of the runs. The runs file is rewritten in place
+from another device or one that lacks a matrix of the runs. The sampled features
+(`f_sampled_*`) and `schema_version` come from the tier-cost CSV too: they are the current
+sampler's (deterministic: one matrix gives one set of values on any machine), so a sampler
+change reaches the runs with its cost. The runs file is rewritten in place
 through a temporary file. With --subset, a tier-cost CSV of some of the matrices (a sweep of
 the sizes a change can affect) replaces theirs and leaves the others as they are, and says how
 many of each; --below N (implies --subset) takes from it only the matrices whose rows and
@@ -47,6 +50,10 @@ for row in rows:
         continue
     devices.add((row[col["device"]], c["device"]))
     row[col["sample_s"]] = c["sample_s"]
+    row[col["schema_version"]] = c["schema_version"]
+    for name in header:
+        if name.startswith("f_sampled_"):
+            row[col[name]] = c[name]
     row[col["gather_s"]] = c["gather_s"]
     for n in NEW:
         row[col[n]] = c.get(n, "")

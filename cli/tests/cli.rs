@@ -219,7 +219,7 @@ fn features_csv_and_json() {
     let out = augur(&["features", "--json", "--known-only", "banded:n=50,bw=2"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v[0]["schema_version"], 2);
+    assert_eq!(v[0]["schema_version"], 3);
     assert_eq!(v[0]["features"]["rows"], 50.0);
     assert!(
         v[0]["features"]["row_len_max"].is_null(),
@@ -258,7 +258,7 @@ fn features_of_shapes_and_schemas() {
     assert_eq!(v.as_array().unwrap().len(), 1);
     assert_eq!(v[0]["features"]["bus_bytes"], 1048576.0);
 
-    for (kind, version) in [("spmv", 2), ("attention", 1), ("message", 1)] {
+    for (kind, version) in [("spmv", 3), ("attention", 1), ("message", 1)] {
         let out = augur(&["features", "--kind", kind, "--schema"]);
         assert!(out.status.success(), "{}", text(&out.stderr));
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -8,7 +8,8 @@
 
 mod sampled;
 pub use sampled::{
-    extract_sampled, sample_into, SAMPLE_BLOCKS, SAMPLE_BLOCK_ENTRIES, SAMPLE_BLOCK_ROWS,
+    extract_sampled, probe_longest_row, sample_into, PROBE_CHUNKS, SAMPLE_BLOCKS,
+    SAMPLE_BLOCK_ENTRIES, SAMPLE_BLOCK_ROWS,
 };
 
 use std::time::Instant;
@@ -21,8 +22,9 @@ use crate::schema::{feature_struct, FeatureError};
 /// Version of the SpMV feature schema; bump on any change to the list below or how a feature is
 /// computed.
 ///
-/// Version 2 (issue 18) added the sampled tier.
-pub const SPMV_SCHEMA_VERSION: u32 = 2;
+/// Version 2 (issue 18) added the sampled tier. Version 3 takes `sampled_max_mean_ratio`'s
+/// longest row from the row-pointer probe as well as the sampled blocks.
+pub const SPMV_SCHEMA_VERSION: u32 = 3;
 
 /// The gathered features read from the column indices (the others of the gathered tier come from
 /// the row pointers alone: rows x 4 bytes instead of (rows + nnz) x 4).
@@ -41,7 +43,7 @@ feature_struct! {
         density: "fraction", Known, "nnz / (rows x cols): near-dense matrices favour dense-like schedules.";
         mean_row_len: "entries", Known, "nnz / rows: picks the lanes per row of vector (subwarp) kernels.";
         sampled_row_len_cv: "ratio", Sampled, "std / mean of row lengths over the sampled rows: load imbalance, estimated.";
-        sampled_max_mean_ratio: "ratio", Sampled, "Longest sampled row / mean row (all rows): how far a long row is from typical, estimated.";
+        sampled_max_mean_ratio: "ratio", Sampled, "Longest row of the sampled blocks and the row-pointer probe (the fullest of 1,024 chunks of rows followed down to a row) / mean row: how far a long row is from typical; exact for a few very long rows, a lower bound otherwise.";
         sampled_seg_per_entry: "ratio", Sampled, "Distinct 128-byte x segments per row / entries per row, sampled: 1 = every entry its own x transaction, 1/32 = contiguous columns.";
         sampled_warp_seg_per_entry: "ratio", Sampled, "Distinct 128-byte x segments touched by 32 consecutive rows / their entries, sampled: x reuse across the rows one warp of a row-per-thread kernel reads (low for meshes grown by A x I_k, about 1 for random columns).";
         sampled_warp_span: "fraction", Sampled, "(largest - smallest column + 1) / columns over 32 consecutive rows, sampled: the footprint of x that one warp touches.";

@@ -476,6 +476,21 @@ impl Runs {
                 if info.matrix.is_empty() {
                     return Err(bad(path, line, "empty matrix name"));
                 }
+                // The same column names can mean other values under another schema version
+                // (v3 changed how `sampled_max_mean_ratio` is computed).
+                let version = SpmvFeatures::schema().version;
+                if info.schema_version != version {
+                    return Err(bad(
+                        path,
+                        line,
+                        format!(
+                            "`{}` was collected with SpMV feature schema v{}, this augur computes \
+                             v{version}: re-collect it (or its feature tiers: \
+                             bench/tier-cost-gpu.sh and bench/patch_tier_costs.py)",
+                            info.matrix, info.schema_version
+                        ),
+                    ));
+                }
                 let t = head + nf;
                 let kernel = get(t).to_string();
                 let status = get(t + 1);

@@ -261,6 +261,9 @@ fn runs_errors_name_file_line_and_value() {
         (18, "-1", "sample_upload_s"),
         (19, "-1", "gather_upload_s"),
         (20, "NaN", "f_rows"),
+        // Features of another schema version under the same column names (v2's sampled
+        // longest row did not include the probe's).
+        (11, "2", "schema v2, this augur computes v3: re-collect"),
     ] {
         let e = third_with(&[(col, value)]);
         assert!(

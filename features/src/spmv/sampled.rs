@@ -9,6 +9,13 @@
 //! order); whether a row's columns come in dense runs (several unknowns per node); whether rows
 //! repeat their neighbour's pattern (block rows).
 //!
+//! The longest row is not left to the blocks: a row long enough to serialise a kernel is one of
+//! a few among millions (a hub, an arrowhead's first row, a bordered matrix's last), and blocks
+//! at seeded positions rarely land on it. The *probe* ([`probe_longest_row`]) reads the row
+//! pointers at [`PROBE_CHUNKS`] evenly spaced rows, so it knows how many entries each chunk of
+//! rows holds, follows the fullest chunks down to their rows and reads those rows' lengths: about
+//! 1,000 scattered pointers and a few thousand consecutive ones, whatever the matrix.
+//!
 //! The estimates are deterministic: the positions come from a fixed seed and the row count, so
 //! one matrix always gives one set of values, on any machine and with any gatherer.
 
@@ -27,6 +34,47 @@ pub const SAMPLE_BLOCK_ENTRIES: usize = 128;
 const NEAR_DIAG_COLS: f64 = 4096.0;
 /// The seed of the block positions.
 const SEED: u64 = 0x005e_eda6_0c18;
+/// Chunks of rows the longest-row probe compares first (evenly spaced row pointers).
+pub const PROBE_CHUNKS: usize = 1024;
+/// The fullest chunks the probe follows down.
+const PROBE_FOLLOW: usize = 4;
+/// Parts a followed chunk is split into at each level below the first.
+const PROBE_SPLIT: usize = 32;
+/// A chunk of at most this many rows has every row length read.
+const PROBE_SCAN_ROWS: usize = 512;
+
+/// The longest row the probe finds ([module docs](self)): the exact length of a real row, so a
+/// lower bound of the longest; it is the longest wherever one row holds more entries than the
+/// typical chunk's spread (hubs, arrowheads, borders), and any row's length otherwise.
+pub fn probe_longest_row(ptr: &[i32]) -> u64 {
+    let rows = ptr.len().saturating_sub(1);
+    probe_range(ptr, 0, rows, PROBE_CHUNKS, PROBE_FOLLOW)
+}
+
+/// The probe on rows `lo..hi`: split into `parts` chunks (of 16 rows at least: one cache line of
+/// row pointers each), follow the `follow` fullest.
+fn probe_range(ptr: &[i32], lo: usize, hi: usize, parts: usize, follow: usize) -> u64 {
+    let n = hi - lo;
+    if n <= PROBE_SCAN_ROWS {
+        return (lo..hi)
+            .map(|r| (ptr[r + 1] - ptr[r]) as u64)
+            .max()
+            .unwrap_or(0);
+    }
+    let parts = parts.min(n / 16).max(2);
+    let bound = |i: usize| lo + (n as u128 * i as u128 / parts as u128) as usize;
+    // Entries per chunk from the pointers at its bounds; the fullest first (ties: the first).
+    let mut chunks: Vec<(i64, usize)> = (0..parts)
+        .map(|i| ((ptr[bound(i + 1)] - ptr[bound(i)]) as i64, i))
+        .collect();
+    chunks.sort_unstable_by_key(|&(entries, i)| (std::cmp::Reverse(entries), i));
+    chunks
+        .iter()
+        .take(follow)
+        .map(|&(_, i)| probe_range(ptr, bound(i), bound(i + 1), PROBE_SPLIT, 1))
+        .max()
+        .unwrap_or(0)
+}
 
 /// SplitMix64: a deterministic, well-mixed hash of a block index.
 fn splitmix(mut z: u64) -> u64 {
@@ -210,6 +258,8 @@ fn sample_with(m: CsrPattern<'_>, f: &mut SpmvFeatures, ahead: bool) {
             blocks += 1;
         }
     }
+    // The longest row: the blocks' or the probe's.
+    let max_len = max_len.max(probe_longest_row(ptr));
     let n = n_rows.max(1) as f64;
     let s_mean = sum_len / n;
     let s_std = (sum_len2 / n - s_mean * s_mean).max(0.0).sqrt();
@@ -358,6 +408,76 @@ mod tests {
         assert!((f.sampled_max_mean_ratio - 1.8).abs() < 1e-9, "{f:?}");
     }
 
+    /// Row pointers from row lengths.
+    fn pointers(lens: impl IntoIterator<Item = usize>) -> Vec<i32> {
+        let mut p = vec![0i32];
+        for l in lens {
+            p.push(p.last().unwrap() + l as i32);
+        }
+        p
+    }
+
+    #[test]
+    fn the_probe_finds_a_few_long_rows_anywhere() {
+        // Short rows of 2-4 entries; one long row of 5,000 at the first row (an arrowhead), the
+        // last row (a border) or a row in the middle of a chunk (a hub); 3 million rows, so the
+        // seeded blocks miss it.
+        let n = 3_000_000;
+        for at in [0, n - 1, 1_234_567, 2_999_000] {
+            let p = pointers((0..n).map(|r| if r == at { 5_000 } else { 2 + r % 3 }));
+            assert_eq!(probe_longest_row(&p), 5_000, "long row at {at}");
+        }
+        // Four hubs of different lengths: the longest is found.
+        let hubs = [
+            (17usize, 3_000usize),
+            (900_001, 9_000),
+            (1_500_000, 4_000),
+            (2_222_222, 7_000),
+        ];
+        let p = pointers((0..n).map(|r| hubs.iter().find(|h| h.0 == r).map_or(3, |h| h.1)));
+        assert_eq!(probe_longest_row(&p), 9_000);
+    }
+
+    #[test]
+    fn the_probe_is_a_real_rows_length() {
+        // Lengths with no long row (a hash of the row, 0-40): the probe returns one row's length,
+        // at most the longest; on small matrices it reads every row.
+        for n in [0usize, 1, 7, 512, 513, 4_096, 100_000, 1_000_003] {
+            let lens: Vec<usize> = (0..n).map(|r| (splitmix(r as u64) % 41) as usize).collect();
+            let p = pointers(lens.iter().copied());
+            let got = probe_longest_row(&p) as usize;
+            let max = lens.iter().copied().max().unwrap_or(0);
+            assert!(got <= max, "{n}: {got} > {max}");
+            assert!(
+                n == 0 || lens.contains(&got),
+                "{n}: {got} is no row's length"
+            );
+            if n <= PROBE_SCAN_ROWS {
+                assert_eq!(got, max, "{n}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_border_row_reaches_the_sampled_longest_row() {
+        // A bordered pattern: 1 million rows of 3 entries, the last row dense over 100,000
+        // columns. The sampled blocks miss it; the tier does not.
+        let n = 1_000_000;
+        let (p, i) = build(n, |r| {
+            if r == n - 1 {
+                (0..100_000).collect()
+            } else {
+                vec![r.saturating_sub(1) as i32, r as i32, ((r + 1) % n) as i32]
+            }
+        });
+        let f = sampled(n, n, &p, &i);
+        let mean = i.len() as f64 / n as f64;
+        assert!(
+            (f.sampled_max_mean_ratio * mean - 100_000.0).abs() < 1e-6,
+            "{f:?}"
+        );
+    }
+
     #[test]
     fn empty_and_tiny_patterns_give_finite_values() {
         for (rows, cols, p, i) in [
@@ -408,6 +528,17 @@ mod tests {
             t.sort_by(f64::total_cmp);
             eprintln!("loads ahead {ahead}: median {:.1} us", t[3]);
         }
+        let mut t = Vec::new();
+        for _ in 0..7 {
+            if std::env::var_os("WARM").is_none() {
+                std::hint::black_box(big.iter().step_by(64).map(|&b| b as u64).sum::<u64>());
+            }
+            let s = Instant::now();
+            std::hint::black_box(probe_longest_row(&p));
+            t.push(s.elapsed().as_secs_f64() * 1e6);
+        }
+        t.sort_by(f64::total_cmp);
+        eprintln!("the longest-row probe alone: median {:.1} us", t[3]);
     }
 
     #[test]
