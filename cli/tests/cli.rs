@@ -1463,6 +1463,31 @@ fn overlap_plan_picks_and_explains_without_a_gpu() {
     assert!(text(&out.stderr).contains("a comm model, not an overlap one"));
 }
 
+#[test]
+fn overlap_run_refuses_bad_requests_before_looking_for_gpus() {
+    // Each is said before any GPU is looked for: the same error on a machine with GPUs or none.
+    for (args, want) in [
+        (
+            vec!["--pattern", "pc-reduce:2:8"],
+            "pc-reduce:2:8: for the GEMM + reduce-scatter only",
+        ),
+        (vec!["--pattern", "gemm"], "a part of a layer"),
+        (vec!["--pattern", "fused"], "pattern `fused`"),
+        (vec!["--gpus", "4", "8190,6144,4096"], "8190"),
+        (vec!["--gpus", "0"], "at least 1"),
+    ] {
+        let mut a = vec!["overlap", "run"];
+        a.extend(args.iter().copied());
+        let out = augur(&a);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&out.stderr).contains(want),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+}
+
 /// The README's library example is `selector/examples/readme.rs` word for word (CI runs the
 /// example, so the README's code compiles and works).
 #[test]

@@ -12,9 +12,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Not yet here: running the chosen pattern on a caller's device buffers (a plan holding the
-//! group's communicators and buffers). `augur overlap tp` runs, checks and times every pattern
-//! on buffers of its own (`augur_kernels::cuda::gemm::tp`).
+//! [`LayerPlan`] runs the chosen pattern of an all-gather + GEMM on the caller's device buffers:
+//! planned once for a layer and a group of GPUs (one thread per GPU holding its context,
+//! communicator, GEMM plans and flags for the plan's life), then [`LayerPlan::run`] per call.
+//! The GEMM + reduce-scatter is not planned yet: `augur overlap tp` runs, checks and times its
+//! patterns on buffers of its own (`augur_kernels::cuda::gemm::tp`).
 
 use augur_features::overlap::OverlapShape;
 use augur_kernels::cuda::gemm::tp::TpPattern;
@@ -87,6 +89,93 @@ pub fn choose_pattern(
         path,
         notes,
     })
+}
+
+/// An all-gather + GEMM layer planned on a group of GPUs and the caller's buffers, with the
+/// pattern the overlap model chose for it (see the module docs).
+#[derive(Debug)]
+pub struct LayerPlan {
+    choice: PatternChoice,
+    plan: augur_kernels::cuda::gemm::tp::plan::TpPlan,
+}
+
+impl LayerPlan {
+    /// Choose the pattern for the all-gather + GEMM of `shape` (A M x K cut by rows over the
+    /// GPUs, B N x K by rows, C = A Bᵀ) on the GPUs `ordinals` (the link between them asked of
+    /// the driver), or take `pattern` when given (noted), and plan it on `buffers[rank]` for
+    /// GPU `ordinals[rank]`.
+    ///
+    /// # Safety
+    /// As [`TpPlan::all_gather_gemm`](augur_kernels::cuda::gemm::tp::plan::TpPlan::all_gather_gemm):
+    /// each buffer a live cuMemAlloc or cudaMalloc allocation of its GPU's primary context, of
+    /// the sizes [`AgBuffers`](augur_kernels::cuda::gemm::tp::plan::AgBuffers) gives, live and
+    /// written by nothing else during a call until the plan is dropped.
+    pub unsafe fn all_gather_gemm(
+        model: &OverlapModel,
+        ordinals: &[usize],
+        shape: augur_kernels::gemm::GemmShape,
+        dtype: augur_features::attention::Dtype,
+        pattern: Option<TpPattern>,
+        buffers: &[augur_kernels::cuda::gemm::tp::plan::AgBuffers],
+    ) -> Result<LayerPlan, AugurError> {
+        use augur_features::message::LinkProbe;
+        use augur_features::overlap::OverlapOp;
+        let dev =
+            augur_kernels::cuda::device_info(*ordinals.first().ok_or_else(|| {
+                AugurError::Invalid("a layer plan needs at least one GPU".into())
+            })?)?;
+        let link = augur_kernels::cuda::DriverLinkProbe.group_link(ordinals)?;
+        let layer = OverlapShape {
+            op: OverlapOp::AllGatherGemm,
+            m: shape.m,
+            n: shape.n,
+            k: shape.k,
+            dtype,
+            world_size: ordinals.len(),
+            link,
+            sms: dev.multiprocessors.max(1) as usize,
+        };
+        let choice = match pattern {
+            Some(p) => PatternChoice {
+                pattern: p,
+                path: Vec::new(),
+                notes: vec![format!("pattern {} given, not chosen", p.name())],
+            },
+            None => choose_pattern(model, &layer, &dev.name)?,
+        };
+        // SAFETY: the caller's buffers, as this function's contract says.
+        let plan = unsafe {
+            augur_kernels::cuda::gemm::tp::plan::TpPlan::all_gather_gemm(
+                ordinals,
+                shape,
+                dtype,
+                choice.pattern,
+                buffers,
+            )
+        }?;
+        Ok(LayerPlan { choice, plan })
+    }
+
+    /// Run the layer `calls` times on every GPU; returns once all have finished.
+    pub fn run(&self, calls: usize) -> Result<(), AugurError> {
+        Ok(self.plan.run(calls)?)
+    }
+
+    /// The pattern, and why.
+    pub fn choice(&self) -> &PatternChoice {
+        &self.choice
+    }
+
+    /// The plan underneath (its timing, shape and GPUs).
+    pub fn plan(&self) -> &augur_kernels::cuda::gemm::tp::plan::TpPlan {
+        &self.plan
+    }
+}
+
+impl AsRef<augur_kernels::cuda::gemm::tp::plan::TpPlan> for LayerPlan {
+    fn as_ref(&self) -> &augur_kernels::cuda::gemm::tp::plan::TpPlan {
+        &self.plan
+    }
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
-//! `augur overlap` (issue 24): GEMM + collective overlap in tensor-parallel layers. Built so far:
-//! the GEMMs the patterns build on, on one GPU (`augur overlap gemm`), the producer/consumer
-//! overlap's GEMM side with rows arriving on one GPU (`augur overlap arrive`), and the first
-//! patterns between GPUs, bulk and chunked, for all-gather + GEMM and GEMM + reduce-scatter
-//! (`augur overlap tp`; written and compile-checked, not yet run on GPUs).
+//! `augur overlap` (issue 24): GEMM + collective overlap in tensor-parallel layers: the GEMMs the
+//! patterns build on, on one GPU (`gemm`), the producer/consumer overlap's GEMM side with rows
+//! arriving on one GPU (`arrive`), the patterns between GPUs for all-gather + GEMM and GEMM +
+//! reduce-scatter, checked and timed (`tp`), the pattern selector (`train`, `plan`), and the
+//! all-gather + GEMM through the library's plan on a caller's buffers (`run`).
 
 use std::process::ExitCode;
 
@@ -60,6 +60,42 @@ pub enum OverlapCommand {
     /// picks for each layer, and why: the tree's path and any note (another GPU, another group
     /// size). No GPU needed.
     Plan(OverlapPlanArgs),
+    /// An all-gather + GEMM layer through the library's plan (`augur::overlap::LayerPlan`) on
+    /// buffers allocated as a caller allocates them (cuMemAlloc on each GPU, outside the plan):
+    /// the model's pattern (or --pattern), checked on sampled rows after the first call and
+    /// again after the timing, what has not arrived poisoned; timed as `tp` times the patterns,
+    /// with the harness's own run of the same pattern beside it. CSV on stdout (microseconds
+    /// per call, the slowest GPU's median; the plan's time over the harness's; the model's path
+    /// and notes). Exits non-zero on a failed check.
+    Run(OverlapRunArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct OverlapRunArgs {
+    /// Shapes M,N,K of the whole layer (default: M 2048 and 16384 on Llama-3-8B's QKV, N 6144,
+    /// and gate+up, N 28672, with K 4096).
+    #[arg(value_name = "SHAPE")]
+    shapes: Vec<String>,
+    /// GPUs 0 to N-1 of this machine.
+    #[arg(long, default_value_t = 2)]
+    gpus: usize,
+    #[arg(long, value_enum, default_value = "bf16")]
+    dtype: GemmDtype,
+    /// An overlap model file, or `default-overlap` (the built-in one).
+    #[arg(long, default_value = "default-overlap")]
+    model: String,
+    /// Run this pattern instead of the model's.
+    #[arg(long)]
+    pattern: Option<String>,
+    /// Calls per timed sample (as `tp --batch`).
+    #[arg(long, default_value_t = 1)]
+    batch: usize,
+    #[arg(long, default_value_t = 15)]
+    samples: usize,
+    #[arg(long, default_value_t = 3)]
+    warmup: usize,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
 
 #[derive(Args, Debug)]
@@ -320,7 +356,118 @@ pub fn run(c: OverlapCommand) -> anyhow::Result<ExitCode> {
         OverlapCommand::Tp(a) => tp(a),
         OverlapCommand::Train(a) => train(a),
         OverlapCommand::Plan(a) => plan(a),
+        OverlapCommand::Run(a) => run_plan(a),
     }
+}
+
+fn run_plan(a: OverlapRunArgs) -> anyhow::Result<ExitCode> {
+    use augur_kernels::cuda::gemm::tp::{all_gather_gemm, plan::check_all_gather_gemm, TpPattern};
+    use augur_kernels::KernelError;
+    let mut default = Vec::new();
+    for n in [6144, 28672] {
+        for m in [2048, 16384] {
+            default.push(GemmShape { m, n, k: 4096 });
+        }
+    }
+    let shapes = shapes_or(&a.shapes, default)?;
+    let given = a.pattern.as_deref().map(TpPattern::parse).transpose()?;
+    let model = match augur::defaults::load_any(&a.model)? {
+        augur_models::AnyModel::Overlap(m) => m,
+        _ => anyhow::bail!("{}: not an overlap model", a.model),
+    };
+    let dtype = match a.dtype {
+        GemmDtype::Bf16 => Dtype::Bf16,
+        GemmDtype::F16 => Dtype::F16,
+    };
+    // Everything that can be wrong with the arguments is said before looking for GPUs.
+    if a.gpus < 1 {
+        anyhow::bail!("--gpus: at least 1");
+    }
+    if let Some(p) = given {
+        if matches!(p, TpPattern::GemmAlone | TpPattern::CommAlone) {
+            anyhow::bail!(
+                "--pattern {}: a part of a layer, not a way to run one",
+                p.name()
+            );
+        }
+    }
+    for &shape in &shapes {
+        augur_kernels::cuda::gemm::tp::check(
+            augur_kernels::cuda::gemm::tp::TpOp::AllGatherGemm,
+            shape,
+            a.gpus,
+            given.as_slice(),
+        )?;
+    }
+    let present = augur_kernels::cuda::available().map_err(super::gpu_only("augur overlap run"))?;
+    if a.gpus > present {
+        anyhow::bail!("--gpus {}: this machine has {present}", a.gpus);
+    }
+    let ordinals: Vec<usize> = (0..a.gpus).collect();
+    let dev = augur_kernels::cuda::device_info(0)?;
+    let ty = a
+        .dtype
+        .to_possible_value()
+        .map_or("?".into(), |v| v.get_name().to_string());
+    println!(
+        "device,gpus,op,dtype,m,n,k,pattern,chosen,passed,max_err_over_bound,plan_us,harness_us,\
+         plan_over_harness,why"
+    );
+    let mut failed = 0;
+    for shape in shapes {
+        let p = GemmProblem::random(shape, dtype, a.seed)?;
+        let mut choice = None;
+        let planned =
+            check_all_gather_gemm(&ordinals, &p, (a.warmup, a.batch, a.samples), |bufs| {
+                // SAFETY: check_all_gather_gemm's buffers: cuMemAlloc'd on each GPU, of the
+                // sizes AgBuffers gives, live until the plan is dropped.
+                let plan = unsafe {
+                    augur::overlap::LayerPlan::all_gather_gemm(
+                        &model, &ordinals, shape, dtype, given, bufs,
+                    )
+                }
+                .map_err(|e| KernelError::Invalid(format!("{e}")))?;
+                choice = Some(plan.choice().clone());
+                Ok(plan)
+            })?;
+        let choice = choice.expect("the plan was made");
+        // The harness's run of the same pattern, on its own buffers, timed alike.
+        let harness = all_gather_gemm(
+            &ordinals,
+            &p,
+            &[planned.pattern],
+            a.warmup,
+            a.batch,
+            a.samples,
+        )?;
+        let h = harness[0].per_call_s;
+        let err = planned.max_err.unwrap_or(f64::INFINITY);
+        let passed = err <= 1.0 && harness[0].max_err.is_none_or(|e| e <= 1.0);
+        failed += usize::from(!passed);
+        let mut why = choice.path.join(" > ");
+        for n in &choice.notes {
+            why += &format!(" ({n})");
+        }
+        println!(
+            "{},{},all-gather,{ty},{},{},{},{},{},{passed},{err:.3},{:.2},{:.2},{:.3},\"{}\"",
+            dev.name,
+            a.gpus,
+            shape.m,
+            shape.n,
+            shape.k,
+            planned.pattern.name(),
+            if given.is_some() { "given" } else { "model" },
+            planned.per_call_s * 1e6,
+            h * 1e6,
+            planned.per_call_s / h,
+            why.replace('"', "'"),
+        );
+    }
+    if failed > 0 {
+        eprintln!("augur: {failed} check(s) failed");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn plan(a: OverlapPlanArgs) -> anyhow::Result<ExitCode> {

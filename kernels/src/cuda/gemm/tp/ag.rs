@@ -36,8 +36,7 @@
 //! a collective of its own).
 
 use cudarc::driver::{
-    sys, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, LaunchConfig,
-    PushKernelArg,
+    sys, CudaEvent, CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
 };
 use cudarc::nccl::{result as nccl, sys as nccl_sys};
 use std::cell::Cell;
@@ -54,14 +53,18 @@ use crate::gemm::{check_rows, from_half_bits, reference_rows, to_half_bits};
 use crate::gemm::{GemmProblem, GemmShape};
 use crate::KernelError;
 
-/// One GPU's buffers and plans.
-struct Ag {
-    /// All of A (M x k); this GPU's rows at `rank * rows`. From cuMemAlloc, not the stream-
-    /// ordered pool, so that peers can read it once peer access is on.
-    a: DeviceBuffer,
-    /// This GPU's rows of B (n_r x k) and columns of C (M x n_r).
-    b: CudaSlice<u16>,
-    c: CudaSlice<u16>,
+/// One GPU's buffers (device addresses) and plans.
+pub(super) struct Ag {
+    /// All of A (M x k halves); this GPU's rows at `rank * rows`. From cuMemAlloc (or
+    /// cudaMalloc), not a stream-ordered pool, so that peers can read and write it once peer
+    /// access is on.
+    a: u64,
+    /// This GPU's rows of B (n_r x k) and columns of C (M x n_r), halves.
+    b: u64,
+    c: u64,
+    /// The buffers behind `a`, `b` and `c` when this GPU allocated them (the harness); None on
+    /// a caller's ([`super::plan`]).
+    owned: Option<Owned>,
     rows: usize,
     n_r: usize,
     k: usize,
@@ -79,6 +82,13 @@ struct Ag {
     copy_kernel: Option<(CudaFunction, DeviceBuffer)>,
     /// The GPU's SMs (the copy kernel's grid in `own-bulk`).
     sms: usize,
+}
+
+/// The harness's own buffers.
+pub(super) struct Owned {
+    _a: DeviceBuffer,
+    _b: CudaSlice<u16>,
+    c: CudaSlice<u16>,
 }
 
 /// The copy kernel's addresses (struct TpPieces in comm.cu).
@@ -121,8 +131,83 @@ fn arrival_order(gpu: &Gpu, push: bool) -> Vec<usize> {
 }
 
 impl Ag {
+    /// This GPU's part of a layer on the buffers at `[a, b, c]` (see [`Ag`]'s fields): the
+    /// plans for `patterns`, the flags, the copy streams and the copy kernel they need; with
+    /// the addresses to publish to the peers (none unless a pattern copies between them).
+    ///
+    /// # Safety
+    /// `a` must hold `world x rows x k` halves, `b` `n_r x k`, `c` `world x rows x n_r`, in
+    /// `g`'s context, from cuMemAlloc or cudaMalloc (peers reach `a`), live as long as the Ag.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn new(
+        g: &CudaGemm,
+        rank: usize,
+        world: usize,
+        (rows, n_r, k): (usize, usize, usize),
+        dtype: augur_features::attention::Dtype,
+        patterns: &[TpPattern],
+        [a, b, c]: [u64; 3],
+        owned: Option<Owned>,
+    ) -> Result<(Ag, Vec<u64>), KernelError> {
+        let m = world * rows;
+        let pieces = pieces_of(patterns);
+        let copying = patterns.iter().any(|q| q.copies());
+        let words = world * (1 + MAX_PIECES);
+        let flags = DeviceBuffer::new(&g.ctx, 4 * words)?;
+        // SAFETY: `flags` holds `words` words in this (current) context.
+        crate::cuda::check("cuMemsetD8", unsafe {
+            sys::cuMemsetD8_v2(flags.ptr(), 0, 4 * words)
+        })?;
+        let full = LtPlan::for_shape(&g.stream, GemmShape { m, n: n_r, k }, dtype, 0)?;
+        let plans = piece_plans(
+            g,
+            &pieces,
+            dtype,
+            |c| GemmShape {
+                m: rows / c,
+                n: n_r,
+                k,
+            },
+            |c| world * c,
+        )?;
+        let copy_streams = (0..world)
+            .map(|q| {
+                (copying && q != rank)
+                    .then(|| g.ctx.new_stream().map_err(drv("cuStreamCreate")))
+                    .transpose()
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let copy_kernel = if patterns.iter().any(|q| q.kernel_copies()) {
+            Some(super::copy_kernel(g, &super::comm_module(g)?)?)
+        } else {
+            None
+        };
+        let published = if copying {
+            vec![a, flags.ptr()]
+        } else {
+            Vec::new()
+        };
+        let ag = Ag {
+            a,
+            b,
+            c,
+            owned,
+            rows,
+            n_r,
+            k,
+            full,
+            pieces: plans,
+            copy_streams,
+            flags,
+            epoch: Cell::new(0),
+            copy_kernel,
+            sms: g.multiprocessors,
+        };
+        Ok((ag, published))
+    }
+
     fn gather(&self, gpu: &Gpu, st: &CudaStream) -> Result<(), KernelError> {
-        let a = self.a.ptr();
+        let a = self.a;
         let shard = self.rows * self.k * 2;
         // SAFETY: in place: this GPU's rows of `a` at rank x shard bytes, `a` world x shard
         // bytes; every GPU enqueues the same collectives in the same order.
@@ -150,7 +235,7 @@ impl Ag {
         events: &[CudaEvent],
     ) -> Result<(), KernelError> {
         let (s, cs) = (gpu.stream(), &gpu.comm_stream);
-        let (a, row, piece) = (self.a.ptr(), (self.k * 2) as u64, self.rows / pieces);
+        let (a, row, piece) = (self.a, (self.k * 2) as u64, self.rows / pieces);
         // The broadcasts overwrite rows the last call's GEMMs read.
         cs.join(&s).map_err(drv("join"))?;
         for j in 0..pieces {
@@ -189,7 +274,7 @@ impl Ag {
     ) -> Result<(), KernelError> {
         let e = self.announce(gpu)?;
         let (s, me) = (gpu.stream(), gpu.rank);
-        let a = self.a.ptr();
+        let a = self.a;
         let (shard, bytes) = (self.rows * self.k * 2, self.rows * self.k * 2 / pieces);
         for i in 1..gpu.world {
             let q = (me + i) % gpu.world;
@@ -271,7 +356,7 @@ impl Ag {
         // The copies overwrite rows the last call's GEMMs read (pulled), or send rows written
         // before this call (pushed).
         cs.join(&s).map_err(drv("join"))?;
-        let (a, flags) = (self.a.ptr(), self.flags.ptr());
+        let (a, flags) = (self.a, self.flags.ptr());
         let shard = (self.rows * self.k * 2) as u64;
         let mut t = TpPieces {
             counters: counters.ptr(),
@@ -314,9 +399,9 @@ impl Ag {
     }
 
     /// Enqueue one call of `p`, ordered after everything before it on both streams.
-    fn enqueue(&self, gpu: &Gpu, p: TpPattern) -> Result<(), KernelError> {
+    pub(super) fn enqueue(&self, gpu: &Gpu, p: TpPattern) -> Result<(), KernelError> {
         let s = gpu.stream();
-        let (a, b, c) = (self.a.ptr(), ptr(&self.b, &s), ptr(&self.c, &s));
+        let (a, b, c) = (self.a, self.b, self.c);
         let (row, c_row) = ((self.k * 2) as u64, (self.n_r * 2) as u64);
         // SAFETY (every GEMM below): `a` is M x k, `b` n_r x k, `c` M x n_r halves on this GPU;
         // a plan for m rows runs on rows [r0, r0 + m) of `a` and `c`.
@@ -458,13 +543,12 @@ impl Ag {
     }
 
     /// The rows of A that are not this GPU's, and all of C, to NaN (0xFFFF).
-    fn poison(&mut self, gpu: &Gpu) -> Result<(), KernelError> {
+    pub(super) fn poison(&mut self, gpu: &Gpu) -> Result<(), KernelError> {
         let s = gpu.stream();
         let shard = self.rows * self.k * 2;
         let total = gpu.world * shard;
-        let c_bytes = self.c.len() * 2;
-        let a = self.a.ptr();
-        let (c, _gc) = self.c.device_ptr_mut(&s);
+        let c_bytes = gpu.world * self.rows * self.n_r * 2;
+        let (a, c) = (self.a, self.c);
         let (mine, after) = (gpu.rank * shard, (gpu.rank + 1) * shard);
         // SAFETY: the ranges lie in `a` (total bytes) and `c` (c_bytes), on this stream's GPU.
         unsafe {
@@ -500,73 +584,39 @@ pub fn all_gather_gemm(
     let at = p.check_rows(256, 24);
     let want = reference_rows(p, &at);
     let bits = |v: &[f32]| -> Vec<u16> { v.iter().map(|&x| to_half_bits(p.dtype, x)).collect() };
-    let pieces = pieces_of(patterns);
-    let copying = patterns.iter().any(|q| q.copies());
     let setup = |rank: usize, g: &CudaGemm| -> Result<(Ag, Vec<u64>), KernelError> {
         let s = &g.stream;
         let mut a_host = vec![0xFFFFu16; m * k];
         let mine = rank * rows * k..(rank + 1) * rows * k;
         a_host[mine.clone()].copy_from_slice(&bits(&p.a[mine]));
         let a = DeviceBuffer::new(&g.ctx, m * k * 2)?;
-        let words = world * (1 + MAX_PIECES);
-        let flags = DeviceBuffer::new(&g.ctx, 4 * words)?;
-        // SAFETY: `a` holds m x k halves, `flags` `words` words, in this (current) context.
+        // SAFETY: `a` holds m x k halves in this (current) context.
         unsafe {
             crate::cuda::check(
                 "cuMemcpyHtoD",
                 sys::cuMemcpyHtoD_v2(a.ptr(), a_host.as_ptr() as *const c_void, m * k * 2),
             )?;
-            crate::cuda::check("cuMemsetD8", sys::cuMemsetD8_v2(flags.ptr(), 0, 4 * words))?;
         }
         let b = s
             .clone_htod(&bits(&p.b[rank * n_r * k..(rank + 1) * n_r * k]))
             .map_err(drv("upload"))?;
         let c = s.alloc_zeros::<u16>(m * n_r).map_err(drv("alloc"))?;
-        let full = LtPlan::for_shape(s, GemmShape { m, n: n_r, k }, p.dtype, 0)?;
-        let plans = piece_plans(
-            g,
-            &pieces,
-            p.dtype,
-            |c| GemmShape {
-                m: rows / c,
-                n: n_r,
-                k,
-            },
-            |c| world * c,
-        )?;
-        let copy_streams = (0..world)
-            .map(|q| {
-                (copying && q != rank)
-                    .then(|| g.ctx.new_stream().map_err(drv("cuStreamCreate")))
-                    .transpose()
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let copy_kernel = if patterns.iter().any(|q| q.kernel_copies()) {
-            Some(super::copy_kernel(g, &super::comm_module(g)?)?)
-        } else {
-            None
-        };
-        let published = if copying {
-            vec![a.ptr(), flags.ptr()]
-        } else {
-            Vec::new()
-        };
-        let ag = Ag {
-            a,
-            b,
-            c,
-            rows,
-            n_r,
-            k,
-            full,
-            pieces: plans,
-            copy_streams,
-            flags,
-            epoch: Cell::new(0),
-            copy_kernel,
-            sms: g.multiprocessors,
-        };
-        Ok((ag, published))
+        let (b_ptr, c_ptr) = (ptr(&b, s), ptr(&c, s));
+        let a_ptr = a.ptr();
+        let owned = Owned { _a: a, _b: b, c };
+        // SAFETY: the buffers just allocated, of the sizes Ag::new needs, live in `owned`.
+        unsafe {
+            Ag::new(
+                g,
+                rank,
+                world,
+                (rows, n_r, k),
+                p.dtype,
+                patterns,
+                [a_ptr, b_ptr, c_ptr],
+                Some(owned),
+            )
+        }
     };
     let body = |gpu: &Gpu, st: &mut Ag| {
         // This GPU's columns of the exact rows; a view of its shape for the check.
@@ -596,8 +646,9 @@ pub fn all_gather_gemm(
                 gpu.settle(&s, "the checked call")?;
                 let mut got = Vec::with_capacity(at.len() * n_r);
                 for &r in &at {
+                    let c = &st.owned.as_ref().expect("the harness's own buffers").c;
                     let v = s
-                        .clone_dtoh(&st.c.slice(r * n_r..(r + 1) * n_r))
+                        .clone_dtoh(&c.slice(r * n_r..(r + 1) * n_r))
                         .map_err(drv("download"))?;
                     got.extend(v.into_iter().map(|h| from_half_bits(p.dtype, h)));
                 }

@@ -30,6 +30,7 @@
 //! (`bench/results/tp-grid-h200-2026-11-27/`), from a barrier per call.
 
 pub mod ag;
+pub mod plan;
 pub mod rs;
 
 use std::ffi::c_void;
@@ -454,83 +455,109 @@ impl Gpu {
 /// One GPU's (check, seconds per call) per pattern.
 type GpuResults = Vec<(Option<f64>, f64)>;
 
-/// On every GPU of `ordinals`, its own thread: `setup(rank, gemm)` (buffers and plans, before
+/// What the GPUs of a group share while they open ([`open_gpu`]): NCCL's id, whether one
+/// failed to set up, a barrier, and what each published (its context, as an address, and the
+/// device addresses its peers reach).
+pub(super) struct Opening {
+    id: nccl_sys::ncclUniqueId,
+    failed: AtomicBool,
+    barrier: Barrier,
+    table: Mutex<Vec<(usize, Vec<u64>)>>,
+}
+
+impl Opening {
+    pub(super) fn new(world: usize) -> Result<Opening, KernelError> {
+        // SAFETY: a query of the loader before any NCCL call.
+        if !unsafe { nccl_sys::is_culib_present() } {
+            return Err(KernelError::NotAvailable {
+                backend: "nccl".into(),
+                why: "libnccl could not be loaded".into(),
+            });
+        }
+        Ok(Opening {
+            id: nccl::get_uniqueid().map_err(nccl_err("ncclGetUniqueId"))?,
+            failed: AtomicBool::new(false),
+            barrier: Barrier::new(world),
+            table: Mutex::new(vec![(0, Vec::new()); world]),
+        })
+    }
+}
+
+/// On this thread, GPU `ordinals[rank]`'s part of opening the group (every GPU's thread calls
+/// it at once): its GEMM context and streams, `setup(rank, gemm)` (buffers and plans, before
 /// any communicator: a GPU that fails there stops the others; with the device addresses it
 /// publishes to the others, [`Gpu::peers`]), then peer access between the GPUs if any
-/// published addresses, the communicators, then `body(gpu, state)`; the patterns' results
-/// merged over the GPUs (worst check, slowest time).
+/// published addresses, then the communicator.
+pub(super) fn open_gpu<S>(
+    ordinals: &[usize],
+    rank: usize,
+    o: &Opening,
+    setup: impl FnOnce(usize, &CudaGemm) -> Result<(S, Vec<u64>), KernelError>,
+) -> Result<(Gpu, S), KernelError> {
+    let world = ordinals.len();
+    let ready = CudaGemm::new(ordinals[rank]).and_then(|g| {
+        g.ctx.bind_to_thread().map_err(drv("cuCtxSetCurrent"))?;
+        // The GPU's highest priority: the collective's blocks go ahead of a GEMM's waiting
+        // blocks as SMs free up (as the SpMV halo's do).
+        let (_, top) = cudarc::driver::result::stream::get_priority_range()
+            .map_err(drv("cuCtxGetStreamPriorityRange"))?;
+        let comm_stream = g
+            .ctx
+            .new_stream_with_priority(top)
+            .map_err(drv("cuStreamCreate"))?;
+        let tick = g.stream.alloc_zeros::<f32>(1).map_err(drv("alloc"))?;
+        let (state, published) = setup(rank, &g)?;
+        g.stream.synchronize().map_err(drv("synchronize"))?;
+        let mut t = o.table.lock().unwrap_or_else(|p| p.into_inner());
+        t[rank] = (g.ctx.cu_ctx() as usize, published);
+        drop(t);
+        Ok((g, comm_stream, tick, state))
+    });
+    if ready.is_err() {
+        o.failed.store(true, Ordering::SeqCst);
+    }
+    o.barrier.wait();
+    let (g, comm_stream, tick, state) = ready?;
+    if o.failed.load(Ordering::SeqCst) {
+        return Err(KernelError::Invalid("another GPU failed to set up".into()));
+    }
+    g.ctx.bind_to_thread().map_err(drv("cuCtxSetCurrent"))?;
+    let peers = o.table.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    if peers.iter().any(|p| !p.1.is_empty()) {
+        enable_peers(ordinals, rank, &peers)?;
+    }
+    let peers = peers.into_iter().map(|p| p.1).collect();
+    let mut c = std::ptr::null_mut();
+    // SAFETY: every GPU's thread calls this with the same id and world size.
+    unsafe { nccl::comm_init_rank(&mut c, world as i32, o.id, rank as i32) }
+        .map_err(nccl_err("ncclCommInitRank"))?;
+    let gpu = Gpu {
+        rank,
+        world,
+        g,
+        comm_stream,
+        comm: NcclComm(c),
+        tick,
+        peers,
+    };
+    Ok((gpu, state))
+}
+
+/// On every GPU of `ordinals`, its own thread: [`open_gpu`] with `setup`, then
+/// `body(gpu, state)`; the patterns' results merged over the GPUs (worst check, slowest time).
 fn run_group<S>(
     ordinals: &[usize],
     patterns: &[TpPattern],
     setup: impl Fn(usize, &CudaGemm) -> Result<(S, Vec<u64>), KernelError> + Sync,
     body: impl Fn(&Gpu, &mut S) -> Result<GpuResults, KernelError> + Sync,
 ) -> Result<Vec<TpResult>, KernelError> {
-    let world = ordinals.len();
-    // SAFETY: a query of the loader before any NCCL call.
-    if !unsafe { nccl_sys::is_culib_present() } {
-        return Err(KernelError::NotAvailable {
-            backend: "nccl".into(),
-            why: "libnccl could not be loaded".into(),
-        });
-    }
-    let id = nccl::get_uniqueid().map_err(nccl_err("ncclGetUniqueId"))?;
-    let failed = AtomicBool::new(false);
-    let barrier = Barrier::new(world);
-    // Per rank: its context (as an address) and what it published.
-    let table: Mutex<Vec<(usize, Vec<u64>)>> = Mutex::new(vec![(0, Vec::new()); world]);
+    let opening = Opening::new(ordinals.len())?;
     let per_gpu: Vec<Result<GpuResults, KernelError>> = std::thread::scope(|sc| {
-        let handles: Vec<_> = ordinals
-            .iter()
-            .enumerate()
-            .map(|(rank, &ordinal)| {
-                let (failed, barrier, setup, body) = (&failed, &barrier, &setup, &body);
-                let table = &table;
+        let handles: Vec<_> = (0..ordinals.len())
+            .map(|rank| {
+                let (opening, setup, body) = (&opening, &setup, &body);
                 sc.spawn(move || -> Result<GpuResults, KernelError> {
-                    let ready = CudaGemm::new(ordinal).and_then(|g| {
-                        g.ctx.bind_to_thread().map_err(drv("cuCtxSetCurrent"))?;
-                        // The GPU's highest priority: the collective's blocks go ahead of
-                        // a GEMM's waiting blocks as SMs free up (as the SpMV halo's do).
-                        let (_, top) = cudarc::driver::result::stream::get_priority_range()
-                            .map_err(drv("cuCtxGetStreamPriorityRange"))?;
-                        let comm_stream = g
-                            .ctx
-                            .new_stream_with_priority(top)
-                            .map_err(drv("cuStreamCreate"))?;
-                        let tick = g.stream.alloc_zeros::<f32>(1).map_err(drv("alloc"))?;
-                        let (state, published) = setup(rank, &g)?;
-                        g.stream.synchronize().map_err(drv("synchronize"))?;
-                        let mut t = table.lock().unwrap_or_else(|p| p.into_inner());
-                        t[rank] = (g.ctx.cu_ctx() as usize, published);
-                        drop(t);
-                        Ok((g, comm_stream, tick, state))
-                    });
-                    if ready.is_err() {
-                        failed.store(true, Ordering::SeqCst);
-                    }
-                    barrier.wait();
-                    let (g, comm_stream, tick, mut state) = ready?;
-                    if failed.load(Ordering::SeqCst) {
-                        return Err(KernelError::Invalid("another GPU failed to set up".into()));
-                    }
-                    g.ctx.bind_to_thread().map_err(drv("cuCtxSetCurrent"))?;
-                    let peers = table.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                    if peers.iter().any(|p| !p.1.is_empty()) {
-                        enable_peers(ordinals, rank, &peers)?;
-                    }
-                    let peers = peers.into_iter().map(|p| p.1).collect();
-                    let mut c = std::ptr::null_mut();
-                    // SAFETY: every GPU's thread calls this with the same id and world size.
-                    unsafe { nccl::comm_init_rank(&mut c, world as i32, id, rank as i32) }
-                        .map_err(nccl_err("ncclCommInitRank"))?;
-                    let gpu = Gpu {
-                        rank,
-                        world,
-                        g,
-                        comm_stream,
-                        comm: NcclComm(c),
-                        tick,
-                        peers,
-                    };
+                    let (gpu, mut state) = open_gpu(ordinals, rank, opening, setup)?;
                     body(&gpu, &mut state)
                 })
             })
