@@ -13,6 +13,9 @@ use augur_kernels::cuda::TimingMode;
 use augur_kernels::gemm::{check_rows, reference_rows, GemmProblem, GemmShape};
 use clap::{Args, Subcommand, ValueEnum};
 
+mod tp;
+pub use tp::{OverlapRunArgs, TpArgs};
+
 #[derive(Subcommand, Debug)]
 pub enum OverlapCommand {
     /// Check augur's tensor-core GEMMs (by default the persistent TMA kernel on Hopper, 128 x 256
@@ -68,34 +71,6 @@ pub enum OverlapCommand {
     /// per call, the slowest GPU's median; the plan's time over the harness's; the model's path
     /// and notes). Exits non-zero on a failed check.
     Run(OverlapRunArgs),
-}
-
-#[derive(Args, Debug)]
-pub struct OverlapRunArgs {
-    /// Shapes M,N,K of the whole layer (default: M 2048 and 16384 on Llama-3-8B's QKV, N 6144,
-    /// and gate+up, N 28672, with K 4096).
-    #[arg(value_name = "SHAPE")]
-    shapes: Vec<String>,
-    /// GPUs 0 to N-1 of this machine.
-    #[arg(long, default_value_t = 2)]
-    gpus: usize,
-    #[arg(long, value_enum, default_value = "bf16")]
-    dtype: GemmDtype,
-    /// An overlap model file, or `default-overlap` (the built-in one).
-    #[arg(long, default_value = "default-overlap")]
-    model: String,
-    /// Run this pattern instead of the model's.
-    #[arg(long)]
-    pattern: Option<String>,
-    /// Calls per timed sample (as `tp --batch`).
-    #[arg(long, default_value_t = 1)]
-    batch: usize,
-    #[arg(long, default_value_t = 15)]
-    samples: usize,
-    #[arg(long, default_value_t = 3)]
-    warmup: usize,
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
 }
 
 #[derive(Args, Debug)]
@@ -177,39 +152,6 @@ impl LayerGroup {
             GemmDtype::F16 => Dtype::F16,
         }
     }
-}
-
-#[derive(Args, Debug)]
-pub struct TpArgs {
-    /// Shapes M,N,K of the whole layer (default: Llama-3-8B's QKV (N 6144) and gate+up (N
-    /// 28672) with K 4096, and an 8192 x 8192 layer, for M 512 to 16384 tokens).
-    #[arg(value_name = "SHAPE")]
-    shapes: Vec<String>,
-    #[command(flatten)]
-    layer: LayerGroup,
-    /// Patterns in the order run (the same on every GPU), comma-separated; each operation runs
-    /// those that apply to it: bulk, chunked:C (NCCL per piece), pull:C / push:C / pull-bulk
-    /// (copy engines), pc-push:C:S / pc-pull:C:S (augur's copy kernel on S SMs beside the
-    /// GEMMs), own-bulk (augur's all-gather, then the GEMM), pc-reduce:C:S (the reduce-scatter's
-    /// producer/consumer); gemm and comm are the parts alone. The default: the best of each
-    /// kind on 2 and 4 H200s (bench/results/tp-grid-h200-2026-11-27/).
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "gemm,comm,bulk,chunked:2,own-bulk,pull:1,push:1,push:2,pc-push:1:8,pc-push:2:8,pc-pull:1:8,pc-reduce:2:16,pc-reduce:2:32"
-    )]
-    patterns: Vec<String>,
-    /// Calls per timed sample (back to back, between two events, after a barrier). 1: each
-    /// call timed from a barrier, as a layer whose input has just arrived everywhere (the pull
-    /// patterns need it on more than 2 GPUs).
-    #[arg(long, default_value_t = 1)]
-    batch: usize,
-    #[arg(long, default_value_t = 15)]
-    samples: usize,
-    #[arg(long, default_value_t = 3)]
-    warmup: usize,
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
 }
 
 #[derive(Args, Debug)]
@@ -353,121 +295,11 @@ pub fn run(c: OverlapCommand) -> anyhow::Result<ExitCode> {
     match c {
         OverlapCommand::Gemm(a) => gemm(a),
         OverlapCommand::Arrive(a) => arrive(a),
-        OverlapCommand::Tp(a) => tp(a),
+        OverlapCommand::Tp(a) => tp::tp(a),
         OverlapCommand::Train(a) => train(a),
         OverlapCommand::Plan(a) => plan(a),
-        OverlapCommand::Run(a) => run_plan(a),
+        OverlapCommand::Run(a) => tp::run_plan(a),
     }
-}
-
-fn run_plan(a: OverlapRunArgs) -> anyhow::Result<ExitCode> {
-    use augur_kernels::cuda::gemm::tp::{all_gather_gemm, plan::check_all_gather_gemm, TpPattern};
-    use augur_kernels::KernelError;
-    let mut default = Vec::new();
-    for n in [6144, 28672] {
-        for m in [2048, 16384] {
-            default.push(GemmShape { m, n, k: 4096 });
-        }
-    }
-    let shapes = shapes_or(&a.shapes, default)?;
-    let given = a.pattern.as_deref().map(TpPattern::parse).transpose()?;
-    let model = match augur::defaults::load_any(&a.model)? {
-        augur_models::AnyModel::Overlap(m) => m,
-        _ => anyhow::bail!("{}: not an overlap model", a.model),
-    };
-    let dtype = match a.dtype {
-        GemmDtype::Bf16 => Dtype::Bf16,
-        GemmDtype::F16 => Dtype::F16,
-    };
-    // Everything that can be wrong with the arguments is said before looking for GPUs.
-    if a.gpus < 1 {
-        anyhow::bail!("--gpus: at least 1");
-    }
-    if let Some(p) = given {
-        if matches!(p, TpPattern::GemmAlone | TpPattern::CommAlone) {
-            anyhow::bail!(
-                "--pattern {}: a part of a layer, not a way to run one",
-                p.name()
-            );
-        }
-    }
-    for &shape in &shapes {
-        augur_kernels::cuda::gemm::tp::check(
-            augur_kernels::cuda::gemm::tp::TpOp::AllGatherGemm,
-            shape,
-            a.gpus,
-            given.as_slice(),
-        )?;
-    }
-    let present = augur_kernels::cuda::available().map_err(super::gpu_only("augur overlap run"))?;
-    if a.gpus > present {
-        anyhow::bail!("--gpus {}: this machine has {present}", a.gpus);
-    }
-    let ordinals: Vec<usize> = (0..a.gpus).collect();
-    let dev = augur_kernels::cuda::device_info(0)?;
-    let ty = a
-        .dtype
-        .to_possible_value()
-        .map_or("?".into(), |v| v.get_name().to_string());
-    println!(
-        "device,gpus,op,dtype,m,n,k,pattern,chosen,passed,max_err_over_bound,plan_us,harness_us,\
-         plan_over_harness,why"
-    );
-    let mut failed = 0;
-    for shape in shapes {
-        let p = GemmProblem::random(shape, dtype, a.seed)?;
-        let mut choice = None;
-        let planned =
-            check_all_gather_gemm(&ordinals, &p, (a.warmup, a.batch, a.samples), |bufs| {
-                // SAFETY: check_all_gather_gemm's buffers: cuMemAlloc'd on each GPU, of the
-                // sizes AgBuffers gives, live until the plan is dropped.
-                let plan = unsafe {
-                    augur::overlap::LayerPlan::all_gather_gemm(
-                        &model, &ordinals, shape, dtype, given, bufs,
-                    )
-                }
-                .map_err(|e| KernelError::Invalid(format!("{e}")))?;
-                choice = Some(plan.choice().clone());
-                Ok(plan)
-            })?;
-        let choice = choice.expect("the plan was made");
-        // The harness's run of the same pattern, on its own buffers, timed alike.
-        let harness = all_gather_gemm(
-            &ordinals,
-            &p,
-            &[planned.pattern],
-            a.warmup,
-            a.batch,
-            a.samples,
-        )?;
-        let h = harness[0].per_call_s;
-        let err = planned.max_err.unwrap_or(f64::INFINITY);
-        let passed = err <= 1.0 && harness[0].max_err.is_none_or(|e| e <= 1.0);
-        failed += usize::from(!passed);
-        let mut why = choice.path.join(" > ");
-        for n in &choice.notes {
-            why += &format!(" ({n})");
-        }
-        println!(
-            "{},{},all-gather,{ty},{},{},{},{},{},{passed},{err:.3},{:.2},{:.2},{:.3},\"{}\"",
-            dev.name,
-            a.gpus,
-            shape.m,
-            shape.n,
-            shape.k,
-            planned.pattern.name(),
-            if given.is_some() { "given" } else { "model" },
-            planned.per_call_s * 1e6,
-            h * 1e6,
-            planned.per_call_s / h,
-            why.replace('"', "'"),
-        );
-    }
-    if failed > 0 {
-        eprintln!("augur: {failed} check(s) failed");
-        return Ok(ExitCode::FAILURE);
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 fn plan(a: OverlapPlanArgs) -> anyhow::Result<ExitCode> {
@@ -694,146 +526,6 @@ fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
              of {} shapes (the fused overlap pattern needs 0.8 on a shape to count there)",
             r.len()
         );
-    }
-    if failed > 0 {
-        eprintln!("augur: {failed} check(s) failed");
-        return Ok(ExitCode::FAILURE);
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn tp(a: TpArgs) -> anyhow::Result<ExitCode> {
-    use augur_kernels::cuda::gemm::tp::{
-        all_gather_gemm, check, gemm_reduce_scatter, TpOp, TpPattern,
-    };
-    let mut default = Vec::new();
-    for (n, k) in [(6144, 4096), (28672, 4096), (8192, 8192)] {
-        for m in [512, 2048, 8192, 16384] {
-            default.push(GemmShape { m, n, k });
-        }
-    }
-    let shapes = shapes_or(&a.shapes, default)?;
-    let patterns = a
-        .patterns
-        .iter()
-        .map(|s| TpPattern::parse(s))
-        .collect::<Result<Vec<_>, _>>()?;
-    let ops: Vec<TpOp> = a.layer.ops();
-    let gpus = a.layer.gpus;
-    if gpus < 1 {
-        anyhow::bail!("--gpus: at least 1");
-    }
-    // Everything that can be wrong with the arguments is said before looking for GPUs.
-    // Each operation runs the patterns that apply to it (the pulls: the all-gather's).
-    let of = |op: TpOp| -> Vec<TpPattern> {
-        patterns.iter().copied().filter(|p| p.applies(op)).collect()
-    };
-    for &op in &ops {
-        for &shape in &shapes {
-            check(op, shape, gpus, &of(op))?;
-        }
-    }
-    // The pulls hung back to back on 4 H200s (the pushes did not); AUGUR_TP_BACK_TO_BACK=1
-    // lifts the refusal, to look into it.
-    let lifted = std::env::var_os("AUGUR_TP_BACK_TO_BACK").is_some();
-    let pulls = |p: &TpPattern| {
-        matches!(
-            p,
-            TpPattern::Pull(_) | TpPattern::PullBulk | TpPattern::Pc { push: false, .. }
-        )
-    };
-    if gpus > 2 && a.batch > 1 && patterns.iter().any(pulls) && !lifted {
-        anyhow::bail!(
-            "--batch {} with the pull patterns on {} GPUs: these hung back to back on 4 H200s \
-             (calls queued without a barrier between them; the push patterns did not); run them \
-             with --batch 1 (each call timed from a barrier)",
-            a.batch,
-            gpus
-        );
-    }
-    let present = augur_kernels::cuda::available().map_err(super::gpu_only("augur overlap tp"))?;
-    if gpus > present {
-        anyhow::bail!("--gpus {}: this machine has {present}", gpus);
-    }
-    let dtype = a.layer.dtype();
-    let dev = augur_kernels::cuda::device_info(0)?;
-    let ty = a
-        .layer
-        .dtype
-        .to_possible_value()
-        .map_or("?".into(), |v| v.get_name().to_string());
-    let ordinals: Vec<usize> = (0..gpus).collect();
-    // Each row also carries the layer's overlap features (schema `overlap`; empty on one GPU,
-    // which is no overlap), so that runs of this command can train a pattern selector.
-    use augur_features::message::LinkProbe;
-    use augur_features::overlap::{OverlapFeatures, OverlapShape, OVERLAP_SCHEMA_VERSION};
-    let link = augur_kernels::cuda::DriverLinkProbe.group_link(&ordinals)?;
-    let schema = OverlapFeatures::schema();
-    let names: Vec<String> = schema
-        .features
-        .iter()
-        .map(|f| format!("f_{}", f.name))
-        .collect();
-    println!(
-        "device,gpus,op,dtype,m,n,k,pattern,passed,max_err_over_bound,us,bulk_over_pattern,\
-         share_of_bound,schema_version,{}",
-        names.join(",")
-    );
-    let mut failed = 0;
-    for &op in &ops {
-        for &shape in &shapes {
-            let p = GemmProblem::random(shape, dtype, a.seed)?;
-            let res = match op {
-                TpOp::AllGatherGemm => all_gather_gemm,
-                TpOp::GemmReduceScatter => gemm_reduce_scatter,
-            }(&ordinals, &p, &of(op), a.warmup, a.batch, a.samples)?;
-            let time = |q: TpPattern| res.iter().find(|r| r.pattern == q).map(|r| r.per_call_s);
-            let bulk = time(TpPattern::Bulk);
-            // The perfect overlap: max(GEMM alone, collective alone).
-            let bound = match (time(TpPattern::GemmAlone), time(TpPattern::CommAlone)) {
-                (Some(g), Some(c)) => Some(g.max(c)),
-                _ => None,
-            };
-            let features = OverlapShape {
-                op,
-                m: shape.m,
-                n: shape.n,
-                k: shape.k,
-                dtype,
-                world_size: gpus,
-                link,
-                sms: dev.multiprocessors.max(1) as usize,
-            }
-            .features()
-            .map_or(vec![String::new(); names.len()], |f| {
-                f.values().iter().map(|v| format!("{v}")).collect()
-            });
-            for r in &res {
-                let passed = r.max_err.is_none_or(|e| e <= 1.0);
-                failed += usize::from(!passed);
-                let vs = bulk.map_or(String::new(), |b| format!("{:.3}", b / r.per_call_s));
-                let share = match (bulk, bound) {
-                    (Some(b), Some(o)) if b > o && r.max_err.is_some() => {
-                        format!("{:.2}", (b - r.per_call_s) / (b - o))
-                    }
-                    _ => String::new(),
-                };
-                println!(
-                    "{},{},{},{ty},{},{},{},{},{passed},{},{:.2},{vs},{share},\
-                     {OVERLAP_SCHEMA_VERSION},{}",
-                    dev.name,
-                    gpus,
-                    op.name(),
-                    shape.m,
-                    shape.n,
-                    shape.k,
-                    r.pattern.name(),
-                    r.max_err.map_or(String::new(), |e| format!("{e:.3}")),
-                    r.per_call_s * 1e6,
-                    features.join(","),
-                );
-            }
-        }
     }
     if failed > 0 {
         eprintln!("augur: {failed} check(s) failed");
