@@ -12,11 +12,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! [`LayerPlan`] runs the chosen pattern of an all-gather + GEMM on the caller's device buffers:
-//! planned once for a layer and a group of GPUs (one thread per GPU holding its context,
-//! communicator, GEMM plans and flags for the plan's life), then [`LayerPlan::run`] per call.
-//! The GEMM + reduce-scatter is not planned yet: `augur overlap tp` runs, checks and times its
-//! patterns on buffers of its own (`augur_kernels::cuda::gemm::tp`).
+//! [`LayerPlan`] runs the chosen pattern of an all-gather + GEMM or a GEMM + reduce-scatter on
+//! the caller's device buffers: planned once for a layer and a group of GPUs (one thread per
+//! GPU holding its context, communicator, GEMM plans and flags for the plan's life), then
+//! [`LayerPlan::run`] per call. `augur overlap tp` runs, checks and times every pattern on
+//! buffers of its own (`augur_kernels::cuda::gemm::tp`).
 
 use augur_features::overlap::OverlapShape;
 use augur_kernels::cuda::gemm::tp::TpPattern;
@@ -91,7 +91,7 @@ pub fn choose_pattern(
     })
 }
 
-/// An all-gather + GEMM layer planned on a group of GPUs and the caller's buffers, with the
+/// A tensor-parallel layer planned on a group of GPUs and the caller's buffers, with the
 /// pattern the overlap model chose for it (see the module docs).
 #[derive(Debug)]
 pub struct LayerPlan {
@@ -100,33 +100,34 @@ pub struct LayerPlan {
 }
 
 impl LayerPlan {
-    /// Choose the pattern for the all-gather + GEMM of `shape` (A M x K cut by rows over the
-    /// GPUs, B N x K by rows, C = A Bᵀ) on the GPUs `ordinals` (the link between them asked of
-    /// the driver), or take `pattern` when given (noted), and plan it on `buffers[rank]` for
-    /// GPU `ordinals[rank]`.
+    /// Choose the pattern for `op` on layer `shape` (A M x K, B N x K, C = A Bᵀ; the
+    /// all-gather cuts A and B by rows, the reduce-scatter both along K) on the GPUs
+    /// `ordinals` (the link between them asked of the driver), or take `pattern` when given
+    /// (noted), and plan it on `buffers[rank]` for GPU `ordinals[rank]`.
     ///
     /// # Safety
-    /// As [`TpPlan::all_gather_gemm`](augur_kernels::cuda::gemm::tp::plan::TpPlan::all_gather_gemm):
+    /// As [`TpPlan::new`](augur_kernels::cuda::gemm::tp::plan::TpPlan::new):
     /// each buffer a live cuMemAlloc or cudaMalloc allocation of its GPU's primary context, of
-    /// the sizes [`AgBuffers`](augur_kernels::cuda::gemm::tp::plan::AgBuffers) gives, live and
-    /// written by nothing else during a call until the plan is dropped.
-    pub unsafe fn all_gather_gemm(
+    /// the sizes [`TpBuffers`](augur_kernels::cuda::gemm::tp::plan::TpBuffers) gives for `op`,
+    /// live and written by nothing else during a call until the plan is dropped.
+    pub unsafe fn new(
         model: &OverlapModel,
+        op: augur_features::overlap::OverlapOp,
         ordinals: &[usize],
         shape: augur_kernels::gemm::GemmShape,
         dtype: augur_features::attention::Dtype,
         pattern: Option<TpPattern>,
-        buffers: &[augur_kernels::cuda::gemm::tp::plan::AgBuffers],
+        buffers: &[augur_kernels::cuda::gemm::tp::plan::TpBuffers],
     ) -> Result<LayerPlan, AugurError> {
         use augur_features::message::LinkProbe;
-        use augur_features::overlap::OverlapOp;
+        use augur_kernels::cuda::gemm::tp::plan::TpPlan;
         let dev =
             augur_kernels::cuda::device_info(*ordinals.first().ok_or_else(|| {
                 AugurError::Invalid("a layer plan needs at least one GPU".into())
             })?)?;
         let link = augur_kernels::cuda::DriverLinkProbe.group_link(ordinals)?;
         let layer = OverlapShape {
-            op: OverlapOp::AllGatherGemm,
+            op,
             m: shape.m,
             n: shape.n,
             k: shape.k,
@@ -144,15 +145,7 @@ impl LayerPlan {
             None => choose_pattern(model, &layer, &dev.name)?,
         };
         // SAFETY: the caller's buffers, as this function's contract says.
-        let plan = unsafe {
-            augur_kernels::cuda::gemm::tp::plan::TpPlan::all_gather_gemm(
-                ordinals,
-                shape,
-                dtype,
-                choice.pattern,
-                buffers,
-            )
-        }?;
+        let plan = unsafe { TpPlan::new(op, ordinals, shape, dtype, choice.pattern, buffers) }?;
         Ok(LayerPlan { choice, plan })
     }
 

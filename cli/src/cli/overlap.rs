@@ -63,10 +63,11 @@ pub enum OverlapCommand {
     /// picks for each layer, and why: the tree's path and any note (another GPU, another group
     /// size). No GPU needed.
     Plan(OverlapPlanArgs),
-    /// An all-gather + GEMM layer through the library's plan (`augur::overlap::LayerPlan`) on
-    /// buffers allocated as a caller allocates them (cuMemAlloc on each GPU, outside the plan):
-    /// the model's pattern (or --pattern), checked on sampled rows after the first call and
-    /// again after the timing, what has not arrived poisoned; timed as `tp` times the patterns,
+    /// A layer (all-gather + GEMM, or GEMM + reduce-scatter with --op) through the library's
+    /// plan (`augur::overlap::LayerPlan`) on buffers allocated as a caller allocates them
+    /// (cuMemAlloc on each GPU, outside the plan): the model's pattern (or --pattern), checked
+    /// on sampled rows after the first call and again after the timing, what has not arrived
+    /// poisoned; timed as `tp` times the patterns,
     /// with the harness's own run of the same pattern beside it. CSV on stdout (microseconds
     /// per call, the slowest GPU's median; the plan's time over the harness's; the model's path
     /// and notes). Exits non-zero on a failed check.

@@ -19,6 +19,9 @@ pub struct OverlapRunArgs {
     /// GPUs 0 to N-1 of this machine.
     #[arg(long, default_value_t = 2)]
     gpus: usize,
+    /// The operation: all-gather (all-gather + GEMM) or reduce-scatter (GEMM + reduce-scatter).
+    #[arg(long, value_enum, default_value = "all-gather")]
+    op: super::TpOpArg,
     #[arg(long, value_enum, default_value = "bf16")]
     dtype: GemmDtype,
     /// An overlap model file, or `default-overlap` (the built-in one).
@@ -73,8 +76,13 @@ pub struct TpArgs {
 }
 
 pub(super) fn run_plan(a: OverlapRunArgs) -> anyhow::Result<ExitCode> {
-    use augur_kernels::cuda::gemm::tp::{all_gather_gemm, plan::check_all_gather_gemm, TpPattern};
+    use augur_kernels::cuda::gemm::tp::plan::{check_all_gather_gemm, check_gemm_reduce_scatter};
+    use augur_kernels::cuda::gemm::tp::{all_gather_gemm, gemm_reduce_scatter, TpOp, TpPattern};
     use augur_kernels::KernelError;
+    let op = match a.op {
+        super::TpOpArg::AllGather => TpOp::AllGatherGemm,
+        super::TpOpArg::ReduceScatter => TpOp::GemmReduceScatter,
+    };
     let mut default = Vec::new();
     for n in [6144, 28672] {
         for m in [2048, 16384] {
@@ -104,12 +112,7 @@ pub(super) fn run_plan(a: OverlapRunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     for &shape in &shapes {
-        augur_kernels::cuda::gemm::tp::check(
-            augur_kernels::cuda::gemm::tp::TpOp::AllGatherGemm,
-            shape,
-            a.gpus,
-            given.as_slice(),
-        )?;
+        augur_kernels::cuda::gemm::tp::check(op, shape, a.gpus, given.as_slice())?;
     }
     let present =
         augur_kernels::cuda::available().map_err(super::super::gpu_only("augur overlap run"))?;
@@ -130,26 +133,27 @@ pub(super) fn run_plan(a: OverlapRunArgs) -> anyhow::Result<ExitCode> {
     for shape in shapes {
         let p = GemmProblem::random(shape, dtype, a.timing.seed)?;
         let mut choice = None;
-        let planned = check_all_gather_gemm(
-            &ordinals,
-            &p,
-            (a.timing.warmup, a.timing.batch, a.timing.samples),
-            |bufs| {
-                // SAFETY: check_all_gather_gemm's buffers: cuMemAlloc'd on each GPU, of the
-                // sizes AgBuffers gives, live until the plan is dropped.
-                let plan = unsafe {
-                    augur::overlap::LayerPlan::all_gather_gemm(
-                        &model, &ordinals, shape, dtype, given, bufs,
-                    )
-                }
-                .map_err(|e| KernelError::Invalid(format!("{e}")))?;
-                choice = Some(plan.choice().clone());
-                Ok(plan)
-            },
-        )?;
+        let make = |bufs: &[augur_kernels::cuda::gemm::tp::plan::TpBuffers]| {
+            // SAFETY: the check's buffers: cuMemAlloc'd on each GPU, of the sizes TpBuffers
+            // gives for the operation, live until the plan is dropped.
+            let plan = unsafe {
+                augur::overlap::LayerPlan::new(&model, op, &ordinals, shape, dtype, given, bufs)
+            }
+            .map_err(|e| KernelError::Invalid(format!("{e}")))?;
+            choice = Some(plan.choice().clone());
+            Ok(plan)
+        };
+        let timing = (a.timing.warmup, a.timing.batch, a.timing.samples);
+        let planned = match op {
+            TpOp::AllGatherGemm => check_all_gather_gemm(&ordinals, &p, timing, make)?,
+            TpOp::GemmReduceScatter => check_gemm_reduce_scatter(&ordinals, &p, timing, make)?,
+        };
         let choice = choice.expect("the plan was made");
         // The harness's run of the same pattern, on its own buffers, timed alike.
-        let harness = all_gather_gemm(
+        let harness = match op {
+            TpOp::AllGatherGemm => all_gather_gemm,
+            TpOp::GemmReduceScatter => gemm_reduce_scatter,
+        }(
             &ordinals,
             &p,
             &[planned.pattern],
@@ -166,9 +170,10 @@ pub(super) fn run_plan(a: OverlapRunArgs) -> anyhow::Result<ExitCode> {
             why += &format!(" ({n})");
         }
         println!(
-            "{},{},all-gather,{ty},{},{},{},{},{},{passed},{err:.3},{:.2},{:.2},{:.3},\"{}\"",
+            "{},{},{},{ty},{},{},{},{},{},{passed},{err:.3},{:.2},{:.2},{:.3},\"{}\"",
             dev.name,
             a.gpus,
+            op.name(),
             shape.m,
             shape.n,
             shape.k,

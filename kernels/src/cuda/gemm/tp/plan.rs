@@ -1,8 +1,8 @@
 //! A tensor-parallel layer planned once and run on the caller's buffers (issue 24): the
-//! all-gather + GEMM of [`super::ag`] with one pattern, on device buffers the caller registers
-//! at plan time (as TransformerEngine's userbuffers are): per GPU, all of A (M x K, its own
-//! rows in place at `rank x M / P`, the others written by the call), its rows of B (N / P x K)
-//! and its columns of C (M x N / P), bf16 or f16.
+//! all-gather + GEMM of [`super::ag`] or the GEMM + reduce-scatter of [`super::rs`] with one
+//! pattern, on device buffers the caller registers at plan time (as TransformerEngine's
+//! userbuffers are), bf16 or f16 ([`TpBuffers`] says which per operation). The reduce-scatter's
+//! partial product (M x N per GPU) and `pc-reduce`'s staging are the plan's own.
 //!
 //! The plan keeps one thread per GPU for its life, each holding that GPU's context, streams,
 //! NCCL communicator, cuBLASLt plans and flags (opened as the harness opens them: every GPU
@@ -25,20 +25,38 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use super::ag::Ag;
+use super::rs::Rs;
 use super::{check, open_gpu, Opening, TpOp, TpPattern};
 use crate::gemm::GemmShape;
 use crate::KernelError;
 
-/// One GPU's buffers of an all-gather + GEMM layer: device addresses in that GPU's primary
-/// context (see the module docs for the sizes and where they may come from).
+/// One GPU's buffers of a layer: device addresses in that GPU's primary context (see the
+/// module docs for where they may come from), halves, row-major.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AgBuffers {
-    /// All of A, M x K halves; this GPU's rows at `rank x M / P` written by the caller.
+pub struct TpBuffers {
+    /// All-gather + GEMM: all of A, M x K, this GPU's rows at `rank x M / P` written by the
+    /// caller, the others by the call. GEMM + reduce-scatter: this GPU's columns of A, M x K / P.
     pub a: u64,
-    /// This GPU's rows of B, N / P x K halves.
+    /// All-gather: this GPU's rows of B, N / P x K. Reduce-scatter: its columns of B, N x K / P.
     pub b: u64,
-    /// This GPU's columns of C, M x N / P halves (row-major, N / P per row).
+    /// All-gather: this GPU's columns of C, M x N / P. Reduce-scatter: its rows of the sum,
+    /// M / P x N.
     pub c: u64,
+}
+
+/// One GPU's part of the layer (its thread's).
+enum Layer {
+    Ag(Ag),
+    Rs(Rs, augur_features::attention::Dtype),
+}
+
+impl Layer {
+    fn enqueue(&self, gpu: &super::Gpu, p: TpPattern) -> Result<(), KernelError> {
+        match self {
+            Layer::Ag(a) => a.enqueue(gpu, p),
+            Layer::Rs(r, dtype) => r.enqueue(gpu, p, *dtype),
+        }
+    }
 }
 
 enum Command {
@@ -75,23 +93,25 @@ impl std::fmt::Debug for TpPlan {
 }
 
 impl TpPlan {
-    /// Plan the all-gather + GEMM of layer `shape` (A M x K, B N x K, C = A Bᵀ) on the GPUs
-    /// `ordinals` with `pattern`, on `buffers[rank]` for GPU `ordinals[rank]`. Refuses a
-    /// pattern of the other operation, a shape that does not split, or a count of buffers
-    /// other than of GPUs before any GPU work; a GPU that fails to open stops them all.
+    /// Plan `op` on layer `shape` (A M x K, B N x K, C = A Bᵀ; the all-gather cuts A and B by
+    /// rows, the reduce-scatter both along K and GPU r receives rows `[r M / P, (r + 1) M / P)`
+    /// of the sum) on the GPUs `ordinals` with `pattern`, on `buffers[rank]` for GPU
+    /// `ordinals[rank]`. Refuses a pattern of the other operation, a shape that does not split,
+    /// or a count of buffers other than of GPUs before any GPU work; a GPU that fails to open
+    /// stops them all.
     ///
     /// # Safety
-    /// Each buffer must be a live allocation of the sizes in [`AgBuffers`], in its GPU's
-    /// primary context, from cuMemAlloc or cudaMalloc, and stay live (and not be written by
-    /// anything else during a call) until the plan is dropped.
-    pub unsafe fn all_gather_gemm(
+    /// Each buffer must be a live allocation of the sizes in [`TpBuffers`] for `op`, in its
+    /// GPU's primary context, from cuMemAlloc or cudaMalloc, and stay live (and not be written
+    /// by anything else during a call) until the plan is dropped.
+    pub unsafe fn new(
+        op: TpOp,
         ordinals: &[usize],
         shape: GemmShape,
         dtype: augur_features::attention::Dtype,
         pattern: TpPattern,
-        buffers: &[AgBuffers],
+        buffers: &[TpBuffers],
     ) -> Result<TpPlan, KernelError> {
-        let op = TpOp::AllGatherGemm;
         if matches!(pattern, TpPattern::GemmAlone | TpPattern::CommAlone) {
             return Err(KernelError::Invalid(format!(
                 "`{}` is a part of a layer, not a way to run one",
@@ -106,8 +126,8 @@ impl TpPlan {
                 buffers.len()
             )));
         }
-        let (rows, n_r) = check(op, shape, world, &[pattern])?;
-        let k = shape.k;
+        // Rows per GPU, and the cut dimension's share (all-gather: N / P; reduce-scatter: K / P).
+        let (rows, cut) = check(op, shape, world, &[pattern])?;
         // The pulls on more than 2 GPUs: a barrier between calls (see the module docs).
         let barrier_between = world > 2
             && matches!(
@@ -125,21 +145,42 @@ impl TpPlan {
                 .name(format!("augur-tp-gpu{}", ordinals[rank]))
                 .spawn(move || {
                     let opened = open_gpu(&ordinals, rank, &opening, |rank, g| {
-                        // SAFETY: the caller's buffers, as all_gather_gemm's contract says.
+                        let bufs = [buf.a, buf.b, buf.c];
+                        // SAFETY: the caller's buffers, as the plan's contract says.
                         unsafe {
-                            Ag::new(
-                                g,
-                                rank,
-                                world,
-                                (rows, n_r, k),
-                                dtype,
-                                &[pattern],
-                                [buf.a, buf.b, buf.c],
-                                None,
-                            )
+                            Ok(match op {
+                                TpOp::AllGatherGemm => {
+                                    let dims = (rows, cut, shape.k);
+                                    let (ag, published) = Ag::new(
+                                        g,
+                                        rank,
+                                        world,
+                                        dims,
+                                        dtype,
+                                        &[pattern],
+                                        bufs,
+                                        None,
+                                    )?;
+                                    (Layer::Ag(ag), published)
+                                }
+                                TpOp::GemmReduceScatter => {
+                                    let dims = (rows, shape.n, cut);
+                                    let (rs, published) = Rs::new(
+                                        g,
+                                        rank,
+                                        world,
+                                        dims,
+                                        dtype,
+                                        &[pattern],
+                                        bufs,
+                                        None,
+                                    )?;
+                                    (Layer::Rs(rs, dtype), published)
+                                }
+                            })
                         }
                     });
-                    let (gpu, ag) = match opened {
+                    let (gpu, layer) = match opened {
                         Ok(v) => {
                             let _ = reply_tx.send(Ok(0.0));
                             v
@@ -154,7 +195,7 @@ impl TpPlan {
                         let r = match c {
                             Command::Run(calls) => (|| {
                                 for _ in 0..calls {
-                                    ag.enqueue(&gpu, pattern)?;
+                                    layer.enqueue(&gpu, pattern)?;
                                     if barrier_between {
                                         gpu.barrier()?;
                                     }
@@ -163,7 +204,7 @@ impl TpPlan {
                             })(),
                             Command::Time(warmup, batch, samples) => {
                                 let batch = if barrier_between { 1 } else { batch };
-                                gpu.time(warmup, batch, samples, || ag.enqueue(&gpu, pattern))
+                                gpu.time(warmup, batch, samples, || layer.enqueue(&gpu, pattern))
                             }
                         };
                         if reply_tx.send(r).is_err() {
@@ -172,7 +213,7 @@ impl TpPlan {
                     }
                     // Dropped here on this thread: the GPU's work finished (each command
                     // waited for it), then its plans, flags and communicator.
-                    drop(ag);
+                    drop(layer);
                     drop(gpu);
                 })
                 .map_err(|e| KernelError::Invalid(format!("spawn a GPU's thread: {e}")))?;
@@ -267,57 +308,118 @@ impl AsRef<TpPlan> for TpPlan {
     }
 }
 
+/// A check's stand-in for a caller: three buffers on each GPU (cuMemAlloc in its primary
+/// context, outside any plan), written and read synchronously between a plan's calls.
+struct Caller {
+    gpus: Vec<(
+        Arc<cudarc::driver::CudaContext>,
+        [crate::cuda::comm::DeviceBuffer; 3],
+    )>,
+}
+
+impl Caller {
+    /// `bytes[i]` bytes for buffer i on each GPU of `ordinals`.
+    fn new(ordinals: &[usize], bytes: [usize; 3]) -> Result<Caller, KernelError> {
+        use crate::cuda::comm::DeviceBuffer;
+        let gpus = ordinals
+            .iter()
+            .map(|&o| {
+                let ctx =
+                    cudarc::driver::CudaContext::new(o).map_err(crate::cuda::drv("cuCtxCreate"))?;
+                let [x, y, z] = bytes;
+                let bufs = [
+                    DeviceBuffer::new(&ctx, x)?,
+                    DeviceBuffer::new(&ctx, y)?,
+                    DeviceBuffer::new(&ctx, z)?,
+                ];
+                Ok((ctx, bufs))
+            })
+            .collect::<Result<Vec<_>, KernelError>>()?;
+        Ok(Caller { gpus })
+    }
+
+    fn addresses(&self) -> Vec<TpBuffers> {
+        self.gpus
+            .iter()
+            .map(|(_, [a, b, c])| TpBuffers {
+                a: a.ptr(),
+                b: b.ptr(),
+                c: c.ptr(),
+            })
+            .collect()
+    }
+
+    /// `v` into buffer `i` of GPU `rank`, from its start.
+    fn write(&self, rank: usize, i: usize, v: &[u16]) -> Result<(), KernelError> {
+        let (ctx, bufs) = &self.gpus[rank];
+        ctx.bind_to_thread()
+            .map_err(crate::cuda::drv("cuCtxSetCurrent"))?;
+        let n = (v.len() * 2).min(bufs[i].bytes());
+        // SAFETY: n bytes of a live allocation of this (current) context, from `v`.
+        crate::cuda::check("cuMemcpyHtoD", unsafe {
+            cudarc::driver::sys::cuMemcpyHtoD_v2(bufs[i].ptr(), v.as_ptr() as *const _, n)
+        })
+    }
+
+    /// Buffer `i` of GPU `rank` to NaN (0xFFFF).
+    fn poison(&self, rank: usize, i: usize) -> Result<(), KernelError> {
+        let (ctx, bufs) = &self.gpus[rank];
+        ctx.bind_to_thread()
+            .map_err(crate::cuda::drv("cuCtxSetCurrent"))?;
+        // SAFETY: the whole of a live allocation of this (current) context.
+        crate::cuda::check("cuMemsetD8", unsafe {
+            cudarc::driver::sys::cuMemsetD8_v2(bufs[i].ptr(), 0xFF, bufs[i].bytes())
+        })
+    }
+
+    /// `out.len()` halves of buffer `i` of GPU `rank`, from half `at`.
+    fn read(&self, rank: usize, i: usize, at: usize, out: &mut [u16]) -> Result<(), KernelError> {
+        let (ctx, bufs) = &self.gpus[rank];
+        ctx.bind_to_thread()
+            .map_err(crate::cuda::drv("cuCtxSetCurrent"))?;
+        if 2 * (at + out.len()) > bufs[i].bytes() {
+            return Err(KernelError::Invalid("a read past a check's buffer".into()));
+        }
+        // SAFETY: in bounds (above) of a live allocation of this (current) context.
+        crate::cuda::check("cuMemcpyDtoH", unsafe {
+            cudarc::driver::sys::cuMemcpyDtoH_v2(
+                out.as_mut_ptr() as *mut _,
+                bufs[i].ptr() + 2 * at as u64,
+                out.len() * 2,
+            )
+        })
+    }
+}
+
 /// Check and time the all-gather + GEMM of `p` through the plan `make` builds on buffers
-/// allocated the way a caller allocates them (cuMemAlloc in each GPU's primary context, outside
-/// the plan): A's other rows and C poisoned (NaN) before a call, the sampled rows of C checked
-/// against the f64 reference; once after the first call and again after the timing (the
-/// plan's flags many calls on), each time re-poisoned first. The plan's pattern, the worst
-/// check and the time as [`TpPlan::time`] measures it.
+/// allocated the way a caller allocates them ([`Caller`]): A's other rows and C poisoned (NaN)
+/// before a call, the sampled rows of C checked against the f64 reference; once after the
+/// first call and again after the timing (the plan's flags many calls on), each time
+/// re-poisoned first. The plan's pattern, the worst check and the time as [`TpPlan::time`]
+/// measures it.
 pub fn check_all_gather_gemm<P: AsRef<TpPlan>>(
     ordinals: &[usize],
     p: &crate::gemm::GemmProblem,
-    (warmup, batch, samples): (usize, usize, usize),
-    make: impl FnOnce(&[AgBuffers]) -> Result<P, KernelError>,
+    timing: (usize, usize, usize),
+    make: impl FnOnce(&[TpBuffers]) -> Result<P, KernelError>,
 ) -> Result<super::TpResult, KernelError> {
-    use crate::cuda::comm::DeviceBuffer;
-    use crate::cuda::drv;
     use crate::gemm::{check_rows, from_half_bits, reference_rows, to_half_bits};
-    use cudarc::driver::sys;
-    use std::ffi::c_void;
     let world = ordinals.len();
     let (rows, n_r) = super::split(TpOp::AllGatherGemm, p.shape, world)?;
     let (m, k) = (world * rows, p.shape.k);
     let bits = |v: &[f32]| -> Vec<u16> { v.iter().map(|&x| to_half_bits(p.dtype, x)).collect() };
-    // Per GPU: its context and the caller's three buffers.
-    let mut held = Vec::with_capacity(world);
-    for (rank, &o) in ordinals.iter().enumerate() {
-        let ctx = cudarc::driver::CudaContext::new(o).map_err(drv("cuCtxCreate"))?;
-        let a = DeviceBuffer::new(&ctx, m * k * 2)?;
-        let b = DeviceBuffer::new(&ctx, n_r * k * 2)?;
-        let c = DeviceBuffer::new(&ctx, m * n_r * 2)?;
-        let b_host = bits(&p.b[rank * n_r * k..(rank + 1) * n_r * k]);
-        // SAFETY: `b` holds n_r x k halves in this context (current: DeviceBuffer::new bound
-        // it).
-        crate::cuda::check("cuMemcpyHtoD", unsafe {
-            sys::cuMemcpyHtoD_v2(b.ptr(), b_host.as_ptr() as *const c_void, n_r * k * 2)
-        })?;
-        held.push((ctx, a, b, c));
+    let caller = Caller::new(ordinals, [m * k * 2, n_r * k * 2, m * n_r * 2])?;
+    for rank in 0..world {
+        caller.write(rank, 1, &bits(&p.b[rank * n_r * k..(rank + 1) * n_r * k]))?;
     }
     // The caller's writes before a call: its own rows of A, the rest of A and all of C NaN.
     let prepare = || -> Result<(), KernelError> {
-        for (rank, (ctx, a, _, c)) in held.iter().enumerate() {
-            ctx.bind_to_thread().map_err(drv("cuCtxSetCurrent"))?;
+        for rank in 0..world {
             let mut a_host = vec![0xFFFFu16; m * k];
             let mine = rank * rows * k..(rank + 1) * rows * k;
             a_host[mine.clone()].copy_from_slice(&bits(&p.a[mine]));
-            // SAFETY: `a` holds m x k halves and `c` m x n_r, in this (current) context.
-            unsafe {
-                crate::cuda::check(
-                    "cuMemcpyHtoD",
-                    sys::cuMemcpyHtoD_v2(a.ptr(), a_host.as_ptr() as *const c_void, m * k * 2),
-                )?;
-                crate::cuda::check("cuMemsetD8", sys::cuMemsetD8_v2(c.ptr(), 0xFF, m * n_r * 2))?;
-            }
+            caller.write(rank, 0, &a_host)?;
+            caller.poison(rank, 2)?;
         }
         Ok(())
     };
@@ -332,19 +434,11 @@ pub fn check_all_gather_gemm<P: AsRef<TpPlan>>(
     // The worst error over every GPU's checked rows of C.
     let checked = || -> Result<f64, KernelError> {
         let mut worst = 0.0f64;
-        for (rank, (ctx, _, _, c)) in held.iter().enumerate() {
-            ctx.bind_to_thread().map_err(drv("cuCtxSetCurrent"))?;
+        let mut row = vec![0u16; n_r];
+        for rank in 0..world {
             let mut got = Vec::with_capacity(at.len() * n_r);
-            let mut row = vec![0u16; n_r];
             for &r in &at {
-                // SAFETY: row r of C (n_r halves) lies in `c`; `row` holds as many.
-                crate::cuda::check("cuMemcpyDtoH", unsafe {
-                    sys::cuMemcpyDtoH_v2(
-                        row.as_mut_ptr() as *mut c_void,
-                        c.ptr() + (r * n_r * 2) as u64,
-                        n_r * 2,
-                    )
-                })?;
+                caller.read(rank, 2, r * n_r, &mut row)?;
                 got.extend(row.iter().map(|&h| from_half_bits(p.dtype, h)));
             }
             let mine: Vec<Vec<f64>> = want
@@ -355,30 +449,75 @@ pub fn check_all_gather_gemm<P: AsRef<TpPlan>>(
         }
         Ok(worst)
     };
-    let addresses: Vec<AgBuffers> = held
-        .iter()
-        .map(|(_, a, b, c)| AgBuffers {
-            a: a.ptr(),
-            b: b.ptr(),
-            c: c.ptr(),
-        })
-        .collect();
+    // The buffers live in `caller` until after the plan is dropped (in checked_plan).
+    checked_plan(&caller.addresses(), make, prepare, checked, timing)
+}
+
+/// [`check_all_gather_gemm`] for the GEMM + reduce-scatter: each GPU's columns of A and B
+/// written once, its rows of the sum poisoned before each checked call and compared, where the
+/// sampled rows fall in them, with the exact sum within the reduce-scatter's rounding bound
+/// (as `augur overlap tp` checks its own).
+pub fn check_gemm_reduce_scatter<P: AsRef<TpPlan>>(
+    ordinals: &[usize],
+    p: &crate::gemm::GemmProblem,
+    timing: (usize, usize, usize),
+    make: impl FnOnce(&[TpBuffers]) -> Result<P, KernelError>,
+) -> Result<super::TpResult, KernelError> {
+    use super::rs::{columns, magnitudes, sum_error};
+    use crate::gemm::{from_half_bits, reference_rows, rounding_bound, to_half_bits};
+    let world = ordinals.len();
+    let (rows, kp) = super::split(TpOp::GemmReduceScatter, p.shape, world)?;
+    let GemmShape { m, n, k } = p.shape;
+    let bits = |v: &[f32]| -> Vec<u16> { v.iter().map(|&x| to_half_bits(p.dtype, x)).collect() };
+    let caller = Caller::new(ordinals, [m * kp * 2, n * kp * 2, rows * n * 2])?;
+    for rank in 0..world {
+        let mine = rank * kp..(rank + 1) * kp;
+        caller.write(rank, 0, &bits(&columns(&p.a, k, mine.clone())))?;
+        caller.write(rank, 1, &bits(&columns(&p.b, k, mine)))?;
+    }
+    let poison = || (0..world).try_for_each(|rank| caller.poison(rank, 2));
+    let at = p.check_rows(256, 24);
+    let want = reference_rows(p, &at);
+    let magnitude = magnitudes(p, &at, world, kp);
+    let bound = (world + 1) as f64 * rounding_bound(p.dtype);
+    let checked = || -> Result<f64, KernelError> {
+        let mut worst = 0.0f64;
+        let mut row = vec![0u16; n];
+        for rank in 0..world {
+            let own = rank * rows..(rank + 1) * rows;
+            for (ri, &i) in at.iter().enumerate().filter(|(_, i)| own.contains(i)) {
+                caller.read(rank, 2, (i - own.start) * n, &mut row)?;
+                for (c, &h) in row.iter().enumerate() {
+                    let g = from_half_bits(p.dtype, h) as f64;
+                    worst = worst.max(sum_error(g, want[ri][c], bound * magnitude[ri][c]));
+                }
+            }
+        }
+        Ok(worst)
+    };
+    checked_plan(&caller.addresses(), make, poison, checked, timing)
+}
+
+/// The plan `make` builds on `addresses`: `prepare` (the caller's writes), one call, `checked`;
+/// the timing; `prepare`, one call, `checked` again. The plan is dropped before this returns.
+fn checked_plan<P: AsRef<TpPlan>>(
+    addresses: &[TpBuffers],
+    make: impl FnOnce(&[TpBuffers]) -> Result<P, KernelError>,
+    prepare: impl Fn() -> Result<(), KernelError>,
+    checked: impl Fn() -> Result<f64, KernelError>,
+    (warmup, batch, samples): (usize, usize, usize),
+) -> Result<super::TpResult, KernelError> {
     prepare()?;
-    // The buffers above, of the sizes AgBuffers says, from cuMemAlloc in each GPU's primary
-    // context, live in `held` until after the plan is dropped (below).
-    let made = make(&addresses)?;
+    let made = make(addresses)?;
     let plan = made.as_ref();
-    let pattern = plan.pattern();
     plan.run(1)?;
     let first = checked()?;
     let per_call_s = plan.time(warmup, batch, samples)?;
     prepare()?;
     plan.run(1)?;
     let again = checked()?;
-    drop(made);
-    drop(held);
     Ok(super::TpResult {
-        pattern,
+        pattern: plan.pattern(),
         max_err: Some(first.max(again)),
         per_call_s,
     })
@@ -396,12 +535,21 @@ mod tests {
             n: 6144,
             k: 4096,
         };
-        let buf = AgBuffers { a: 0, b: 0, c: 0 };
-        let refuse = |shape, pattern, bufs: &[AgBuffers]| {
+        let buf = TpBuffers { a: 0, b: 0, c: 0 };
+        let refuse = |shape, pattern, bufs: &[TpBuffers]| {
             // SAFETY: each is refused before a buffer or a GPU is touched.
-            unsafe { TpPlan::all_gather_gemm(&[0, 1], shape, Dtype::Bf16, pattern, bufs) }
-                .unwrap_err()
-                .to_string()
+            unsafe {
+                TpPlan::new(
+                    TpOp::AllGatherGemm,
+                    &[0, 1],
+                    shape,
+                    Dtype::Bf16,
+                    pattern,
+                    bufs,
+                )
+            }
+            .unwrap_err()
+            .to_string()
         };
         let e = refuse(shape, TpPattern::GemmAlone, &[buf, buf]);
         assert!(e.contains("`gemm` is a part of a layer"), "{e}");
@@ -415,5 +563,19 @@ mod tests {
         assert!(e.contains("4097"), "{e}");
         let e = refuse(shape, TpPattern::Chunked(3), &[buf, buf]);
         assert!(e.contains("2048 rows per GPU do not split in 3"), "{e}");
+        // The reduce-scatter refuses the all-gather's patterns, and its own checks apply.
+        let rs_refuse = |shape, pattern| {
+            // SAFETY: refused before a buffer or a GPU is touched.
+            unsafe {
+                let op = TpOp::GemmReduceScatter;
+                TpPlan::new(op, &[0, 1], shape, Dtype::Bf16, pattern, &[buf, buf])
+            }
+            .unwrap_err()
+            .to_string()
+        };
+        let e = rs_refuse(shape, TpPattern::Pull(1));
+        assert!(e.contains("pull:1: for the all-gather + GEMM only"), "{e}");
+        let e = rs_refuse(shape, TpPattern::CommAlone);
+        assert!(e.contains("`comm` is a part of a layer"), "{e}");
     }
 }

@@ -47,15 +47,18 @@ use crate::gemm::{from_half_bits, reference_rows, rounding_bound, to_half_bits};
 use crate::gemm::{GemmProblem, GemmShape};
 use crate::KernelError;
 
-/// One GPU's buffers and plans.
-struct Rs {
-    /// Its columns of A (M x kp) and of B (N x kp).
-    a: CudaSlice<u16>,
-    b: CudaSlice<u16>,
+/// One GPU's buffers (device addresses, the partial product its own) and plans.
+pub(super) struct Rs {
+    /// Its columns of A (M x kp) and of B (N x kp), halves.
+    a: u64,
+    b: u64,
     /// Its partial product (M x N), in A's row order (bulk) or the staging order (chunked).
     part: CudaSlice<u16>,
-    /// Its rows of the sum (rows x N).
-    out: CudaSlice<u16>,
+    /// Its rows of the sum (rows x N), halves.
+    out: u64,
+    /// The buffers behind `a`, `b` and `out` when this GPU allocated them (the harness); None
+    /// on a caller's ([`super::plan`]).
+    owned: Option<RsOwned>,
     rows: usize,
     n: usize,
     kp: usize,
@@ -82,6 +85,13 @@ struct Reduce {
     /// The copy engines' streams, one per peer (by rank; None for this GPU).
     copy_streams: Vec<Option<std::sync::Arc<CudaStream>>>,
     epoch: Cell<u32>,
+}
+
+/// The harness's own buffers.
+pub(super) struct RsOwned {
+    _a: CudaSlice<u16>,
+    _b: CudaSlice<u16>,
+    out: CudaSlice<u16>,
 }
 
 /// What each GPU publishes: its staging and its flags.
@@ -112,6 +122,107 @@ struct TpReduce {
 unsafe impl DeviceRepr for TpReduce {}
 
 impl Rs {
+    /// This GPU's part of a layer on the buffers at `[a, b, out]` (see [`Rs`]'s fields): its
+    /// partial product, the plans for `patterns` and what `pc-reduce` needs; with the addresses
+    /// to publish to the peers (none unless a pattern pushes partials to them).
+    ///
+    /// # Safety
+    /// `a` must hold `world x rows x kp` halves, `b` `n x kp`, `out` `rows x n`, in `g`'s
+    /// context, live as long as the Rs.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn new(
+        g: &CudaGemm,
+        rank: usize,
+        world: usize,
+        (rows, n, kp): (usize, usize, usize),
+        dtype: augur_features::attention::Dtype,
+        patterns: &[TpPattern],
+        [a, b, out]: [u64; 3],
+        owned: Option<RsOwned>,
+    ) -> Result<(Rs, Vec<u64>), KernelError> {
+        let s = &g.stream;
+        let m = world * rows;
+        let pieces = pieces_of(patterns);
+        let part = s.alloc_zeros::<u16>(m * n).map_err(drv("alloc"))?;
+        let full = LtPlan::for_shape(s, GemmShape { m, n, k: kp }, dtype, 0)?;
+        let plans = piece_plans(
+            g,
+            &pieces,
+            dtype,
+            |c| GemmShape {
+                m: rows / c,
+                n,
+                k: kp,
+            },
+            // chunked: one per piece; pc-reduce: one per (destination, piece).
+            |c| world * c,
+        )?;
+        let reduce = if patterns
+            .iter()
+            .any(|q| matches!(q, TpPattern::PcReduce { .. }))
+        {
+            let module = super::comm_module(g)?;
+            let name = match dtype {
+                augur_features::attention::Dtype::Bf16 => "tp_reduce_piece_bf16",
+                _ => "tp_reduce_piece_f16",
+            };
+            let kernel = module
+                .load_function(name)
+                .map_err(drv("cuModuleGetFunction"))?;
+            let sm_push = |q: &TpPattern| matches!(q, TpPattern::PcReduce { sm_push: true, .. });
+            let copy = if patterns.iter().any(sm_push) {
+                Some(super::copy_kernel(g, &module)?)
+            } else {
+                None
+            };
+            let own = DeviceBuffer::new(&g.ctx, m * n * 2)?;
+            let staging = DeviceBuffer::new(&g.ctx, m * n * 2)?;
+            let copy_streams = (0..world)
+                .map(|q| {
+                    (q != rank)
+                        .then(|| g.ctx.new_stream().map_err(drv("cuStreamCreate")))
+                        .transpose()
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let words = MAX_RANKS * MAX_PIECES + MAX_RANKS;
+            let flags = DeviceBuffer::new(&g.ctx, 4 * words)?;
+            // SAFETY: that many bytes of a live allocation of this (current) context.
+            crate::cuda::check("cuMemsetD8", unsafe {
+                sys::cuMemsetD8_v2(flags.ptr(), 0, 4 * words)
+            })?;
+            Some(Reduce {
+                own,
+                staging,
+                flags,
+                kernel,
+                copy,
+                copy_streams,
+                epoch: Cell::new(0),
+            })
+        } else {
+            None
+        };
+        let published = reduce
+            .as_ref()
+            .map_or(Vec::new(), |r| vec![r.staging.ptr(), r.flags.ptr()]);
+        Ok((
+            Rs {
+                a,
+                b,
+                part,
+                out,
+                owned,
+                rows,
+                n,
+                kp,
+                full,
+                pieces: plans,
+                reduce,
+            },
+            published,
+        ))
+    }
+
     /// Reduce-scatter `count` values per GPU from `src` (world x count) into `dst`.
     fn reduce_scatter(
         &self,
@@ -139,7 +250,7 @@ impl Rs {
         .map(|_| ())
     }
 
-    fn enqueue(
+    pub(super) fn enqueue(
         &self,
         gpu: &Gpu,
         p: TpPattern,
@@ -147,8 +258,8 @@ impl Rs {
     ) -> Result<(), KernelError> {
         let s = gpu.stream();
         let cs = &gpu.comm_stream;
-        let (a, b) = (ptr(&self.a, &s), ptr(&self.b, &s));
-        let (part, out) = (ptr(&self.part, &s), ptr(&self.out, &s));
+        let (a, b) = (self.a, self.b);
+        let (part, out) = (ptr(&self.part, &s), self.out);
         let (a_row, c_row) = ((self.kp * 2) as u64, (self.n * 2) as u64);
         let count = self.rows * self.n;
         // SAFETY (every GEMM below): `a` is M x kp, `b` n x kp, `part` M x n halves on this
@@ -209,8 +320,7 @@ impl Rs {
         let e = r.epoch.get().wrapping_add(1);
         r.epoch.set(e);
         let (s, cs, me, world) = (gpu.stream(), &gpu.comm_stream, gpu.rank, gpu.world);
-        let (a, b) = (ptr(&self.a, &s), ptr(&self.b, &s));
-        let out = ptr(&self.out, &s);
+        let (a, b, out) = (self.a, self.b, self.out);
         let (own, staging, flags) = (r.own.ptr(), r.staging.ptr(), r.flags.ptr());
         let (a_row, c_row) = ((self.kp * 2) as u64, (self.n * 2) as u64);
         let piece = self.rows / pieces;
@@ -332,11 +442,11 @@ impl Rs {
     }
 
     /// The partial product and this GPU's rows of the sum to NaN (0xFFFF).
-    fn poison(&mut self, gpu: &Gpu) -> Result<(), KernelError> {
+    pub(super) fn poison(&mut self, gpu: &Gpu) -> Result<(), KernelError> {
         let s = gpu.stream();
-        let (pb, ob) = (self.part.len() * 2, self.out.len() * 2);
+        let (pb, ob) = (self.part.len() * 2, self.rows * self.n * 2);
+        let out = self.out;
         let (part, _gp) = self.part.device_ptr_mut(&s);
-        let (out, _go) = self.out.device_ptr_mut(&s);
         // SAFETY: both buffers on this stream's GPU, of those sizes in bytes.
         unsafe {
             use cudarc::driver::result::memset_d8_async;
@@ -353,8 +463,49 @@ impl Rs {
     }
 }
 
+/// Per row of `at` and column: the sum over the `world` GPUs (each `kp` columns of A and B) of
+/// |partial product|, the scale of the reduce-scatter's rounding.
+pub(super) fn magnitudes(p: &GemmProblem, at: &[usize], world: usize, kp: usize) -> Vec<Vec<f64>> {
+    use rayon::prelude::*;
+    let GemmShape { n, k, .. } = p.shape;
+    at.par_iter()
+        .map(|&i| {
+            let a = &p.a[i * k..(i + 1) * k];
+            (0..n)
+                .map(|c| {
+                    let b = &p.b[c * k..(c + 1) * k];
+                    (0..world)
+                        .map(|q| {
+                            let r = q * kp..(q + 1) * kp;
+                            a[r.clone()]
+                                .iter()
+                                .zip(&b[r])
+                                .map(|(&x, &y)| x as f64 * y as f64)
+                                .sum::<f64>()
+                                .abs()
+                        })
+                        .sum()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// A summed element `got` against its exact value, relative to the tolerance `tol` (<= 1
+/// passes; NaN, or any error where the tolerance is 0, fails).
+pub(super) fn sum_error(got: f64, want: f64, tol: f64) -> f64 {
+    let e = (got - want).abs();
+    if e == 0.0 {
+        0.0
+    } else if e.is_nan() || tol == 0.0 {
+        f64::INFINITY
+    } else {
+        e / tol
+    }
+}
+
 /// Columns `cols` of a row-major matrix of `width` columns, as a new matrix.
-fn columns(v: &[f32], width: usize, cols: std::ops::Range<usize>) -> Vec<f32> {
+pub(super) fn columns(v: &[f32], width: usize, cols: std::ops::Range<usize>) -> Vec<f32> {
     v.chunks(width)
         .flat_map(|row| row[cols.clone()].iter().copied())
         .collect()
@@ -372,36 +523,11 @@ pub fn gemm_reduce_scatter(
 ) -> Result<Vec<TpResult>, KernelError> {
     let world = ordinals.len();
     let (rows, kp) = check(TpOp::GemmReduceScatter, p.shape, world, patterns)?;
-    let GemmShape { m, n, k } = p.shape;
+    let GemmShape { n, k, .. } = p.shape;
     let at = p.check_rows(256, 24);
     let want = reference_rows(p, &at);
-    // Per checked row and column: the sum over the GPUs of |partial product|.
-    let magnitude: Vec<Vec<f64>> = {
-        use rayon::prelude::*;
-        at.par_iter()
-            .map(|&i| {
-                let a = &p.a[i * k..(i + 1) * k];
-                (0..n)
-                    .map(|c| {
-                        let b = &p.b[c * k..(c + 1) * k];
-                        (0..world)
-                            .map(|q| {
-                                let r = q * kp..(q + 1) * kp;
-                                a[r.clone()]
-                                    .iter()
-                                    .zip(&b[r])
-                                    .map(|(&x, &y)| x as f64 * y as f64)
-                                    .sum::<f64>()
-                                    .abs()
-                            })
-                            .sum()
-                    })
-                    .collect()
-            })
-            .collect()
-    };
+    let magnitude = magnitudes(p, &at, world, kp);
     let bits = |v: &[f32]| -> Vec<u16> { v.iter().map(|&x| to_half_bits(p.dtype, x)).collect() };
-    let pieces = pieces_of(patterns);
     let setup = |rank: usize, g: &CudaGemm| -> Result<(Rs, Vec<u64>), KernelError> {
         let s = &g.stream;
         let mine = rank * kp..(rank + 1) * kp;
@@ -411,84 +537,22 @@ pub fn gemm_reduce_scatter(
         let b = s
             .clone_htod(&bits(&columns(&p.b, k, mine)))
             .map_err(drv("upload"))?;
-        let part = s.alloc_zeros::<u16>(m * n).map_err(drv("alloc"))?;
         let out = s.alloc_zeros::<u16>(rows * n).map_err(drv("alloc"))?;
-        let full = LtPlan::for_shape(s, GemmShape { m, n, k: kp }, p.dtype, 0)?;
-        let plans = piece_plans(
-            g,
-            &pieces,
-            p.dtype,
-            |c| GemmShape {
-                m: rows / c,
-                n,
-                k: kp,
-            },
-            // chunked: one per piece; pc-reduce: one per (destination, piece).
-            |c| world * c,
-        )?;
-        let reduce = if patterns
-            .iter()
-            .any(|q| matches!(q, TpPattern::PcReduce { .. }))
-        {
-            let module = super::comm_module(g)?;
-            let name = match p.dtype {
-                augur_features::attention::Dtype::Bf16 => "tp_reduce_piece_bf16",
-                _ => "tp_reduce_piece_f16",
-            };
-            let kernel = module
-                .load_function(name)
-                .map_err(drv("cuModuleGetFunction"))?;
-            let sm_push = |q: &TpPattern| matches!(q, TpPattern::PcReduce { sm_push: true, .. });
-            let copy = if patterns.iter().any(sm_push) {
-                Some(super::copy_kernel(g, &module)?)
-            } else {
-                None
-            };
-            let own = DeviceBuffer::new(&g.ctx, m * n * 2)?;
-            let staging = DeviceBuffer::new(&g.ctx, m * n * 2)?;
-            let copy_streams = (0..world)
-                .map(|q| {
-                    (q != rank)
-                        .then(|| g.ctx.new_stream().map_err(drv("cuStreamCreate")))
-                        .transpose()
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let words = MAX_RANKS * MAX_PIECES + MAX_RANKS;
-            let flags = DeviceBuffer::new(&g.ctx, 4 * words)?;
-            // SAFETY: that many bytes of a live allocation of this (current) context.
-            crate::cuda::check("cuMemsetD8", unsafe {
-                sys::cuMemsetD8_v2(flags.ptr(), 0, 4 * words)
-            })?;
-            Some(Reduce {
-                own,
-                staging,
-                flags,
-                kernel,
-                copy,
-                copy_streams,
-                epoch: Cell::new(0),
-            })
-        } else {
-            None
-        };
-        let published = reduce
-            .as_ref()
-            .map_or(Vec::new(), |r| vec![r.staging.ptr(), r.flags.ptr()]);
-        Ok((
-            Rs {
-                a,
-                b,
-                part,
-                out,
-                rows,
-                n,
-                kp,
-                full,
-                pieces: plans,
-                reduce,
-            },
-            published,
-        ))
+        let (a_ptr, b_ptr, out_ptr) = (ptr(&a, s), ptr(&b, s), ptr(&out, s));
+        let owned = RsOwned { _a: a, _b: b, out };
+        // SAFETY: the buffers just allocated, of the sizes Rs::new needs, live in `owned`.
+        unsafe {
+            Rs::new(
+                g,
+                rank,
+                world,
+                (rows, n, kp),
+                p.dtype,
+                patterns,
+                [a_ptr, b_ptr, out_ptr],
+                Some(owned),
+            )
+        }
     };
     let bound = (world + 1) as f64 * rounding_bound(p.dtype);
     let body = |gpu: &Gpu, st: &mut Rs| {
@@ -508,7 +572,10 @@ pub fn gemm_reduce_scatter(
                     let (src, whole) = if pat == TpPattern::GemmAlone {
                         (&st.part, i)
                     } else if own.contains(&i) {
-                        (&st.out, i - own.start)
+                        (
+                            &st.owned.as_ref().expect("the harness's own buffers").out,
+                            i - own.start,
+                        )
                     } else {
                         continue;
                     };
@@ -524,15 +591,7 @@ pub fn gemm_reduce_scatter(
                                 0.0
                             }
                         } else {
-                            let e = (g - want[ri][c]).abs();
-                            let tol = bound * magnitude[ri][c];
-                            if e == 0.0 {
-                                0.0
-                            } else if e.is_nan() || tol == 0.0 {
-                                f64::INFINITY
-                            } else {
-                                e / tol
-                            }
+                            sum_error(g, want[ri][c], bound * magnitude[ri][c])
                         };
                         worst = worst.max(ratio);
                     }
