@@ -148,10 +148,7 @@ impl LayerGroup {
     }
 
     fn dtype(&self) -> Dtype {
-        match self.dtype {
-            GemmDtype::Bf16 => Dtype::Bf16,
-            GemmDtype::F16 => Dtype::F16,
-        }
+        self.dtype.dtype()
     }
 }
 
@@ -197,6 +194,21 @@ pub enum GemmDtype {
     F16,
 }
 
+impl GemmDtype {
+    fn dtype(self) -> Dtype {
+        match self {
+            GemmDtype::Bf16 => Dtype::Bf16,
+            GemmDtype::F16 => Dtype::F16,
+        }
+    }
+
+    /// The type as the CLI spells it (the CSVs' `dtype` column).
+    fn name(self) -> String {
+        self.to_possible_value()
+            .map_or("?".into(), |v| v.get_name().to_string())
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct GemmArgs {
     /// Shapes M,N,K (C = A Bᵀ, A M x K, B N x K; N and K multiples of 8). Default: the tensor-parallel
@@ -216,17 +228,12 @@ pub struct GemmArgs {
 
 impl GemmRunArgs {
     fn dtype(&self) -> Dtype {
-        match self.dtype {
-            GemmDtype::Bf16 => Dtype::Bf16,
-            GemmDtype::F16 => Dtype::F16,
-        }
+        self.dtype.dtype()
     }
 
     /// The type as the CLI spells it (the CSVs' `dtype` column).
     fn dtype_name(&self) -> String {
-        self.dtype
-            .to_possible_value()
-            .map_or("?".into(), |v| v.get_name().to_string())
+        self.dtype.name()
     }
 
     /// The GEMMs of GPU `device` and its description, once every shape's device memory

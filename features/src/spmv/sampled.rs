@@ -258,8 +258,13 @@ fn sample_with(m: CsrPattern<'_>, f: &mut SpmvFeatures, ahead: bool) {
             blocks += 1;
         }
     }
-    // The longest row: the blocks' or the probe's.
-    let max_len = max_len.max(probe_longest_row(ptr));
+    // The longest row: the blocks' or the probe's (where the blocks read every row's length,
+    // theirs is already the longest).
+    let max_len = if rows > SAMPLE_BLOCKS * SAMPLE_BLOCK_ROWS {
+        max_len.max(probe_longest_row(ptr))
+    } else {
+        max_len
+    };
     let n = n_rows.max(1) as f64;
     let s_mean = sum_len / n;
     let s_std = (sum_len2 / n - s_mean * s_mean).max(0.0).sqrt();

@@ -4,9 +4,8 @@
 
 use std::process::ExitCode;
 
-use augur_features::attention::Dtype;
 use augur_kernels::gemm::{GemmProblem, GemmShape};
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use super::{shapes_or, GemmDtype, LayerGroup};
 
@@ -95,10 +94,7 @@ pub(super) fn run_plan(a: OverlapRunArgs) -> anyhow::Result<ExitCode> {
         augur_models::AnyModel::Overlap(m) => m,
         _ => anyhow::bail!("{}: not an overlap model", a.model),
     };
-    let dtype = match a.dtype {
-        GemmDtype::Bf16 => Dtype::Bf16,
-        GemmDtype::F16 => Dtype::F16,
-    };
+    let dtype = a.dtype.dtype();
     // Everything that can be wrong with the arguments is said before looking for GPUs.
     if a.gpus < 1 {
         anyhow::bail!("--gpus: at least 1");
@@ -121,10 +117,7 @@ pub(super) fn run_plan(a: OverlapRunArgs) -> anyhow::Result<ExitCode> {
     }
     let ordinals: Vec<usize> = (0..a.gpus).collect();
     let dev = augur_kernels::cuda::device_info(0)?;
-    let ty = a
-        .dtype
-        .to_possible_value()
-        .map_or("?".into(), |v| v.get_name().to_string());
+    let ty = a.dtype.name();
     println!(
         "device,gpus,op,dtype,m,n,k,pattern,chosen,passed,max_err_over_bound,plan_us,harness_us,\
          plan_over_harness,why"
@@ -248,11 +241,7 @@ pub(super) fn tp(a: TpArgs) -> anyhow::Result<ExitCode> {
     }
     let dtype = a.layer.dtype();
     let dev = augur_kernels::cuda::device_info(0)?;
-    let ty = a
-        .layer
-        .dtype
-        .to_possible_value()
-        .map_or("?".into(), |v| v.get_name().to_string());
+    let ty = a.layer.dtype.name();
     let ordinals: Vec<usize> = (0..gpus).collect();
     // Each row also carries the layer's overlap features (schema `overlap`; empty on one GPU,
     // which is no overlap), so that runs of this command can train a pattern selector.

@@ -47,14 +47,14 @@ pub struct TpBuffers {
 /// One GPU's part of the layer (its thread's).
 enum Layer {
     Ag(Ag),
-    Rs(Rs, augur_features::attention::Dtype),
+    Rs(Rs),
 }
 
 impl Layer {
     fn enqueue(&self, gpu: &super::Gpu, p: TpPattern) -> Result<(), KernelError> {
         match self {
             Layer::Ag(a) => a.enqueue(gpu, p),
-            Layer::Rs(r, dtype) => r.enqueue(gpu, p, *dtype),
+            Layer::Rs(r) => r.enqueue(gpu, p),
         }
     }
 }
@@ -175,7 +175,7 @@ impl TpPlan {
                                         bufs,
                                         None,
                                     )?;
-                                    (Layer::Rs(rs, dtype), published)
+                                    (Layer::Rs(rs), published)
                                 }
                             })
                         }

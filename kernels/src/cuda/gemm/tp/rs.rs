@@ -62,6 +62,8 @@ pub(super) struct Rs {
     rows: usize,
     n: usize,
     kp: usize,
+    /// The 16-bit type of A, B and the sums (NCCL's type for the reduce-scatter).
+    dtype: augur_features::attention::Dtype,
     full: LtPlan,
     /// Per count of pieces: the plan for rows / pieces rows, an event per piece.
     pieces: PiecePlans,
@@ -215,6 +217,7 @@ impl Rs {
                 rows,
                 n,
                 kp,
+                dtype,
                 full,
                 pieces: plans,
                 reduce,
@@ -231,7 +234,6 @@ impl Rs {
         dst: u64,
         count: usize,
         st: &cudarc::driver::CudaStream,
-        dtype: augur_features::attention::Dtype,
     ) -> Result<(), KernelError> {
         // SAFETY: `src` holds world x count values and `dst` count, on this GPU; every GPU
         // enqueues the same collectives in the same order.
@@ -240,7 +242,7 @@ impl Rs {
                 src as *const c_void,
                 dst as *mut c_void,
                 count,
-                nccl_half(dtype),
+                nccl_half(self.dtype),
                 nccl_sys::ncclRedOp_t::ncclSum,
                 gpu.comm.0,
                 st.cu_stream() as nccl_sys::cudaStream_t,
@@ -250,12 +252,7 @@ impl Rs {
         .map(|_| ())
     }
 
-    pub(super) fn enqueue(
-        &self,
-        gpu: &Gpu,
-        p: TpPattern,
-        dtype: augur_features::attention::Dtype,
-    ) -> Result<(), KernelError> {
+    pub(super) fn enqueue(&self, gpu: &Gpu, p: TpPattern) -> Result<(), KernelError> {
         let s = gpu.stream();
         let cs = &gpu.comm_stream;
         let (a, b) = (self.a, self.b);
@@ -266,10 +263,10 @@ impl Rs {
         // GPU; a plan for m rows reads rows [r0, r0 + m) of `a` and writes m rows of `part`.
         match p {
             TpPattern::GemmAlone => unsafe { self.full.run_on(a, b, part, &s) },
-            TpPattern::CommAlone => self.reduce_scatter(gpu, part, out, count, &s, dtype),
+            TpPattern::CommAlone => self.reduce_scatter(gpu, part, out, count, &s),
             TpPattern::Bulk => {
                 unsafe { self.full.run_on(a, b, part, &s) }?;
-                self.reduce_scatter(gpu, part, out, count, &s, dtype)
+                self.reduce_scatter(gpu, part, out, count, &s)
             }
             TpPattern::Chunked(pieces) => {
                 let (plan, events) = plan_for(&self.pieces, pieces, 0)?;
@@ -284,7 +281,7 @@ impl Rs {
                     cs.wait(ev).map_err(drv("wait"))?;
                     let staged = part + ((j * gpu.world * piece) as u64) * c_row;
                     let mine = out + ((j * piece) as u64) * c_row;
-                    self.reduce_scatter(gpu, staged, mine, piece * self.n, cs, dtype)?;
+                    self.reduce_scatter(gpu, staged, mine, piece * self.n, cs)?;
                 }
                 gpu.join()
             }
@@ -561,7 +558,7 @@ pub fn gemm_reduce_scatter(
         for &pat in patterns {
             let err = if pat.computes() {
                 st.poison(gpu)?;
-                st.enqueue(gpu, pat, p.dtype)?;
+                st.enqueue(gpu, pat)?;
                 let s = gpu.stream();
                 gpu.settle(&s, "the checked call")?;
                 let mut worst = 0.0f64;
@@ -600,7 +597,7 @@ pub fn gemm_reduce_scatter(
             } else {
                 None
             };
-            let t = gpu.time(warmup, batch, samples, || st.enqueue(gpu, pat, p.dtype))?;
+            let t = gpu.time(warmup, batch, samples, || st.enqueue(gpu, pat))?;
             out.push((err, t));
         }
         Ok(out)
