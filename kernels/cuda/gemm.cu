@@ -469,12 +469,26 @@ __device__ __forceinline__ void wait_rows(const unsigned* flags, int rows_per_fl
     if (first == seen) seen = last + 1;
 }
 
-template <typename TT, int BN>
+// The plain row gate of `arrive` (and no gate when rows_per_flag is 0): tiles in the order the
+// schedule gives them.
+struct RowGate {
+    const unsigned* flags;
+    int rows_per_flag, m, seen;
+    __device__ __forceinline__ int tile(int t) const { return t; }
+    __device__ __forceinline__ void wait(int row0) {
+        if (rows_per_flag > 0) wait_rows(flags, rows_per_flag, row0, m, seen);
+    }
+};
+
+// The persistent TMA GEMM over the work units vblock, vblock + nblocks, ... (blockIdx.x and
+// gridDim.x, but for the fused kernel below, whose other blocks copy). `gate.tile` maps the
+// schedule's tile rows to the matrix's (both producer and consumers call it; it must not
+// change), `gate.wait(row0)` holds the producer until the tile's rows are there.
+template <typename TT, int BN, typename Gate>
 __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* tma,
                                          const TensorMap* tmb, const TensorMap* tmc, int splits,
-                                         int kt_per, float* __restrict__ ws,
-                                         const unsigned* __restrict__ flags,
-                                         int rows_per_flag) {
+                                         int kt_per, float* __restrict__ ws, int vblock,
+                                         int nblocks, Gate gate) {
     extern __shared__ __align__(16) unsigned char tma_raw[];
     // Barriers first (2 x WG_STAGES x 8 bytes), then 1024-byte aligned stages.
     unsigned long long* bars = (unsigned long long*)tma_raw;
@@ -501,10 +515,10 @@ __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* t
         if (threadIdx.x == 0) {
             const int bytes = STAGE * 2;
             int it = 0;  // stages used so far, over all of this block's units
-            int seen = 0;  // blocks [0, seen) of A's rows were seen set
-            for (int u = blockIdx.x; u < units; u += gridDim.x) {
+            for (int u = vblock; u < units; u += nblocks) {
                 Unit w = unit_of(u, tiles_m, tiles_n, splits, kt_per, kt_all);
-                if (rows_per_flag > 0) wait_rows(flags, rows_per_flag, w.tile_m * WG_BM, m, seen);
+                w.tile_m = gate.tile(w.tile_m);
+                gate.wait(w.tile_m * WG_BM);
                 for (int kt = w.kt0; kt < w.kt1; ++kt, ++it) {
                     int s = it % WG_STAGES, use = it / WG_STAGES;
                     if (use > 0) mbar_wait(empty(s), (use - 1) & 1);
@@ -521,8 +535,9 @@ __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* t
     const bool lead = (threadIdx.x & 31) == 0;
     float d[BN / 2];
     int it = 0;
-    for (int u = blockIdx.x; u < units; u += gridDim.x) {
+    for (int u = vblock; u < units; u += nblocks) {
         Unit w = unit_of(u, tiles_m, tiles_n, splits, kt_per, kt_all);
+        w.tile_m = gate.tile(w.tile_m);
 #pragma unroll
         for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
         for (int kt = w.kt0; kt < w.kt1; ++kt, ++it) {
@@ -550,14 +565,15 @@ __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* t
 }
 #endif
 
-#define TMA_ARGS int m, int n, int k, const __grid_constant__ TensorMap tma, \
+#define TMA_ARGS_BASE int m, int n, int k, const __grid_constant__ TensorMap tma, \
     const __grid_constant__ TensorMap tmb, const __grid_constant__ TensorMap tmc, int splits, \
-    int kt_per, \
-    float* __restrict__ ws, const unsigned* __restrict__ flags, int rows_per_flag
+    int kt_per, float* __restrict__ ws
+#define TMA_ARGS TMA_ARGS_BASE, const unsigned* __restrict__ flags, int rows_per_flag
 #ifdef AUGUR_WGMMA
 #define AUGUR_TMA(T, TY, BN) \
     extern "C" __global__ void __launch_bounds__(384, 1) gemm_tma_##TY##_##BN(TMA_ARGS) { \
-        gemm_tma<T, BN>(m, n, k, &tma, &tmb, &tmc, splits, kt_per, ws, flags, rows_per_flag);                    \
+        gemm_tma<T, BN>(m, n, k, &tma, &tmb, &tmc, splits, kt_per, ws, blockIdx.x, gridDim.x, \
+                        RowGate{flags, rows_per_flag, m, 0});                                  \
     }
 #else
 #define AUGUR_TMA(T, TY, BN) \
@@ -567,6 +583,189 @@ AUGUR_TMA(F16, f16, 256)
 AUGUR_TMA(BF16, bf16, 256)
 AUGUR_TMA(F16, f16, 128)
 AUGUR_TMA(BF16, bf16, 128)
+
+// ---- Fused all-gather + GEMM (issue 24's fused pattern, `fused-pull:C:S`, `fused-push:C:S`) ---
+//
+// gemm_tma_ag_{f16,bf16}_{256,128}: one launch per GPU of a tensor-parallel layer's all-gather
+// + GEMM, no global barrier: the grid's first `copy_blocks` blocks to start (by ticket, so that
+// the blocks the others wait for are running) move rows between the GPUs, the rest run the
+// persistent TMA GEMM over all of A, each tile once its rows are there. GPU `rank` holds rows
+// [rank * rows, (rank + 1) * rows) of A in place in a buffer of all M = world x rows rows, cut
+// in `pieces` pieces per GPU. For each peer q (rank + 1, rank + 2, ...) the copy blocks wait for
+// q's ready word in this GPU's memory to reach the call's epoch (q started the call: its rows are
+// written, and it has read its last call's), copy the pieces of rows (pulled: q's rows from q's
+// A into this GPU's; pushed: this GPU's rows into q's A) and, after each piece, set its arrival
+// word (this GPU's for a pull, q's for a push) to the epoch: the last of the copy blocks to count
+// the piece does, after every block's system fence. The GEMM takes its own rows' tiles first,
+// then each peer's in the order they arrive, and its producer waits for the arrival words of the
+// pieces a tile reads (acquire, system scope) before its tensor-memory loads.
+
+struct TpFused {
+    // Per peer q: where its rows are read, where they are written, and the arrival word of
+    // piece 0 (piece j's is j words on).
+    unsigned long long src[MAX_RANKS], dst[MAX_RANKS], flag[MAX_RANKS];
+    // This GPU's words: the peers' ready words [world], its arrival words [MAX_RANKS][TP_MAX_PIECES]
+    // (peer q's piece j), the copy blocks' counters [MAX_RANKS][TP_MAX_PIECES] (zero between
+    // calls), and the launch's tickets (one 64-bit counter, never reset: a multiple of the
+    // grid between launches).
+    unsigned long long ready, arrived, counters, tickets;
+};
+
+#ifdef AUGUR_WGMMA
+#define FUSED_UNROLL 8
+
+__device__ __forceinline__ unsigned ld_acquire_sys(const unsigned* p) {
+    unsigned v;
+    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void st_release_sys(unsigned* p, unsigned v) {
+    asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint4 ld_cg(const uint4* p) {
+    uint4 v;
+    asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+// Wait for a word to reach `epoch` (wrapping); trap after GATE_TIMEOUT_NS.
+__device__ __forceinline__ void wait_epoch(const unsigned* w, unsigned epoch) {
+    if ((int)(ld_acquire_sys(w) - epoch) >= 0) return;
+    const unsigned long long t0 = global_ns();
+    while ((int)(ld_acquire_sys(w) - epoch) < 0) {
+        __nanosleep(256);
+        if (global_ns() - t0 > GATE_TIMEOUT_NS) __trap();
+    }
+}
+
+// The copy blocks' part: block c of nblk.
+__device__ __forceinline__ void fused_copy(const TpFused& f, int c, int nblk, int rank,
+                                           int world, unsigned long long bytes, int pieces,
+                                           unsigned epoch, int push) {
+    const unsigned long long nv = bytes / 16;  // the host checks that pieces are whole vectors
+    const unsigned long long chunk = (unsigned long long)blockDim.x * FUSED_UNROLL;
+    for (int i = 1; i < world; i++) {
+        const int q = (rank + i) % world;
+        if (threadIdx.x == 0) wait_epoch((const unsigned*)f.ready + q, epoch);
+        __syncthreads();
+        for (int j = 0; j < pieces; j++) {
+            const uint4* s = (const uint4*)(f.src[q] + (unsigned long long)j * bytes);
+            uint4* d = (uint4*)(f.dst[q] + (unsigned long long)j * bytes);
+            for (unsigned long long c0 = (unsigned long long)c * chunk; c0 < nv;
+                 c0 += (unsigned long long)nblk * chunk) {
+                uint4 v[FUSED_UNROLL];
+#pragma unroll
+                for (int u = 0; u < FUSED_UNROLL; u++) {
+                    const unsigned long long x = c0 + (unsigned long long)u * blockDim.x + threadIdx.x;
+                    if (x < nv) v[u] = push ? s[x] : ld_cg(s + x);
+                }
+#pragma unroll
+                for (int u = 0; u < FUSED_UNROLL; u++) {
+                    const unsigned long long x = c0 + (unsigned long long)u * blockDim.x + threadIdx.x;
+                    if (x < nv) d[x] = v[u];
+                }
+            }
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                __threadfence_system();
+                unsigned* cnt = (unsigned*)f.counters + q * TP_MAX_PIECES + j;
+                if (atomicAdd(cnt, 1u) == (unsigned)nblk - 1) {
+                    *cnt = 0;  // every copy block has counted: nothing adds to it in this launch
+                    __threadfence_system();
+                    st_release_sys((unsigned*)f.flag[q] + j, epoch);
+                }
+            }
+        }
+    }
+}
+
+// The GEMM's gate and tile order in the fused kernel.
+struct FusedGate {
+    const unsigned* arrived;
+    int rank, world, rows, pieces, tiles_m, push;
+    unsigned epoch;
+    unsigned seen[(MAX_RANKS * TP_MAX_PIECES + 31) / 32];  // pieces already seen arrived
+    // Own rows first, then the peers' in the order they arrive (pulled: rank + 1, rank + 2, ...;
+    // pushed: rank - 1, rank - 2, ...). Where a GPU's rows are whole tiles, exactly; otherwise
+    // the tiles rotated to start at this GPU's first row.
+    __device__ __forceinline__ int tile(int t) const {
+        if (rows % WG_BM == 0) {
+            const int per = rows / WG_BM, i = t / per;
+            const int q = push ? (rank - i + world) % world : (rank + i) % world;
+            return q * per + t % per;
+        }
+        return (t + rank * rows / WG_BM) % tiles_m;
+    }
+    __device__ __forceinline__ void wait(int row0) {
+        const int m = world * rows, per = rows / pieces;
+        const int last = (min(row0 + WG_BM, m) - 1) / per;
+        bool fresh = false;
+        for (int b = row0 / per; b <= last; ++b) {
+            const int q = b / pieces, j = b % pieces;
+            if (q == rank) continue;
+            const int bit = q * TP_MAX_PIECES + j;
+            if (seen[bit >> 5] & (1u << (bit & 31))) continue;
+            wait_epoch(arrived + bit, epoch);
+            seen[bit >> 5] |= 1u << (bit & 31);
+            fresh = true;
+        }
+        // The rows were written through the generic proxy; the tensor-memory loads read
+        // through the async one.
+        if (fresh) asm volatile("fence.proxy.async.global;" ::: "memory");
+    }
+};
+
+template <typename TT, int BN>
+__device__ __forceinline__ void gemm_tma_ag(int m, int n, int k, const TensorMap* tma,
+                                            const TensorMap* tmb, const TensorMap* tmc,
+                                            int splits, int kt_per, float* __restrict__ ws,
+                                            const TpFused& f, int rank, int world, int rows,
+                                            int pieces, int copy_blocks, unsigned epoch,
+                                            int push) {
+    __shared__ int role;
+    if (threadIdx.x == 0) {
+        role = (int)(atomicAdd((unsigned long long*)f.tickets, 1ull) % gridDim.x);
+    }
+    __syncthreads();
+    const int r = role;
+    if (r < copy_blocks) {
+        const unsigned long long bytes = (unsigned long long)rows / pieces * k * 2;
+        fused_copy(f, r, copy_blocks, rank, world, bytes, pieces, epoch, push);
+        return;
+    }
+    FusedGate g;
+    g.arrived = (const unsigned*)f.arrived;
+    g.rank = rank;
+    g.world = world;
+    g.rows = rows;
+    g.pieces = pieces;
+    g.tiles_m = (m + WG_BM - 1) / WG_BM;
+    g.push = push;
+    g.epoch = epoch;
+#pragma unroll
+    for (int i = 0; i < (MAX_RANKS * TP_MAX_PIECES + 31) / 32; ++i) g.seen[i] = 0;
+    gemm_tma<TT, BN>(m, n, k, tma, tmb, tmc, splits, kt_per, ws, r - copy_blocks,
+                     gridDim.x - copy_blocks, g);
+}
+#endif
+
+#define TMA_AG_ARGS TMA_ARGS_BASE, TpFused f, int rank, int world, int rows, int pieces, \
+    int copy_blocks, unsigned epoch, int push
+#ifdef AUGUR_WGMMA
+#define AUGUR_TMA_AG(T, TY, BN) \
+    extern "C" __global__ void __launch_bounds__(384, 1) gemm_tma_ag_##TY##_##BN(TMA_AG_ARGS) { \
+        gemm_tma_ag<T, BN>(m, n, k, &tma, &tmb, &tmc, splits, kt_per, ws, f, rank, world, rows,   \
+                           pieces, copy_blocks, epoch, push);                                     \
+    }
+#else
+#define AUGUR_TMA_AG(T, TY, BN) \
+    extern "C" __global__ void gemm_tma_ag_##TY##_##BN(TMA_AG_ARGS) { __trap(); }
+#endif
+AUGUR_TMA_AG(F16, f16, 256)
+AUGUR_TMA_AG(BF16, bf16, 256)
+AUGUR_TMA_AG(F16, f16, 128)
+AUGUR_TMA_AG(BF16, bf16, 128)
 
 // C = the sum of the `splits` f32 partials ws[s][m][n], rounded to TT: four columns per thread
 // (n % 8 == 0).

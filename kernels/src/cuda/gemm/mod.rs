@@ -121,6 +121,38 @@ struct TmaLaunch {
     no_flags: CudaSlice<u32>,
 }
 
+impl TmaLaunch {
+    /// Enqueue the sum of the split partials into C (m x n halves at `c`) on `s`, when k was
+    /// split.
+    ///
+    /// # Safety
+    /// `c` must hold the m x n halves the partials were made for, on `s`'s device.
+    unsafe fn sum_into(
+        &self,
+        s: &CudaStream,
+        m: usize,
+        n: usize,
+        c: u64,
+    ) -> Result<(), KernelError> {
+        let Some(sum) = &self.sum else {
+            return Ok(());
+        };
+        let quads = m * n / 4;
+        let cfg = LaunchConfig {
+            grid_dim: (quads.div_ceil(256).clamp(1, 65535) as u32, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (mi, ni, splits) = (m as i32, n as i32, self.splits as i32);
+        let mut l = s.launch_builder(sum);
+        l.arg(&mi).arg(&ni).arg(&splits).arg(&self.ws).arg(&c);
+        // SAFETY: gemm_splitk_*(m, n, splits, partials of splits x m x n floats, C of m x n
+        // halves); n % 8 == 0, so m x n is a multiple of 4.
+        unsafe { l.launch(cfg) }.map_err(drv("gemm split-k sum"))?;
+        Ok(())
+    }
+}
+
 /// The row gate of a producer/consumer overlap: A's rows arrive in blocks of `rows_per_flag`,
 /// and the TMA kernel reads block b's rows once `flags[b]` is non-zero (set after the rows are in
 /// place: a `cuStreamWriteValue32` behind the copy on its stream, or a kernel's
@@ -264,7 +296,7 @@ impl CudaGemm {
                 ),
             })
         };
-        let GemmShape { m, n, k } = d.shape;
+        let GemmShape { m, n, .. } = d.shape;
         let tiled =
             |tile: (usize, usize)| (n.div_ceil(tile.1) as u32, m.div_ceil(tile.0) as u32, 1);
         // The kernel's name, grid, threads, dynamic shared memory (bytes) and TMA part.
@@ -314,58 +346,19 @@ impl CudaGemm {
                          splits of k, not {bn} and {splits}"
                     )));
                 }
-                // Equal ranges of whole steps of 64; fewer splits when the last would be empty.
-                let (kt_per, splits) = kernels::split_steps(k, splits);
-                // Barriers, 1 KiB of alignment, per stage a 128 x 64 and a bn x 64 tile, and
-                // four 64 x 64 staging buffers of C.
-                let smem =
-                    WG_STAGES * (128 + bn) * 64 * 2 + 4 * 64 * 64 * 2 + 1024 + 2 * WG_STAGES * 8;
                 let s = &self.stream;
-                let maps = (
-                    tensor_map(d.a.device_ptr(s).0, m, k, 128, d.dtype)?,
-                    tensor_map(d.b.device_ptr(s).0, n, k, bn as u32, d.dtype)?,
-                    // C [m][n] in 64 x 64 boxes.
-                    tensor_map(d.c.device_ptr(s).0, m, n, 64, d.dtype)?,
-                );
+                let ptrs = [
+                    d.a.device_ptr(s).0,
+                    d.b.device_ptr(s).0,
+                    d.c.device_ptr(s).0,
+                ];
+                let (tma, smem) = self.tma_parts(ptrs, d.shape, d.dtype, bn, splits)?;
                 let tiles = m.div_ceil(128) * n.div_ceil(bn);
                 let grid = (
-                    (tiles * splits).min(self.multiprocessors).max(1) as u32,
+                    (tiles * tma.splits).min(self.multiprocessors).max(1) as u32,
                     1,
                     1,
                 );
-                let ws_len = if splits > 1 { splits * m * n } else { 1 };
-                // SAFETY: filled with NaN right below; each split's partial is then written
-                // whole by the TMA kernel before the sum reads it (the one float of an unsplit
-                // run is never read), so a partial the kernel missed shows as NaN in C.
-                let mut ws = unsafe { s.alloc::<f32>(ws_len) }.map_err(drv("alloc"))?;
-                {
-                    let (p, _g) = ws.device_ptr_mut(s);
-                    // SAFETY: `p` holds ws_len floats on this stream's device.
-                    unsafe {
-                        cudarc::driver::result::memset_d8_async(p, 0xFF, ws_len * 4, s.cu_stream())
-                    }
-                    .map_err(drv("poison partials"))?;
-                }
-                let sum = if splits > 1 {
-                    let f = format!("gemm_splitk_{ty}");
-                    Some(
-                        self.module
-                            .load_function(&f)
-                            .map_err(|e| KernelError::Cuda(format!("kernel {f}: {e}")))?,
-                    )
-                } else {
-                    None
-                };
-                let no_flags = s.alloc_zeros::<u32>(1).map_err(drv("alloc"))?;
-                let tma = TmaLaunch {
-                    maps,
-                    bn,
-                    splits,
-                    kt_per,
-                    ws,
-                    sum,
-                    no_flags,
-                };
                 (format!("gemm_tma_{ty}_{bn}"), grid, 384, smem, Some(tma))
             }
         };
@@ -388,6 +381,69 @@ impl CudaGemm {
                 tma,
             }),
         })
+    }
+
+    /// The TMA kernel's arguments for C = A Bᵀ on the buffers at `[a, b, c]` (`shape`,
+    /// 16-bit `dtype`), tiles `bn` wide and k in `splits` ranges (fewer where the last would be
+    /// empty): the tensor maps, the f32 partials (poisoned), the kernel that sums them; and the
+    /// dynamic shared memory it takes (bytes).
+    fn tma_parts(
+        &self,
+        [a, b, c]: [u64; 3],
+        shape: GemmShape,
+        dtype: Dtype,
+        bn: usize,
+        splits: usize,
+    ) -> Result<(TmaLaunch, usize), KernelError> {
+        let GemmShape { m, n, k } = shape;
+        let ty = match dtype {
+            Dtype::Bf16 => "bf16",
+            _ => "f16",
+        };
+        // Equal ranges of whole steps of 64; fewer splits when the last would be empty.
+        let (kt_per, splits) = kernels::split_steps(k, splits);
+        // Barriers, 1 KiB of alignment, per stage a 128 x 64 and a bn x 64 tile, and four 64 x
+        // 64 staging buffers of C.
+        let smem = WG_STAGES * (128 + bn) * 64 * 2 + 4 * 64 * 64 * 2 + 1024 + 2 * WG_STAGES * 8;
+        let s = &self.stream;
+        let maps = (
+            tensor_map(a, m, k, 128, dtype)?,
+            tensor_map(b, n, k, bn as u32, dtype)?,
+            // C [m][n] in 64 x 64 boxes.
+            tensor_map(c, m, n, 64, dtype)?,
+        );
+        let ws_len = if splits > 1 { splits * m * n } else { 1 };
+        // SAFETY: filled with NaN right below; each split's partial is then written whole by
+        // the TMA kernel before the sum reads it (the one float of an unsplit run is never
+        // read), so a partial the kernel missed shows as NaN in C.
+        let mut ws = unsafe { s.alloc::<f32>(ws_len) }.map_err(drv("alloc"))?;
+        {
+            let (p, _g) = ws.device_ptr_mut(s);
+            // SAFETY: `p` holds ws_len floats on this stream's device.
+            unsafe { cudarc::driver::result::memset_d8_async(p, 0xFF, ws_len * 4, s.cu_stream()) }
+                .map_err(drv("poison partials"))?;
+        }
+        let sum = if splits > 1 {
+            let f = format!("gemm_splitk_{ty}");
+            Some(
+                self.module
+                    .load_function(&f)
+                    .map_err(|e| KernelError::Cuda(format!("kernel {f}: {e}")))?,
+            )
+        } else {
+            None
+        };
+        let no_flags = s.alloc_zeros::<u32>(1).map_err(drv("alloc"))?;
+        let tma = TmaLaunch {
+            maps,
+            bn,
+            splits,
+            kt_per,
+            ws,
+            sum,
+            no_flags,
+        };
+        Ok((tma, smem))
     }
 
     /// Enqueue one product C = A Bᵀ.
@@ -461,20 +517,10 @@ impl CudaGemm {
                 // (the maps describe this DeviceGemm's A, B and C); the shape was validated (n,
                 // k multiples of 8).
                 unsafe { l.launch(cfg) }.map_err(drv("gemm launch"))?;
-                if let (Some(t), Some((splits, _))) = (&launch.tma, &split) {
-                    if let Some(sum) = &t.sum {
-                        let quads = m * n / 4;
-                        let cfg = LaunchConfig {
-                            grid_dim: (quads.div_ceil(256).clamp(1, 65535) as u32, 1, 1),
-                            block_dim: (256, 1, 1),
-                            shared_mem_bytes: 0,
-                        };
-                        let mut l = s.launch_builder(sum);
-                        l.arg(&mi).arg(&ni).arg(splits).arg(&t.ws).arg(&mut d.c);
-                        // SAFETY: gemm_splitk_*(m, n, splits, partials of splits x m x n floats,
-                        // C of m x n halves); n % 8 == 0, so m x n is a multiple of 4.
-                        unsafe { l.launch(cfg) }.map_err(drv("gemm split-k sum"))?;
-                    }
+                if let Some(t) = &launch.tma {
+                    let (c, _g) = d.c.device_ptr_mut(s);
+                    // SAFETY: `c` holds m x n halves, the partials' shape.
+                    unsafe { t.sum_into(s, m, n, c) }?;
                 }
                 Ok(())
             }

@@ -48,7 +48,7 @@ use super::{wait_word, write_word};
 use super::{TpOp, TpPattern, TpResult};
 use crate::cuda::comm::{DeviceBuffer, MAX_RANKS};
 use crate::cuda::gemm::lt_plan::LtPlan;
-use crate::cuda::gemm::{drv, CudaGemm};
+use crate::cuda::gemm::{drv, tma_choice, CudaGemm, TmaLaunch};
 use crate::gemm::{check_rows, from_half_bits, reference_rows, to_half_bits};
 use crate::gemm::{GemmProblem, GemmShape};
 use crate::KernelError;
@@ -82,7 +82,42 @@ pub(super) struct Ag {
     copy_kernel: Option<(CudaFunction, DeviceBuffer)>,
     /// The GPU's SMs (the copy kernel's grid in `own-bulk`).
     sms: usize,
+    /// The fused kernel per count of copy blocks, when a pattern runs it, and its words: the
+    /// copy blocks' counters ([MAX_RANKS][MAX_PIECES] u32, zero between calls), then each
+    /// launch's tickets (one u64 per entry of `fused`: a launch takes as many as its grid has
+    /// blocks, so each counter stays a multiple of its own grid).
+    fused: Vec<FusedLaunch>,
+    fused_words: Option<DeviceBuffer>,
 }
+
+/// gemm.cu's fused all-gather + GEMM (`gemm_tma_ag_*`) made ready for `copy_blocks` copy
+/// blocks: the function, its TMA arguments over all of A, this GPU's B and C, and its grid.
+struct FusedLaunch {
+    copy_blocks: usize,
+    f: CudaFunction,
+    tma: TmaLaunch,
+    grid: u32,
+    smem: u32,
+}
+
+/// The fused kernel's addresses (struct TpFused in gemm.cu).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+struct TpFused {
+    src: [u64; MAX_RANKS],
+    dst: [u64; MAX_RANKS],
+    flag: [u64; MAX_RANKS],
+    ready: u64,
+    arrived: u64,
+    counters: u64,
+    tickets: u64,
+}
+
+// SAFETY: plain old data laid out as the C struct.
+unsafe impl DeviceRepr for TpFused {}
+
+/// Where the tickets lie in the fused kernel's words (after the counters), 8 bytes per launch.
+const TICKETS_AT: usize = 4 * MAX_RANKS * MAX_PIECES;
 
 /// The harness's own buffers.
 pub(super) struct Owned {
@@ -182,6 +217,18 @@ impl Ag {
         } else {
             None
         };
+        let fused = fused_launches(g, patterns, (m, n_r, k), dtype, [a, b, c])?;
+        let fused_words = if fused.is_empty() {
+            None
+        } else {
+            let bytes = TICKETS_AT + 8 * fused.len();
+            let words = DeviceBuffer::new(&g.ctx, bytes)?;
+            // SAFETY: that many bytes of a live allocation of this (current) context.
+            crate::cuda::check("cuMemsetD8", unsafe {
+                sys::cuMemsetD8_v2(words.ptr(), 0, bytes)
+            })?;
+            Some(words)
+        };
         let published = if copying {
             vec![a, flags.ptr()]
         } else {
@@ -202,6 +249,8 @@ impl Ag {
             epoch: Cell::new(0),
             copy_kernel,
             sms: g.multiprocessors,
+            fused,
+            fused_words,
         };
         Ok((ag, published))
     }
@@ -356,25 +405,17 @@ impl Ag {
         // The copies overwrite rows the last call's GEMMs read (pulled), or send rows written
         // before this call (pushed).
         cs.join(&s).map_err(drv("join"))?;
-        let (a, flags) = (self.a, self.flags.ptr());
         let shard = (self.rows * self.k * 2) as u64;
-        let mut t = TpPieces {
-            counters: counters.ptr(),
-            ..TpPieces::default()
-        };
         for q in (0..world).filter(|&q| q != me) {
             self.wait_ready(cs, q, e)?;
-            let theirs = gpu.peers[q][PUBLISHED_A];
-            if push {
-                t.src[q] = a + me as u64 * shard;
-                t.dst[q] = theirs + me as u64 * shard;
-                t.flag[q] = gpu.peers[q][PUBLISHED_FLAGS] + 4 * arrival(world, me, 0);
-            } else {
-                t.src[q] = theirs + q as u64 * shard;
-                t.dst[q] = a + q as u64 * shard;
-                t.flag[q] = flags + 4 * arrival(world, q, 0);
-            }
         }
+        let (src, dst, flag) = self.peer_rows(gpu, push);
+        let t = TpPieces {
+            src,
+            dst,
+            flag,
+            counters: counters.ptr(),
+        };
         let bytes = shard / pieces as u64;
         let (rank, world_i, pieces_i) = (me as i32, world as i32, pieces as i32);
         let remote: i32 = i32::from(!push);
@@ -396,6 +437,104 @@ impl Ag {
         // (tp::check), the counters MAX_RANKS x MAX_PIECES words.
         unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
         Ok(())
+    }
+
+    /// Per peer q (by rank; zero for this GPU): where the rows a copy moves between this GPU and
+    /// q are read and written, and the arrival word of the first piece (piece j's is j words on):
+    /// pushed, this GPU's rows into q's A and q's word for them; pulled, q's rows into this
+    /// GPU's A and this GPU's word for them.
+    #[allow(clippy::type_complexity)]
+    fn peer_rows(
+        &self,
+        gpu: &Gpu,
+        push: bool,
+    ) -> ([u64; MAX_RANKS], [u64; MAX_RANKS], [u64; MAX_RANKS]) {
+        let (me, world, a) = (gpu.rank, gpu.world, self.a);
+        let shard = (self.rows * self.k * 2) as u64;
+        let (mut src, mut dst, mut flag) = ([0; MAX_RANKS], [0; MAX_RANKS], [0; MAX_RANKS]);
+        for q in (0..world).filter(|&q| q != me) {
+            let theirs = gpu.peers[q][PUBLISHED_A];
+            if push {
+                src[q] = a + me as u64 * shard;
+                dst[q] = theirs + me as u64 * shard;
+                flag[q] = gpu.peers[q][PUBLISHED_FLAGS] + 4 * arrival(world, me, 0);
+            } else {
+                src[q] = theirs + q as u64 * shard;
+                dst[q] = a + q as u64 * shard;
+                flag[q] = self.flags.ptr() + 4 * arrival(world, q, 0);
+            }
+        }
+        (src, dst, flag)
+    }
+
+    /// Enqueue one call of the fused kernel with `copy_blocks` copy blocks on the compute
+    /// stream (see gemm.cu): the call's epoch announced to the peers first, the split's sum
+    /// after.
+    fn fused(
+        &self,
+        gpu: &Gpu,
+        pieces: usize,
+        copy_blocks: usize,
+        push: bool,
+    ) -> Result<(), KernelError> {
+        let (i, l, words) = match (
+            self.fused
+                .iter()
+                .enumerate()
+                .find(|(_, l)| l.copy_blocks == copy_blocks),
+            &self.fused_words,
+        ) {
+            (Some((i, l)), Some(w)) => (i, l, w),
+            _ => {
+                return Err(KernelError::Invalid(
+                    "the fused pattern run without its set-up".into(),
+                ))
+            }
+        };
+        let e = self.announce(gpu)?;
+        let s = gpu.stream();
+        let (src, dst, flag) = self.peer_rows(gpu, push);
+        let t = TpFused {
+            src,
+            dst,
+            flag,
+            ready: self.flags.ptr(),
+            arrived: self.flags.ptr() + 4 * arrival(gpu.world, 0, 0),
+            counters: words.ptr(),
+            tickets: words.ptr() + (TICKETS_AT + 8 * i) as u64,
+        };
+        let m = gpu.world * self.rows;
+        let (mi, ni, ki) = (m as i32, self.n_r as i32, self.k as i32);
+        let (splits, kt_per) = (l.tma.splits as i32, l.tma.kt_per as i32);
+        let ints = [
+            gpu.rank as i32,
+            gpu.world as i32,
+            self.rows as i32,
+            pieces as i32,
+            copy_blocks as i32,
+        ];
+        let push_i = i32::from(push);
+        let cfg = LaunchConfig {
+            grid_dim: (l.grid, 1, 1),
+            block_dim: (384, 1, 1),
+            shared_mem_bytes: l.smem,
+        };
+        let mut b = s.launch_builder(&l.f);
+        b.arg(&mi).arg(&ni).arg(&ki);
+        b.arg(&l.tma.maps.0).arg(&l.tma.maps.1).arg(&l.tma.maps.2);
+        b.arg(&splits).arg(&kt_per).arg(&l.tma.ws).arg(&t);
+        for v in &ints {
+            b.arg(v);
+        }
+        b.arg(&e).arg(&push_i);
+        // SAFETY: the arguments match gemm_tma_ag_* (m, n, k, tensor maps of this GPU's A (all
+        // M rows), B and C, splits, steps per split, partials, the addresses (live buffers of
+        // this GPU or of a peer, peer access on), rank, world, rows per GPU, pieces per GPU
+        // (whole 16-byte vectors each: tp::check), copy blocks (fewer than the grid), epoch,
+        // push); the grid is at most one block per SM, so every block runs at once.
+        unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
+        // SAFETY: `c` holds M x n_r halves, the partials' shape.
+        unsafe { l.tma.sum_into(&s, m, self.n_r, self.c) }
     }
 
     /// Enqueue one call of `p`, ordered after everything before it on both streams.
@@ -469,6 +608,7 @@ impl Ag {
                     _ => Ok(()),
                 }
             }
+            TpPattern::Fused { pieces, sms, push } => self.fused(gpu, pieces, sms, push),
             TpPattern::PcReduce { .. } => Err(KernelError::Invalid(format!(
                 "{}: the GEMM + reduce-scatter's pattern (refused by tp::check)",
                 p.name()
@@ -565,6 +705,75 @@ impl Ag {
         }
         Ok(())
     }
+}
+
+/// The fused kernel made ready for each count of copy blocks the fused patterns among
+/// `patterns` ask (none without them): over all M rows of A at `a`, this GPU's `n_r` rows of B
+/// at `b` and its columns of C at `c`, the tile width and split of k chosen for the SMs the
+/// copy blocks leave.
+fn fused_launches(
+    g: &CudaGemm,
+    patterns: &[TpPattern],
+    (m, n_r, k): (usize, usize, usize),
+    dtype: augur_features::attention::Dtype,
+    [a, b, c]: [u64; 3],
+) -> Result<Vec<FusedLaunch>, KernelError> {
+    let mut counts: Vec<usize> = patterns
+        .iter()
+        .filter_map(|p| match p {
+            TpPattern::Fused { sms, .. } => Some(*sms),
+            _ => None,
+        })
+        .collect();
+    counts.sort_unstable();
+    counts.dedup();
+    let ty = match dtype {
+        augur_features::attention::Dtype::Bf16 => "bf16",
+        _ => "f16",
+    };
+    counts
+        .into_iter()
+        .map(|copy_blocks| {
+            if g.compute_capability.0 != 9 {
+                return Err(KernelError::Unsupported {
+                    backend: "cuda".into(),
+                    what: format!(
+                        "the fused pattern's TMA GEMM (Hopper, sm_90; this GPU is sm_{}{})",
+                        g.compute_capability.0, g.compute_capability.1
+                    ),
+                });
+            }
+            if copy_blocks >= g.multiprocessors {
+                return Err(KernelError::Invalid(format!(
+                    "{copy_blocks} copy blocks in the fused kernel: this GPU has {} SMs, and the \
+                     GEMM needs some",
+                    g.multiprocessors
+                )));
+            }
+            let sms = g.multiprocessors - copy_blocks;
+            let shape = GemmShape { m, n: n_r, k };
+            let (bn, splits) = tma_choice(shape, sms);
+            let (tma, smem) = g.tma_parts([a, b, c], shape, dtype, bn, splits)?;
+            let name = format!("gemm_tma_ag_{ty}_{bn}");
+            let f = g
+                .module
+                .load_function(&name)
+                .map_err(|e| KernelError::Cuda(format!("kernel {name}: {e}")))?;
+            f.set_attribute(
+                cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                smem as i32,
+            )
+            .map_err(drv("cuFuncSetAttribute"))?;
+            let units = m.div_ceil(128) * n_r.div_ceil(bn) * tma.splits;
+            Ok(FusedLaunch {
+                copy_blocks,
+                f,
+                grid: (copy_blocks + units.min(sms)) as u32,
+                smem: smem as u32,
+                tma,
+            })
+        })
+        .collect()
 }
 
 /// Run, check and time every pattern of the all-gather + GEMM on the GPUs `ordinals` for the

@@ -79,6 +79,16 @@ pub enum TpPattern {
         sms: usize,
         push: bool,
     },
+    /// All-gather only, fused: one launch of augur's TMA GEMM per GPU (gemm.cu's
+    /// `gemm_tma_ag_*`) whose first `sms` blocks move the rows between the GPUs (pushed or
+    /// pulled, `pieces` pieces per peer, an arrival word after each) while its other blocks
+    /// multiply, each tile once the pieces it reads have arrived (own rows first): no global
+    /// barrier, no second kernel, no host-side ordering but the call's ready words.
+    Fused {
+        pieces: usize,
+        sms: usize,
+        push: bool,
+    },
     /// All-gather only: augur's own all-gather in bulk (the copy kernel pushing, one block per
     /// SM), then one GEMM over all rows on every SM.
     OwnBulk,
@@ -109,6 +119,12 @@ impl TpPattern {
             TpPattern::Pc { pieces, sms, push } => {
                 format!("pc-{}:{pieces}:{sms}", if push { "push" } else { "pull" })
             }
+            TpPattern::Fused { pieces, sms, push } => {
+                format!(
+                    "fused-{}:{pieces}:{sms}",
+                    if push { "push" } else { "pull" }
+                )
+            }
             TpPattern::OwnBulk => "own-bulk".into(),
             TpPattern::PcReduce {
                 pieces,
@@ -128,19 +144,26 @@ impl TpPattern {
             "bulk" => Ok(TpPattern::Bulk),
             "pull-bulk" => Ok(TpPattern::PullBulk),
             "own-bulk" => Ok(TpPattern::OwnBulk),
-            _ if s.starts_with("pc-") => {
-                let (kind, rest) = s[3..].split_once(':').unwrap_or((&s[3..], ""));
+            _ if s.starts_with("pc-") || s.starts_with("fused-") => {
+                let fused = s.starts_with("fused-");
+                let tail = if fused { &s[6..] } else { &s[3..] };
+                let (kind, rest) = tail.split_once(':').unwrap_or((tail, ""));
                 let two: Vec<Option<usize>> = rest
                     .split(':')
                     .map(|v| v.parse::<usize>().ok().filter(|&c| c >= 1))
                     .collect();
                 match (kind, &two[..]) {
+                    ("push" | "pull", [Some(pieces), Some(sms)]) if fused => Ok(TpPattern::Fused {
+                        pieces: *pieces,
+                        sms: *sms,
+                        push: kind == "push",
+                    }),
                     ("push" | "pull", [Some(pieces), Some(sms)]) => Ok(TpPattern::Pc {
                         pieces: *pieces,
                         sms: *sms,
                         push: kind == "push",
                     }),
-                    ("reduce" | "reduce-sm", [Some(pieces), Some(sms)]) => {
+                    ("reduce" | "reduce-sm", [Some(pieces), Some(sms)]) if !fused => {
                         Ok(TpPattern::PcReduce {
                             pieces: *pieces,
                             sms: *sms,
@@ -148,9 +171,10 @@ impl TpPattern {
                         })
                     }
                     _ => Err(KernelError::Invalid(format!(
-                        "pattern `{s}`: pc-push:C:S, pc-pull:C:S, pc-reduce:C:S or \
-                         pc-reduce-sm:C:S (C >= 1 pieces per GPU, S >= 1 SMs for the copy or \
-                         reduce kernel)"
+                        "pattern `{s}`: pc-push:C:S, pc-pull:C:S, pc-reduce:C:S, \
+                         pc-reduce-sm:C:S, fused-push:C:S or fused-pull:C:S (C >= 1 pieces per \
+                         GPU, S >= 1 SMs for the copy or reduce kernel, or the fused kernel's \
+                         copy blocks)"
                     ))),
                 }
             }
@@ -165,7 +189,8 @@ impl TpPattern {
                     (_, _, Some(c)) => Ok(TpPattern::Push(c)),
                     _ => Err(KernelError::Invalid(format!(
                         "pattern `{s}`: one of gemm, comm, bulk, chunked:C, pull:C, push:C (C >= \
-                         1 pieces), pull-bulk, pc-push:C:S, pc-pull:C:S, own-bulk, pc-reduce:C:S"
+                         1 pieces), pull-bulk, pc-push:C:S, pc-pull:C:S, own-bulk, pc-reduce:C:S, \
+                         fused-push:C:S, fused-pull:C:S"
                     ))),
                 }
             }
@@ -181,8 +206,15 @@ impl TpPattern {
                 | TpPattern::PullBulk
                 | TpPattern::Push(_)
                 | TpPattern::Pc { .. }
+                | TpPattern::Fused { .. }
                 | TpPattern::OwnBulk
         )
+    }
+
+    /// Whether SMs move the rows in 16-byte vectors (augur's copy kernel, or the fused
+    /// kernel's copy blocks).
+    fn sm_copies(self) -> bool {
+        self.kernel_copies() || matches!(self, TpPattern::Fused { .. })
     }
 
     /// Whether it runs augur's copy kernel (and so needs comm.cu's module).
@@ -209,7 +241,9 @@ impl TpPattern {
     pub fn pieces(self) -> Option<usize> {
         match self {
             TpPattern::Chunked(c) | TpPattern::Pull(c) | TpPattern::Push(c) => Some(c),
-            TpPattern::Pc { pieces, .. } | TpPattern::PcReduce { pieces, .. } => Some(pieces),
+            TpPattern::Pc { pieces, .. }
+            | TpPattern::PcReduce { pieces, .. }
+            | TpPattern::Fused { pieces, .. } => Some(pieces),
             TpPattern::PullBulk | TpPattern::OwnBulk => Some(1),
             _ => None,
         }
@@ -266,7 +300,10 @@ pub fn check(
         let c = pat.pieces().unwrap_or(1);
         let flagged = matches!(
             pat,
-            TpPattern::Push(_) | TpPattern::Pc { .. } | TpPattern::PcReduce { .. }
+            TpPattern::Push(_)
+                | TpPattern::Pc { .. }
+                | TpPattern::PcReduce { .. }
+                | TpPattern::Fused { .. }
         );
         if flagged && c > ag::MAX_PIECES {
             return Err(KernelError::Invalid(format!(
@@ -291,7 +328,7 @@ pub fn check(
             }
         }
         // The copy kernel moves 16-byte vectors: a piece of a GPU's rows must be whole ones.
-        if pat.kernel_copies() && !(rows / c * shape.k * 2).is_multiple_of(16) {
+        if pat.sm_copies() && !(rows / c * shape.k * 2).is_multiple_of(16) {
             return Err(KernelError::Invalid(format!(
                 "{shape}, {}: a piece of {} rows x K {} is not a whole number of 16-byte \
                  vectors (K a multiple of 8 is)",
@@ -717,11 +754,11 @@ fn plan_for(
 
 /// (pieces, SMs left to the copy kernel) of every pattern in `patterns` that cuts the work in
 /// pieces or moves it whole before a GEMM of its own (`pull-bulk`: (1, 0)); not `own-bulk`,
-/// whose GEMM is the whole one.
+/// whose GEMM is the whole one, nor the fused patterns, whose GEMM is augur's own.
 fn pieces_of(patterns: &[TpPattern]) -> Vec<(usize, usize)> {
     let mut v: Vec<(usize, usize)> = patterns
         .iter()
-        .filter(|q| **q != TpPattern::OwnBulk)
+        .filter(|q| **q != TpPattern::OwnBulk && !matches!(q, TpPattern::Fused { .. }))
         .filter_map(|q| q.pieces().map(|c| (c, q.kernel_sms())))
         .collect();
     v.sort_unstable();
@@ -748,6 +785,8 @@ mod tests {
             "own-bulk",
             "pc-reduce:2:8",
             "pc-reduce-sm:2:16",
+            "fused-push:2:16",
+            "fused-pull:1:8",
         ] {
             assert_eq!(TpPattern::parse(s).unwrap().name(), s);
         }
@@ -769,10 +808,24 @@ mod tests {
             "pc-pull:2:0",
             "pc-push:2:16:1",
             "pc-push:a:b",
+            "fused-reduce:2:8",
+            "fused-push:2",
+            "fused-pull:0:8",
         ] {
             let e = TpPattern::parse(bad).unwrap_err().to_string();
-            assert!(e.contains(bad) && e.contains("pc-push:C:S"), "{e}");
+            assert!(
+                e.contains(bad) && e.contains("pc-push:C:S") && e.contains("fused-pull:C:S"),
+                "{e}"
+            );
         }
+        assert_eq!(
+            TpPattern::parse("fused-pull:4:16").unwrap(),
+            TpPattern::Fused {
+                pieces: 4,
+                sms: 16,
+                push: false
+            }
+        );
         let pull = TpPattern::Pull(2);
         assert!(pull.applies(TpOp::AllGatherGemm) && !pull.applies(TpOp::GemmReduceScatter));
         assert!(TpPattern::Chunked(2).applies(TpOp::GemmReduceScatter));
@@ -845,9 +898,41 @@ mod tests {
             e.contains("3 rows x K 4100") && e.contains("16-byte"),
             "{e}"
         );
+        let fused = TpPattern::Fused {
+            pieces: 1,
+            sms: 8,
+            push: true,
+        };
+        let e = err(TpOp::AllGatherGemm, odd_k, fused);
+        assert!(e.contains("fused-push:1:8") && e.contains("16-byte"), "{e}");
+        let e = err(TpOp::GemmReduceScatter, s, fused);
+        assert!(
+            e.contains("fused-push:1:8: for the all-gather + GEMM only"),
+            "{e}"
+        );
+        let e = err(
+            TpOp::AllGatherGemm,
+            s,
+            TpPattern::Fused {
+                pieces: 65,
+                sms: 8,
+                push: true,
+            },
+        );
+        assert!(e.contains("at most 64 pieces"), "{e}");
         assert!(check(TpOp::AllGatherGemm, odd_k, 4, &[TpPattern::Push(1)]).is_ok());
         assert_eq!(
-            pieces_of(&[pc(2, 16), TpPattern::OwnBulk, TpPattern::Push(2), pc(2, 16)]),
+            pieces_of(&[
+                pc(2, 16),
+                TpPattern::OwnBulk,
+                TpPattern::Push(2),
+                pc(2, 16),
+                TpPattern::Fused {
+                    pieces: 4,
+                    sms: 8,
+                    push: false
+                }
+            ]),
             vec![(2, 0), (2, 16)]
         );
         assert_eq!(

@@ -294,6 +294,7 @@ impl Rs {
             | TpPattern::PullBulk
             | TpPattern::Push(_)
             | TpPattern::Pc { .. }
+            | TpPattern::Fused { .. }
             | TpPattern::OwnBulk => Err(KernelError::Invalid(format!(
                 "{}: the all-gather + GEMM's pattern (refused by tp::check)",
                 p.name()
