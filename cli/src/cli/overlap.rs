@@ -47,7 +47,11 @@ pub enum OverlapCommand {
     /// taken from the GEMM), `pull-bulk` (the pulls, then one GEMM) and `push:C` (each GPU
     /// writes its rows into its peers' buffers, an arrival flag after each piece that the
     /// peer's GEMM of it waits for), `pc-push:C:S` / `pc-pull:C:S` (augur's copy kernel on S
-    /// SMs beside GEMMs on the others) and `own-bulk`; for the reduce-scatter `pc-reduce:C:S`;
+    /// SMs beside GEMMs on the others), `own-bulk` and `fused-push:C:S` / `fused-pull:C:S` (one
+    /// launch of augur's TMA GEMM per GPU whose first S blocks move the rows, each tile
+    /// multiplied once its rows are there); for the reduce-scatter `pc-reduce:C:S` and
+    /// `fused-reduce:S` (augur's TMA GEMM storing each tile into the staging of the GPU owning
+    /// its rows, S blocks of the owner's launch summing each tile row once every GPU's is there);
     /// with the GEMM alone and
     /// the collective alone (`gemm`, `comm`; max of the two: the perfect overlap). Each pattern checked on sampled rows, what has not arrived
     /// poisoned; CSV on stdout (microseconds per call, the slowest GPU's median; the gain over

@@ -63,13 +63,14 @@ pub struct TpArgs {
     /// (copy engines), pc-push:C:S / pc-pull:C:S (augur's copy kernel on S SMs beside the
     /// GEMMs), own-bulk (augur's all-gather, then the GEMM), fused-push:C:S / fused-pull:C:S
     /// (one launch of augur's TMA GEMM whose first S blocks move the rows), pc-reduce:C:S (the
-    /// reduce-scatter's producer/consumer); gemm and comm are the parts alone. The default: the
-    /// best of each kind on 2 and 4 H200s (bench/results/tp-grid-h200-2026-11-27/), and the
-    /// best fused pattern on 2 (bench/results/fused-h200-2026-11-28/).
+    /// reduce-scatter's producer/consumer), fused-reduce:S (the TMA GEMM's tiles stored into
+    /// their owners' staging, summed there by S blocks); gemm and comm are the parts alone. The
+    /// default: the best of each kind on 2 and 4 H200s (bench/results/tp-grid-h200-2026-11-27/),
+    /// and the best fused patterns on 2 (bench/results/fused-h200-2026-11-28/).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "gemm,comm,bulk,chunked:2,own-bulk,pull:1,push:1,push:2,pc-push:1:8,pc-push:2:8,pc-pull:1:8,fused-push:2:8,pc-reduce:2:16,pc-reduce:2:32"
+        default_value = "gemm,comm,bulk,chunked:2,own-bulk,pull:1,push:1,push:2,pc-push:1:8,pc-push:2:8,pc-pull:1:8,fused-push:2:8,pc-reduce:2:16,pc-reduce:2:32,fused-reduce:16"
     )]
     patterns: Vec<String>,
     #[command(flatten)]

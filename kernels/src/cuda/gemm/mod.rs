@@ -153,6 +153,12 @@ impl TmaLaunch {
     }
 }
 
+/// The TMA kernels' dynamic shared memory (bytes) for tiles `bn` wide: barriers, 1 KiB of
+/// alignment, per stage a 128 x 64 and a bn x 64 tile, and four 64 x 64 staging buffers of C.
+fn tma_smem(bn: usize) -> usize {
+    WG_STAGES * (128 + bn) * 64 * 2 + 4 * 64 * 64 * 2 + 1024 + 2 * WG_STAGES * 8
+}
+
 /// The row gate of a producer/consumer overlap: A's rows arrive in blocks of `rows_per_flag`,
 /// and the TMA kernel reads block b's rows once `flags[b]` is non-zero (set after the rows are in
 /// place: a `cuStreamWriteValue32` behind the copy on its stream, or a kernel's
@@ -402,9 +408,7 @@ impl CudaGemm {
         };
         // Equal ranges of whole steps of 64; fewer splits when the last would be empty.
         let (kt_per, splits) = kernels::split_steps(k, splits);
-        // Barriers, 1 KiB of alignment, per stage a 128 x 64 and a bn x 64 tile, and four 64 x
-        // 64 staging buffers of C.
-        let smem = WG_STAGES * (128 + bn) * 64 * 2 + 4 * 64 * 64 * 2 + 1024 + 2 * WG_STAGES * 8;
+        let smem = tma_smem(bn);
         let s = &self.stream;
         let maps = (
             tensor_map(a, m, k, 128, dtype)?,

@@ -609,10 +609,12 @@ impl Ag {
                 }
             }
             TpPattern::Fused { pieces, sms, push } => self.fused(gpu, pieces, sms, push),
-            TpPattern::PcReduce { .. } => Err(KernelError::Invalid(format!(
-                "{}: the GEMM + reduce-scatter's pattern (refused by tp::check)",
-                p.name()
-            ))),
+            TpPattern::PcReduce { .. } | TpPattern::FusedReduce { .. } => {
+                Err(KernelError::Invalid(format!(
+                    "{}: the GEMM + reduce-scatter's pattern (refused by tp::check)",
+                    p.name()
+                )))
+            }
             TpPattern::OwnBulk => {
                 self.kernel_copies(gpu, 1, self.sms, true)?;
                 let e = self.epoch.get();
@@ -727,43 +729,14 @@ fn fused_launches(
         .collect();
     counts.sort_unstable();
     counts.dedup();
-    let ty = match dtype {
-        augur_features::attention::Dtype::Bf16 => "bf16",
-        _ => "f16",
-    };
     counts
         .into_iter()
         .map(|copy_blocks| {
-            if g.compute_capability.0 != 9 {
-                return Err(KernelError::Unsupported {
-                    backend: "cuda".into(),
-                    what: format!(
-                        "the fused pattern's TMA GEMM (Hopper, sm_90; this GPU is sm_{}{})",
-                        g.compute_capability.0, g.compute_capability.1
-                    ),
-                });
-            }
-            if copy_blocks >= g.multiprocessors {
-                return Err(KernelError::Invalid(format!(
-                    "{copy_blocks} copy blocks in the fused kernel: this GPU has {} SMs, and the \
-                     GEMM needs some",
-                    g.multiprocessors
-                )));
-            }
-            let sms = g.multiprocessors - copy_blocks;
+            let sms = super::fused_sms(g, copy_blocks, "copy")?;
             let shape = GemmShape { m, n: n_r, k };
             let (bn, splits) = tma_choice(shape, sms);
-            let (tma, smem) = g.tma_parts([a, b, c], shape, dtype, bn, splits)?;
-            let name = format!("gemm_tma_ag_{ty}_{bn}");
-            let f = g
-                .module
-                .load_function(&name)
-                .map_err(|e| KernelError::Cuda(format!("kernel {name}: {e}")))?;
-            f.set_attribute(
-                cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                smem as i32,
-            )
-            .map_err(drv("cuFuncSetAttribute"))?;
+            let (tma, _) = g.tma_parts([a, b, c], shape, dtype, bn, splits)?;
+            let (f, smem) = super::fused_function(g, "ag", dtype, bn)?;
             let units = m.div_ceil(128) * n_r.div_ceil(bn) * tma.splits;
             Ok(FusedLaunch {
                 copy_blocks,

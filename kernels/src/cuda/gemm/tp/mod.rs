@@ -89,6 +89,14 @@ pub enum TpPattern {
         sms: usize,
         push: bool,
     },
+    /// Reduce-scatter only, fused: one launch of augur's TMA GEMM per GPU (gemm.cu's
+    /// `gemm_tma_rs_*`) whose tiles are stored by the tensor-memory unit straight into the
+    /// staging of the GPU owning their rows, each counted in the owner's words once stored, while
+    /// the owner's first `sms` blocks sum every GPU's partial of a tile row as soon as all have
+    /// arrived: no partial product of its own, no global barrier, no second kernel.
+    FusedReduce {
+        sms: usize,
+    },
     /// All-gather only: augur's own all-gather in bulk (the copy kernel pushing, one block per
     /// SM), then one GEMM over all rows on every SM.
     OwnBulk,
@@ -125,6 +133,7 @@ impl TpPattern {
                     if push { "push" } else { "pull" }
                 )
             }
+            TpPattern::FusedReduce { sms } => format!("fused-reduce:{sms}"),
             TpPattern::OwnBulk => "own-bulk".into(),
             TpPattern::PcReduce {
                 pieces,
@@ -144,6 +153,12 @@ impl TpPattern {
             "bulk" => Ok(TpPattern::Bulk),
             "pull-bulk" => Ok(TpPattern::PullBulk),
             "own-bulk" => Ok(TpPattern::OwnBulk),
+            _ if s.starts_with("fused-reduce:") => match s[13..].parse::<usize>() {
+                Ok(sms) if sms >= 1 => Ok(TpPattern::FusedReduce { sms }),
+                _ => Err(KernelError::Invalid(format!(
+                    "pattern `{s}`: fused-reduce:S (S >= 1 summing blocks)"
+                ))),
+            },
             _ if s.starts_with("pc-") || s.starts_with("fused-") => {
                 let fused = s.starts_with("fused-");
                 let tail = if fused { &s[6..] } else { &s[3..] };
@@ -172,9 +187,9 @@ impl TpPattern {
                     }
                     _ => Err(KernelError::Invalid(format!(
                         "pattern `{s}`: pc-push:C:S, pc-pull:C:S, pc-reduce:C:S, \
-                         pc-reduce-sm:C:S, fused-push:C:S or fused-pull:C:S (C >= 1 pieces per \
+                         pc-reduce-sm:C:S, fused-push:C:S, fused-pull:C:S (C >= 1 pieces per \
                          GPU, S >= 1 SMs for the copy or reduce kernel, or the fused kernel's \
-                         copy blocks)"
+                         copy blocks) or fused-reduce:S"
                     ))),
                 }
             }
@@ -190,7 +205,7 @@ impl TpPattern {
                     _ => Err(KernelError::Invalid(format!(
                         "pattern `{s}`: one of gemm, comm, bulk, chunked:C, pull:C, push:C (C >= \
                          1 pieces), pull-bulk, pc-push:C:S, pc-pull:C:S, own-bulk, pc-reduce:C:S, \
-                         fused-push:C:S, fused-pull:C:S"
+                         fused-push:C:S, fused-pull:C:S, fused-reduce:S"
                     ))),
                 }
             }
@@ -226,7 +241,9 @@ impl TpPattern {
     /// all-gather's only, the reduce kernel's the reduce-scatter's).
     pub fn applies(self, op: TpOp) -> bool {
         match self {
-            TpPattern::PcReduce { .. } => op == TpOp::GemmReduceScatter,
+            TpPattern::PcReduce { .. } | TpPattern::FusedReduce { .. } => {
+                op == TpOp::GemmReduceScatter
+            }
             _ => op == TpOp::AllGatherGemm || !self.copies(),
         }
     }
@@ -317,6 +334,21 @@ pub fn check(
                 "{shape}, {}: the {rows} rows per GPU do not split in {c} pieces",
                 pat.name()
             )));
+        }
+        // The fused kernels' tensor maps: rows of 16-byte multiples (the GEMM's k and n, and
+        // the reduce-scatter's sums in 16-byte vectors).
+        if let TpPattern::Fused { .. } | TpPattern::FusedReduce { .. } = pat {
+            let (gk, gn) = match op {
+                TpOp::AllGatherGemm => (shape.k, cut),
+                TpOp::GemmReduceScatter => (cut, shape.n),
+            };
+            if !gk.is_multiple_of(8) || !gn.is_multiple_of(8) {
+                return Err(KernelError::Invalid(format!(
+                    "{shape}, {}: each GPU's GEMM is {gn} x {gk} (n x k); the fused kernel needs \
+                     both multiples of 8",
+                    pat.name()
+                )));
+            }
         }
         if let TpPattern::Pc { sms, .. } | TpPattern::PcReduce { sms, .. } = pat {
             if *sms > crate::cuda::comm::MAX_BLOCKS {
@@ -702,6 +734,54 @@ fn copy_kernel(
     Ok((f, counters))
 }
 
+/// The SMs a fused kernel's GEMM gets on `g` beside `blocks` blocks of another role (`what`):
+/// refused off Hopper, or where those blocks would leave the GEMM none.
+fn fused_sms(g: &CudaGemm, blocks: usize, what: &str) -> Result<usize, KernelError> {
+    if g.compute_capability.0 != 9 {
+        return Err(KernelError::Unsupported {
+            backend: "cuda".into(),
+            what: format!(
+                "the fused patterns' TMA GEMM (Hopper, sm_90; this GPU is sm_{}{})",
+                g.compute_capability.0, g.compute_capability.1
+            ),
+        });
+    }
+    if blocks >= g.multiprocessors {
+        return Err(KernelError::Invalid(format!(
+            "{blocks} {what} blocks in the fused kernel: this GPU has {} SMs, and the GEMM needs \
+             some",
+            g.multiprocessors
+        )));
+    }
+    Ok(g.multiprocessors - blocks)
+}
+
+/// gemm.cu's fused kernel `gemm_tma_{kind}_{type}_{bn}` on `g`, allowed the dynamic shared
+/// memory it takes (returned, bytes).
+fn fused_function(
+    g: &CudaGemm,
+    kind: &str,
+    dtype: augur_features::attention::Dtype,
+    bn: usize,
+) -> Result<(cudarc::driver::CudaFunction, usize), KernelError> {
+    let ty = match dtype {
+        augur_features::attention::Dtype::Bf16 => "bf16",
+        _ => "f16",
+    };
+    let name = format!("gemm_tma_{kind}_{ty}_{bn}");
+    let f = g
+        .module
+        .load_function(&name)
+        .map_err(|e| KernelError::Cuda(format!("kernel {name}: {e}")))?;
+    let smem = super::tma_smem(bn);
+    f.set_attribute(
+        cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        smem as i32,
+    )
+    .map_err(drv("cuFuncSetAttribute"))?;
+    Ok((f, smem))
+}
+
 /// The plans of the patterns that cut the work in pieces: per (count of pieces `c`, SMs `s`
 /// left to the copy kernel) in `pieces`, cuBLASLt's plan for `shape_of(c)` (targeting the
 /// other SMs when `s` > 0) and `events_of(c)` events (no timing) to order a piece's GEMM and
@@ -787,6 +867,7 @@ mod tests {
             "pc-reduce-sm:2:16",
             "fused-push:2:16",
             "fused-pull:1:8",
+            "fused-reduce:16",
         ] {
             assert_eq!(TpPattern::parse(s).unwrap().name(), s);
         }
@@ -808,7 +889,6 @@ mod tests {
             "pc-pull:2:0",
             "pc-push:2:16:1",
             "pc-push:a:b",
-            "fused-reduce:2:8",
             "fused-push:2",
             "fused-pull:0:8",
         ] {
@@ -904,7 +984,24 @@ mod tests {
             push: true,
         };
         let e = err(TpOp::AllGatherGemm, odd_k, fused);
-        assert!(e.contains("fused-push:1:8") && e.contains("16-byte"), "{e}");
+        assert!(
+            e.contains("fused-push:1:8")
+                && e.contains("1536 x 4100")
+                && e.contains("multiples of 8"),
+            "{e}"
+        );
+        for bad in ["fused-reduce:0", "fused-reduce:x", "fused-reduce:2:8"] {
+            let e = TpPattern::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains("fused-reduce:S"), "{e}");
+        }
+        let fr = TpPattern::FusedReduce { sms: 16 };
+        assert!(fr.applies(TpOp::GemmReduceScatter) && !fr.applies(TpOp::AllGatherGemm));
+        // N 6148: the sum's rows are no whole 16-byte vectors.
+        let e = err(TpOp::GemmReduceScatter, GemmShape { n: 6148, ..s }, fr);
+        assert!(
+            e.contains("fused-reduce:16") && e.contains("6148 x 1024"),
+            "{e}"
+        );
         let e = err(TpOp::GemmReduceScatter, s, fused);
         assert!(
             e.contains("fused-push:1:8: for the all-gather + GEMM only"),

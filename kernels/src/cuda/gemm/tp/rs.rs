@@ -42,7 +42,7 @@ use super::{check, nccl_err, nccl_half, piece_plans, pieces_of, plan_for, ptr, r
 use super::{wait_word, write_word, Gpu, PiecePlans, TpOp, TpPattern, TpResult};
 use crate::cuda::comm::{DeviceBuffer, MAX_RANKS};
 use crate::cuda::gemm::lt_plan::LtPlan;
-use crate::cuda::gemm::{drv, CudaGemm};
+use crate::cuda::gemm::{drv, tensor_map, tma_estimate_us, CudaGemm, TensorMapArg};
 use crate::gemm::{from_half_bits, reference_rows, rounding_bound, to_half_bits};
 use crate::gemm::{GemmProblem, GemmShape};
 use crate::KernelError;
@@ -87,7 +87,50 @@ struct Reduce {
     /// The copy engines' streams, one per peer (by rank; None for this GPU).
     copy_streams: Vec<Option<std::sync::Arc<CudaStream>>>,
     epoch: Cell<u32>,
+    /// The fused kernel per count of summing blocks, when a pattern runs it.
+    fused: Vec<FusedRsLaunch>,
+    /// The fused kernel's words: the done counts ([world][tiles_m] u32: GPU q's of tile row
+    /// g; peers add to them), then each launch's tickets (one u64 per entry of `fused`).
+    done: Option<DeviceBuffer>,
+    /// The fused calls so far (the done counts grow by 2 ceil(N / 64) a call).
+    fused_calls: Cell<u32>,
+    /// The tensor maps over slot `rank` of every GPU's staging (made at the first fused call,
+    /// once the peers' addresses are known).
+    dst_maps: std::cell::OnceCell<DstMaps>,
 }
+
+/// gemm.cu's fused GEMM + reduce-scatter (`gemm_tma_rs_*`) made ready for `reduce_blocks`
+/// summing blocks: the function, the tensor maps of this GPU's A and B, its grid.
+struct FusedRsLaunch {
+    reduce_blocks: usize,
+    f: CudaFunction,
+    maps: (TensorMapArg, TensorMapArg),
+    grid: u32,
+    smem: u32,
+}
+
+/// Per GPU q, a tensor map over this GPU's slot of q's staging (struct TpMaps in gemm.cu).
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct DstMaps([TensorMapArg; MAX_RANKS]);
+
+// SAFETY: plain bytes laid out as the C struct.
+unsafe impl DeviceRepr for DstMaps {}
+
+/// The fused kernel's addresses (struct TpFusedRs in gemm.cu).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+struct TpFusedRs {
+    done: [u64; MAX_RANKS],
+    slot: [u64; MAX_RANKS],
+    ready: u64,
+    staging: u64,
+    out: u64,
+    tickets: u64,
+}
+
+// SAFETY: plain old data laid out as the C struct.
+unsafe impl DeviceRepr for TpFusedRs {}
 
 /// The harness's own buffers.
 pub(super) struct RsOwned {
@@ -96,9 +139,11 @@ pub(super) struct RsOwned {
     out: CudaSlice<u16>,
 }
 
-/// What each GPU publishes: its staging and its flags.
+/// What each GPU publishes: its staging, its flags and the fused kernel's done counts (0
+/// without a fused pattern).
 const PUBLISHED_STAGING: usize = 0;
 const PUBLISHED_FLAGS: usize = 1;
+const PUBLISHED_DONE: usize = 2;
 
 /// The word GPU `from` sets (to the call's epoch) in a destination's flags once its partial of
 /// the destination's piece `j` is there (in the destination's staging, or its own partial).
@@ -159,10 +204,12 @@ impl Rs {
             // chunked: one per piece; pc-reduce: one per (destination, piece).
             |c| world * c,
         )?;
-        let reduce = if patterns
-            .iter()
-            .any(|q| matches!(q, TpPattern::PcReduce { .. }))
-        {
+        let reduce = if patterns.iter().any(|q| {
+            matches!(
+                q,
+                TpPattern::PcReduce { .. } | TpPattern::FusedReduce { .. }
+            )
+        }) {
             let module = super::comm_module(g)?;
             let name = match dtype {
                 augur_features::attention::Dtype::Bf16 => "tp_reduce_piece_bf16",
@@ -192,6 +239,18 @@ impl Rs {
             crate::cuda::check("cuMemsetD8", unsafe {
                 sys::cuMemsetD8_v2(flags.ptr(), 0, 4 * words)
             })?;
+            let fused = fused_rs_launches(g, patterns, (m, n, kp), dtype, [a, b])?;
+            let done = if fused.is_empty() {
+                None
+            } else {
+                let bytes = tickets_at(world, m) + 8 * fused.len();
+                let done = DeviceBuffer::new(&g.ctx, bytes)?;
+                // SAFETY: that many bytes of a live allocation of this (current) context.
+                crate::cuda::check("cuMemsetD8", unsafe {
+                    sys::cuMemsetD8_v2(done.ptr(), 0, bytes)
+                })?;
+                Some(done)
+            };
             Some(Reduce {
                 own,
                 staging,
@@ -200,13 +259,18 @@ impl Rs {
                 copy,
                 copy_streams,
                 epoch: Cell::new(0),
+                fused,
+                done,
+                fused_calls: Cell::new(0),
+                dst_maps: std::cell::OnceCell::new(),
             })
         } else {
             None
         };
-        let published = reduce
-            .as_ref()
-            .map_or(Vec::new(), |r| vec![r.staging.ptr(), r.flags.ptr()]);
+        let published = reduce.as_ref().map_or(Vec::new(), |r| {
+            let done = r.done.as_ref().map_or(0, |d| d.ptr());
+            vec![r.staging.ptr(), r.flags.ptr(), done]
+        });
         Ok((
             Rs {
                 a,
@@ -290,6 +354,7 @@ impl Rs {
                 sms,
                 sm_push,
             } => self.pc_reduce(gpu, pieces, sms, sm_push),
+            TpPattern::FusedReduce { sms } => self.fused_reduce(gpu, sms),
             TpPattern::Pull(_)
             | TpPattern::PullBulk
             | TpPattern::Push(_)
@@ -439,6 +504,95 @@ impl Rs {
         Ok(())
     }
 
+    /// Enqueue one call of `fused-reduce:sms` (see the module docs and gemm.cu) on the compute
+    /// stream: the call's epoch announced to the peers first (this GPU's staging may be stored
+    /// into: its last call's sums are done).
+    fn fused_reduce(&self, gpu: &Gpu, sms: usize) -> Result<(), KernelError> {
+        let r = self
+            .reduce
+            .as_ref()
+            .ok_or_else(|| KernelError::Invalid("fused-reduce run without its set-up".into()))?;
+        let (i, l, done) = match (
+            r.fused
+                .iter()
+                .enumerate()
+                .find(|(_, l)| l.reduce_blocks == sms),
+            &r.done,
+        ) {
+            (Some((i, l)), Some(d)) => (i, l, d),
+            _ => {
+                return Err(KernelError::Invalid(
+                    "fused-reduce run without its set-up".into(),
+                ))
+            }
+        };
+        let (s, me, world) = (gpu.stream(), gpu.rank, gpu.world);
+        let m = world * self.rows;
+        // This GPU's slot of GPU q's staging.
+        let slot = |q: usize| {
+            let staging = if q == me {
+                r.staging.ptr()
+            } else {
+                gpu.peers[q][PUBLISHED_STAGING]
+            };
+            staging + (me * self.rows * self.n * 2) as u64
+        };
+        let dst = match r.dst_maps.get() {
+            Some(d) => d,
+            None => {
+                let mut maps = [TensorMapArg([0; 16]); MAX_RANKS];
+                for (q, map) in maps.iter_mut().enumerate().take(world) {
+                    *map = tensor_map(slot(q), self.rows, self.n, 64, self.dtype)?;
+                }
+                r.dst_maps.get_or_init(|| DstMaps(maps))
+            }
+        };
+        let e = r.epoch.get().wrapping_add(1);
+        r.epoch.set(e);
+        let calls = r.fused_calls.get().wrapping_add(1);
+        r.fused_calls.set(calls);
+        for q in (0..world).filter(|&q| q != me) {
+            write_word(&s, gpu.peers[q][PUBLISHED_FLAGS] + 4 * ready(me), e)?;
+        }
+        let mut t = TpFusedRs {
+            ready: r.flags.ptr() + 4 * ready(0),
+            staging: r.staging.ptr(),
+            out: self.out,
+            tickets: done.ptr() + (tickets_at(world, m) + 8 * i) as u64,
+            ..TpFusedRs::default()
+        };
+        for q in 0..world {
+            t.slot[q] = slot(q);
+            t.done[q] = if q == me {
+                done.ptr()
+            } else {
+                gpu.peers[q][PUBLISHED_DONE]
+            };
+        }
+        let target = calls.wrapping_mul(2 * self.n.div_ceil(64) as u32);
+        let (mi, ni, ki) = (m as i32, self.n as i32, self.kp as i32);
+        let ints = [me as i32, world as i32, self.rows as i32, sms as i32];
+        let cfg = LaunchConfig {
+            grid_dim: (l.grid, 1, 1),
+            block_dim: (384, 1, 1),
+            shared_mem_bytes: l.smem,
+        };
+        let mut b = s.launch_builder(&l.f);
+        b.arg(&mi).arg(&ni).arg(&ki);
+        b.arg(&l.maps.0).arg(&l.maps.1).arg(dst).arg(&t);
+        for v in &ints {
+            b.arg(v);
+        }
+        b.arg(&e).arg(&target);
+        // SAFETY: the arguments match gemm_tma_rs_* (m, n, k, tensor maps of this GPU's A (M x
+        // kp) and B (n x kp), of its slot in every GPU's staging (rows x n; peer access on),
+        // the addresses (live buffers of this GPU or of a peer), rank, world, rows per GPU,
+        // summing blocks (fewer than the grid), epoch, target); the grid is at most one block
+        // per SM, so every block runs at once.
+        unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
+        Ok(())
+    }
+
     /// The partial product and this GPU's rows of the sum to NaN (0xFFFF).
     pub(super) fn poison(&mut self, gpu: &Gpu) -> Result<(), KernelError> {
         let s = gpu.stream();
@@ -459,6 +613,60 @@ impl Rs {
         }
         Ok(())
     }
+}
+
+/// Where the fused kernel's tickets lie in its words: after the done counts of `world` GPUs
+/// for M rows in tiles of 128, 8-byte aligned.
+fn tickets_at(world: usize, m: usize) -> usize {
+    (4 * world * m.div_ceil(128)).next_multiple_of(8)
+}
+
+/// The fused kernel made ready for each count of summing blocks the `fused-reduce` patterns
+/// among `patterns` ask (none without them): over this GPU's A (M x kp) at `a` and B (n x kp) at
+/// `b`, the tile width chosen for the SMs the summing blocks leave (k never split: each tile goes
+/// to its owner whole).
+fn fused_rs_launches(
+    g: &CudaGemm,
+    patterns: &[TpPattern],
+    (m, n, kp): (usize, usize, usize),
+    dtype: augur_features::attention::Dtype,
+    [a, b]: [u64; 2],
+) -> Result<Vec<FusedRsLaunch>, KernelError> {
+    let mut counts: Vec<usize> = patterns
+        .iter()
+        .filter_map(|p| match p {
+            TpPattern::FusedReduce { sms } => Some(*sms),
+            _ => None,
+        })
+        .collect();
+    counts.sort_unstable();
+    counts.dedup();
+    counts
+        .into_iter()
+        .map(|reduce_blocks| {
+            let sms = super::fused_sms(g, reduce_blocks, "summing")?;
+            let shape = GemmShape { m, n, k: kp };
+            let bn = [256usize, 128]
+                .into_iter()
+                .min_by(|&x, &y| {
+                    let t = |bn| tma_estimate_us(shape, bn, 1, sms).unwrap_or(f64::INFINITY);
+                    t(x).total_cmp(&t(y))
+                })
+                .unwrap_or(256);
+            let (f, smem) = super::fused_function(g, "rs", dtype, bn)?;
+            let units = m.div_ceil(128) * n.div_ceil(bn);
+            Ok(FusedRsLaunch {
+                reduce_blocks,
+                f,
+                maps: (
+                    tensor_map(a, m, kp, 128, dtype)?,
+                    tensor_map(b, n, kp, bn as u32, dtype)?,
+                ),
+                grid: (reduce_blocks + units.min(sms)) as u32,
+                smem: smem as u32,
+            })
+        })
+        .collect()
 }
 
 /// Per row of `at` and column: the sum over the `world` GPUs (each `kp` columns of A and B) of
