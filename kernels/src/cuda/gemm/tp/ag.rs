@@ -20,6 +20,12 @@
 //!   reads by SMs, each piece's arrival word written by its last block), while cuBLASLt's GEMMs
 //!   target the other SMs (`CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET`), each piece's after its
 //!   arrival word.
+//! - `fused-push:C:S`, `fused-pull:C:S`: one launch of augur's TMA GEMM (gemm.cu's
+//!   `gemm_tma_ag_*`) whose first S blocks to start move the rows (pushed or pulled, C pieces
+//!   per peer, each piece's arrival word written by the last of them), while its other blocks
+//!   multiply every tile once the pieces it reads have arrived (own rows first, then each
+//!   peer's in the order they arrive); the call's ready words as for the copies below, waited
+//!   for inside the kernel.
 //! - `own-bulk`: the copy kernel pushing on one block per SM, then one GEMM on every SM:
 //!   bulk with augur's own all-gather (its push pattern, the comm selector's choice for these
 //!   sizes on 4 H200s) in place of NCCL's.

@@ -12,8 +12,10 @@
 //! stream, ordered by events: async-TP's pipeline, with NCCL for the transfers); the copy
 //! engines' pulls and pushes and the producer/consumer patterns (augur's copy or reduce kernel
 //! on S SMs of comm.cu beside cuBLASLt GEMMs told to target the other SMs) are in [`ag`] and
-//! [`rs`]. Beside them the parts alone, `gemm` and `comm`: max of the two is the perfect
-//! overlap's time.
+//! [`rs`], and so are the fused ones (one launch per GPU of augur's TMA GEMM in gemm.cu whose
+//! other blocks move the rows or sum the tiles: `fused-push:C:S`, `fused-pull:C:S`,
+//! `fused-reduce:S`; Hopper only, run on 2 H200s, `bench/results/fused-h200-2026-11-28/`).
+//! Beside them the parts alone, `gemm` and `comm`: max of the two is the perfect overlap's time.
 //!
 //! Every GPU runs the same calls in the same order (NCCL needs it), on its own thread; a GPU
 //! that fails to set up stops every GPU before the communicators open. Each pattern is checked

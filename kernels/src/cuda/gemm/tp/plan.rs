@@ -128,11 +128,16 @@ impl TpPlan {
         }
         // Rows per GPU, and the cut dimension's share (all-gather: N / P; reduce-scatter: K / P).
         let (rows, cut) = check(op, shape, world, &[pattern])?;
-        // The pulls on more than 2 GPUs: a barrier between calls (see the module docs).
+        // The pulls on more than 2 GPUs: a barrier between calls (see the module docs; the
+        // fused kernel's pulls, not yet run on more than 2 GPUs, are treated alike until they
+        // are).
         let barrier_between = world > 2
             && matches!(
                 pattern,
-                TpPattern::Pull(_) | TpPattern::PullBulk | TpPattern::Pc { push: false, .. }
+                TpPattern::Pull(_)
+                    | TpPattern::PullBulk
+                    | TpPattern::Pc { push: false, .. }
+                    | TpPattern::Fused { push: false, .. }
             );
         let opening = Arc::new(Opening::new(world)?);
         let ordinals_v = ordinals.to_vec();

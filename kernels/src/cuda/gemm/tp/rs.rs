@@ -24,6 +24,12 @@
 //!   piece's sum, not by the copy engines.
 //!   (A first version read the peers' partials with NVLink loads from the reduce kernel: correct
 //!   but 2-4x slower than NCCL's reduce-scatter on 8-32 SMs, `bench/results/tp-grid-h200-2026-11-27/rs-pull-reduce/`.)
+//! - `fused-reduce:S`: one launch of augur's TMA GEMM (gemm.cu's `gemm_tma_rs_*`) per GPU with
+//!   no partial product of its own: each half-tile is stored straight into the staging slot of
+//!   this GPU at the GPU owning its rows (the tensor-memory unit through a map per owner, built
+//!   at the first call once the peers' addresses are known), then counted in the owner's done
+//!   words; S blocks of the owner's launch sum each of its tile rows once every GPU has counted
+//!   it. A GPU stores into a peer's staging only after that peer's ready word for the call.
 //!
 //! The check: the sum of P rounded partials is not exact, so an element passes within
 //! (P + 1) half-units of the 16-bit type of the sum of the partials' magnitudes (each partial
@@ -96,7 +102,7 @@ struct Reduce {
     fused_calls: Cell<u32>,
     /// The tensor maps over slot `rank` of every GPU's staging (made at the first fused call,
     /// once the peers' addresses are known).
-    dst_maps: std::cell::OnceCell<DstMaps>,
+    dst_maps: std::cell::OnceCell<Box<DstMaps>>,
 }
 
 /// gemm.cu's fused GEMM + reduce-scatter (`gemm_tma_rs_*`) made ready for `reduce_blocks`
@@ -544,7 +550,7 @@ impl Rs {
                 for (q, map) in maps.iter_mut().enumerate().take(world) {
                     *map = tensor_map(slot(q), self.rows, self.n, 64, self.dtype)?;
                 }
-                r.dst_maps.get_or_init(|| DstMaps(maps))
+                r.dst_maps.get_or_init(|| Box::new(DstMaps(maps)))
             }
         };
         let e = r.epoch.get().wrapping_add(1);
@@ -579,7 +585,7 @@ impl Rs {
         };
         let mut b = s.launch_builder(&l.f);
         b.arg(&mi).arg(&ni).arg(&ki);
-        b.arg(&l.maps.0).arg(&l.maps.1).arg(dst).arg(&t);
+        b.arg(&l.maps.0).arg(&l.maps.1).arg(&**dst).arg(&t);
         for v in &ints {
             b.arg(v);
         }
