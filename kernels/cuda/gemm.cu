@@ -20,6 +20,12 @@ typedef unsigned short u16;
 #ifndef GEMM_STAGES
 #error "GEMM_STAGES comes from the host as -DGEMM_STAGES=... (kernels/src/cuda/gemm/mod.rs; kernels/src/cuda/module.rs)"
 #endif
+#ifndef MAX_RANKS
+#error "MAX_RANKS comes from the host as -DMAX_RANKS=... (kernels/src/cuda/comm/mod.rs; kernels/src/cuda/module.rs)"
+#endif
+#ifndef TP_MAX_PIECES
+#error "TP_MAX_PIECES comes from the host as -DTP_MAX_PIECES=... (kernels/src/cuda/gemm/tp/ag.rs; kernels/src/cuda/module.rs)"
+#endif
 
 #define GEMM_BN 128
 #define GEMM_BK 32
