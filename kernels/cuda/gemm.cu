@@ -593,10 +593,9 @@ __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* t
 #define AUGUR_TMA(T, TY, BN) \
     extern "C" __global__ void gemm_tma_##TY##_##BN(TMA_ARGS) { __trap(); }
 #endif
-AUGUR_TMA(F16, f16, 256)
-AUGUR_TMA(BF16, bf16, 256)
-AUGUR_TMA(F16, f16, 128)
-AUGUR_TMA(BF16, bf16, 128)
+// The TMA kernels' four instances: each 16-bit type, tiles 256 and 128 wide.
+#define AUGUR_TMA_INSTANCES(K) K(F16, f16, 256) K(BF16, bf16, 256) K(F16, f16, 128) K(BF16, bf16, 128)
+AUGUR_TMA_INSTANCES(AUGUR_TMA)
 
 // ---- Fused all-gather + GEMM (issue 24's fused pattern, `fused-pull:C:S`, `fused-push:C:S`) ---
 //
@@ -782,32 +781,28 @@ __device__ __forceinline__ void gemm_tma_ag(int m, int n, int k, const TensorMap
 #define AUGUR_TMA_AG(T, TY, BN) \
     extern "C" __global__ void gemm_tma_ag_##TY##_##BN(TMA_AG_ARGS) { __trap(); }
 #endif
-AUGUR_TMA_AG(F16, f16, 256)
-AUGUR_TMA_AG(BF16, bf16, 256)
-AUGUR_TMA_AG(F16, f16, 128)
-AUGUR_TMA_AG(BF16, bf16, 128)
+AUGUR_TMA_INSTANCES(AUGUR_TMA_AG)
 
 // ---- Fused GEMM + reduce-scatter (issue 24's `fused-reduce:S`) ----------------------------
 //
 // gemm_tma_rs_{f16,bf16}_{256,128}: one launch per GPU of a row-parallel layer's GEMM +
 // reduce-scatter. GPU `rank` holds its columns of A (M x k) and of B (n x k) and receives rows
 // [rank * rows, (rank + 1) * rows) of the sum over the GPUs of A_r B_rᵀ. The grid's first
-// `reduce_blocks` blocks to start (by ticket) sum; the others run the persistent TMA GEMM over
-// all M rows, with no partial product of their own: each 64-row half of a tile is rounded and
-// stored by the tensor-memory unit straight into the staging of the GPU owning its rows (slot
-// `rank` of its world x rows x n staging: peer memory through NVLink, or this GPU's own),
-// clipped to the owner's rows by its tensor map (where a GPU's rows are not whole halves, small
-// M, the half's pairs are stored one by one, each into its owner's slot). Once a unit's stores have completed (checked
-// when the warpgroup stores its next unit, so the wait costs nothing), the warpgroup adds its
-// 64-column chunks to the owner's done count of (rank, tile row) (a release add at system
-// scope); the owner's summing blocks wait for every GPU's count of a tile row to reach
-// `target` (the calls so far x 2 warpgroups x ceil(n / 64)), then all of them sum the GPUs'
-// partials of those rows in f32 in rank order and round once into `out`. Where each GPU's rows are whole tiles, the
-// tiles run in phases, tile row t of every owner in phase t (the next GPUs' first, its own
-// last), so the owners sum tile row t while the GEMMs go on; otherwise in order. Before its
-// first store into a peer's staging in a call, a warpgroup waits for that peer's ready word in
-// this GPU's memory to reach the call's epoch (the peer has started the call: its last call's
-// sums are done).
+// `reduce_blocks` blocks to start (by ticket) sum; the others run the persistent TMA GEMM over all
+// M rows, with no partial product of their own: each 64-row half of a tile is rounded and stored by
+// the tensor-memory unit straight into the staging of the GPU owning its rows (slot `rank` of its
+// world x rows x n staging: peer memory through NVLink, or this GPU's own), clipped to the owner's
+// rows by its tensor map (where a GPU's rows are not whole halves, small M, the half's pairs are
+// stored one by one, each into its owner's slot). Once a unit's stores have completed (checked when
+// the warpgroup stores its next unit, so the wait costs nothing), the warpgroup adds its 64-column
+// chunks to the owner's done count of (rank, tile row) (a release add at system scope); the owner's
+// summing blocks wait for every GPU's count of a tile row to reach `target` (the calls so far x 2
+// warpgroups x ceil(n / 64)), then all of them sum the GPUs' partials of those rows in f32 in rank
+// order and round once into `out`. Where each GPU's rows are whole tiles, the tiles run in phases,
+// tile row t of every owner in phase t (the next GPUs' first, its own last), so the owners sum tile
+// row t while the GEMMs go on; otherwise in order. Before its first store into a peer's staging in
+// a call, a warpgroup waits for that peer's ready word in this GPU's memory to reach the call's
+// epoch (the peer has started the call: its last call's sums are done).
 
 struct TpFusedRs {
     // Per owner q: its done counts ([world][tiles_m] u32; GPU r's of tile row g at r x tiles_m
@@ -1014,10 +1009,7 @@ __device__ __forceinline__ void gemm_tma_rs(int m, int n, int k, const TensorMap
 #define AUGUR_TMA_RS(T, TY, BN) \
     extern "C" __global__ void gemm_tma_rs_##TY##_##BN(TMA_RS_ARGS) { __trap(); }
 #endif
-AUGUR_TMA_RS(F16, f16, 256)
-AUGUR_TMA_RS(BF16, bf16, 256)
-AUGUR_TMA_RS(F16, f16, 128)
-AUGUR_TMA_RS(BF16, bf16, 128)
+AUGUR_TMA_INSTANCES(AUGUR_TMA_RS)
 
 // C = the sum of the `splits` f32 partials ws[s][m][n], rounded to TT: four columns per thread
 // (n % 8 == 0).

@@ -483,20 +483,13 @@ impl Ag {
         copy_blocks: usize,
         push: bool,
     ) -> Result<(), KernelError> {
-        let (i, l, words) = match (
-            self.fused
-                .iter()
-                .enumerate()
-                .find(|(_, l)| l.copy_blocks == copy_blocks),
-            &self.fused_words,
-        ) {
-            (Some((i, l)), Some(w)) => (i, l, w),
-            _ => {
-                return Err(KernelError::Invalid(
-                    "the fused pattern run without its set-up".into(),
-                ))
-            }
-        };
+        let (i, l, words) = super::fused_launch(
+            &self.fused,
+            |l| l.copy_blocks,
+            copy_blocks,
+            self.fused_words.as_ref(),
+            "the fused pattern",
+        )?;
         let e = self.announce(gpu)?;
         let s = gpu.stream();
         let (src, dst, flag) = self.peer_rows(gpu, push);
@@ -520,11 +513,7 @@ impl Ag {
             copy_blocks as i32,
         ];
         let push_i = i32::from(push);
-        let cfg = LaunchConfig {
-            grid_dim: (l.grid, 1, 1),
-            block_dim: (384, 1, 1),
-            shared_mem_bytes: l.smem,
-        };
+        let cfg = super::fused_config(l.grid, l.smem);
         let mut b = s.launch_builder(&l.f);
         b.arg(&mi).arg(&ni).arg(&ki);
         b.arg(&l.tma.maps.0).arg(&l.tma.maps.1).arg(&l.tma.maps.2);
@@ -726,33 +715,27 @@ fn fused_launches(
     dtype: augur_features::attention::Dtype,
     [a, b, c]: [u64; 3],
 ) -> Result<Vec<FusedLaunch>, KernelError> {
-    let mut counts: Vec<usize> = patterns
-        .iter()
-        .filter_map(|p| match p {
-            TpPattern::Fused { sms, .. } => Some(*sms),
-            _ => None,
+    super::fused_counts(patterns, |p| match p {
+        TpPattern::Fused { sms, .. } => Some(*sms),
+        _ => None,
+    })
+    .into_iter()
+    .map(|copy_blocks| {
+        let sms = super::fused_sms(g, copy_blocks, "copy")?;
+        let shape = GemmShape { m, n: n_r, k };
+        let (bn, splits) = tma_choice(shape, sms);
+        let (tma, _) = g.tma_parts([a, b, c], shape, dtype, bn, splits)?;
+        let (f, smem) = super::fused_function(g, "ag", dtype, bn)?;
+        let units = m.div_ceil(128) * n_r.div_ceil(bn) * tma.splits;
+        Ok(FusedLaunch {
+            copy_blocks,
+            f,
+            grid: (copy_blocks + units.min(sms)) as u32,
+            smem: smem as u32,
+            tma,
         })
-        .collect();
-    counts.sort_unstable();
-    counts.dedup();
-    counts
-        .into_iter()
-        .map(|copy_blocks| {
-            let sms = super::fused_sms(g, copy_blocks, "copy")?;
-            let shape = GemmShape { m, n: n_r, k };
-            let (bn, splits) = tma_choice(shape, sms);
-            let (tma, _) = g.tma_parts([a, b, c], shape, dtype, bn, splits)?;
-            let (f, smem) = super::fused_function(g, "ag", dtype, bn)?;
-            let units = m.div_ceil(128) * n_r.div_ceil(bn) * tma.splits;
-            Ok(FusedLaunch {
-                copy_blocks,
-                f,
-                grid: (copy_blocks + units.min(sms)) as u32,
-                smem: smem as u32,
-                tma,
-            })
-        })
-        .collect()
+    })
+    .collect()
 }
 
 /// Run, check and time every pattern of the all-gather + GEMM on the GPUs `ordinals` for the

@@ -758,6 +758,49 @@ fn fused_sms(g: &CudaGemm, blocks: usize, what: &str) -> Result<usize, KernelErr
     Ok(g.multiprocessors - blocks)
 }
 
+/// The distinct counts of other-role blocks the fused patterns among `patterns` ask (`of`: a
+/// pattern's count, None for the other patterns), in order.
+fn fused_counts(patterns: &[TpPattern], of: impl Fn(&TpPattern) -> Option<usize>) -> Vec<usize> {
+    let mut counts: Vec<usize> = patterns.iter().filter_map(of).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    counts
+}
+
+/// The fused launch made ready for `blocks` other-role blocks among `launches` (`blocks_of`
+/// says a launch's), its index, and the kernel's words; refused (`what` run without its set-up)
+/// where there is none.
+fn fused_launch<'a, L>(
+    launches: &'a [L],
+    blocks_of: impl Fn(&L) -> usize,
+    blocks: usize,
+    words: Option<&'a crate::cuda::comm::DeviceBuffer>,
+    what: &str,
+) -> Result<(usize, &'a L, &'a crate::cuda::comm::DeviceBuffer), KernelError> {
+    match (
+        launches
+            .iter()
+            .enumerate()
+            .find(|(_, l)| blocks_of(l) == blocks),
+        words,
+    ) {
+        (Some((i, l)), Some(w)) => Ok((i, l, w)),
+        _ => Err(KernelError::Invalid(format!(
+            "{what} run without its set-up"
+        ))),
+    }
+}
+
+/// A fused kernel's launch: `grid` blocks of 384 threads (the TMA GEMM's), `smem` bytes of
+/// dynamic shared memory.
+fn fused_config(grid: u32, smem: u32) -> cudarc::driver::LaunchConfig {
+    cudarc::driver::LaunchConfig {
+        grid_dim: (grid, 1, 1),
+        block_dim: (384, 1, 1),
+        shared_mem_bytes: smem,
+    }
+}
+
 /// gemm.cu's fused kernel `gemm_tma_{kind}_{type}_{bn}` on `g`, allowed the dynamic shared
 /// memory it takes (returned, bytes).
 fn fused_function(

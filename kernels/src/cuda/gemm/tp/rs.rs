@@ -518,20 +518,13 @@ impl Rs {
             .reduce
             .as_ref()
             .ok_or_else(|| KernelError::Invalid("fused-reduce run without its set-up".into()))?;
-        let (i, l, done) = match (
-            r.fused
-                .iter()
-                .enumerate()
-                .find(|(_, l)| l.reduce_blocks == sms),
-            &r.done,
-        ) {
-            (Some((i, l)), Some(d)) => (i, l, d),
-            _ => {
-                return Err(KernelError::Invalid(
-                    "fused-reduce run without its set-up".into(),
-                ))
-            }
-        };
+        let (i, l, done) = super::fused_launch(
+            &r.fused,
+            |l| l.reduce_blocks,
+            sms,
+            r.done.as_ref(),
+            "fused-reduce",
+        )?;
         let (s, me, world) = (gpu.stream(), gpu.rank, gpu.world);
         let m = world * self.rows;
         // This GPU's slot of GPU q's staging.
@@ -578,11 +571,7 @@ impl Rs {
         let target = calls.wrapping_mul(2 * self.n.div_ceil(64) as u32);
         let (mi, ni, ki) = (m as i32, self.n as i32, self.kp as i32);
         let ints = [me as i32, world as i32, self.rows as i32, sms as i32];
-        let cfg = LaunchConfig {
-            grid_dim: (l.grid, 1, 1),
-            block_dim: (384, 1, 1),
-            shared_mem_bytes: l.smem,
-        };
+        let cfg = super::fused_config(l.grid, l.smem);
         let mut b = s.launch_builder(&l.f);
         b.arg(&mi).arg(&ni).arg(&ki);
         b.arg(&l.maps.0).arg(&l.maps.1).arg(&**dst).arg(&t);
@@ -638,41 +627,35 @@ fn fused_rs_launches(
     dtype: augur_features::attention::Dtype,
     [a, b]: [u64; 2],
 ) -> Result<Vec<FusedRsLaunch>, KernelError> {
-    let mut counts: Vec<usize> = patterns
-        .iter()
-        .filter_map(|p| match p {
-            TpPattern::FusedReduce { sms } => Some(*sms),
-            _ => None,
-        })
-        .collect();
-    counts.sort_unstable();
-    counts.dedup();
-    counts
-        .into_iter()
-        .map(|reduce_blocks| {
-            let sms = super::fused_sms(g, reduce_blocks, "summing")?;
-            let shape = GemmShape { m, n, k: kp };
-            let bn = [256usize, 128]
-                .into_iter()
-                .min_by(|&x, &y| {
-                    let t = |bn| tma_estimate_us(shape, bn, 1, sms).unwrap_or(f64::INFINITY);
-                    t(x).total_cmp(&t(y))
-                })
-                .unwrap_or(256);
-            let (f, smem) = super::fused_function(g, "rs", dtype, bn)?;
-            let units = m.div_ceil(128) * n.div_ceil(bn);
-            Ok(FusedRsLaunch {
-                reduce_blocks,
-                f,
-                maps: (
-                    tensor_map(a, m, kp, 128, dtype)?,
-                    tensor_map(b, n, kp, bn as u32, dtype)?,
-                ),
-                grid: (reduce_blocks + units.min(sms)) as u32,
-                smem: smem as u32,
+    super::fused_counts(patterns, |p| match p {
+        TpPattern::FusedReduce { sms } => Some(*sms),
+        _ => None,
+    })
+    .into_iter()
+    .map(|reduce_blocks| {
+        let sms = super::fused_sms(g, reduce_blocks, "summing")?;
+        let shape = GemmShape { m, n, k: kp };
+        let bn = [256usize, 128]
+            .into_iter()
+            .min_by(|&x, &y| {
+                let t = |bn| tma_estimate_us(shape, bn, 1, sms).unwrap_or(f64::INFINITY);
+                t(x).total_cmp(&t(y))
             })
+            .unwrap_or(256);
+        let (f, smem) = super::fused_function(g, "rs", dtype, bn)?;
+        let units = m.div_ceil(128) * n.div_ceil(bn);
+        Ok(FusedRsLaunch {
+            reduce_blocks,
+            f,
+            maps: (
+                tensor_map(a, m, kp, 128, dtype)?,
+                tensor_map(b, n, kp, bn as u32, dtype)?,
+            ),
+            grid: (reduce_blocks + units.min(sms)) as u32,
+            smem: smem as u32,
         })
-        .collect()
+    })
+    .collect()
 }
 
 /// Per row of `at` and column: the sum over the `world` GPUs (each `kp` columns of A and B) of
