@@ -1077,6 +1077,28 @@ mod tests {
             ]),
             vec![(2, 0), (2, 16)]
         );
+        // The fused launches: one per distinct count of blocks, in order.
+        let fused_of = |p: &TpPattern| match p {
+            TpPattern::Fused { sms, .. } | TpPattern::FusedReduce { sms } => Some(*sms),
+            _ => None,
+        };
+        let pats: Vec<TpPattern> = [
+            "fused-push:2:16",
+            "bulk",
+            "fused-pull:1:8",
+            "fused-reduce:16",
+        ]
+        .iter()
+        .map(|s| TpPattern::parse(s).unwrap())
+        .collect();
+        assert_eq!(fused_counts(&pats, fused_of), vec![8, 16]);
+        assert!(fused_counts(&[TpPattern::Bulk], fused_of).is_empty());
+        let launches = [8usize, 16];
+        let words = None;
+        let e = fused_launch(&launches, |l| *l, 16, words, "fused-reduce")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("fused-reduce run without its set-up"), "{e}");
         assert_eq!(
             pieces_of(&[
                 TpPattern::Chunked(4),

@@ -810,4 +810,19 @@ mod tests {
         let v: Vec<f32> = (0..12).map(|x| x as f32).collect();
         assert_eq!(super::columns(&v, 4, 1..3), vec![1., 2., 5., 6., 9., 10.]);
     }
+
+    #[test]
+    fn the_fused_kernels_tickets_follow_the_done_counts_aligned() {
+        // 3 GPUs x 1 tile row: 12 bytes of counts, the tickets (u64) at 16.
+        assert_eq!(super::tickets_at(3, 16), 16);
+        // 2 GPUs x 64 tile rows: 512 bytes, already aligned.
+        assert_eq!(super::tickets_at(2, 8192), 512);
+        for (world, m) in [(1, 1), (3, 129 * 128), (5, 300), (8, 16384)] {
+            let t = super::tickets_at(world, m);
+            assert!(
+                t.is_multiple_of(8) && t >= 4 * world * m.div_ceil(128),
+                "{world} {m}"
+            );
+        }
+    }
 }
