@@ -116,7 +116,11 @@ pub const ATTENTION: Source = Source {
 /// Dense GEMM on tensor cores (issue 24), loaded by `gemm::CudaGemm`.
 pub const GEMM: Source = Source {
     name: "gemm",
-    text: include_str!("../../cuda/gemm.cu"),
+    // The fused kernels (gemm_fused.cu) build on gemm.cu's TMA GEMM: one text, one module.
+    text: concat!(
+        include_str!("../../cuda/gemm.cu"),
+        include_str!("../../cuda/gemm_fused.cu")
+    ),
     defines: &[
         ("GEMM_STAGES", super::gemm::STAGES as u64),
         ("WG_STAGES", super::gemm::WG_STAGES as u64),

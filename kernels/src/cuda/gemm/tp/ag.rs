@@ -20,7 +20,7 @@
 //!   reads by SMs, each piece's arrival word written by its last block), while cuBLASLt's GEMMs
 //!   target the other SMs (`CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET`), each piece's after its
 //!   arrival word.
-//! - `fused-push:C:S`, `fused-pull:C:S`: one launch of augur's TMA GEMM (gemm.cu's
+//! - `fused-push:C:S`, `fused-pull:C:S`: one launch of augur's TMA GEMM (gemm_fused.cu's
 //!   `gemm_tma_ag_*`) whose first S blocks to start move the rows (pushed or pulled, C pieces
 //!   per peer, each piece's arrival word written by the last of them), while its other blocks
 //!   multiply every tile once the pieces it reads have arrived (own rows first, then each
@@ -96,7 +96,7 @@ pub(super) struct Ag {
     fused_words: Option<DeviceBuffer>,
 }
 
-/// gemm.cu's fused all-gather + GEMM (`gemm_tma_ag_*`) made ready for `copy_blocks` copy
+/// gemm_fused.cu's fused all-gather + GEMM (`gemm_tma_ag_*`) made ready for `copy_blocks` copy
 /// blocks: the function, its TMA arguments over all of A, this GPU's B and C, and its grid.
 struct FusedLaunch {
     copy_blocks: usize,
@@ -106,7 +106,7 @@ struct FusedLaunch {
     smem: u32,
 }
 
-/// The fused kernel's addresses (struct TpFused in gemm.cu).
+/// The fused kernel's addresses (struct TpFused in gemm_fused.cu).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 struct TpFused {
@@ -474,7 +474,7 @@ impl Ag {
     }
 
     /// Enqueue one call of the fused kernel with `copy_blocks` copy blocks on the compute
-    /// stream (see gemm.cu): the call's epoch announced to the peers first, the split's sum
+    /// stream (see gemm_fused.cu): the call's epoch announced to the peers first, the split's sum
     /// after.
     fn fused(
         &self,

@@ -12,8 +12,8 @@
 //! stream, ordered by events: async-TP's pipeline, with NCCL for the transfers); the copy
 //! engines' pulls and pushes and the producer/consumer patterns (augur's copy or reduce kernel
 //! on S SMs of comm.cu beside cuBLASLt GEMMs told to target the other SMs) are in [`ag`] and
-//! [`rs`], and so are the fused ones (one launch per GPU of augur's TMA GEMM in gemm.cu whose
-//! other blocks move the rows or sum the tiles: `fused-push:C:S`, `fused-pull:C:S`,
+//! [`rs`], and so are the fused ones (one launch per GPU of augur's TMA GEMM in gemm_fused.cu
+//! whose other blocks move the rows or sum the tiles: `fused-push:C:S`, `fused-pull:C:S`,
 //! `fused-reduce:S`; Hopper only, run on 2 H200s, `bench/results/fused-h200-2026-11-28/`).
 //! Beside them the parts alone, `gemm` and `comm`: max of the two is the perfect overlap's time.
 //!
@@ -32,6 +32,7 @@
 //! (`bench/results/tp-grid-h200-2026-11-27/`), from a barrier per call.
 
 pub mod ag;
+mod pattern;
 pub mod plan;
 pub mod rs;
 
@@ -48,234 +49,12 @@ use crate::gemm::GemmShape;
 use crate::KernelError;
 
 pub use ag::all_gather_gemm;
+pub use pattern::TpPattern;
 pub use rs::gemm_reduce_scatter;
 
 /// The two operations (the features' [`OverlapOp`](augur_features::overlap::OverlapOp): the
 /// same enum, one name).
 pub use augur_features::overlap::OverlapOp as TpOp;
-
-/// A way to run an operation (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TpPattern {
-    /// The GEMM alone, its inputs in place (not a pattern: its time).
-    GemmAlone,
-    /// The collective alone (not a pattern: its time).
-    CommAlone,
-    Bulk,
-    Chunked(usize),
-    /// All-gather only: every GPU pulls its peers' rows with the copy engines (one stream per
-    /// peer, `cuMemcpyAsync` between peers), no SMs taken from the GEMM, in C pieces per peer;
-    /// the GEMM of a piece starts once it has arrived (own rows first).
-    Pull(usize),
-    /// All-gather only: the copy engines' all-gather (as `pull:1`), then one GEMM over all rows.
-    PullBulk,
-    /// All-gather only: as `pull:C`, but every GPU pushes its rows into its peers' buffers
-    /// (NVLink writes), each piece followed by an arrival flag the peer's GEMM waits for.
-    Push(usize),
-    /// All-gather only, producer/consumer: augur's copy kernel (comm.cu's `tp_copy_pieces`) on
-    /// `sms` SMs moves the rows in `pieces` pieces per peer, pushed or pulled, while cuBLASLt's
-    /// GEMMs, told to leave those SMs free, multiply each piece once its arrival word says it
-    /// is there (own rows first).
-    Pc {
-        pieces: usize,
-        sms: usize,
-        push: bool,
-    },
-    /// All-gather only, fused: one launch of augur's TMA GEMM per GPU (gemm.cu's
-    /// `gemm_tma_ag_*`) whose first `sms` blocks move the rows between the GPUs (pushed or
-    /// pulled, `pieces` pieces per peer, an arrival word after each) while its other blocks
-    /// multiply, each tile once the pieces it reads have arrived (own rows first): no global
-    /// barrier, no second kernel, no host-side ordering but the call's ready words.
-    Fused {
-        pieces: usize,
-        sms: usize,
-        push: bool,
-    },
-    /// Reduce-scatter only, fused: one launch of augur's TMA GEMM per GPU (gemm.cu's
-    /// `gemm_tma_rs_*`) whose tiles are stored by the tensor-memory unit straight into the
-    /// staging of the GPU owning their rows, each counted in the owner's words once stored, while
-    /// the owner's first `sms` blocks sum every GPU's partial of a tile row as soon as all have
-    /// arrived: no partial product of its own, no global barrier, no second kernel.
-    FusedReduce {
-        sms: usize,
-    },
-    /// All-gather only: augur's own all-gather in bulk (the copy kernel pushing, one block per
-    /// SM), then one GEMM over all rows on every SM.
-    OwnBulk,
-    /// Reduce-scatter only, producer/consumer: the GEMMs (targeting all SMs but `sms`) make
-    /// every GPU's partial of piece j of every destination's rows, pushed into the
-    /// destination's staging with a word in its memory; the destination's reduce kernel
-    /// (comm.cu's `tp_reduce_piece_*`, `sms` blocks) sums piece j once every GPU's word says it
-    /// is there, while the GEMMs of piece j + 1 run. `sm_push`: the pushes by augur's copy
-    /// kernel on the same SMs, before each piece's sum (`pc-reduce-sm:C:S`), not by the copy
-    /// engines (`pc-reduce:C:S`).
-    PcReduce {
-        pieces: usize,
-        sms: usize,
-        sm_push: bool,
-    },
-}
-
-impl TpPattern {
-    pub fn name(self) -> String {
-        match self {
-            TpPattern::GemmAlone => "gemm".into(),
-            TpPattern::CommAlone => "comm".into(),
-            TpPattern::Bulk => "bulk".into(),
-            TpPattern::Chunked(c) => format!("chunked:{c}"),
-            TpPattern::Pull(c) => format!("pull:{c}"),
-            TpPattern::PullBulk => "pull-bulk".into(),
-            TpPattern::Push(c) => format!("push:{c}"),
-            TpPattern::Pc { pieces, sms, push } => {
-                format!("pc-{}:{pieces}:{sms}", if push { "push" } else { "pull" })
-            }
-            TpPattern::Fused { pieces, sms, push } => {
-                format!(
-                    "fused-{}:{pieces}:{sms}",
-                    if push { "push" } else { "pull" }
-                )
-            }
-            TpPattern::FusedReduce { sms } => format!("fused-reduce:{sms}"),
-            TpPattern::OwnBulk => "own-bulk".into(),
-            TpPattern::PcReduce {
-                pieces,
-                sms,
-                sm_push,
-            } => format!(
-                "pc-reduce{}:{pieces}:{sms}",
-                if sm_push { "-sm" } else { "" }
-            ),
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<TpPattern, KernelError> {
-        match s {
-            "gemm" => Ok(TpPattern::GemmAlone),
-            "comm" => Ok(TpPattern::CommAlone),
-            "bulk" => Ok(TpPattern::Bulk),
-            "pull-bulk" => Ok(TpPattern::PullBulk),
-            "own-bulk" => Ok(TpPattern::OwnBulk),
-            _ if s.starts_with("fused-reduce:") => match s[13..].parse::<usize>() {
-                Ok(sms) if sms >= 1 => Ok(TpPattern::FusedReduce { sms }),
-                _ => Err(KernelError::Invalid(format!(
-                    "pattern `{s}`: fused-reduce:S (S >= 1 summing blocks)"
-                ))),
-            },
-            _ if s.starts_with("pc-") || s.starts_with("fused-") => {
-                let fused = s.starts_with("fused-");
-                let tail = if fused { &s[6..] } else { &s[3..] };
-                let (kind, rest) = tail.split_once(':').unwrap_or((tail, ""));
-                let two: Vec<Option<usize>> = rest
-                    .split(':')
-                    .map(|v| v.parse::<usize>().ok().filter(|&c| c >= 1))
-                    .collect();
-                match (kind, &two[..]) {
-                    ("push" | "pull", [Some(pieces), Some(sms)]) if fused => Ok(TpPattern::Fused {
-                        pieces: *pieces,
-                        sms: *sms,
-                        push: kind == "push",
-                    }),
-                    ("push" | "pull", [Some(pieces), Some(sms)]) => Ok(TpPattern::Pc {
-                        pieces: *pieces,
-                        sms: *sms,
-                        push: kind == "push",
-                    }),
-                    ("reduce" | "reduce-sm", [Some(pieces), Some(sms)]) if !fused => {
-                        Ok(TpPattern::PcReduce {
-                            pieces: *pieces,
-                            sms: *sms,
-                            sm_push: kind == "reduce-sm",
-                        })
-                    }
-                    _ => Err(KernelError::Invalid(format!(
-                        "pattern `{s}`: pc-push:C:S, pc-pull:C:S, pc-reduce:C:S, \
-                         pc-reduce-sm:C:S, fused-push:C:S, fused-pull:C:S (C >= 1 pieces per \
-                         GPU, S >= 1 SMs for the copy or reduce kernel, or the fused kernel's \
-                         copy blocks) or fused-reduce:S"
-                    ))),
-                }
-            }
-            _ => {
-                let count = |prefix: &str| match s.strip_prefix(prefix).map(str::parse::<usize>) {
-                    Some(Ok(c)) if c >= 1 => Some(c),
-                    _ => None,
-                };
-                match (count("chunked:"), count("pull:"), count("push:")) {
-                    (Some(c), _, _) => Ok(TpPattern::Chunked(c)),
-                    (_, Some(c), _) => Ok(TpPattern::Pull(c)),
-                    (_, _, Some(c)) => Ok(TpPattern::Push(c)),
-                    _ => Err(KernelError::Invalid(format!(
-                        "pattern `{s}`: one of gemm, comm, bulk, chunked:C, pull:C, push:C (C >= \
-                         1 pieces), pull-bulk, pc-push:C:S, pc-pull:C:S, own-bulk, pc-reduce:C:S, \
-                         fused-push:C:S, fused-pull:C:S, fused-reduce:S"
-                    ))),
-                }
-            }
-        }
-    }
-
-    /// Whether it moves rows between peers itself (the copy engines' pulls and pushes, and
-    /// augur's copy kernel), with peer access and flags in the peers' memory.
-    pub fn copies(self) -> bool {
-        matches!(
-            self,
-            TpPattern::Pull(_)
-                | TpPattern::PullBulk
-                | TpPattern::Push(_)
-                | TpPattern::Pc { .. }
-                | TpPattern::Fused { .. }
-                | TpPattern::OwnBulk
-        )
-    }
-
-    /// Whether SMs move the rows in 16-byte vectors (augur's copy kernel, or the fused
-    /// kernel's copy blocks).
-    fn sm_copies(self) -> bool {
-        self.kernel_copies() || matches!(self, TpPattern::Fused { .. })
-    }
-
-    /// Whether it runs augur's copy kernel (and so needs comm.cu's module).
-    pub fn kernel_copies(self) -> bool {
-        matches!(self, TpPattern::Pc { .. } | TpPattern::OwnBulk)
-    }
-
-    /// Whether it is a pattern of `op` (those moving rows between peers themselves are the
-    /// all-gather's only, the reduce kernel's the reduce-scatter's).
-    pub fn applies(self, op: TpOp) -> bool {
-        match self {
-            TpPattern::PcReduce { .. } | TpPattern::FusedReduce { .. } => {
-                op == TpOp::GemmReduceScatter
-            }
-            _ => op == TpOp::AllGatherGemm || !self.copies(),
-        }
-    }
-
-    /// Whether it computes the output (and so is checked).
-    fn computes(self) -> bool {
-        !matches!(self, TpPattern::CommAlone)
-    }
-
-    /// The pieces each GPU's rows are cut in, for the patterns that cut them (1 for those that
-    /// move them whole before one GEMM).
-    pub fn pieces(self) -> Option<usize> {
-        match self {
-            TpPattern::Chunked(c) | TpPattern::Pull(c) | TpPattern::Push(c) => Some(c),
-            TpPattern::Pc { pieces, .. }
-            | TpPattern::PcReduce { pieces, .. }
-            | TpPattern::Fused { pieces, .. } => Some(pieces),
-            TpPattern::PullBulk | TpPattern::OwnBulk => Some(1),
-            _ => None,
-        }
-    }
-
-    /// The SMs left to augur's copy kernel beside the GEMMs (0: the GEMMs take every SM).
-    fn kernel_sms(self) -> usize {
-        match self {
-            TpPattern::Pc { sms, .. } | TpPattern::PcReduce { sms, .. } => sms,
-            _ => 0,
-        }
-    }
-}
 
 /// What one pattern did on a shape.
 #[derive(Debug, Clone)]
@@ -801,7 +580,7 @@ fn fused_config(grid: u32, smem: u32) -> cudarc::driver::LaunchConfig {
     }
 }
 
-/// gemm.cu's fused kernel `gemm_tma_{kind}_{type}_{bn}` on `g`, allowed the dynamic shared
+/// gemm_fused.cu's fused kernel `gemm_tma_{kind}_{type}_{bn}` on `g`, allowed the dynamic shared
 /// memory it takes (returned, bytes).
 fn fused_function(
     g: &CudaGemm,

@@ -24,12 +24,12 @@
 //!   piece's sum, not by the copy engines.
 //!   (A first version read the peers' partials with NVLink loads from the reduce kernel: correct
 //!   but 2-4x slower than NCCL's reduce-scatter on 8-32 SMs, `bench/results/tp-grid-h200-2026-11-27/rs-pull-reduce/`.)
-//! - `fused-reduce:S`: one launch of augur's TMA GEMM (gemm.cu's `gemm_tma_rs_*`) per GPU with
-//!   no partial product of its own: each half-tile is stored straight into the staging slot of
-//!   this GPU at the GPU owning its rows (the tensor-memory unit through a map per owner, built
-//!   at the first call once the peers' addresses are known), then counted in the owner's done
-//!   words; S blocks of the owner's launch sum each of its tile rows once every GPU has counted
-//!   it. A GPU stores into a peer's staging only after that peer's ready word for the call.
+//! - `fused-reduce:S`: one launch of augur's TMA GEMM (gemm_fused.cu's `gemm_tma_rs_*`) per GPU
+//!   with no partial product of its own: each half-tile is stored straight into the staging slot of
+//!   this GPU at the GPU owning its rows (the tensor-memory unit through a map per owner, built at
+//!   the first call once the peers' addresses are known), then counted in the owner's done words; S
+//!   blocks of the owner's launch sum each of its tile rows once every GPU has counted it. A GPU
+//!   stores into a peer's staging only after that peer's ready word for the call.
 //!
 //! The check: the sum of P rounded partials is not exact, so an element passes within
 //! (P + 1) half-units of the 16-bit type of the sum of the partials' magnitudes (each partial
@@ -105,7 +105,7 @@ struct Reduce {
     dst_maps: std::cell::OnceCell<Box<DstMaps>>,
 }
 
-/// gemm.cu's fused GEMM + reduce-scatter (`gemm_tma_rs_*`) made ready for `reduce_blocks`
+/// gemm_fused.cu's fused GEMM + reduce-scatter (`gemm_tma_rs_*`) made ready for `reduce_blocks`
 /// summing blocks: the function, the tensor maps of this GPU's A and B, its grid.
 struct FusedRsLaunch {
     reduce_blocks: usize,
@@ -115,7 +115,7 @@ struct FusedRsLaunch {
     smem: u32,
 }
 
-/// Per GPU q, a tensor map over this GPU's slot of q's staging (struct TpMaps in gemm.cu).
+/// Per GPU q, a tensor map over this GPU's slot of q's staging (struct TpMaps in gemm_fused.cu).
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct DstMaps([TensorMapArg; MAX_RANKS]);
@@ -123,7 +123,7 @@ struct DstMaps([TensorMapArg; MAX_RANKS]);
 // SAFETY: plain bytes laid out as the C struct.
 unsafe impl DeviceRepr for DstMaps {}
 
-/// The fused kernel's addresses (struct TpFusedRs in gemm.cu).
+/// The fused kernel's addresses (struct TpFusedRs in gemm_fused.cu).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 struct TpFusedRs {
@@ -510,9 +510,9 @@ impl Rs {
         Ok(())
     }
 
-    /// Enqueue one call of `fused-reduce:sms` (see the module docs and gemm.cu) on the compute
-    /// stream: the call's epoch announced to the peers first (this GPU's staging may be stored
-    /// into: its last call's sums are done).
+    /// Enqueue one call of `fused-reduce:sms` (see the module docs and gemm_fused.cu) on the
+    /// compute stream: the call's epoch announced to the peers first (this GPU's staging may be
+    /// stored into: its last call's sums are done).
     fn fused_reduce(&self, gpu: &Gpu, sms: usize) -> Result<(), KernelError> {
         let r = self
             .reduce

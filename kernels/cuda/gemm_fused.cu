@@ -1,0 +1,419 @@
+// The fused GEMM + collective kernels of issue 24 (tensor-parallel layers across GPUs), on
+// gemm.cu's persistent TMA GEMM (gemm_tma and its gates, the TMA kernels' argument macros and
+// instances): kernels/src/cuda/module.rs appends this text to gemm.cu's, one module.
+
+// ---- Fused all-gather + GEMM (issue 24's fused pattern, `fused-pull:C:S`, `fused-push:C:S`) ---
+//
+// gemm_tma_ag_{f16,bf16}_{256,128}: one launch per GPU of a tensor-parallel layer's all-gather
+// + GEMM, no global barrier: the grid's first `copy_blocks` blocks to start (by ticket, so that
+// the blocks the others wait for are running) move rows between the GPUs, the rest run the
+// persistent TMA GEMM over all of A, each tile once its rows are there. GPU `rank` holds rows
+// [rank * rows, (rank + 1) * rows) of A in place in a buffer of all M = world x rows rows, cut
+// in `pieces` pieces per GPU. For each peer q (rank + 1, rank + 2, ...) the copy blocks wait for
+// q's ready word in this GPU's memory to reach the call's epoch (q started the call: its rows are
+// written, and it has read its last call's), copy the pieces of rows (pulled: q's rows from q's
+// A into this GPU's; pushed: this GPU's rows into q's A) and, after each piece, set its arrival
+// word (this GPU's for a pull, q's for a push) to the epoch: the last of the copy blocks to count
+// the piece does, after every block's system fence. The GEMM takes its own rows' tiles first,
+// then each peer's in the order they arrive, and its producer waits for the arrival words of the
+// pieces a tile reads (acquire, system scope) before its tensor-memory loads.
+
+struct TpFused {
+    // Per peer q: where its rows are read, where they are written, and the arrival word of
+    // piece 0 (piece j's is j words on).
+    unsigned long long src[MAX_RANKS], dst[MAX_RANKS], flag[MAX_RANKS];
+    // This GPU's words: the peers' ready words [world], its arrival words
+    // [MAX_RANKS][TP_MAX_PIECES] (peer q's piece j), the copy blocks' counters
+    // [MAX_RANKS][TP_MAX_PIECES] (zero between calls), and the launch's tickets (one 64-bit
+    // counter, never reset: a multiple of the grid between launches).
+    unsigned long long ready, arrived, counters, tickets;
+};
+
+#ifdef AUGUR_WGMMA
+#define FUSED_UNROLL 8
+
+__device__ __forceinline__ unsigned ld_acquire_sys(const unsigned* p) {
+    unsigned v;
+    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void st_release_sys(unsigned* p, unsigned v) {
+    asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint4 ld_cg(const uint4* p) {
+    uint4 v;
+    asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+// Wait for a word to reach `epoch` (wrapping); trap after GATE_TIMEOUT_NS.
+__device__ __forceinline__ void wait_epoch(const unsigned* w, unsigned epoch) {
+    if ((int)(ld_acquire_sys(w) - epoch) >= 0) return;
+    const unsigned long long t0 = global_ns();
+    while ((int)(ld_acquire_sys(w) - epoch) < 0) {
+        __nanosleep(256);
+        if (global_ns() - t0 > GATE_TIMEOUT_NS) __trap();
+    }
+}
+
+// The copy blocks' part: block c of nblk.
+__device__ __forceinline__ void fused_copy(const TpFused& f, int c, int nblk, int rank,
+                                           int world, unsigned long long bytes, int pieces,
+                                           unsigned epoch, int push) {
+    const unsigned long long nv = bytes / 16;  // the host checks that pieces are whole vectors
+    const unsigned long long chunk = (unsigned long long)blockDim.x * FUSED_UNROLL;
+    for (int i = 1; i < world; i++) {
+        const int q = (rank + i) % world;
+        if (threadIdx.x == 0) wait_epoch((const unsigned*)f.ready + q, epoch);
+        __syncthreads();
+        for (int j = 0; j < pieces; j++) {
+            const uint4* s = (const uint4*)(f.src[q] + (unsigned long long)j * bytes);
+            uint4* d = (uint4*)(f.dst[q] + (unsigned long long)j * bytes);
+            for (unsigned long long c0 = (unsigned long long)c * chunk; c0 < nv;
+                 c0 += (unsigned long long)nblk * chunk) {
+                uint4 v[FUSED_UNROLL];
+#pragma unroll
+                for (int u = 0; u < FUSED_UNROLL; u++) {
+                    const unsigned long long x =
+                        c0 + (unsigned long long)u * blockDim.x + threadIdx.x;
+                    if (x < nv) v[u] = push ? s[x] : ld_cg(s + x);
+                }
+#pragma unroll
+                for (int u = 0; u < FUSED_UNROLL; u++) {
+                    const unsigned long long x =
+                        c0 + (unsigned long long)u * blockDim.x + threadIdx.x;
+                    if (x < nv) d[x] = v[u];
+                }
+            }
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                __threadfence_system();
+                unsigned* cnt = (unsigned*)f.counters + q * TP_MAX_PIECES + j;
+                if (atomicAdd(cnt, 1u) == (unsigned)nblk - 1) {
+                    *cnt = 0;  // every copy block has counted: nothing adds to it in this launch
+                    __threadfence_system();
+                    st_release_sys((unsigned*)f.flag[q] + j, epoch);
+                }
+            }
+        }
+    }
+}
+
+// The GEMM's gate and tile order in the fused kernel.
+struct FusedGate {
+    const unsigned* arrived;
+    int rank, world, rows, pieces, tiles_m, push;
+    unsigned epoch;
+    unsigned seen[(MAX_RANKS * TP_MAX_PIECES + 31) / 32];  // pieces already seen arrived
+    // Own rows first, then the peers' in the order they arrive (pulled: rank + 1, rank + 2, ...;
+    // pushed: rank - 1, rank - 2, ...). Where a GPU's rows are whole tiles, exactly; otherwise
+    // the tiles rotated to start at this GPU's first row.
+    __device__ __forceinline__ int tile(int t) const {
+        if (rows % WG_BM == 0) {
+            const int per = rows / WG_BM, i = t / per;
+            const int q = push ? (rank - i + world) % world : (rank + i) % world;
+            return q * per + t % per;
+        }
+        return (t + rank * rows / WG_BM) % tiles_m;
+    }
+    __device__ __forceinline__ void wait(int row0) {
+        const int m = world * rows, per = rows / pieces;
+        const int last = (min(row0 + WG_BM, m) - 1) / per;
+        bool fresh = false;
+        for (int b = row0 / per; b <= last; ++b) {
+            const int q = b / pieces, j = b % pieces;
+            if (q == rank) continue;
+            const int bit = q * TP_MAX_PIECES + j;
+            if (seen[bit >> 5] & (1u << (bit & 31))) continue;
+            wait_epoch(arrived + bit, epoch);
+            seen[bit >> 5] |= 1u << (bit & 31);
+            fresh = true;
+        }
+        // The rows were written through the generic proxy; the tensor-memory loads read
+        // through the async one.
+        if (fresh) asm volatile("fence.proxy.async.global;" ::: "memory");
+    }
+    template <typename TT, int BN>
+    __device__ __forceinline__ void store(const float* d, u16* stage, const TensorMap* tmc,
+                                          int row0, int col0, int bar_id, int, int) {
+        wg_store_tma<TT, BN>(d, stage, tmc, row0, col0, bar_id);
+    }
+    __device__ __forceinline__ void finish() {}
+};
+
+template <typename TT, int BN>
+__device__ __forceinline__ void gemm_tma_ag(int m, int n, int k, const TensorMap* tma,
+                                            const TensorMap* tmb, const TensorMap* tmc,
+                                            int splits, int kt_per, float* __restrict__ ws,
+                                            const TpFused& f, int rank, int world, int rows,
+                                            int pieces, int copy_blocks, unsigned epoch,
+                                            int push) {
+    __shared__ int role;
+    if (threadIdx.x == 0) {
+        role = (int)(atomicAdd((unsigned long long*)f.tickets, 1ull) % gridDim.x);
+    }
+    __syncthreads();
+    const int r = role;
+    if (r < copy_blocks) {
+        const unsigned long long bytes = (unsigned long long)rows / pieces * k * 2;
+        fused_copy(f, r, copy_blocks, rank, world, bytes, pieces, epoch, push);
+        return;
+    }
+    FusedGate g;
+    g.arrived = (const unsigned*)f.arrived;
+    g.rank = rank;
+    g.world = world;
+    g.rows = rows;
+    g.pieces = pieces;
+    g.tiles_m = (m + WG_BM - 1) / WG_BM;
+    g.push = push;
+    g.epoch = epoch;
+#pragma unroll
+    for (int i = 0; i < (MAX_RANKS * TP_MAX_PIECES + 31) / 32; ++i) g.seen[i] = 0;
+    gemm_tma<TT, BN>(m, n, k, tma, tmb, tmc, splits, kt_per, ws, r - copy_blocks,
+                     gridDim.x - copy_blocks, g);
+}
+#endif
+
+#define TMA_AG_ARGS TMA_ARGS_BASE, TpFused f, int rank, int world, int rows, int pieces, \
+    int copy_blocks, unsigned epoch, int push
+#ifdef AUGUR_WGMMA
+#define AUGUR_TMA_AG(T, TY, BN) \
+    extern "C" __global__ void __launch_bounds__(384, 1) gemm_tma_ag_##TY##_##BN(TMA_AG_ARGS) { \
+        gemm_tma_ag<T, BN>(m, n, k, &tma, &tmb, &tmc, splits, kt_per, ws, f, rank, world, rows,   \
+                           pieces, copy_blocks, epoch, push);                                     \
+    }
+#else
+#define AUGUR_TMA_AG(T, TY, BN) \
+    extern "C" __global__ void gemm_tma_ag_##TY##_##BN(TMA_AG_ARGS) { __trap(); }
+#endif
+AUGUR_TMA_INSTANCES(AUGUR_TMA_AG)
+
+// ---- Fused GEMM + reduce-scatter (issue 24's `fused-reduce:S`) ----------------------------
+//
+// gemm_tma_rs_{f16,bf16}_{256,128}: one launch per GPU of a row-parallel layer's GEMM +
+// reduce-scatter. GPU `rank` holds its columns of A (M x k) and of B (n x k) and receives rows
+// [rank * rows, (rank + 1) * rows) of the sum over the GPUs of A_r B_rᵀ. The grid's first
+// `reduce_blocks` blocks to start (by ticket) sum; the others run the persistent TMA GEMM over all
+// M rows, with no partial product of their own: each 64-row half of a tile is rounded and stored by
+// the tensor-memory unit straight into the staging of the GPU owning its rows (slot `rank` of its
+// world x rows x n staging: peer memory through NVLink, or this GPU's own), clipped to the owner's
+// rows by its tensor map (where a GPU's rows are not whole halves, small M, the half's pairs are
+// stored one by one, each into its owner's slot). Once a unit's stores have completed (checked when
+// the warpgroup stores its next unit, so the wait costs nothing), the warpgroup adds its 64-column
+// chunks to the owner's done count of (rank, tile row) (a release add at system scope); the owner's
+// summing blocks wait for every GPU's count of a tile row to reach `target` (the calls so far x 2
+// warpgroups x ceil(n / 64)), then all of them sum the GPUs' partials of those rows in f32 in rank
+// order and round once into `out`. Where each GPU's rows are whole tiles, the tiles run in phases,
+// tile row t of every owner in phase t (the next GPUs' first, its own last), so the owners sum tile
+// row t while the GEMMs go on; otherwise in order. Before its first store into a peer's staging in
+// a call, a warpgroup waits for that peer's ready word in this GPU's memory to reach the call's
+// epoch (the peer has started the call: its last call's sums are done).
+
+struct TpFusedRs {
+    // Per owner q: its done counts ([world][tiles_m] u32; GPU r's of tile row g at r x tiles_m
+    // + g).
+    unsigned long long done[MAX_RANKS];
+    // Per owner q: this GPU's slot of q's staging (rows x n halves), for the stores that are not
+    // the tensor-memory unit's (each GPU's rows not whole 64-row halves of tiles).
+    unsigned long long slot[MAX_RANKS];
+    // This GPU's words: the peers' ready words (peer q's at ready + 4 q), its staging (world x
+    // rows x n halves), its rows of the sum (rows x n), the launch's tickets.
+    unsigned long long ready, staging, out, tickets;
+};
+
+// Per owner q: a tensor map over slot `rank` of q's staging (rows x n, 64 x 64 boxes).
+struct __align__(64) TpMaps {
+    TensorMap dst[MAX_RANKS];
+};
+
+#ifdef AUGUR_WGMMA
+__device__ __forceinline__ void unpack2(F16, unsigned w, float& lo, float& hi) {
+    unsigned short a = (unsigned short)(w & 0xffff), b = (unsigned short)(w >> 16);
+    asm("cvt.f32.f16 %0, %1;" : "=f"(lo) : "h"(a));
+    asm("cvt.f32.f16 %0, %1;" : "=f"(hi) : "h"(b));
+}
+__device__ __forceinline__ void unpack2(BF16, unsigned w, float& lo, float& hi) {
+    lo = __uint_as_float(w << 16);
+    hi = __uint_as_float(w & 0xffff0000u);
+}
+
+// Vectors per thread in flight in the sums (one GPU's partials at a time, summed in rank order
+// into RS_UNROLL x 8 f32 accumulators).
+#define RS_UNROLL 8
+
+// The summing blocks' part, block c of nblk: this GPU's tile rows in order, each once every GPU
+// has counted it whole, each cut in nblk equal ranges of 16-byte vectors (the blocks share a
+// tile row, so that a row's sum takes all of them).
+template <typename TT>
+__device__ __forceinline__ void fused_reduce(const TpFusedRs& f, int c, int nblk, int rank,
+                                             int world, int rows, int n, int tiles_m,
+                                             unsigned target) {
+    const int lo = rank * rows, hi = lo + rows;
+    const unsigned* done = (const unsigned*)f.done[rank];
+    const unsigned long long slot = (unsigned long long)rows * n / 8;  // vectors per GPU
+    const uint4* st = (const uint4*)f.staging;
+    uint4* out = (uint4*)f.out;
+    for (int g = lo / WG_BM; g <= (hi - 1) / WG_BM; ++g) {
+        if (threadIdx.x == 0) {
+            for (int q = 0; q < world; ++q) wait_epoch(done + q * tiles_m + g, target);
+        }
+        __syncthreads();
+        const int r0 = max(g * WG_BM, lo) - lo, r1 = min(g * WG_BM + WG_BM, hi) - lo;
+        const unsigned long long nv = (unsigned long long)(r1 - r0) * n / 8;
+        const unsigned long long per = (nv + nblk - 1) / nblk;
+        const unsigned long long at = (unsigned long long)r0 * n / 8 + c * per;
+        const unsigned long long end = min(per, nv - min(nv, c * per));
+        const unsigned long long step = (unsigned long long)blockDim.x * RS_UNROLL;
+        for (unsigned long long x0 = threadIdx.x; x0 < end; x0 += step) {
+            float acc[RS_UNROLL][8];
+#pragma unroll
+            for (int u = 0; u < RS_UNROLL; ++u) {
+#pragma unroll
+                for (int e = 0; e < 8; ++e) acc[u][e] = 0.0f;
+            }
+            for (int q = 0; q < world; ++q) {
+                uint4 v[RS_UNROLL];
+#pragma unroll
+                for (int u = 0; u < RS_UNROLL; ++u) {
+                    const unsigned long long x = x0 + (unsigned long long)u * blockDim.x;
+                    if (x < end) v[u] = ld_cg(st + q * slot + at + x);
+                }
+#pragma unroll
+                for (int u = 0; u < RS_UNROLL; ++u) {
+                    const unsigned w[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) {
+                        float a, b;
+                        unpack2(TT(), w[i], a, b);
+                        acc[u][2 * i] += a;
+                        acc[u][2 * i + 1] += b;
+                    }
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < RS_UNROLL; ++u) {
+                const unsigned long long x = x0 + (unsigned long long)u * blockDim.x;
+                if (x >= end) continue;
+                out[at + x] =
+                    make_uint4(TT::pack(acc[u][0], acc[u][1]), TT::pack(acc[u][2], acc[u][3]),
+                               TT::pack(acc[u][4], acc[u][5]), TT::pack(acc[u][6], acc[u][7]));
+            }
+        }
+    }
+}
+
+// The GEMM's tile order and epilogue in the fused reduce-scatter (see above).
+struct RsGate {
+    const TpFusedRs* f;
+    const TensorMap* dst;
+    int rank, world, rows, m, tiles_m;
+    unsigned epoch;
+    int pending, pending_chunks;  // the last unit's tile row (-1: none) and its chunks
+    unsigned readied;             // peers whose ready word was seen this call
+    __device__ __forceinline__ int tile(int t) const {
+        if (rows % WG_BM == 0) {
+            const int per = rows / WG_BM, i = t % world;
+            return ((rank + 1 + i) % world) * per + t / world;
+        }
+        return t;
+    }
+    __device__ __forceinline__ void wait(int) {}
+    // The last unit's stores are complete: count its chunks in each owner's done words.
+    __device__ __forceinline__ void flush() {
+        asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+        asm volatile("fence.proxy.async.global;" ::: "memory");
+        const int t0 = pending * WG_BM, t1 = min(t0 + WG_BM, m);
+        for (int q = t0 / rows; q <= (t1 - 1) / rows; ++q) {
+            unsigned* w = (unsigned*)f->done[q] + rank * tiles_m + pending;
+            asm volatile("red.release.sys.global.add.u32 [%0], %1;" ::"l"(w), "r"(pending_chunks)
+                         : "memory");
+        }
+    }
+    template <typename TT, int BN>
+    __device__ __forceinline__ void store(const float* d, u16* stage, const TensorMap*,
+                                          int row0, int col0, int bar_id, int tile_m, int n) {
+        const bool lead = (threadIdx.x & 127) == 0;
+        if (pending >= 0 && lead) flush();
+        if (row0 < m) {
+            // The owners of the warpgroup's rows, ready for this call's stores.
+            const int q0 = row0 / rows, q1 = (min(row0 + 64, m) - 1) / rows;
+            for (int q = q0; q <= q1; ++q) {
+                if (q != rank && !((readied >> q) & 1u)) {
+                    if (lead) wait_epoch((const unsigned*)f->ready + q, epoch);
+                    readied |= 1u << q;
+                }
+            }
+            if (rows % 64 == 0) {
+                // One owner; its map clips at its last row.
+                wg_store_tma<TT, BN>(d, stage, dst + q0, row0 - q0 * rows, col0, bar_id);
+            } else {
+                // Rows of several owners: pairs stored one by one (small M only), each thread's
+                // fenced before the lead counts them (flush, after the barrier).
+                asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+                wg_pairs<BN>(d, m, n, row0, col0, [&](int r, int c, float x, float y) {
+                    const int q = r / rows;
+                    u16* p = (u16*)f->slot[q] + (long long)(r - q * rows) * n + c;
+                    *(unsigned*)p = TT::pack(x, y);
+                });
+                __threadfence_system();
+                asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+            }
+        }
+        pending = tile_m;
+        pending_chunks = (min(BN, n - col0) + 63) / 64;
+    }
+    __device__ __forceinline__ void finish() {
+        if (pending >= 0 && (threadIdx.x & 127) == 0) flush();
+    }
+};
+
+template <typename TT, int BN>
+__device__ __forceinline__ void gemm_tma_rs(int m, int n, int k, const TensorMap* tma,
+                                            const TensorMap* tmb, const TpMaps& maps,
+                                            const TpFusedRs& f, int rank, int world, int rows,
+                                            int reduce_blocks, unsigned epoch, unsigned target) {
+    __shared__ int role;
+    if (threadIdx.x == 0) {
+        role = (int)(atomicAdd((unsigned long long*)f.tickets, 1ull) % gridDim.x);
+    }
+    __syncthreads();
+    const int r = role;
+    const int tiles_m = (m + WG_BM - 1) / WG_BM;
+    if (r < reduce_blocks) {
+        fused_reduce<TT>(f, r, reduce_blocks, rank, world, rows, n, tiles_m, target);
+        return;
+    }
+    RsGate g;
+    g.f = &f;
+    g.dst = maps.dst;
+    g.rank = rank;
+    g.world = world;
+    g.rows = rows;
+    g.m = m;
+    g.tiles_m = tiles_m;
+    g.epoch = epoch;
+    g.pending = -1;
+    g.pending_chunks = 0;
+    g.readied = 0;
+    const int kt_all = (k + WG_BK - 1) / WG_BK;
+    gemm_tma<TT, BN>(m, n, k, tma, tmb, &maps.dst[rank], 1, kt_all, nullptr, r - reduce_blocks,
+                     gridDim.x - reduce_blocks, g);
+}
+#endif
+
+#define TMA_RS_ARGS int m, int n, int k, const __grid_constant__ TensorMap tma, \
+    const __grid_constant__ TensorMap tmb, const __grid_constant__ TpMaps maps, TpFusedRs f, \
+    int rank, int world, int rows, int reduce_blocks, unsigned epoch, unsigned target
+#ifdef AUGUR_WGMMA
+#define AUGUR_TMA_RS(T, TY, BN) \
+    extern "C" __global__ void __launch_bounds__(384, 1) gemm_tma_rs_##TY##_##BN(TMA_RS_ARGS) { \
+        gemm_tma_rs<T, BN>(m, n, k, &tma, &tmb, maps, f, rank, world, rows, reduce_blocks,        \
+                           epoch, target);                                                         \
+    }
+#else
+#define AUGUR_TMA_RS(T, TY, BN) \
+    extern "C" __global__ void gemm_tma_rs_##TY##_##BN(TMA_RS_ARGS) { __trap(); }
+#endif
+AUGUR_TMA_INSTANCES(AUGUR_TMA_RS)
