@@ -446,11 +446,6 @@ __device__ __forceinline__ Unit unit_of(int u, int tiles_m, int tiles_n, int spl
 // one its tensor-memory copies read through: once per newly seen run of blocks, not per unit. A
 // block that stays unset for GATE_TIMEOUT_NS traps: the launch fails instead of hanging.
 #define GATE_TIMEOUT_NS 10000000000ull
-__device__ __forceinline__ unsigned long long global_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
 __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
     unsigned v;
     asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
@@ -463,10 +458,10 @@ __device__ __forceinline__ void wait_rows(const unsigned* flags, int rows_per_fl
     const int first = max(row0 / rows_per_flag, seen);
     for (int b = first; b <= last; ++b) {
         if (load_acquire(flags + b)) continue;
-        const unsigned long long t0 = global_ns();
+        const unsigned long long t0 = now_ns();
         while (!load_acquire(flags + b)) {
             __nanosleep(256);
-            if (global_ns() - t0 > GATE_TIMEOUT_NS) __trap();
+            if (now_ns() - t0 > GATE_TIMEOUT_NS) __trap();
         }
     }
     asm volatile("fence.proxy.async.global;" ::: "memory");

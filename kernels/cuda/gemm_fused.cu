@@ -32,28 +32,25 @@ struct TpFused {
 #ifdef AUGUR_WGMMA
 #define FUSED_UNROLL 8
 
-__device__ __forceinline__ unsigned ld_acquire_sys(const unsigned* p) {
-    unsigned v;
-    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
+// ld_acquire_sys, st_release_sys, ld_cg and now_ns are portable.h's (the GEMM's prelude).
+
+// This block's role in its launch, 0 to gridDim.x - 1 in the order the blocks took a ticket
+// (`tickets`: a 64-bit counter never reset, a multiple of the grid between launches), so that
+// the roles others wait for go to blocks that are running.
+__device__ __forceinline__ int block_role(unsigned long long tickets) {
+    __shared__ int role;
+    if (threadIdx.x == 0) role = (int)(atomicAdd((unsigned long long*)tickets, 1ull) % gridDim.x);
+    __syncthreads();
+    return role;
 }
-__device__ __forceinline__ void st_release_sys(unsigned* p, unsigned v) {
-    asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ uint4 ld_cg(const uint4* p) {
-    uint4 v;
-    asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
-}
+
 // Wait for a word to reach `epoch` (wrapping); trap after GATE_TIMEOUT_NS.
 __device__ __forceinline__ void wait_epoch(const unsigned* w, unsigned epoch) {
     if ((int)(ld_acquire_sys(w) - epoch) >= 0) return;
-    const unsigned long long t0 = global_ns();
+    const unsigned long long t0 = now_ns();
     while ((int)(ld_acquire_sys(w) - epoch) < 0) {
         __nanosleep(256);
-        if (global_ns() - t0 > GATE_TIMEOUT_NS) __trap();
+        if (now_ns() - t0 > GATE_TIMEOUT_NS) __trap();
     }
 }
 
@@ -149,12 +146,7 @@ __device__ __forceinline__ void gemm_tma_ag(int m, int n, int k, const TensorMap
                                             const TpFused& f, int rank, int world, int rows,
                                             int pieces, int copy_blocks, unsigned epoch,
                                             int push) {
-    __shared__ int role;
-    if (threadIdx.x == 0) {
-        role = (int)(atomicAdd((unsigned long long*)f.tickets, 1ull) % gridDim.x);
-    }
-    __syncthreads();
-    const int r = role;
+    const int r = block_role(f.tickets);
     if (r < copy_blocks) {
         const unsigned long long bytes = (unsigned long long)rows / pieces * k * 2;
         fused_copy(f, r, copy_blocks, rank, world, bytes, pieces, epoch, push);
@@ -374,12 +366,7 @@ __device__ __forceinline__ void gemm_tma_rs(int m, int n, int k, const TensorMap
                                             const TensorMap* tmb, const TpMaps& maps,
                                             const TpFusedRs& f, int rank, int world, int rows,
                                             int reduce_blocks, unsigned epoch, unsigned target) {
-    __shared__ int role;
-    if (threadIdx.x == 0) {
-        role = (int)(atomicAdd((unsigned long long*)f.tickets, 1ull) % gridDim.x);
-    }
-    __syncthreads();
-    const int r = role;
+    const int r = block_role(f.tickets);
     const int tiles_m = (m + WG_BM - 1) / WG_BM;
     if (r < reduce_blocks) {
         fused_reduce<TT>(f, r, reduce_blocks, rank, world, rows, n, tiles_m, target);

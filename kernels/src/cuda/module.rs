@@ -38,6 +38,14 @@ pub const PORTABLE: &str = include_str!("../../cuda/portable.h");
 /// for f16 and bf16, cp.async, ldmatrix).
 pub const MMA: &str = include_str!("../../cuda/mma.h");
 
+/// The GEMM's prelude: [`PORTABLE`]'s flag, load and clock helpers (its NVIDIA half: gemm.cu is
+/// NVIDIA-only), then [`MMA`].
+const PORTABLE_AND_MMA: &str = concat!(
+    include_str!("../../cuda/portable.h"),
+    "\n",
+    include_str!("../../cuda/mma.h")
+);
+
 impl Source {
     /// The text a compiler gets: [`PORTABLE`] first for a portable source, then the file, its
     /// lines numbered as in the file.
@@ -128,7 +136,7 @@ pub const GEMM: Source = Source {
         ("TP_MAX_PIECES", super::gemm::tp::ag::MAX_PIECES as u64),
     ],
     portable: false,
-    prelude: MMA,
+    prelude: PORTABLE_AND_MMA,
     arch_specific: true,
 };
 

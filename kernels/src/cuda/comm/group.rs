@@ -97,12 +97,10 @@ impl CommGroup {
             };
             let ll_words = opts.ll_bytes.div_ceil(4) as u64;
             let ll = if ll_words > 0 {
-                let b = DeviceBuffer::new(ctx, 2 * world * ll_words as usize * 8)?;
-                // SAFETY: a live allocation of this (current) context, that many bytes.
-                check("cuMemsetD8", unsafe {
-                    sys::cuMemsetD8_v2(b.ptr(), 0, b.bytes())
-                })?;
-                Some(b)
+                Some(DeviceBuffer::zeroed(
+                    ctx,
+                    2 * world * ll_words as usize * 8,
+                )?)
             } else {
                 None
             };

@@ -185,6 +185,14 @@ impl DeviceBuffer {
         })
     }
 
+    /// [`DeviceBuffer::new`] with every byte zero (flags and counters that start unset).
+    pub fn zeroed(ctx: &Arc<CudaContext>, bytes: usize) -> Result<DeviceBuffer, KernelError> {
+        let b = DeviceBuffer::new(ctx, bytes)?;
+        // SAFETY: `bytes` bytes of the live allocation just made in this (current) context.
+        check("cuMemsetD8", unsafe { sys::cuMemsetD8_v2(b.ptr, 0, bytes) })?;
+        Ok(b)
+    }
+
     pub fn ptr(&self) -> u64 {
         self.ptr
     }

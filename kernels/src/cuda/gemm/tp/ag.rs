@@ -194,11 +194,7 @@ impl Ag {
         let pieces = pieces_of(patterns);
         let copying = patterns.iter().any(|q| q.copies());
         let words = world * (1 + MAX_PIECES);
-        let flags = DeviceBuffer::new(&g.ctx, 4 * words)?;
-        // SAFETY: `flags` holds `words` words in this (current) context.
-        crate::cuda::check("cuMemsetD8", unsafe {
-            sys::cuMemsetD8_v2(flags.ptr(), 0, 4 * words)
-        })?;
+        let flags = DeviceBuffer::zeroed(&g.ctx, 4 * words)?;
         let full = LtPlan::for_shape(&g.stream, GemmShape { m, n: n_r, k }, dtype, 0)?;
         let plans = piece_plans(
             g,
@@ -227,13 +223,7 @@ impl Ag {
         let fused_words = if fused.is_empty() {
             None
         } else {
-            let bytes = TICKETS_AT + 8 * fused.len();
-            let words = DeviceBuffer::new(&g.ctx, bytes)?;
-            // SAFETY: that many bytes of a live allocation of this (current) context.
-            crate::cuda::check("cuMemsetD8", unsafe {
-                sys::cuMemsetD8_v2(words.ptr(), 0, bytes)
-            })?;
-            Some(words)
+            Some(DeviceBuffer::zeroed(&g.ctx, TICKETS_AT + 8 * fused.len())?)
         };
         let published = if copying {
             vec![a, flags.ptr()]
@@ -365,14 +355,7 @@ impl Ag {
     /// Start a call of a copy pattern: its epoch (the next), written into this GPU's ready
     /// word in every peer's flags on the compute stream, after everything before it there.
     fn announce(&self, gpu: &Gpu) -> Result<u32, KernelError> {
-        let e = self.epoch.get().wrapping_add(1);
-        self.epoch.set(e);
-        let s = gpu.stream();
-        for q in (0..gpu.world).filter(|&q| q != gpu.rank) {
-            // This GPU's ready word in peer q's flags (peer access on).
-            write_word(&s, gpu.peers[q][PUBLISHED_FLAGS] + 4 * gpu.rank as u64, e)?;
-        }
-        Ok(e)
+        super::announce(gpu, &self.epoch, PUBLISHED_FLAGS, gpu.rank as u64)
     }
 
     /// `st` waits until peer q's ready word in this GPU's flags reaches epoch `e`.

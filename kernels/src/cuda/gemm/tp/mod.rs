@@ -484,6 +484,26 @@ pub(super) fn write_word(st: &CudaStream, word: u64, e: u32) -> Result<(), Kerne
     })
 }
 
+/// Start a call of a pattern whose peers wait for it: its epoch (`epoch`'s next, the same on
+/// every GPU: they make the same calls), written on the compute stream, after everything before
+/// it there, into this GPU's ready word of every peer: the word `ready` (an index) of the
+/// buffer the peer published at `published`.
+fn announce(
+    gpu: &Gpu,
+    epoch: &std::cell::Cell<u32>,
+    published: usize,
+    ready: u64,
+) -> Result<u32, KernelError> {
+    let e = epoch.get().wrapping_add(1);
+    epoch.set(e);
+    let s = gpu.stream();
+    for q in (0..gpu.world).filter(|&q| q != gpu.rank) {
+        // Peer access on.
+        write_word(&s, gpu.peers[q][published] + 4 * ready, e)?;
+    }
+    Ok(e)
+}
+
 /// comm.cu's module on `g`'s GPU: the copy and reduce kernels that run beside the GEMMs.
 fn comm_module(g: &CudaGemm) -> Result<Arc<cudarc::driver::CudaModule>, KernelError> {
     let (ptx, _) = crate::cuda::module::ptx(crate::cuda::module::COMM, g.compute_capability)?;
@@ -506,12 +526,7 @@ fn copy_kernel(
     let f = module
         .load_function("tp_copy_pieces")
         .map_err(drv("cuModuleGetFunction"))?;
-    let bytes = 4 * MAX_RANKS * ag::MAX_PIECES;
-    let counters = DeviceBuffer::new(&g.ctx, bytes)?;
-    // SAFETY: that many bytes of a live allocation of this (current) context.
-    crate::cuda::check("cuMemsetD8", unsafe {
-        cudarc::driver::sys::cuMemsetD8_v2(counters.ptr(), 0, bytes)
-    })?;
+    let counters = DeviceBuffer::zeroed(&g.ctx, 4 * MAX_RANKS * ag::MAX_PIECES)?;
     Ok((f, counters))
 }
 

@@ -105,6 +105,16 @@ struct Reduce {
     dst_maps: std::cell::OnceCell<Box<DstMaps>>,
 }
 
+impl Reduce {
+    /// Start a call of a pattern that pushes partials into the peers' staging: its epoch (the
+    /// next), written into this GPU's ready word in every peer's flags on the compute stream,
+    /// after everything before it there (its last call's sums included: this GPU's staging may
+    /// be pushed into).
+    fn announce(&self, gpu: &Gpu) -> Result<u32, KernelError> {
+        super::announce(gpu, &self.epoch, PUBLISHED_FLAGS, ready(gpu.rank))
+    }
+}
+
 /// gemm_fused.cu's fused GEMM + reduce-scatter (`gemm_tma_rs_*`) made ready for `reduce_blocks`
 /// summing blocks: the function, the tensor maps of this GPU's A and B, its grid.
 struct FusedRsLaunch {
@@ -240,22 +250,13 @@ impl Rs {
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             let words = MAX_RANKS * MAX_PIECES + MAX_RANKS;
-            let flags = DeviceBuffer::new(&g.ctx, 4 * words)?;
-            // SAFETY: that many bytes of a live allocation of this (current) context.
-            crate::cuda::check("cuMemsetD8", unsafe {
-                sys::cuMemsetD8_v2(flags.ptr(), 0, 4 * words)
-            })?;
+            let flags = DeviceBuffer::zeroed(&g.ctx, 4 * words)?;
             let fused = fused_rs_launches(g, patterns, (m, n, kp), dtype, [a, b])?;
             let done = if fused.is_empty() {
                 None
             } else {
                 let bytes = tickets_at(world, m) + 8 * fused.len();
-                let done = DeviceBuffer::new(&g.ctx, bytes)?;
-                // SAFETY: that many bytes of a live allocation of this (current) context.
-                crate::cuda::check("cuMemsetD8", unsafe {
-                    sys::cuMemsetD8_v2(done.ptr(), 0, bytes)
-                })?;
-                Some(done)
+                Some(DeviceBuffer::zeroed(&g.ctx, bytes)?)
             };
             Some(Reduce {
                 own,
@@ -386,8 +387,8 @@ impl Rs {
             .as_ref()
             .ok_or_else(|| KernelError::Invalid("pc-reduce run without its set-up".into()))?;
         let (plan, events) = plan_for(&self.pieces, pieces, sms)?;
-        let e = r.epoch.get().wrapping_add(1);
-        r.epoch.set(e);
+        // This GPU's staging may be pushed into (see `ready`).
+        let e = r.announce(gpu)?;
         let (s, cs, me, world) = (gpu.stream(), &gpu.comm_stream, gpu.rank, gpu.world);
         let (a, b, out) = (self.a, self.b, self.out);
         let (own, staging, flags) = (r.own.ptr(), r.staging.ptr(), r.flags.ptr());
@@ -398,10 +399,6 @@ impl Rs {
                 .as_ref()
                 .ok_or_else(|| KernelError::Invalid("pc-reduce's copy stream missing".into()))
         };
-        // This GPU's staging may be pushed into (see `ready`).
-        for q in (0..world).filter(|&q| q != me) {
-            write_word(&s, gpu.peers[q][PUBLISHED_FLAGS] + 4 * ready(me), e)?;
-        }
         // The reductions write `out` after whatever came before on the compute stream.
         cs.join(&s).map_err(drv("join"))?;
         // The copies read partials the GEMMs of this call write, after whatever came before;
@@ -546,13 +543,9 @@ impl Rs {
                 r.dst_maps.get_or_init(|| Box::new(DstMaps(maps)))
             }
         };
-        let e = r.epoch.get().wrapping_add(1);
-        r.epoch.set(e);
+        let e = r.announce(gpu)?;
         let calls = r.fused_calls.get().wrapping_add(1);
         r.fused_calls.set(calls);
-        for q in (0..world).filter(|&q| q != me) {
-            write_word(&s, gpu.peers[q][PUBLISHED_FLAGS] + 4 * ready(me), e)?;
-        }
         let mut t = TpFusedRs {
             ready: r.flags.ptr() + 4 * ready(0),
             staging: r.staging.ptr(),
