@@ -17,14 +17,14 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 GPUS=${GPUS:-2}
 OPS=${OPS:-all-gather reduce-scatter}
 AG_FUSED=${AG_FUSED:-fused-pull:1:8,fused-push:1:8,fused-pull:2:8,fused-push:2:8,fused-push:2:16}
-RS_FUSED=${RS_FUSED:-fused-reduce:8,fused-reduce:16,fused-reduce:32}
+RS_FUSED=${RS_FUSED:-fused-reduce:0,fused-reduce:8,fused-reduce:16,fused-reduce:32}
 source bench/unpack-carry.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 for op in $OPS; do
   if [ "$op" = all-gather ]; then
     fused=$AG_FUSED; others=pc-push:1:8,pc-push:2:8,pc-pull:1:8; k=4096; run="fused-push:1:8 fused-pull:1:8"
   else
-    fused=$RS_FUSED; others=chunked:2,pc-reduce:2:16,pc-reduce:2:32; k=8192; run="fused-reduce:16"
+    fused=$RS_FUSED; others=chunked:2,pc-reduce:2:16,pc-reduce:2:32; k=8192; run=${RS_RUN:-fused-reduce:0 fused-reduce:16}
   fi
   timeout 120 .carry/augur overlap tp --gpus "$GPUS" --ops "$op" --samples 5 \
     --patterns "gemm,bulk,$fused" 16,6144,$k 1024,6144,$k > "$OUT/smoke-$GPUS-$op.csv" 2> "$OUT/smoke-$GPUS-$op.err"

@@ -6,6 +6,11 @@
 # (default "2 4"), every pattern, each call timed from a barrier; the CSV rows carry the overlap
 # features (schema `overlap`). Through the device tool with carry [".carry"] (.carry/augur.xz):
 #   GPUS="2 4" bash bench/tp-grid.sh        (writes $OUT/grid-<gpus>-<op>.csv and .err)
+# AG_W and RS_W (space-separated N,K; defaults: the weights above) replace the weights, e.g. the
+# second set of 2026-11-28: Qwen2.5-7B (hidden 3584: QKV N 4608, gate+up N 37888; O K 3584, down
+# K 18944) and hidden-5120 models (Llama-2-13B QKV N 15360 and down K 13824; Qwen2.5-32B QKV N
+# 7168; O K 5120):
+#   AG_W="4608,3584 37888,3584 15360,5120 7168,5120" RS_W="3584,3584 3584,18944 5120,5120 5120,13824"
 # OPS (default "all-gather reduce-scatter") picks the operations; TP_ARGS (say --patterns) must
 # not name --ops (clap appends it: every shape would run twice). Run 2026-11-27 on 4 H200s:
 # bench/results/tp-grid-h200-2026-11-27/.
@@ -16,9 +21,11 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0
 MS=${MS:-16 64 256 1024 2048 4096 8192 16384}
 ag=(); rs=()
+AG_W=${AG_W:-6144,4096 28672,4096 10240,8192 57344,8192}
+RS_W=${RS_W:-4096,4096 4096,14336 8192,8192 8192,28672}
 for m in $MS; do
-  ag+=("$m,6144,4096" "$m,28672,4096" "$m,10240,8192" "$m,57344,8192")
-  rs+=("$m,4096,4096" "$m,4096,14336" "$m,8192,8192" "$m,8192,28672")
+  for w in $AG_W; do ag+=("$m,$w"); done
+  for w in $RS_W; do rs+=("$m,$w"); done
 done
 for g in ${GPUS:-2 4}; do
   for op in ${OPS:-all-gather reduce-scatter}; do

@@ -367,14 +367,15 @@ __device__ __forceinline__ void tma_load(unsigned dst, const TensorMap* map, int
         : "memory");
 }
 
-// A warpgroup's 64 x N accumulators into C through shared memory and tensor-memory stores: in
+// A warpgroup's 64 x N accumulators into C through shared memory and tensor-memory stores (with
+// ADD, tensor-memory reductions: each chunk added to what C holds, in the 16-bit type): in
 // 64-column chunks, each rounded to TT into one of the warpgroup's two 64 x 64 staging buffers
 // (8 KiB, 128-byte swizzled like the tensor map of C: a row's 16-byte chunk j lands at j ^ (row
 // % 8), so a warp's stores hit 8 different bank groups), then stored by one thread with
 // cp.async.bulk.tensor, which clips at the matrix edges. The stores run on while the warpgroup
 // goes on to its next unit; a buffer is refilled only once the store from it two chunks before
 // has read it, and the kernel waits for its stores at the end.
-template <typename TT, int N>
+template <typename TT, int N, bool ADD = false>
 __device__ __forceinline__ void wg_store_tma(const float* d, u16* stage, const TensorMap* tmc,
                                              int row0, int col0, int bar_id) {
     const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
@@ -398,11 +399,20 @@ __device__ __forceinline__ void wg_store_tma(const float* d, u16* stage, const T
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
         if (lead) {
-            asm volatile(
-                "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" ::"l"(
-                    (unsigned long long)tmc),
-                "r"(col0 + c * 64), "r"(row0), "r"(smem_addr(buf))
-                : "memory");
+            if (ADD) {
+                // Added to what C holds (fused-reduce:0: the owner's rows of the sum).
+                asm volatile(
+                    "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, "
+                    "{%1, %2}], [%3];" ::"l"((unsigned long long)tmc),
+                    "r"(col0 + c * 64), "r"(row0), "r"(smem_addr(buf))
+                    : "memory");
+            } else {
+                asm volatile(
+                    "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], "
+                    "[%3];" ::"l"((unsigned long long)tmc),
+                    "r"(col0 + c * 64), "r"(row0), "r"(smem_addr(buf))
+                    : "memory");
+            }
             asm volatile("cp.async.bulk.commit_group;" ::: "memory");
         }
     }

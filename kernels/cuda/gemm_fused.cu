@@ -182,7 +182,7 @@ __device__ __forceinline__ void gemm_tma_ag(int m, int n, int k, const TensorMap
 #endif
 AUGUR_TMA_INSTANCES(AUGUR_TMA_AG)
 
-// ---- Fused GEMM + reduce-scatter (issue 24's `fused-reduce:S`) ----------------------------
+// ---- Fused GEMM + reduce-scatter (issue 24's `fused-reduce:S`, `fused-reduce:0`) ------------
 //
 // gemm_tma_rs_{f16,bf16}_{256,128}: one launch per GPU of a row-parallel layer's GEMM +
 // reduce-scatter. GPU `rank` holds its columns of A (M x k) and of B (n x k) and receives rows
@@ -202,6 +202,13 @@ AUGUR_TMA_INSTANCES(AUGUR_TMA_AG)
 // row t while the GEMMs go on; otherwise in order. Before its first store into a peer's staging in
 // a call, a warpgroup waits for that peer's ready word in this GPU's memory to reach the call's
 // epoch (the peer has started the call: its last call's sums are done).
+//
+// gemm_tma_rsa_{f16,bf16}_{256,128} (`fused-reduce:0`): the same GEMM with no staging and no
+// summing blocks: each half-tile is added into the owner's rows of the sum (`out`, zeroed by the
+// owner before its ready word) by a tensor-memory reduction (cp.reduce.async.bulk.tensor .add, in
+// the 16-bit type; the small-M pairs by red.add.noftz), counted as above, and thread 0 of every
+// block waits at the end for every GPU's counts of this GPU's tile rows, so the launch ends with
+// the sum complete. `slot` and the maps then point at the owners' rows of the sum.
 
 struct TpFusedRs {
     // Per owner q: its done counts ([world][tiles_m] u32; GPU r's of tile row g at r x tiles_m
@@ -229,6 +236,14 @@ __device__ __forceinline__ void unpack2(F16, unsigned w, float& lo, float& hi) {
 __device__ __forceinline__ void unpack2(BF16, unsigned w, float& lo, float& hi) {
     lo = __uint_as_float(w << 16);
     hi = __uint_as_float(w & 0xffff0000u);
+}
+
+// Add a pair of 16-bit values to a pair in global memory (any GPU's, over NVLink for a peer's).
+__device__ __forceinline__ void red_add2(F16, u16* p, unsigned v) {
+    asm volatile("red.relaxed.sys.global.add.noftz.f16x2 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void red_add2(BF16, u16* p, unsigned v) {
+    asm volatile("red.relaxed.sys.global.add.noftz.bf16x2 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
 // Vectors per thread in flight in the sums (one GPU's partials at a time, summed in rank order
@@ -296,7 +311,10 @@ __device__ __forceinline__ void fused_reduce(const TpFusedRs& f, int c, int nblk
     }
 }
 
-// The GEMM's tile order and epilogue in the fused reduce-scatter (see above).
+// The GEMM's tile order and epilogue in the fused reduce-scatter (see above). With ADD
+// (`fused-reduce:0`) the half-tiles are added into the owner's rows of the sum instead (which the
+// owner zeroed before its ready word), by tensor-memory reductions, and there are no sums.
+template <bool ADD>
 struct RsGate {
     const TpFusedRs* f;
     const TensorMap* dst;
@@ -339,7 +357,7 @@ struct RsGate {
             }
             if (rows % 64 == 0) {
                 // One owner; its map clips at its last row.
-                wg_store_tma<TT, BN>(d, stage, dst + q0, row0 - q0 * rows, col0, bar_id);
+                wg_store_tma<TT, BN, ADD>(d, stage, dst + q0, row0 - q0 * rows, col0, bar_id);
             } else {
                 // Rows of several owners: pairs stored one by one (small M only), each thread's
                 // fenced before the lead counts them (flush, after the barrier).
@@ -347,7 +365,11 @@ struct RsGate {
                 wg_pairs<BN>(d, m, n, row0, col0, [&](int r, int c, float x, float y) {
                     const int q = r / rows;
                     u16* p = (u16*)f->slot[q] + (long long)(r - q * rows) * n + c;
-                    *(unsigned*)p = TT::pack(x, y);
+                    if (ADD) {
+                        red_add2(TT(), p, TT::pack(x, y));
+                    } else {
+                        *(unsigned*)p = TT::pack(x, y);
+                    }
                 });
                 __threadfence_system();
                 asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
@@ -361,7 +383,7 @@ struct RsGate {
     }
 };
 
-template <typename TT, int BN>
+template <typename TT, int BN, bool ADD>
 __device__ __forceinline__ void gemm_tma_rs(int m, int n, int k, const TensorMap* tma,
                                             const TensorMap* tmb, const TpMaps& maps,
                                             const TpFusedRs& f, int rank, int world, int rows,
@@ -372,7 +394,7 @@ __device__ __forceinline__ void gemm_tma_rs(int m, int n, int k, const TensorMap
         fused_reduce<TT>(f, r, reduce_blocks, rank, world, rows, n, tiles_m, target);
         return;
     }
-    RsGate g;
+    RsGate<ADD> g;
     g.f = &f;
     g.dst = maps.dst;
     g.rank = rank;
@@ -387,6 +409,14 @@ __device__ __forceinline__ void gemm_tma_rs(int m, int n, int k, const TensorMap
     const int kt_all = (k + WG_BK - 1) / WG_BK;
     gemm_tma<TT, BN>(m, n, k, tma, tmb, &maps.dst[rank], 1, kt_all, nullptr, r - reduce_blocks,
                      gridDim.x - reduce_blocks, g);
+    if (ADD && threadIdx.x == 0) {
+        // The launch ends once every GPU's tiles of this GPU's rows were added (and counted).
+        const unsigned* done = (const unsigned*)f.done[rank];
+        const int lo = rank * rows, hi = lo + rows;
+        for (int t = lo / WG_BM; t <= (hi - 1) / WG_BM; ++t) {
+            for (int q = 0; q < world; ++q) wait_epoch(done + q * tiles_m + t, target);
+        }
+    }
 }
 #endif
 
@@ -396,11 +426,16 @@ __device__ __forceinline__ void gemm_tma_rs(int m, int n, int k, const TensorMap
 #ifdef AUGUR_WGMMA
 #define AUGUR_TMA_RS(T, TY, BN) \
     extern "C" __global__ void __launch_bounds__(384, 1) gemm_tma_rs_##TY##_##BN(TMA_RS_ARGS) { \
-        gemm_tma_rs<T, BN>(m, n, k, &tma, &tmb, maps, f, rank, world, rows, reduce_blocks,        \
-                           epoch, target);                                                         \
+        gemm_tma_rs<T, BN, false>(m, n, k, &tma, &tmb, maps, f, rank, world, rows,               \
+                                  reduce_blocks, epoch, target);                                   \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(384, 1) gemm_tma_rsa_##TY##_##BN(TMA_RS_ARGS) {  \
+        gemm_tma_rs<T, BN, true>(m, n, k, &tma, &tmb, maps, f, rank, world, rows, 0, epoch,       \
+                                 target);                                                          \
     }
 #else
-#define AUGUR_TMA_RS(T, TY, BN) \
-    extern "C" __global__ void gemm_tma_rs_##TY##_##BN(TMA_RS_ARGS) { __trap(); }
+#define AUGUR_TMA_RS(T, TY, BN)                                                 \
+    extern "C" __global__ void gemm_tma_rs_##TY##_##BN(TMA_RS_ARGS) { __trap(); } \
+    extern "C" __global__ void gemm_tma_rsa_##TY##_##BN(TMA_RS_ARGS) { __trap(); }
 #endif
 AUGUR_TMA_INSTANCES(AUGUR_TMA_RS)

@@ -51,7 +51,8 @@ pub enum OverlapCommand {
     /// launch of augur's TMA GEMM per GPU whose first S blocks move the rows, each tile
     /// multiplied once its rows are there); for the reduce-scatter `pc-reduce:C:S` and
     /// `fused-reduce:S` (augur's TMA GEMM storing each tile into the staging of the GPU owning
-    /// its rows, S blocks of the owner's launch summing each tile row once every GPU's is there);
+    /// its rows, S blocks of the owner's launch summing each tile row once every GPU's is there;
+    /// `fused-reduce:0`: each tile added into its owner's rows by tensor-memory reductions);
     /// with the GEMM alone and
     /// the collective alone (`gemm`, `comm`; max of the two: the perfect overlap). Each pattern checked on sampled rows, what has not arrived
     /// poisoned; CSV on stdout (microseconds per call, the slowest GPU's median; the gain over

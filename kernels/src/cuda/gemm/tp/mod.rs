@@ -14,7 +14,9 @@
 //! on S SMs of comm.cu beside cuBLASLt GEMMs told to target the other SMs) are in [`ag`] and
 //! [`rs`], and so are the fused ones (one launch per GPU of augur's TMA GEMM in gemm_fused.cu
 //! whose other blocks move the rows or sum the tiles: `fused-push:C:S`, `fused-pull:C:S`,
-//! `fused-reduce:S`; Hopper only, run on 2 H200s, `bench/results/fused-h200-2026-11-28/`).
+//! `fused-reduce:S`; Hopper only, run on 2 H200s, `bench/results/fused-h200-2026-11-28/`; and
+//! `fused-reduce:0`, the tiles added into their owners' rows by tensor-memory reductions, no
+//! summing blocks: run on one H200 only, `bench/results/fused-add-h200-2026-11-28/`).
 //! Beside them the parts alone, `gemm` and `comm`: max of the two is the perfect overlap's time.
 //!
 //! Every GPU runs the same calls in the same order (NCCL needs it), on its own thread; a GPU
@@ -829,10 +831,14 @@ mod tests {
                 && e.contains("multiples of 8"),
             "{e}"
         );
-        for bad in ["fused-reduce:0", "fused-reduce:x", "fused-reduce:2:8"] {
+        for bad in ["fused-reduce:-1", "fused-reduce:x", "fused-reduce:2:8"] {
             let e = TpPattern::parse(bad).unwrap_err().to_string();
             assert!(e.contains(bad) && e.contains("fused-reduce:S"), "{e}");
         }
+        // fused-reduce:0: the tiles added into their owners' rows, no summing blocks.
+        let add = TpPattern::parse("fused-reduce:0").unwrap();
+        assert_eq!(add, TpPattern::FusedReduce { sms: 0 });
+        assert_eq!(add.name(), "fused-reduce:0");
         let fr = TpPattern::FusedReduce { sms: 16 };
         assert!(fr.applies(TpOp::GemmReduceScatter) && !fr.applies(TpOp::AllGatherGemm));
         // N 6148: the sum's rows are no whole 16-byte vectors.

@@ -45,7 +45,11 @@ pub enum TpPattern {
     /// `gemm_tma_rs_*`) whose tiles are stored by the tensor-memory unit straight into the
     /// staging of the GPU owning their rows, each counted in the owner's words once stored, while
     /// the owner's first `sms` blocks sum every GPU's partial of a tile row as soon as all have
-    /// arrived: no partial product of its own, no global barrier, no second kernel.
+    /// arrived: no partial product of its own, no global barrier, no second kernel. With
+    /// `sms` 0 (`fused-reduce:0`, gemm_fused.cu's `gemm_tma_rsa_*`) there is no staging and no
+    /// summing block: each half-tile is added into the owner's rows of the sum by a
+    /// tensor-memory reduction (the owner zeroes them before its ready word), and a launch ends
+    /// once every GPU's tiles of its rows were added.
     FusedReduce {
         sms: usize,
     },
@@ -106,9 +110,10 @@ impl TpPattern {
             "pull-bulk" => Ok(TpPattern::PullBulk),
             "own-bulk" => Ok(TpPattern::OwnBulk),
             _ if s.starts_with("fused-reduce:") => match s[13..].parse::<usize>() {
-                Ok(sms) if sms >= 1 => Ok(TpPattern::FusedReduce { sms }),
+                Ok(sms) => Ok(TpPattern::FusedReduce { sms }),
                 _ => Err(KernelError::Invalid(format!(
-                    "pattern `{s}`: fused-reduce:S (S >= 1 summing blocks)"
+                    "pattern `{s}`: fused-reduce:S (S >= 1 summing blocks, or 0: the tiles added \
+                     into their owners' rows, no summing blocks)"
                 ))),
             },
             _ if s.starts_with("pc-") || s.starts_with("fused-") => {

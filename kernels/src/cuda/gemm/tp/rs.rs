@@ -30,6 +30,13 @@
 //!   the first call once the peers' addresses are known), then counted in the owner's done words; S
 //!   blocks of the owner's launch sum each of its tile rows once every GPU has counted it. A GPU
 //!   stores into a peer's staging only after that peer's ready word for the call.
+//! - `fused-reduce:0` (`gemm_tma_rsa_*`): the same launch with no staging and no summing block:
+//!   each half-tile is *added* into the owner's rows of the sum by a tensor-memory reduction
+//!   (`cp.reduce.async.bulk.tensor .add`, in the 16-bit type; pairs by `red.add.noftz` where a
+//!   GPU's rows are not whole halves). The owner zeroes its rows before its ready word; its launch
+//!   ends once every GPU has counted all of its tile rows. On 2 GPUs each element is 0 + a + b,
+//!   rounded as the summing blocks round it (the sum of two 16-bit values is exact in f32); on
+//!   more the additions come in arrival order, so the last bit may differ from call to call.
 //!
 //! The check: the sum of P rounded partials is not exact, so an element passes within
 //! (P + 1) half-units of the 16-bit type of the sum of the partials' magnitudes (each partial
@@ -100,9 +107,11 @@ struct Reduce {
     done: Option<DeviceBuffer>,
     /// The fused calls so far (the done counts grow by 2 ceil(N / 64) a call).
     fused_calls: Cell<u32>,
-    /// The tensor maps over slot `rank` of every GPU's staging (made at the first fused call,
-    /// once the peers' addresses are known).
+    /// The tensor maps over slot `rank` of every GPU's staging (`fused-reduce:S`), and over
+    /// every GPU's rows of the sum (`fused-reduce:0`), each made at its first call once the
+    /// peers' addresses are known.
     dst_maps: std::cell::OnceCell<Box<DstMaps>>,
+    add_maps: std::cell::OnceCell<Box<DstMaps>>,
 }
 
 impl Reduce {
@@ -148,18 +157,20 @@ struct TpFusedRs {
 // SAFETY: plain old data laid out as the C struct.
 unsafe impl DeviceRepr for TpFusedRs {}
 
-/// The harness's own buffers.
+/// The harness's own buffers (the rows of the sum by cuMemAlloc, as a plan's caller's: peers
+/// add into them in `fused-reduce:0`, which memory from a stream-ordered pool does not allow).
 pub(super) struct RsOwned {
     _a: CudaSlice<u16>,
     _b: CudaSlice<u16>,
-    out: CudaSlice<u16>,
+    out: DeviceBuffer,
 }
 
-/// What each GPU publishes: its staging, its flags and the fused kernel's done counts (0
-/// without a fused pattern).
+/// What each GPU publishes: its staging, its flags, the fused kernel's done counts (0 without a
+/// fused pattern) and its rows of the sum (which `fused-reduce:0` adds into).
 const PUBLISHED_STAGING: usize = 0;
 const PUBLISHED_FLAGS: usize = 1;
 const PUBLISHED_DONE: usize = 2;
+const PUBLISHED_OUT: usize = 3;
 
 /// The word GPU `from` sets (to the call's epoch) in a destination's flags once its partial of
 /// the destination's piece `j` is there (in the destination's staging, or its own partial).
@@ -240,8 +251,16 @@ impl Rs {
             } else {
                 None
             };
-            let own = DeviceBuffer::new(&g.ctx, m * n * 2)?;
-            let staging = DeviceBuffer::new(&g.ctx, m * n * 2)?;
+            // The partials' staging (`pc-reduce`, `fused-reduce:S`); `fused-reduce:0` adds into
+            // the rows of the sum and needs none.
+            let staged = patterns.iter().any(|q| match q {
+                TpPattern::PcReduce { .. } => true,
+                TpPattern::FusedReduce { sms } => *sms > 0,
+                _ => false,
+            });
+            let bytes = if staged { m * n * 2 } else { 16 };
+            let own = DeviceBuffer::new(&g.ctx, bytes)?;
+            let staging = DeviceBuffer::new(&g.ctx, bytes)?;
             let copy_streams = (0..world)
                 .map(|q| {
                     (q != rank)
@@ -270,13 +289,14 @@ impl Rs {
                 done,
                 fused_calls: Cell::new(0),
                 dst_maps: std::cell::OnceCell::new(),
+                add_maps: std::cell::OnceCell::new(),
             })
         } else {
             None
         };
         let published = reduce.as_ref().map_or(Vec::new(), |r| {
             let done = r.done.as_ref().map_or(0, |d| d.ptr());
-            vec![r.staging.ptr(), r.flags.ptr(), done]
+            vec![r.staging.ptr(), r.flags.ptr(), done, out]
         });
         Ok((
             Rs {
@@ -524,25 +544,41 @@ impl Rs {
         )?;
         let (s, me, world) = (gpu.stream(), gpu.rank, gpu.world);
         let m = world * self.rows;
-        // This GPU's slot of GPU q's staging.
-        let slot = |q: usize| {
-            let staging = if q == me {
-                r.staging.ptr()
-            } else {
-                gpu.peers[q][PUBLISHED_STAGING]
-            };
-            staging + (me * self.rows * self.n * 2) as u64
+        let add = sms == 0;
+        // Where this GPU's tiles of GPU q's rows go: its slot of q's staging, or (`add`) q's rows
+        // of the sum.
+        let slot = |q: usize| match (add, q == me) {
+            (false, true) => r.staging.ptr() + (me * self.rows * self.n * 2) as u64,
+            (false, false) => {
+                gpu.peers[q][PUBLISHED_STAGING] + (me * self.rows * self.n * 2) as u64
+            }
+            (true, true) => self.out,
+            (true, false) => gpu.peers[q][PUBLISHED_OUT],
         };
-        let dst = match r.dst_maps.get() {
+        let cache = if add { &r.add_maps } else { &r.dst_maps };
+        let dst = match cache.get() {
             Some(d) => d,
             None => {
                 let mut maps = [TensorMapArg([0; 16]); MAX_RANKS];
                 for (q, map) in maps.iter_mut().enumerate().take(world) {
                     *map = tensor_map(slot(q), self.rows, self.n, 64, self.dtype)?;
                 }
-                r.dst_maps.get_or_init(|| Box::new(DstMaps(maps)))
+                cache.get_or_init(|| Box::new(DstMaps(maps)))
             }
         };
+        if add {
+            // The sum starts from zero, before the peers may add to it (the ready word below).
+            // SAFETY: this GPU's rows of the sum, rows x n halves, on this stream's GPU.
+            unsafe {
+                cudarc::driver::result::memset_d8_async(
+                    self.out,
+                    0,
+                    self.rows * self.n * 2,
+                    s.cu_stream(),
+                )
+            }
+            .map_err(drv("cuMemsetD8Async"))?;
+        }
         let e = r.announce(gpu)?;
         let calls = r.fused_calls.get().wrapping_add(1);
         r.fused_calls.set(calls);
@@ -635,7 +671,8 @@ fn fused_rs_launches(
                 t(x).total_cmp(&t(y))
             })
             .unwrap_or(256);
-        let (f, smem) = super::fused_function(g, "rs", dtype, bn)?;
+        let kind = if reduce_blocks == 0 { "rsa" } else { "rs" };
+        let (f, smem) = super::fused_function(g, kind, dtype, bn)?;
         let units = m.div_ceil(128) * n.div_ceil(bn);
         Ok(FusedRsLaunch {
             reduce_blocks,
@@ -725,8 +762,8 @@ pub fn gemm_reduce_scatter(
         let b = s
             .clone_htod(&bits(&columns(&p.b, k, mine)))
             .map_err(drv("upload"))?;
-        let out = s.alloc_zeros::<u16>(rows * n).map_err(drv("alloc"))?;
-        let (a_ptr, b_ptr, out_ptr) = (ptr(&a, s), ptr(&b, s), ptr(&out, s));
+        let out = DeviceBuffer::zeroed(&g.ctx, rows * n * 2)?;
+        let (a_ptr, b_ptr, out_ptr) = (ptr(&a, s), ptr(&b, s), out.ptr());
         let owned = RsOwned { _a: a, _b: b, out };
         // SAFETY: the buffers just allocated, of the sizes Rs::new needs, live in `owned`.
         unsafe {
@@ -757,19 +794,23 @@ pub fn gemm_reduce_scatter(
                 // partial of this GPU's columns would need another reference, so it is checked
                 // only for not being NaN where the sum is checked for its value.
                 for (ri, &i) in at.iter().enumerate() {
-                    let (src, whole) = if pat == TpPattern::GemmAlone {
-                        (&st.part, i)
+                    let v = if pat == TpPattern::GemmAlone {
+                        s.clone_dtoh(&st.part.slice(i * n..(i + 1) * n))
+                            .map_err(drv("download"))?
                     } else if own.contains(&i) {
-                        (
-                            &st.owned.as_ref().expect("the harness's own buffers").out,
-                            i - own.start,
-                        )
+                        let out = &st.owned.as_ref().expect("the harness's own buffers").out;
+                        let mut v = vec![0u16; n];
+                        let at = out.ptr() + ((i - own.start) * n * 2) as u64;
+                        // SAFETY: row i - own.start of this GPU's rows of the sum (rows x n
+                        // halves, cuMemAlloc'd), into a host buffer of n halves; the stream has
+                        // settled.
+                        unsafe { sys::cuMemcpyDtoH_v2(v.as_mut_ptr() as *mut c_void, at, n * 2) }
+                            .result()
+                            .map_err(drv("download"))?;
+                        v
                     } else {
                         continue;
                     };
-                    let v = s
-                        .clone_dtoh(&src.slice(whole * n..(whole + 1) * n))
-                        .map_err(drv("download"))?;
                     for (c, h) in v.into_iter().enumerate() {
                         let g = from_half_bits(p.dtype, h) as f64;
                         let ratio = if pat == TpPattern::GemmAlone {
