@@ -30,6 +30,11 @@ pub struct ArchArgs {
     /// library, no GPU.
     #[arg(long, value_name = "GFX")]
     hip: Option<String>,
+    /// `check` only: also assemble each source's PTX with this ptxas (e.g. from the PyPI wheel
+    /// `nvidia-cuda-nvcc`) for the PTX's own target, so that inline assembly NVRTC passes
+    /// through unread is checked without a GPU too (the driver would first read it at load).
+    #[arg(long, value_name = "PATH")]
+    ptxas: Option<std::path::PathBuf>,
 }
 
 fn parse_arch(s: &str) -> Result<(i32, i32), String> {
@@ -69,8 +74,12 @@ pub fn run(cmd: KernelsCommand) -> anyhow::Result<ExitCode> {
         } else {
             let ptx = module::compile(*src, arch)?;
             let entries = ptx.matches(".entry").count();
+            let assembled = match &args.ptxas {
+                Some(ptxas) => format!("; {}", assemble(ptxas, src.name, &ptx)?),
+                None => String::new(),
+            };
             println!(
-                "kernels/cuda/{}.cu: compiled for compute_{}{} ({} entry points, {:.2} s)",
+                "kernels/cuda/{}.cu: compiled for compute_{}{} ({} entry points, {:.2} s{assembled})",
                 src.name,
                 arch.0,
                 arch.1,
@@ -80,6 +89,45 @@ pub fn run(cmd: KernelsCommand) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Assemble `ptx` (of kernels/cuda/`name`.cu) with `ptxas` for the target its `.target` line
+/// names, the machine code discarded: what the driver's JIT would refuse is refused here, with
+/// ptxas's log.
+fn assemble(ptxas: &std::path::Path, name: &str, ptx: &str) -> anyhow::Result<String> {
+    let target = ptx
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(".target "))
+        .map(|t| t.split(',').next().unwrap_or(t).trim().to_string())
+        .ok_or_else(|| anyhow::anyhow!("kernels/cuda/{name}.cu: the PTX names no .target"))?;
+    let dir = std::env::temp_dir().join(format!("augur-ptxas-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let (input, output) = (
+        dir.join(format!("{name}.ptx")),
+        dir.join(format!("{name}.cubin")),
+    );
+    std::fs::write(&input, ptx)?;
+    let t = Instant::now();
+    let run = std::process::Command::new(ptxas)
+        .arg(format!("-arch={target}"))
+        .arg(&input)
+        .arg("-o")
+        .arg(&output)
+        .output();
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = run.map_err(|e| anyhow::anyhow!("ptxas `{}`: {e}", ptxas.display()))?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "ptxas refused kernels/cuda/{name}.cu's PTX for {target} ({}):\n{}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(format!(
+        "assembled by ptxas for {target}, {:.2} s",
+        t.elapsed().as_secs_f64()
+    ))
 }
 
 /// `--hip ISA`: the portable sources through hiprtc.
@@ -139,4 +187,32 @@ fn hip(isa: &str, cuda_arch: Option<(i32, i32)>, keep: bool) -> anyhow::Result<E
         anyhow::bail!("entry points missing from the {isa} code objects (above)");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ptxas_is_given_the_ptx_target_and_its_refusal_is_an_error() {
+        let ptx = ".version 9.0\n.target sm_90a\n.address_size 64\n";
+        // `true` and `false` stand in for a ptxas that accepts and one that refuses.
+        let ok = assemble(std::path::Path::new("true"), "gemm", ptx).unwrap();
+        assert!(ok.contains("sm_90a"), "{ok}");
+        let e = assemble(std::path::Path::new("false"), "gemm", ptx)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("ptxas refused kernels/cuda/gemm.cu") && e.contains("sm_90a"),
+            "{e}"
+        );
+        let e = assemble(std::path::Path::new("true"), "vector", ".version 9.0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("vector.cu") && e.contains(".target"), "{e}");
+        let e = assemble(std::path::Path::new("/nonexistent/ptxas"), "gemm", ptx)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("/nonexistent/ptxas"), "{e}");
+    }
 }
