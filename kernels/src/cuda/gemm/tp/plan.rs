@@ -437,7 +437,7 @@ pub fn check_all_gather_gemm<P: AsRef<TpPlan>>(
         b: Vec::new(),
     };
     // The worst error over every GPU's checked rows of C.
-    let checked = || -> Result<f64, KernelError> {
+    let checked = |_: TpPattern| -> Result<f64, KernelError> {
         let mut worst = 0.0f64;
         let mut row = vec![0u16; n_r];
         for rank in 0..world {
@@ -468,7 +468,7 @@ pub fn check_gemm_reduce_scatter<P: AsRef<TpPlan>>(
     timing: (usize, usize, usize),
     make: impl FnOnce(&[TpBuffers]) -> Result<P, KernelError>,
 ) -> Result<super::TpResult, KernelError> {
-    use super::rs::{columns, magnitudes, sum_error};
+    use super::rs::{columns, magnitudes, sum_error, sum_roundings};
     use crate::gemm::{from_half_bits, reference_rows, rounding_bound, to_half_bits};
     let world = ordinals.len();
     let (rows, kp) = super::split(TpOp::GemmReduceScatter, p.shape, world)?;
@@ -484,8 +484,8 @@ pub fn check_gemm_reduce_scatter<P: AsRef<TpPlan>>(
     let at = p.check_rows(256, 24);
     let want = reference_rows(p, &at);
     let magnitude = magnitudes(p, &at, world, kp);
-    let bound = (world + 1) as f64 * rounding_bound(p.dtype);
-    let checked = || -> Result<f64, KernelError> {
+    let checked = |pattern: TpPattern| -> Result<f64, KernelError> {
+        let bound = sum_roundings(pattern, world) as f64 * rounding_bound(p.dtype);
         let mut worst = 0.0f64;
         let mut row = vec![0u16; n];
         for rank in 0..world {
@@ -503,24 +503,25 @@ pub fn check_gemm_reduce_scatter<P: AsRef<TpPlan>>(
     checked_plan(&caller.addresses(), make, poison, checked, timing)
 }
 
-/// The plan `make` builds on `addresses`: `prepare` (the caller's writes), one call, `checked`;
-/// the timing; `prepare`, one call, `checked` again. The plan is dropped before this returns.
+/// The plan `make` builds on `addresses`: `prepare` (the caller's writes), one call, `checked`
+/// (given the plan's pattern); the timing; `prepare`, one call, `checked` again. The plan is
+/// dropped before this returns.
 fn checked_plan<P: AsRef<TpPlan>>(
     addresses: &[TpBuffers],
     make: impl FnOnce(&[TpBuffers]) -> Result<P, KernelError>,
     prepare: impl Fn() -> Result<(), KernelError>,
-    checked: impl Fn() -> Result<f64, KernelError>,
+    checked: impl Fn(TpPattern) -> Result<f64, KernelError>,
     (warmup, batch, samples): (usize, usize, usize),
 ) -> Result<super::TpResult, KernelError> {
     prepare()?;
     let made = make(addresses)?;
     let plan = made.as_ref();
     plan.run(1)?;
-    let first = checked()?;
+    let first = checked(plan.pattern())?;
     let per_call_s = plan.time(warmup, batch, samples)?;
     prepare()?;
     plan.run(1)?;
-    let again = checked()?;
+    let again = checked(plan.pattern())?;
     Ok(super::TpResult {
         pattern: plan.pattern(),
         max_err: Some(first.max(again)),

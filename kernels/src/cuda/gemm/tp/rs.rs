@@ -39,9 +39,10 @@
 //!   more the additions come in arrival order, so the last bit may differ from call to call.
 //!
 //! The check: the sum of P rounded partials is not exact, so an element passes within
-//! (P + 1) half-units of the 16-bit type of the sum of the partials' magnitudes (each partial
-//! rounded once, each of the reduction's P - 1 additions once); NaN (a row that never arrived,
-//! poisoned) fails.
+//! [`sum_roundings`] half-units of the 16-bit type of the sum of the partials' magnitudes: P + 1
+//! (each partial rounded once, the f32 sum once), or 2P - 1 for `fused-reduce:0` (each partial
+//! once, each addition in the 16-bit type but the first, onto zero, once: P + 1 on 2 GPUs);
+//! NaN (a row that never arrived, poisoned) fails.
 
 use cudarc::driver::{
     sys, CudaFunction, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg,
@@ -688,6 +689,18 @@ fn fused_rs_launches(
     .collect()
 }
 
+/// How many roundings, each at most half a unit of the 16-bit type of the sum of the partials'
+/// magnitudes, the sum of `world` partials by `pattern` may be off by: each partial rounded once
+/// and the f32 sum once (P + 1), or, where the partials are added into the sum one by one in the
+/// 16-bit type (`fused-reduce:0`), each partial once and each addition but the first (onto zero)
+/// once (2P - 1; on 2 GPUs the same P + 1).
+pub(super) fn sum_roundings(pattern: TpPattern, world: usize) -> usize {
+    match pattern {
+        TpPattern::FusedReduce { sms: 0 } => (2 * world).saturating_sub(1).max(world + 1),
+        _ => world + 1,
+    }
+}
+
 /// Per row of `at` and column: the sum over the `world` GPUs (each `kp` columns of A and B) of
 /// |partial product|, the scale of the reduce-scatter's rounding.
 pub(super) fn magnitudes(p: &GemmProblem, at: &[usize], world: usize, kp: usize) -> Vec<Vec<f64>> {
@@ -779,11 +792,11 @@ pub fn gemm_reduce_scatter(
             )
         }
     };
-    let bound = (world + 1) as f64 * rounding_bound(p.dtype);
     let body = |gpu: &Gpu, st: &mut Rs| {
         let own = gpu.rank * rows..(gpu.rank + 1) * rows;
         let mut out = Vec::new();
         for &pat in patterns {
+            let bound = sum_roundings(pat, world) as f64 * rounding_bound(p.dtype);
             let err = if pat.computes() {
                 st.poison(gpu)?;
                 st.enqueue(gpu, pat)?;
@@ -843,6 +856,19 @@ mod tests {
     fn columns_cut_a_row_major_matrix() {
         let v: Vec<f32> = (0..12).map(|x| x as f32).collect();
         assert_eq!(super::columns(&v, 4, 1..3), vec![1., 2., 5., 6., 9., 10.]);
+    }
+
+    #[test]
+    fn the_sums_added_in_the_16_bit_type_are_allowed_their_roundings() {
+        use super::{sum_roundings, TpPattern};
+        let add = TpPattern::FusedReduce { sms: 0 };
+        let summed = TpPattern::FusedReduce { sms: 16 };
+        assert_eq!(sum_roundings(add, 2), 3);
+        assert_eq!(sum_roundings(summed, 2), 3);
+        assert_eq!(sum_roundings(add, 4), 7);
+        assert_eq!(sum_roundings(summed, 4), 5);
+        assert_eq!(sum_roundings(TpPattern::Bulk, 8), 9);
+        assert_eq!(sum_roundings(add, 1), 2);
     }
 
     #[test]
