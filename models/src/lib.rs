@@ -21,12 +21,14 @@ pub mod any;
 pub mod attention;
 mod cart;
 pub mod comm;
+mod costs;
 pub mod eval;
 pub mod export;
 pub mod guard;
 pub mod model;
 pub mod overlap;
 pub mod runs;
+mod tier_cost;
 pub mod train;
 pub mod tree;
 

@@ -17,8 +17,9 @@ use augur_features::overlap::{OverlapFeatures, OverlapOp, OverlapShape};
 use augur_features::FeatureSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::costs::{fit_costs, CostSample};
 use crate::runs::bad;
-use crate::train::{fit_costs, geomean, CostSample};
+use crate::train::geomean;
 use crate::tree::Tree;
 use crate::ModelError;
 
@@ -202,7 +203,7 @@ pub struct CheckedOverlapTrainParams(OverlapTrainParams);
 
 impl OverlapTrainParams {
     pub fn check(self) -> Result<CheckedOverlapTrainParams, ModelError> {
-        crate::train::check_cost_params(self.max_depth, self.folds, self.min_weight_leaf)?;
+        crate::costs::check_cost_params(self.max_depth, self.folds, self.min_weight_leaf)?;
         if self.bulk_margins.is_empty() {
             return Err(ModelError::Params("no bulk margin to try".into()));
         }
@@ -260,7 +261,7 @@ pub struct OverlapModel {
 /// The features a tree reads, and their schema indices: every one but the operation's flag
 /// (one tree per operation).
 fn inputs() -> (Vec<usize>, Vec<String>) {
-    crate::train::inputs_except(&OverlapFeatures::schema(), &["all_gather"])
+    crate::costs::inputs_except(&OverlapFeatures::schema(), &["all_gather"])
 }
 
 fn x_of(shape: &OverlapShape, features: &[usize]) -> Option<Vec<f64>> {
@@ -327,7 +328,7 @@ fn cv_depth_margin(
         let samples = labelled(rows, bulk, m);
         let refs: Vec<&CostSample> = samples.iter().collect();
         let (depth, score) =
-            crate::train::cv_depth_scored(&refs, &truth, p.max_depth, folds, p.min_weight_leaf)?;
+            crate::costs::cv_depth_scored(&refs, &truth, p.max_depth, folds, p.min_weight_leaf)?;
         if score > best.2 + 1e-3 {
             best = (depth, m, score);
         }
@@ -341,7 +342,7 @@ impl CheckedOverlapTrainParams {
         if layers.is_empty() {
             return Err(ModelError::Train("no overlap runs".into()));
         }
-        crate::train::one_device(layers.iter().map(|l| l.device.as_str()), "machine")?;
+        crate::costs::one_device(layers.iter().map(|l| l.device.as_str()), "machine")?;
         let (features, names) = inputs();
         let mut trees = Vec::new();
         for op in [OverlapOp::AllGatherGemm, OverlapOp::GemmReduceScatter] {

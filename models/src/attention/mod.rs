@@ -14,8 +14,9 @@ use augur_features::attention::{AttentionFeatures, AttentionShape};
 use augur_features::FeatureSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::costs::{cv_depth, fit_costs, CostSample};
 use crate::runs::{bad, open_csv};
-use crate::train::{cv_depth, fit_costs, geomean, CostSample};
+use crate::train::geomean;
 use crate::tree::{clean, Tree};
 use crate::ModelError;
 

@@ -30,7 +30,7 @@ pub struct CheckedAttentionTrainParams(AttentionTrainParams);
 
 impl AttentionTrainParams {
     pub fn check(self) -> Result<CheckedAttentionTrainParams, ModelError> {
-        crate::train::check_cost_params(self.max_depth, self.folds, self.min_weight_leaf)?;
+        crate::costs::check_cost_params(self.max_depth, self.folds, self.min_weight_leaf)?;
         if self.holdout_every == 1 {
             return Err(ModelError::Params(
                 "holdout every 1st group leaves nothing to train on".into(),
@@ -78,7 +78,7 @@ impl CheckedAttentionTrainParams {
         if cases.is_empty() {
             return Err(ModelError::Train("no attention runs".into()));
         }
-        crate::train::one_device(cases.iter().map(|c| c.device.as_str()), "GPU")?;
+        crate::costs::one_device(cases.iter().map(|c| c.device.as_str()), "GPU")?;
         let mut schedules: Vec<String> = Vec::new();
         for c in &cases {
             for (s, _) in &c.runs {
@@ -89,7 +89,7 @@ impl CheckedAttentionTrainParams {
         }
         let schema = AttentionFeatures::schema();
         // query_len is 1 for every decode shape.
-        let (features, inputs) = crate::train::inputs_except(&schema, &["query_len"]);
+        let (features, inputs) = crate::costs::inputs_except(&schema, &["query_len"]);
         let held = held_out_groups(&cases, p.holdout_every);
         let mut groups: Vec<String> = cases.iter().map(|c| group_of(&c.shape)).collect();
         groups.sort();

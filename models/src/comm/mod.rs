@@ -15,8 +15,8 @@ use augur_features::message::{Collective, LinkType, MessageFeatures, MessageShap
 use augur_features::FeatureSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::costs::{cv_depth, fit_costs, CostSample};
 use crate::runs::{bad, open_csv};
-use crate::train::{cv_depth, fit_costs, CostSample};
 use crate::tree::{clean, Tree};
 use crate::ModelError;
 

@@ -30,7 +30,7 @@ pub struct CheckedCommTrainParams(CommTrainParams);
 
 impl CommTrainParams {
     pub fn check(self) -> Result<CheckedCommTrainParams, ModelError> {
-        crate::train::check_cost_params(self.max_depth, self.folds, self.min_weight_leaf)?;
+        crate::costs::check_cost_params(self.max_depth, self.folds, self.min_weight_leaf)?;
         Ok(CheckedCommTrainParams(self))
     }
 }
@@ -63,7 +63,7 @@ impl CheckedCommTrainParams {
         if msgs.is_empty() {
             return Err(ModelError::Train("no comm runs".into()));
         }
-        crate::train::one_device(msgs.iter().map(|m| m.device.as_str()), "machine")?;
+        crate::costs::one_device(msgs.iter().map(|m| m.device.as_str()), "machine")?;
         let schema = MessageFeatures::schema();
         // Every message feature but the collective flags (one tree per collective) and the
         // fused-GEMM ones (no fused messages are measured).
@@ -76,7 +76,7 @@ impl CheckedCommTrainParams {
             "gemm_k",
             "gemm_flops",
         ];
-        let (features, inputs) = crate::train::inputs_except(&schema, &skip);
+        let (features, inputs) = crate::costs::inputs_except(&schema, &skip);
         let mut trees = Vec::new();
         let mut digest = sha2::Sha256::new();
         let mut trained = 0usize;

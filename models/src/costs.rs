@@ -1,0 +1,191 @@
+//! The cost-labelled selectors' training (comm patterns, attention schedules, overlap patterns):
+//! samples whose classes all ran on every input, labelled by the cheapest, trees grown on them
+//! and their depth chosen by cross-validation over groups. The SpMV trainer is [`crate::train`].
+
+use crate::model::{Criterion, Hyper};
+use crate::train::{fit_tree, geomean, Leaves};
+use crate::tree::Tree;
+use crate::ModelError;
+
+/// The schema indices of every feature but those named in `skip`, and their names: a selector's
+/// inputs (the attention and comm trainers leave out features constant over their inputs).
+pub(crate) fn inputs_except(
+    schema: &augur_features::FeatureSchema,
+    skip: &[&str],
+) -> (Vec<usize>, Vec<String>) {
+    let features: Vec<usize> = schema
+        .features
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| !skip.contains(&f.name.as_str()))
+        .map(|(i, _)| i)
+        .collect();
+    let inputs = features
+        .iter()
+        .map(|&i| schema.features[i].name.clone())
+        .collect();
+    (features, inputs)
+}
+
+/// One training sample of a selector whose classes all ran on every input: the features, every
+/// class's cost (seconds), the cheapest class, and the group that decides its
+/// cross-validation fold (samples of one group never span two folds).
+pub(crate) struct CostSample {
+    pub x: Vec<f64>,
+    pub costs: Vec<f64>,
+    pub best: usize,
+    pub group: u64,
+}
+
+impl CostSample {
+    /// A sample from per-class times; a class that failed or was not run costs twice the
+    /// slowest that ran. None when no class ran.
+    pub fn new(x: Vec<f64>, times: &[Option<f64>], group: u64) -> Option<CostSample> {
+        let worst = times.iter().flatten().copied().fold(f64::NAN, f64::max);
+        if worst.is_nan() {
+            return None;
+        }
+        let costs: Vec<f64> = times.iter().map(|t| t.unwrap_or(2.0 * worst)).collect();
+        let best = (0..costs.len())
+            .min_by(|&a, &b| costs[a].total_cmp(&costs[b]))
+            .expect("classes");
+        Some(CostSample {
+            x,
+            costs,
+            best,
+            group,
+        })
+    }
+}
+
+/// A tree over cost samples: label the cheapest class, weight a sample by the mean
+/// log-slowdown of the other classes (what a wrong pick costs), leaves annotated with regrets.
+pub(crate) fn fit_costs(
+    samples: &[&CostSample],
+    depth: usize,
+    leaf: f32,
+) -> Result<Tree, ModelError> {
+    let rows: Vec<Vec<f64>> = samples.iter().map(|s| s.x.clone()).collect();
+    let labels: Vec<usize> = samples.iter().map(|s| s.best).collect();
+    let slow: Vec<Vec<f64>> = samples
+        .iter()
+        .map(|s| s.costs.iter().map(|c| c / s.costs[s.best]).collect())
+        .collect();
+    let weights: Vec<f64> = slow
+        .iter()
+        .map(|r| {
+            let n = (r.len().max(2) - 1) as f64;
+            (r.iter().map(|v| v.ln()).sum::<f64>() / n).max(0.01)
+        })
+        .collect();
+    let mut t = fit_tree(
+        &rows,
+        &labels,
+        &weights,
+        &slow,
+        Hyper {
+            max_depth: depth,
+            min_weight_leaf: leaf,
+            criterion: Criterion::Gini,
+        },
+        Leaves::MeanSlowdown,
+    )?;
+    t.annotate(
+        rows.iter()
+            .zip(&slow)
+            .map(|(x, r)| (x.as_slice(), r.iter().map(|v| v - 1.0).collect())),
+    );
+    Ok(t)
+}
+
+/// The depth (1..=max_depth) with the best geomean oracle / selected over `folds` folds, the
+/// groups sorted and dealt round-robin; a deeper tree must beat a shallower one by 0.1%.
+/// Returns (depth, its cross-validated oracle ratio).
+pub(crate) fn cv_depth(
+    train: &[&CostSample],
+    max_depth: usize,
+    folds: usize,
+    leaf: f32,
+) -> Result<(usize, f64), ModelError> {
+    cv_depth_scored(train, train, max_depth, folds, leaf)
+}
+
+/// [`cv_depth`] with the held-out folds scored on `truth` (`truth[i]` the same input as
+/// `train[i]`, its costs as measured, where `train`'s may be relabelled).
+pub(crate) fn cv_depth_scored(
+    train: &[&CostSample],
+    truth: &[&CostSample],
+    max_depth: usize,
+    folds: usize,
+    leaf: f32,
+) -> Result<(usize, f64), ModelError> {
+    let mut groups: Vec<u64> = train.iter().map(|s| s.group).collect();
+    groups.sort_unstable();
+    groups.dedup();
+    let fold_of = |g: u64| groups.binary_search(&g).unwrap_or(0) % folds;
+    let mut best = (1usize, f64::NEG_INFINITY);
+    for depth in 1..=max_depth {
+        let mut ratios = Vec::new();
+        for f in 0..folds {
+            let tr: Vec<&CostSample> = train
+                .iter()
+                .copied()
+                .filter(|s| fold_of(s.group) != f)
+                .collect();
+            let te: Vec<&CostSample> = truth
+                .iter()
+                .copied()
+                .filter(|s| fold_of(s.group) == f)
+                .collect();
+            if tr.is_empty() || te.is_empty() {
+                continue;
+            }
+            let t = fit_costs(&tr, depth, leaf)?;
+            ratios.extend(
+                te.iter()
+                    .map(|s| s.costs[s.best] / s.costs[t.predict(&s.x)]),
+            );
+        }
+        let score = geomean(ratios.into_iter());
+        if score > best.1 + 1e-3 {
+            best = (depth, score);
+        }
+    }
+    Ok(best)
+}
+
+/// The checks shared by the cost-sample trainers' parameters (comm, attention).
+pub(crate) fn check_cost_params(
+    max_depth: usize,
+    folds: usize,
+    leaf: f32,
+) -> Result<(), ModelError> {
+    if !(1..=12).contains(&max_depth) {
+        return Err(ModelError::Params(format!(
+            "max depth {max_depth} outside 1..=12"
+        )));
+    }
+    if folds < 2 {
+        return Err(ModelError::Params(format!("{folds} folds: need >= 2")));
+    }
+    if leaf.is_nan() || leaf <= 0.0 {
+        return Err(ModelError::Params("min leaf weight must be > 0".into()));
+    }
+    Ok(())
+}
+
+/// The one device that runs of a training set come from, or an error listing them: a model is
+/// trained per `per` (GPU, machine).
+pub(crate) fn one_device<'a>(
+    devices: impl Iterator<Item = &'a str>,
+    per: &str,
+) -> Result<(), ModelError> {
+    let devices: std::collections::BTreeSet<&str> = devices.collect();
+    if devices.len() > 1 {
+        return Err(ModelError::Train(format!(
+            "runs from several devices ({}): train one model per {per}",
+            devices.into_iter().collect::<Vec<_>>().join(", ")
+        )));
+    }
+    Ok(())
+}
