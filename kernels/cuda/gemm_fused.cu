@@ -206,8 +206,8 @@ AUGUR_TMA_INSTANCES(AUGUR_TMA_AG)
 // gemm_tma_rsa_{f16,bf16}_{256,128} (`fused-reduce:0`): the same GEMM with no staging and no
 // summing blocks: each half-tile is added into the owner's rows of the sum (`out`, zeroed by the
 // owner before its ready word) by a tensor-memory reduction (cp.reduce.async.bulk.tensor .add, in
-// the 16-bit type; the small-M pairs by red.add.noftz), counted as above, and thread 0 of every
-// block waits at the end for every GPU's counts of this GPU's tile rows, so the launch ends with
+// the 16-bit type; the small-M pairs by red.add.noftz), counted as above, and the first block to
+// start waits at the end for every GPU's counts of this GPU's tile rows, so the launch ends with
 // the sum complete. `slot` and the maps then point at the owners' rows of the sum.
 
 struct TpFusedRs {
@@ -409,8 +409,9 @@ __device__ __forceinline__ void gemm_tma_rs(int m, int n, int k, const TensorMap
     const int kt_all = (k + WG_BK - 1) / WG_BK;
     gemm_tma<TT, BN>(m, n, k, tma, tmb, &maps.dst[rank], 1, kt_all, nullptr, r - reduce_blocks,
                      gridDim.x - reduce_blocks, g);
-    if (ADD && threadIdx.x == 0) {
-        // The launch ends once every GPU's tiles of this GPU's rows were added (and counted).
+    if (ADD && r == 0 && threadIdx.x == 0) {
+        // The launch ends once every GPU's tiles of this GPU's rows were added (and counted):
+        // one block waits for it (the launch ends with its last block), the others exit.
         const unsigned* done = (const unsigned*)f.done[rank];
         const int lo = rank * rows, hi = lo + rows;
         for (int t = lo / WG_BM; t <= (hi - 1) / WG_BM; ++t) {
