@@ -3,8 +3,9 @@
 # (hidden 4096: QKV N 6144 and gate+up N 28672 all-gathered; O K 4096 and down K 14336
 # reduce-scattered) and of a hidden-8192 model (Llama-3-70B / Qwen-72B-like: QKV N 10240, gate+up
 # N 57344; O K 8192, down K 28672), M (tokens) from 16 to 16384, on each GPU count in GPUS
-# (default "2 4"), every pattern, each call timed from a barrier; the CSV rows carry the overlap
-# features (schema `overlap`). Through the device tool with carry [".carry"] (.carry/augur.xz):
+# (default "2 4"), every pattern, each call timed from a held start (`augur overlap tp`'s
+# default since 2026-11-28; TP_ARGS="--start barrier" for the old way); the CSV rows carry the
+# overlap features (schema `overlap`). Through the device tool with carry [".carry"] (.carry/augur.xz):
 #   GPUS="2 4" bash bench/tp-grid.sh        (writes $OUT/grid-<gpus>-<op>.csv and .err)
 # AG_W and RS_W (space-separated N,K; defaults: the weights above) replace the weights, e.g. the
 # second set of 2026-11-28: Qwen2.5-7B (hidden 3584: QKV N 4608, gate+up N 37888; O K 3584, down
@@ -13,7 +14,8 @@
 #   AG_W="4608,3584 37888,3584 15360,5120 7168,5120" RS_W="3584,3584 3584,18944 5120,5120 5120,13824"
 # OPS (default "all-gather reduce-scatter") picks the operations; TP_ARGS (say --patterns) must
 # not name --ops (clap appends it: every shape would run twice). Run 2026-11-27 on 4 H200s:
-# bench/results/tp-grid-h200-2026-11-27/.
+# bench/results/tp-grid-h200-2026-11-27/ (from a barrier); on 2 H200s from a held start:
+# bench/results/held-start-h200-2026-11-28/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/unpack-carry.sh

@@ -727,7 +727,7 @@ impl ClassTree<'_> {
 /// One tree of a model with a tree per group (a comm model's collectives, an overlap model's
 /// operations): the group's label, the Rust condition that selects it, and the tree.
 pub(crate) struct GroupTree<'a> {
-    pub label: &'a str,
+    pub label: String,
     pub condition: String,
     pub tree: ClassTree<'a>,
 }
@@ -742,7 +742,7 @@ pub(crate) fn grouped_dot(graph: &str, prefix: char, groups: &[GroupTree]) -> St
         let _ = writeln!(
             out,
             "  subgraph cluster_{c} {{\n    label=\"{}\";",
-            dot_escape(g.label)
+            dot_escape(&g.label)
         );
         g.tree.dot(&format!("{prefix}{c}_"), "    ", &mut out);
         out.push_str("  }\n");

@@ -1,6 +1,7 @@
 //! The overlap selector (issue 24): which pattern runs a tensor-parallel layer's GEMM + collective
-//! fastest (`bulk`, `chunked:C`, `pull:C`, `push:C`, ...), one tree per operation over the
-//! layer's overlap features (schema `overlap`), trained on `augur overlap tp` CSVs.
+//! fastest (`bulk`, `chunked:C`, `pull:C`, `push:C`, ...), one tree per operation and GPU count
+//! over the layer's overlap features (schema `overlap`), trained on `augur overlap tp` CSVs
+//! (each tree from runs timed one way, `held` or `barrier`).
 //!
 //! Params -> checked params -> fit, as the other selectors; the samples are layers (one shape on
 //! one GPU count, from one run), every checked pattern's time their costs, and cross-validation
@@ -42,6 +43,9 @@ pub struct Layer {
     pub times: Vec<(String, f64)>,
     pub gemm_s: Option<f64>,
     pub comm_s: Option<f64>,
+    /// How its calls were timed (`augur overlap tp --start`): `held` or `barrier` (files
+    /// without the column: `barrier`, the only way before it).
+    pub start: String,
 }
 
 impl Layer {
@@ -101,6 +105,7 @@ pub fn read_layers(paths: &[PathBuf], sms: usize) -> Result<Vec<Layer>, ModelErr
         let (device, gpus, op, dtype, m, n, k) = (device?, gpus?, op?, dtype?, m?, n?, k?);
         let (pattern, passed, us) = (pattern?, passed?, us?);
         let link = head.iter().position(|h| h == "f_link_nvlink");
+        let start = head.iter().position(|h| h == "start");
         let mut index: BTreeMap<String, usize> = BTreeMap::new();
         for rec in crate::runs::records(path, &mut rdr) {
             let (rec, line) = rec?;
@@ -137,6 +142,11 @@ pub fn read_layers(paths: &[PathBuf], sms: usize) -> Result<Vec<Layer>, ModelErr
                 .filter(|v| v.is_finite() && *v > 0.0)
                 .ok_or_else(|| bad(path, line, format!("us `{}` is not a time", get(us))))?
                 / 1e6;
+            let start_v = match start.map(get) {
+                None => "barrier",
+                Some(v @ ("held" | "barrier")) => v,
+                Some(v) => return Err(bad(path, line, format!("start `{v}`: held or barrier"))),
+            };
             let key = format!("{}|{:?}", get(device), shape);
             let i = *index.entry(key).or_insert_with(|| {
                 layers.push(Layer {
@@ -146,10 +156,21 @@ pub fn read_layers(paths: &[PathBuf], sms: usize) -> Result<Vec<Layer>, ModelErr
                     times: Vec::new(),
                     gemm_s: None,
                     comm_s: None,
+                    start: start_v.to_string(),
                 });
                 layers.len() - 1
             });
             let l = &mut layers[i];
+            if l.start != start_v {
+                return Err(bad(
+                    path,
+                    line,
+                    format!(
+                        "start `{start_v}`, where this layer's other rows were timed `{}`",
+                        l.start
+                    ),
+                ));
+            }
             match get(pattern) {
                 "gemm" => l.gemm_s = Some(secs),
                 "comm" => l.comm_s = Some(secs),
@@ -169,6 +190,23 @@ pub fn read_layers(paths: &[PathBuf], sms: usize) -> Result<Vec<Layer>, ModelErr
         }
     }
     layers.retain(|l| !l.times.is_empty());
+    // Times from a held start leave out the host's launch cost, which a barrier's include:
+    // each tree (an operation on one GPU count) learns from one way.
+    for a in layers.iter().filter(|l| l.start == "held") {
+        let same =
+            |b: &&Layer| b.shape.op == a.shape.op && b.shape.world_size == a.shape.world_size;
+        if let Some(b) = layers.iter().filter(same).find(|b| b.start == "barrier") {
+            return Err(ModelError::Train(format!(
+                "{} times the {} on {} GPUs from a held start and {} from a barrier (or has no \
+                 `start` column, from before held starts): the host's launch cost is in one and \
+                 not the other; give one way per operation and GPU count",
+                paths[a.run].display(),
+                a.shape.op.name(),
+                a.shape.world_size,
+                paths[b.run].display()
+            )));
+        }
+    }
     Ok(layers)
 }
 
@@ -234,6 +272,20 @@ pub struct OpTree {
     /// [`OverlapTrainParams::bulk_margins`]); 0 in files written before it existed.
     #[serde(default)]
     pub bulk_margin: f64,
+    /// The group size it was trained on: one tree per operation and GPU count, each learning
+    /// from its own GPU count's runs only (the patterns and their ranking differ between 2 and
+    /// 4 GPUs). None in files written before (one tree per operation over every GPU count).
+    /// A group size with no tree of its own takes the nearest one's ([`OverlapModel::tree_for`]).
+    #[serde(default)]
+    pub world_size: Option<usize>,
+    /// How its runs timed their calls (`augur overlap tp --start`): `held` or `barrier`
+    /// (`barrier` in files written before held starts existed).
+    #[serde(default = "barrier")]
+    pub start: String,
+}
+
+fn barrier() -> String {
+    "barrier".into()
 }
 
 /// What a model was trained on.
@@ -259,7 +311,8 @@ pub struct OverlapModel {
 }
 
 /// The features a tree reads, and their schema indices: every one but the operation's flag
-/// (one tree per operation).
+/// (one tree per operation and GPU count; the GPU count stays an input for the trees of older
+/// files, which had one tree per operation).
 fn inputs() -> (Vec<usize>, Vec<String>) {
     crate::costs::inputs_except(&OverlapFeatures::schema(), &["all_gather"])
 }
@@ -345,8 +398,18 @@ impl CheckedOverlapTrainParams {
         crate::costs::one_device(layers.iter().map(|l| l.device.as_str()), "machine")?;
         let (features, names) = inputs();
         let mut trees = Vec::new();
-        for op in [OverlapOp::AllGatherGemm, OverlapOp::GemmReduceScatter] {
-            let mine: Vec<&Layer> = layers.iter().filter(|l| l.shape.op == op).collect();
+        let mut worlds: Vec<usize> = layers.iter().map(|l| l.shape.world_size).collect();
+        worlds.sort_unstable();
+        worlds.dedup();
+        // One tree per operation and GPU count, from that GPU count's layers only.
+        let groups = [OverlapOp::AllGatherGemm, OverlapOp::GemmReduceScatter]
+            .into_iter()
+            .flat_map(|op| worlds.iter().map(move |&w| (op, w)));
+        for (op, world) in groups {
+            let mine: Vec<&Layer> = layers
+                .iter()
+                .filter(|l| l.shape.op == op && l.shape.world_size == world)
+                .collect();
             if mine.is_empty() {
                 continue;
             }
@@ -381,11 +444,10 @@ impl CheckedOverlapTrainParams {
                 max_depth: depth,
                 cv_oracle_ratio: cv,
                 bulk_margin: margin,
+                world_size: Some(world),
+                start: mine[0].start.clone(),
             });
         }
-        let mut worlds: Vec<usize> = layers.iter().map(|l| l.shape.world_size).collect();
-        worlds.sort_unstable();
-        worlds.dedup();
         let mut weights: Vec<u64> = layers.iter().map(Layer::group).collect();
         weights.sort_unstable();
         weights.dedup();
@@ -409,19 +471,52 @@ impl CheckedOverlapTrainParams {
 }
 
 impl OverlapModel {
-    fn tree_for(&self, op: OverlapOp) -> Option<&OpTree> {
-        self.trees.iter().find(|t| t.op == op.name())
+    /// The tree for `op` on groups of `world` GPUs: the operation's tree for that GPU count,
+    /// else the nearest GPU count's (halfway between two goes to the larger; [`Self::ranges`]),
+    /// or its only tree in files from before trees per GPU count.
+    pub fn tree_for(&self, op: OverlapOp, world: usize) -> Option<&OpTree> {
+        self.ranges()
+            .into_iter()
+            .find(|(t, lo, hi)| t.op == op.name() && (*lo..*hi).contains(&(world as f64)))
+            .map(|r| r.0)
+    }
+
+    /// Each tree with the group sizes it serves, [lo, hi): every size for a tree without one;
+    /// for the trees of one operation by GPU count w_1 < w_2 < ..., the bounds are the
+    /// midpoints between neighbours (the nearest tree; halfway goes to the larger).
+    fn ranges(&self) -> Vec<(&OpTree, f64, f64)> {
+        self.trees
+            .iter()
+            .map(|t| {
+                let Some(w) = t.world_size else {
+                    return (t, f64::NEG_INFINITY, f64::INFINITY);
+                };
+                let mut lo = f64::NEG_INFINITY;
+                let mut hi = f64::INFINITY;
+                for o in self.trees.iter().filter(|o| o.op == t.op) {
+                    if let Some(v) = o.world_size {
+                        let mid = (v + w) as f64 / 2.0;
+                        if v < w {
+                            lo = lo.max(mid);
+                        } else if v > w {
+                            hi = hi.min(mid);
+                        }
+                    }
+                }
+                (t, lo, hi)
+            })
+            .collect()
     }
 
     /// The pattern for a layer (None: no tree for its operation, or a shape that does not cut).
     pub fn choose(&self, shape: &OverlapShape) -> Option<&str> {
-        let t = self.tree_for(shape.op)?;
+        let t = self.tree_for(shape.op, shape.world_size)?;
         Some(&t.patterns[t.tree.predict(&x_of(shape, &t.features)?)])
     }
 
     /// Why: (input, value, threshold, went left) per split on the layer's path.
     pub fn path(&self, shape: &OverlapShape) -> Vec<(String, f64, f64, bool)> {
-        let Some(t) = self.tree_for(shape.op) else {
+        let Some(t) = self.tree_for(shape.op, shape.world_size) else {
             return Vec::new();
         };
         x_of(shape, &t.features).map_or_else(Vec::new, |x| t.tree.named_path(&x, &t.inputs))
@@ -451,6 +546,20 @@ impl OverlapModel {
             t.tree
                 .validate(t.features.len(), t.patterns.len())
                 .map_err(|e| format!("{}: {e}", t.op))?;
+            if t.start != "held" && t.start != "barrier" {
+                return Err(format!("{}: start `{}`: held or barrier", t.op, t.start));
+            }
+            let same = self.trees.iter().filter(|o| o.op == t.op);
+            if same
+                .clone()
+                .any(|o| o.world_size.is_none() != t.world_size.is_none())
+                || same.filter(|o| o.world_size == t.world_size).count() > 1
+            {
+                return Err(format!(
+                    "{}: two trees for one GPU count, or trees with and without one",
+                    t.op
+                ));
+            }
         }
         Ok(())
     }
@@ -466,24 +575,31 @@ impl OverlapModel {
     }
 
     fn groups(&self) -> Vec<crate::export::GroupTree<'_>> {
-        self.trees
-            .iter()
-            .map(|t| {
+        self.ranges()
+            .into_iter()
+            .map(|(t, lo, hi)| {
                 let flag = if t.op == OverlapOp::AllGatherGemm.name() {
                     1.0
                 } else {
                     0.0
                 };
+                let mut condition = format!("f.all_gather == {flag:.1}");
+                if lo.is_finite() {
+                    condition += &format!(" && f.world_size >= {lo:.1}");
+                }
+                if hi.is_finite() {
+                    condition += &format!(" && f.world_size < {hi:.1}");
+                }
                 crate::export::GroupTree {
-                    label: &t.op,
-                    condition: format!("f.all_gather == {flag:.1}"),
+                    label: tree_label(t),
+                    condition,
                     tree: self.class_tree(t),
                 }
             })
             .collect()
     }
 
-    /// Graphviz DOT: one cluster per operation.
+    /// Graphviz DOT: one cluster per tree (operation, and GPU count).
     pub fn export_dot(&self) -> String {
         crate::export::grouped_dot("augur_overlap", 'o', &self.groups())
     }
@@ -503,7 +619,7 @@ impl OverlapModel {
         crate::export::grouped_rust(&r, &self.groups())
     }
 
-    /// Readable rules, one tree per operation.
+    /// Readable rules, one tree per operation (and GPU count).
     pub fn export_text(&self) -> String {
         let mut out = format!(
             "augur overlap-pattern model for {} (GPUs per group: {:?}; trained on {} layers of {} \
@@ -511,11 +627,16 @@ impl OverlapModel {
             self.device, self.training.world_sizes, self.training.layers, self.training.weights
         );
         for t in &self.trees {
+            let timed = match (t.world_size, t.start.as_str()) {
+                (None, _) => String::new(),
+                (Some(_), "held") => "; calls timed from a held start".into(),
+                (Some(_), _) => "; calls timed from a barrier".into(),
+            };
             let _ = writeln!(
                 out,
                 "\n{} (patterns: {}; depth {} and bulk margin {} by cross-validation over \
-                 weights, oracle ratio {:.3}):",
-                t.op,
+                 weights, oracle ratio {:.3}{timed}):",
+                tree_label(t),
                 t.patterns.join(", "),
                 t.max_depth,
                 t.bulk_margin,
@@ -524,6 +645,14 @@ impl OverlapModel {
             self.class_tree(t).text(1, &mut out);
         }
         out
+    }
+}
+
+/// A tree's name: its operation, and its GPU count where it has one.
+fn tree_label(t: &OpTree) -> String {
+    match t.world_size {
+        Some(w) => format!("{} on {w} GPUs", t.op),
+        None => t.op.clone(),
     }
 }
 
@@ -816,6 +945,129 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("bulk margin 1.5 outside [0, 1)"), "{e}");
+    }
+
+    #[test]
+    fn held_and_barrier_runs_are_not_mixed() {
+        let dir = std::env::temp_dir().join(format!("augur-overlap-start-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let old = csv(&dir);
+        // The same rows timed from a held start: a `start` column after `us`.
+        let held = dir.join("held.csv");
+        let text = std::fs::read_to_string(&old).unwrap();
+        let mut lines = text.lines();
+        let mut t = lines.next().unwrap().replace(",us,", ",us,start,") + "\n";
+        for l in lines {
+            let f: Vec<&str> = l.split(',').collect();
+            t += &format!("{},held,{}\n", f[..11].join(","), f[11..].join(","));
+        }
+        std::fs::write(&held, &t).unwrap();
+        let layers = read_layers(std::slice::from_ref(&held), 132).unwrap();
+        assert_eq!(layers.len(), 6);
+        assert!(layers.iter().all(|l| l.start == "held"));
+        let model = OverlapTrainParams::default()
+            .check()
+            .unwrap()
+            .fit(&layers, "test")
+            .unwrap();
+        assert!(model.trees.iter().all(|t| t.start == "held"));
+        assert!(model.export_text().contains("timed from a held start"));
+        let e = read_layers(&[held.clone(), old.clone()], 132)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("held.csv") && e.contains("tp.csv") && e.contains("launch cost"),
+            "{e}"
+        );
+        // Older files (no column) read as timed from a barrier; a model without the field too.
+        assert!(read_layers(std::slice::from_ref(&old), 132)
+            .unwrap()
+            .iter()
+            .all(|l| l.start == "barrier"));
+        let json = serde_json::to_string(&model)
+            .unwrap()
+            .replace(r#","start":"held""#, "");
+        let back: OverlapModel = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.trees[0].start, "barrier");
+        std::fs::write(&held, t.replacen(",held,", ",eager,", 1)).unwrap();
+        let e = read_layers(&[held], 132).unwrap_err().to_string();
+        assert!(
+            e.contains("held.csv:2") && e.contains("start `eager`"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_tree_per_gpu_count_and_the_nearest_for_others() {
+        let dir = std::env::temp_dir().join(format!("augur-overlap-worlds-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let two = csv(&dir);
+        // The same layers on 4 GPUs, where bulk is the fastest everywhere.
+        let four = dir.join("four.csv");
+        let text = std::fs::read_to_string(&two).unwrap();
+        let t: String = text
+            .lines()
+            .map(|l| {
+                let l = l.replacen("GPU X,2,", "GPU X,4,", 1);
+                (if l.contains(",bulk,") {
+                    l.replace(",300,", ",100,")
+                } else {
+                    l
+                }) + "\n"
+            })
+            .collect();
+        std::fs::write(&four, t).unwrap();
+        let layers = read_layers(&[two, four], 132).unwrap();
+        let model = OverlapTrainParams::default()
+            .check()
+            .unwrap()
+            .fit(&layers, "test")
+            .unwrap();
+        assert_eq!(
+            model.trees.iter().map(|t| t.world_size).collect::<Vec<_>>(),
+            [Some(2), Some(4)]
+        );
+        let shape = |world| OverlapShape {
+            op: OverlapOp::AllGatherGemm,
+            m: 12288,
+            n: 12288,
+            k: 8192,
+            dtype: Dtype::Bf16,
+            world_size: world,
+            link: LinkType::Nvlink,
+            sms: 132,
+        };
+        assert_eq!(model.choose(&shape(2)), Some("push:1"));
+        assert_eq!(model.choose(&shape(4)), Some("bulk"));
+        // Halfway goes to the larger; beyond, the nearest.
+        assert_eq!(model.choose(&shape(3)), Some("bulk"));
+        assert_eq!(model.choose(&shape(8)), Some("bulk"));
+        let rust = model.export_rust();
+        assert!(
+            rust.contains("if f.all_gather == 1.0 && f.world_size < 3.0 {"),
+            "{rust}"
+        );
+        assert!(
+            rust.contains("if f.all_gather == 1.0 && f.world_size >= 3.0 {"),
+            "{rust}"
+        );
+        let text = model.export_text();
+        assert!(
+            text.contains("all-gather+gemm on 4 GPUs (patterns"),
+            "{text}"
+        );
+        assert!(model
+            .export_dot()
+            .contains("label=\"all-gather+gemm on 2 GPUs\""));
+        // Two trees for one GPU count are refused.
+        let mut bad = model.clone();
+        bad.trees[1].world_size = Some(2);
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .contains("two trees for one GPU count"));
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]

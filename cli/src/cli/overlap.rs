@@ -59,8 +59,9 @@ pub enum OverlapCommand {
     /// bulk and the share of the perfect overlap's gain). Exits non-zero on a failed check.
     Tp(TpArgs),
     /// Train the overlap-pattern selector on `augur overlap tp` CSVs (one machine): one tree per
-    /// operation over the layer's overlap features (schema `overlap`), depth by cross-validation
-    /// over the layers' weights (N, K); prints its rules and, held out by weight (every weight's
+    /// operation and GPU count over the layer's overlap features (schema `overlap`), from that
+    /// GPU count's runs (timed one way: held or barrier), depth by cross-validation over the
+    /// layers' weights (N, K); prints its rules and, held out by weight (every weight's
     /// layers picked by a model trained without it), selected / oracle, the gain over bulk
     /// (NCCL then cuBLASLt) and the share of the perfect overlap's gain, per GPU count.
     Train(OverlapTrainArgs),

@@ -32,7 +32,7 @@ fn groups(model: &CommModel) -> Vec<crate::export::GroupTree<'_>> {
         .trees
         .iter()
         .map(|t| crate::export::GroupTree {
-            label: &t.collective,
+            label: t.collective.clone(),
             condition: format!("f.{} == 1.0", t.collective.replace('-', "_")),
             tree: t.class_tree(model),
         })

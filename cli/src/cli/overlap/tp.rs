@@ -45,9 +45,37 @@ pub struct TpTiming {
     samples: usize,
     #[arg(long, default_value_t = 3)]
     warmup: usize,
+    /// How a timed sample starts. held: every GPU's stream waits on a host word while the host
+    /// enqueues the sample's calls, then all are released at once: the device's time from a
+    /// common start, without the host's cost of enqueuing (what a layer costs in a forward
+    /// pass that enqueues ahead, or in a CUDA graph). barrier: the host enqueues while the
+    /// GPUs wait, after a barrier: the layer's latency, launches included.
+    #[arg(long, value_enum, default_value = "held")]
+    start: StartArg,
     /// Seed of the inputs.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum StartArg {
+    Held,
+    Barrier,
+}
+
+impl TpTiming {
+    fn timing(&self) -> augur_kernels::cuda::gemm::tp::TpTiming {
+        use augur_kernels::cuda::gemm::tp::TpStart;
+        augur_kernels::cuda::gemm::tp::TpTiming {
+            warmup: self.warmup,
+            batch: self.batch,
+            samples: self.samples,
+            start: match self.start {
+                StartArg::Held => TpStart::Held,
+                StartArg::Barrier => TpStart::Barrier,
+            },
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -125,7 +153,7 @@ pub(super) fn run_plan(a: OverlapRunArgs) -> anyhow::Result<ExitCode> {
     let ty = a.dtype.name();
     println!(
         "device,gpus,op,dtype,m,n,k,pattern,chosen,passed,max_err_over_bound,plan_us,harness_us,\
-         plan_over_harness,why"
+         plan_over_harness,start,why"
     );
     let mut failed = 0;
     for shape in shapes {
@@ -141,7 +169,7 @@ pub(super) fn run_plan(a: OverlapRunArgs) -> anyhow::Result<ExitCode> {
             choice = Some(plan.choice().clone());
             Ok(plan)
         };
-        let timing = (a.timing.warmup, a.timing.batch, a.timing.samples);
+        let timing = a.timing.timing();
         let planned = match op {
             TpOp::AllGatherGemm => check_all_gather_gemm(&ordinals, &p, timing, make)?,
             TpOp::GemmReduceScatter => check_gemm_reduce_scatter(&ordinals, &p, timing, make)?,
@@ -151,14 +179,7 @@ pub(super) fn run_plan(a: OverlapRunArgs) -> anyhow::Result<ExitCode> {
         let harness = match op {
             TpOp::AllGatherGemm => all_gather_gemm,
             TpOp::GemmReduceScatter => gemm_reduce_scatter,
-        }(
-            &ordinals,
-            &p,
-            &[planned.pattern],
-            a.timing.warmup,
-            a.timing.batch,
-            a.timing.samples,
-        )?;
+        }(&ordinals, &p, &[planned.pattern], timing)?;
         let h = harness[0].per_call_s;
         let err = planned.max_err.unwrap_or(f64::INFINITY);
         let passed = err <= 1.0 && harness[0].max_err.is_none_or(|e| e <= 1.0);
@@ -168,7 +189,7 @@ pub(super) fn run_plan(a: OverlapRunArgs) -> anyhow::Result<ExitCode> {
             why += &format!(" ({n})");
         }
         println!(
-            "{},{},{},{ty},{},{},{},{},{},{passed},{err:.3},{:.2},{:.2},{:.3},\"{}\"",
+            "{},{},{},{ty},{},{},{},{},{},{passed},{err:.3},{:.2},{:.2},{:.3},{},\"{}\"",
             dev.name,
             a.gpus,
             op.name(),
@@ -180,6 +201,7 @@ pub(super) fn run_plan(a: OverlapRunArgs) -> anyhow::Result<ExitCode> {
             planned.per_call_s * 1e6,
             h * 1e6,
             planned.per_call_s / h,
+            timing.start.name(),
             why.replace('"', "'"),
         );
     }
@@ -259,9 +281,12 @@ pub(super) fn tp(a: TpArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|f| format!("f_{}", f.name))
         .collect();
+    // `start`: how each sample started (held or barrier); `augur overlap train` refuses to
+    // mix the two.
+    let timing = a.timing.timing();
     println!(
-        "device,gpus,op,dtype,m,n,k,pattern,passed,max_err_over_bound,us,bulk_over_pattern,\
-         share_of_bound,schema_version,{}",
+        "device,gpus,op,dtype,m,n,k,pattern,passed,max_err_over_bound,us,start,\
+         bulk_over_pattern,share_of_bound,schema_version,{}",
         names.join(",")
     );
     let mut failed = 0;
@@ -271,14 +296,7 @@ pub(super) fn tp(a: TpArgs) -> anyhow::Result<ExitCode> {
             let res = match op {
                 TpOp::AllGatherGemm => all_gather_gemm,
                 TpOp::GemmReduceScatter => gemm_reduce_scatter,
-            }(
-                &ordinals,
-                &p,
-                &of(op),
-                a.timing.warmup,
-                a.timing.batch,
-                a.timing.samples,
-            )?;
+            }(&ordinals, &p, &of(op), timing)?;
             let time = |q: TpPattern| res.iter().find(|r| r.pattern == q).map(|r| r.per_call_s);
             let bulk = time(TpPattern::Bulk);
             // The perfect overlap: max(GEMM alone, collective alone).
@@ -311,7 +329,7 @@ pub(super) fn tp(a: TpArgs) -> anyhow::Result<ExitCode> {
                     _ => String::new(),
                 };
                 println!(
-                    "{},{},{},{ty},{},{},{},{},{passed},{},{:.2},{vs},{share},\
+                    "{},{},{},{ty},{},{},{},{},{passed},{},{:.2},{},{vs},{share},\
                      {OVERLAP_SCHEMA_VERSION},{}",
                     dev.name,
                     gpus,
@@ -322,6 +340,7 @@ pub(super) fn tp(a: TpArgs) -> anyhow::Result<ExitCode> {
                     r.pattern.name(),
                     r.max_err.map_or(String::new(), |e| format!("{e:.3}")),
                     r.per_call_s * 1e6,
+                    timing.start.name(),
                     features.join(","),
                 );
             }

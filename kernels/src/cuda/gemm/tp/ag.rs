@@ -722,14 +722,12 @@ fn fused_launches(
 }
 
 /// Run, check and time every pattern of the all-gather + GEMM on the GPUs `ordinals` for the
-/// layer `p` (A M x K, B N x K), in the same order on every GPU.
+/// layer `p` (A M x K, B N x K), in the same order on every GPU, each timed as `timing` says.
 pub fn all_gather_gemm(
     ordinals: &[usize],
     p: &GemmProblem,
     patterns: &[TpPattern],
-    warmup: usize,
-    batch: usize,
-    samples: usize,
+    timing: super::TpTiming,
 ) -> Result<Vec<TpResult>, KernelError> {
     let world = ordinals.len();
     let (rows, n_r) = check(TpOp::AllGatherGemm, p.shape, world, patterns)?;
@@ -810,7 +808,7 @@ pub fn all_gather_gemm(
             } else {
                 None
             };
-            let t = gpu.time(warmup, batch, samples, || st.enqueue(gpu, pat))?;
+            let t = gpu.time(timing, || st.enqueue(gpu, pat))?;
             out.push((err, t));
         }
         Ok(out)

@@ -23,7 +23,10 @@
 //! that fails to set up stops every GPU before the communicators open. Each pattern is checked
 //! exactly on sampled rows, the inputs the GPU has not received poisoned (NaN) before the run;
 //! then timed on every GPU with events over a fixed batch of calls after a barrier (an
-//! all-reduce of one value), and the slowest GPU's median is its time.
+//! all-reduce of one value), and the slowest GPU's median is its time. By default each sample
+//! starts held ([`TpStart::Held`]): the GPUs wait on a host word while the host enqueues, and
+//! start together, so the host's launch cost is not in the time (`--start barrier`: it is;
+//! `bench/results/held-start-h200-2026-11-28/`).
 //!
 //! Run on H200s (2026-11-27, `bench/results/tp-h200-2026-11-27/`): every pattern checked on 2
 //! and 4 GPUs, bf16 and f16. Back to back (calls queued without a barrier between them) on 4
@@ -34,6 +37,7 @@
 //! (`bench/results/tp-grid-h200-2026-11-27/`), from a barrier per call.
 
 pub mod ag;
+mod hold;
 mod pattern;
 pub mod plan;
 pub mod rs;
@@ -51,6 +55,7 @@ use crate::gemm::GemmShape;
 use crate::KernelError;
 
 pub use ag::all_gather_gemm;
+pub use hold::{TpStart, TpTiming};
 pub use pattern::TpPattern;
 pub use rs::gemm_reduce_scatter;
 
@@ -196,6 +201,11 @@ pub(super) struct Gpu {
     /// What every GPU of the group published at set-up (device addresses, by rank), each
     /// reachable from this GPU (peer access on between every pair that published any).
     peers: Vec<Vec<u64>>,
+    /// The group's host word for held starts, its device address here (or why there is none),
+    /// and this GPU's count of held samples (the same on every GPU: they make the same calls).
+    hold: Arc<hold::Hold>,
+    hold_word: Result<u64, String>,
+    held: std::sync::atomic::AtomicU32,
 }
 
 impl Gpu {
@@ -267,18 +277,26 @@ impl Gpu {
     }
 
     /// Seconds per call of `enqueue` (which leaves all its work on the compute stream's
-    /// order): `warmup` calls, then `samples` times a barrier and `batch` calls between two
-    /// events; the median. Every GPU must make the same calls.
+    /// order, its other streams forked from it): `t.warmup` calls, then `t.samples` times a
+    /// barrier and `t.batch` calls between two events, started as `t.start` says; the median.
+    /// Every GPU must make the same calls.
     fn time(
         &self,
-        warmup: usize,
-        batch: usize,
-        samples: usize,
+        t: TpTiming,
         mut enqueue: impl FnMut() -> Result<(), KernelError>,
     ) -> Result<f64, KernelError> {
-        for _ in 0..warmup {
+        let word = match t.start {
+            TpStart::Held => Some(self.hold_word.clone().map_err(|e| {
+                KernelError::NotAvailable {
+                    backend: "cuda".into(),
+                    why: format!("a held start (the host word GPUs wait on): {e}; time from a barrier instead"),
+                }
+            })?),
+            TpStart::Barrier => None,
+        };
+        for _ in 0..t.warmup {
             enqueue()?;
-            if batch <= 1 {
+            if t.batch <= 1 {
                 self.barrier()?;
             }
         }
@@ -288,19 +306,57 @@ impl Gpu {
         }
         self.settle(&s, "the warm-up")?;
         let (e0, e1) = (self.event(true)?, self.event(true)?);
-        let mut times = Vec::with_capacity(samples.max(1));
-        for _ in 0..samples.max(1) {
+        let mut times = Vec::with_capacity(t.samples.max(1));
+        for _ in 0..t.samples.max(1) {
             self.barrier()?;
-            e0.record(&s).map_err(drv("record"))?;
-            for _ in 0..batch.max(1) {
-                enqueue()?;
+            let seq = match word {
+                Some(w) => {
+                    let seq = self.held.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
+                    wait_word(&s, w, seq)?;
+                    Some(seq)
+                }
+                None => None,
+            };
+            let enqueued = (|| {
+                e0.record(&s).map_err(drv("record"))?;
+                for _ in 0..t.batch.max(1) {
+                    enqueue()?;
+                }
+                e1.record(&s).map_err(drv("record"))
+            })();
+            if let Some(seq) = seq {
+                self.release(seq, enqueued.is_err())?;
             }
-            e1.record(&s).map_err(drv("record"))?;
+            enqueued?;
             self.settle(&s, "a timed batch")?;
             let ms = e0.elapsed_ms(&e1).map_err(drv("cuEventElapsedTime"))?;
-            times.push(ms as f64 / 1e3 / batch.max(1) as f64);
+            times.push(ms as f64 / 1e3 / t.batch.max(1) as f64);
         }
         Ok(crate::median(times))
+    }
+
+    /// This GPU has enqueued its part of held sample `seq`. Rank 0 releases every GPU once all
+    /// have (a GPU whose calls failed releases them at once, so that no stream waits forever).
+    fn release(&self, seq: u32, failed: bool) -> Result<(), KernelError> {
+        self.hold.arrive();
+        if failed {
+            self.hold.release(seq);
+            return Ok(());
+        }
+        if self.rank == 0 {
+            // Every GPU counts each of its held samples once: by the n-th, n x world parts.
+            let all = self.held.load(Ordering::Relaxed) as u64 * self.world as u64;
+            let arrived = self
+                .hold
+                .wait_arrivals(all, std::time::Duration::from_secs(60));
+            self.hold.release(seq);
+            if !arrived {
+                return Err(KernelError::Cuda(
+                    "a held start: not every GPU enqueued its calls in 60 s".into(),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -315,6 +371,7 @@ pub(super) struct Opening {
     failed: AtomicBool,
     barrier: Barrier,
     table: Mutex<Vec<(usize, Vec<u64>)>>,
+    hold: Arc<hold::Hold>,
 }
 
 impl Opening {
@@ -331,6 +388,7 @@ impl Opening {
             failed: AtomicBool::new(false),
             barrier: Barrier::new(world),
             table: Mutex::new(vec![(0, Vec::new()); world]),
+            hold: Arc::new(hold::Hold::new()?),
         })
     }
 }
@@ -359,6 +417,9 @@ pub(super) fn open_gpu<S>(
             .map_err(drv("cuStreamCreate"))?;
         let tick = g.stream.alloc_zeros::<f32>(1).map_err(drv("alloc"))?;
         let (state, published) = setup(rank, &g)?;
+        if rank == 0 {
+            o.hold.register();
+        }
         g.stream.synchronize().map_err(drv("synchronize"))?;
         let mut t = o.table.lock().unwrap_or_else(|p| p.into_inner());
         t[rank] = (g.ctx.cu_ctx() as usize, published);
@@ -379,6 +440,7 @@ pub(super) fn open_gpu<S>(
         enable_peers(ordinals, rank, &peers)?;
     }
     let peers = peers.into_iter().map(|p| p.1).collect();
+    let hold_word = o.hold.device_word();
     let mut c = std::ptr::null_mut();
     // SAFETY: every GPU's thread calls this with the same id and world size.
     unsafe { nccl::comm_init_rank(&mut c, world as i32, o.id, rank as i32) }
@@ -391,6 +453,9 @@ pub(super) fn open_gpu<S>(
         comm: NcclComm(c),
         tick,
         peers,
+        hold: o.hold.clone(),
+        hold_word,
+        held: std::sync::atomic::AtomicU32::new(0),
     };
     Ok((gpu, state))
 }
@@ -467,7 +532,8 @@ fn enable_peers(
 
 /// `st` waits until the u32 at `word` reaches `e` (wrap-aware).
 pub(super) fn wait_word(st: &CudaStream, word: u64, e: u32) -> Result<(), KernelError> {
-    // SAFETY: a word of a live cuMemAlloc buffer of this GPU.
+    // SAFETY: a word of a live cuMemAlloc buffer of this GPU, or the group's host word
+    // (registered, mapped; it outlives the group's GPUs).
     crate::cuda::check("cuStreamWaitValue32", unsafe {
         cudarc::driver::sys::cuStreamWaitValue32_v2(
             st.cu_stream(),

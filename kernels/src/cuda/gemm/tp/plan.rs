@@ -62,8 +62,8 @@ impl Layer {
 enum Command {
     /// Enqueue this many calls, then wait for them.
     Run(usize),
-    /// [`super::Gpu::time`]'s measurement: (warm-up, batch, samples).
-    Time(usize, usize, usize),
+    /// [`super::Gpu::time`]'s measurement.
+    Time(super::TpTiming),
 }
 
 struct Worker {
@@ -207,9 +207,10 @@ impl TpPlan {
                                 }
                                 gpu.settle(&s, "a planned call").map(|_| 0.0)
                             })(),
-                            Command::Time(warmup, batch, samples) => {
-                                let batch = if barrier_between { 1 } else { batch };
-                                gpu.time(warmup, batch, samples, || layer.enqueue(&gpu, pattern))
+                            Command::Time(t) => {
+                                let batch = if barrier_between { 1 } else { t.batch };
+                                let t = super::TpTiming { batch, ..t };
+                                gpu.time(t, || layer.enqueue(&gpu, pattern))
                             }
                         };
                         if reply_tx.send(r).is_err() {
@@ -269,11 +270,10 @@ impl TpPlan {
         self.send(|| Command::Run(calls)).map(|_| ())
     }
 
-    /// Seconds per call, measured as `augur overlap tp` measures the harness's patterns:
-    /// `warmup` calls, then `samples` times a barrier and `batch` calls between two events on
-    /// every GPU; the slowest GPU's median.
-    pub fn time(&self, warmup: usize, batch: usize, samples: usize) -> Result<f64, KernelError> {
-        self.send(|| Command::Time(warmup, batch, samples))
+    /// Seconds per call, measured as `augur overlap tp` measures the harness's patterns
+    /// ([`TpTiming`](super::TpTiming)): the slowest GPU's median.
+    pub fn time(&self, timing: super::TpTiming) -> Result<f64, KernelError> {
+        self.send(|| Command::Time(timing))
     }
 
     pub fn op(&self) -> TpOp {
@@ -405,7 +405,7 @@ impl Caller {
 pub fn check_all_gather_gemm<P: AsRef<TpPlan>>(
     ordinals: &[usize],
     p: &crate::gemm::GemmProblem,
-    timing: (usize, usize, usize),
+    timing: super::TpTiming,
     make: impl FnOnce(&[TpBuffers]) -> Result<P, KernelError>,
 ) -> Result<super::TpResult, KernelError> {
     use crate::gemm::{check_rows, from_half_bits, reference_rows, to_half_bits};
@@ -465,7 +465,7 @@ pub fn check_all_gather_gemm<P: AsRef<TpPlan>>(
 pub fn check_gemm_reduce_scatter<P: AsRef<TpPlan>>(
     ordinals: &[usize],
     p: &crate::gemm::GemmProblem,
-    timing: (usize, usize, usize),
+    timing: super::TpTiming,
     make: impl FnOnce(&[TpBuffers]) -> Result<P, KernelError>,
 ) -> Result<super::TpResult, KernelError> {
     use super::rs::{columns, magnitudes, sum_error, sum_roundings};
@@ -511,14 +511,14 @@ fn checked_plan<P: AsRef<TpPlan>>(
     make: impl FnOnce(&[TpBuffers]) -> Result<P, KernelError>,
     prepare: impl Fn() -> Result<(), KernelError>,
     checked: impl Fn(TpPattern) -> Result<f64, KernelError>,
-    (warmup, batch, samples): (usize, usize, usize),
+    timing: super::TpTiming,
 ) -> Result<super::TpResult, KernelError> {
     prepare()?;
     let made = make(addresses)?;
     let plan = made.as_ref();
     plan.run(1)?;
     let first = checked(plan.pattern())?;
-    let per_call_s = plan.time(warmup, batch, samples)?;
+    let per_call_s = plan.time(timing)?;
     prepare()?;
     plan.run(1)?;
     let again = checked(plan.pattern())?;

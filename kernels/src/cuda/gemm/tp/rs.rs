@@ -750,14 +750,12 @@ pub(super) fn columns(v: &[f32], width: usize, cols: std::ops::Range<usize>) -> 
 }
 
 /// Run, check and time every pattern of the GEMM + reduce-scatter on the GPUs `ordinals` for
-/// the layer `p` (A M x K, B N x K), in the same order on every GPU.
+/// the layer `p` (A M x K, B N x K), in the same order on every GPU, each timed as `timing` says.
 pub fn gemm_reduce_scatter(
     ordinals: &[usize],
     p: &GemmProblem,
     patterns: &[TpPattern],
-    warmup: usize,
-    batch: usize,
-    samples: usize,
+    timing: super::TpTiming,
 ) -> Result<Vec<TpResult>, KernelError> {
     let world = ordinals.len();
     let (rows, kp) = check(TpOp::GemmReduceScatter, p.shape, world, patterns)?;
@@ -842,7 +840,7 @@ pub fn gemm_reduce_scatter(
             } else {
                 None
             };
-            let t = gpu.time(warmup, batch, samples, || st.enqueue(gpu, pat))?;
+            let t = gpu.time(timing, || st.enqueue(gpu, pat))?;
             out.push((err, t));
         }
         Ok(out)
