@@ -418,6 +418,47 @@ __device__ __forceinline__ void wg_store_tma(const float* d, u16* stage, const T
     }
 }
 
+// A warpgroup's 64 x N f32 accumulators added into an f32 matrix by tensor-memory reductions
+// (cp.reduce.async.bulk.tensor .add through `tmc`, a map of 32 x 64 f32 boxes, 128 bytes a row
+// with the 128-byte swizzle): each 64-column chunk in two 32-column boxes through the same two
+// staging buffers as wg_store_tma (each 64 x 64 halves: one 64 x 32 f32 box), refilled once the
+// reduction from it two boxes before has read it. Register 4 q + e's pair (columns 8 j + 2 t of
+// chunk c, q = 8 c + j) lies in box h = j / 4 at column 8 (j % 4) + 2 t: 16-byte chunk
+// 2 (j % 4) + t / 2 of its row, float 2 (t % 2) in it.
+template <int N>
+__device__ __forceinline__ void wg_add_tma_f32(const float* d, u16* stage, const TensorMap* tmc,
+                                               int row0, int col0, int bar_id) {
+    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
+    const int g = lane >> 2, t = lane & 3;
+    const bool lead = (threadIdx.x & 127) == 0;
+    const int r = w * 16 + g;
+#pragma unroll
+    for (int b = 0; b < N / 32; ++b) {
+        float* buf = (float*)(stage + (b & 1) * 64 * 64);
+        if (lead) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+        asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj) {
+            const int q = (b >> 1) * 8 + (b & 1) * 4 + jj;
+            const int ch = 2 * jj + (t >> 1);
+            *(float2*)(buf + r * 32 + ((ch ^ (r & 7)) << 2) + 2 * (t & 1)) =
+                make_float2(d[4 * q], d[4 * q + 1]);
+            *(float2*)(buf + (r + 8) * 32 + ((ch ^ ((r + 8) & 7)) << 2) + 2 * (t & 1)) =
+                make_float2(d[4 * q + 2], d[4 * q + 3]);
+        }
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+        if (lead) {
+            asm volatile(
+                "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, "
+                "{%1, %2}], [%3];" ::"l"((unsigned long long)tmc),
+                "r"(col0 + b * 32), "r"(row0), "r"(smem_addr(buf))
+                : "memory");
+            asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        }
+    }
+}
+
 // A warpgroup's 64 x N f32 accumulators into the row-major [m][n] f32 partial at `W`.
 template <int N>
 __device__ __forceinline__ void wg_store_f32(const float* d, float* __restrict__ W, int m, int n,
@@ -493,6 +534,12 @@ struct RowGate {
     __device__ __forceinline__ void store(const float* d, u16* stage, const TensorMap* tmc,
                                           int row0, int col0, int bar_id, int, int) {
         wg_store_tma<TT, BN>(d, stage, tmc, row0, col0, bar_id);
+    }
+    // A split's partial (k split in `splits` ranges): into its plane of the f32 workspace.
+    template <int BN>
+    __device__ __forceinline__ void store_split(const float* d, float* ws, u16*, int m, int n,
+                                                int row0, int col0, int split, int, int) {
+        wg_store_f32<BN>(d, ws + (long long)split * m * n, m, n, row0, col0);
     }
     __device__ __forceinline__ void finish() {}
 };
@@ -575,7 +622,8 @@ __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* t
             gate.template store<TT, BN>(d, cstage + cw * 2 * 64 * 64, tmc, row0, col0, 1 + cw,
                                         w.tile_m, n);
         } else {
-            wg_store_f32<BN>(d, ws + (long long)w.split * m * n, m, n, row0, col0);
+            gate.template store_split<BN>(d, ws, cstage + cw * 2 * 64 * 64, m, n, row0, col0,
+                                          w.split, 1 + cw, w.tile_m);
         }
     }
     gate.finish();

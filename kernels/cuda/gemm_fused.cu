@@ -136,6 +136,11 @@ struct FusedGate {
                                           int row0, int col0, int bar_id, int, int) {
         wg_store_tma<TT, BN>(d, stage, tmc, row0, col0, bar_id);
     }
+    template <int BN>
+    __device__ __forceinline__ void store_split(const float* d, float* ws, u16*, int m, int n,
+                                                int row0, int col0, int split, int, int) {
+        wg_store_f32<BN>(d, ws + (long long)split * m * n, m, n, row0, col0);
+    }
     __device__ __forceinline__ void finish() {}
 };
 
@@ -208,7 +213,11 @@ AUGUR_TMA_INSTANCES(AUGUR_TMA_AG)
 // owner before its ready word) by a tensor-memory reduction (cp.reduce.async.bulk.tensor .add, in
 // the 16-bit type; the small-M pairs by red.add.noftz), counted as above, and the first block to
 // start waits at the end for every GPU's counts of this GPU's tile rows, so the launch ends with
-// the sum complete. `slot` and the maps then point at the owners' rows of the sum.
+// the sum complete. `slot` and the maps then point at the owners' rows of the sum. With k split
+// in `splits` ranges (`fused-reduce:0:K`, small M: more units than tiles), each range's partial
+// is added pair by pair in f32 (red.add.f32) into the owner's f32 sum `acc` (zeroed by the owner
+// before its ready word) and counted the same way; the owner converts `acc` to `out` after the
+// launch (gemm.cu's gemm_splitk_*, one plane): one rounding to the 16-bit type in all.
 
 struct TpFusedRs {
     // Per owner q: its done counts ([world][tiles_m] u32; GPU r's of tile row g at r x tiles_m
@@ -220,6 +229,9 @@ struct TpFusedRs {
     // This GPU's words: the peers' ready words (peer q's at ready + 4 q), its staging (world x
     // rows x n halves), its rows of the sum (rows x n), the launch's tickets.
     unsigned long long ready, staging, out, tickets;
+    // Per owner q: q's f32 sum of its rows (rows x n), which the split partials are added into
+    // (`fused-reduce:0:K`, K > 1; 0 otherwise).
+    unsigned long long acc[MAX_RANKS];
 };
 
 // Per owner q: a tensor map over slot `rank` of q's staging (rows x n, 64 x 64 boxes).
@@ -236,6 +248,12 @@ __device__ __forceinline__ void unpack2(F16, unsigned w, float& lo, float& hi) {
 __device__ __forceinline__ void unpack2(BF16, unsigned w, float& lo, float& hi) {
     lo = __uint_as_float(w << 16);
     hi = __uint_as_float(w & 0xffff0000u);
+}
+
+// Add a pair of f32 values to a pair in global memory (any GPU's, over NVLink for a peer's).
+__device__ __forceinline__ void red_add2_f32(float* p, float x, float y) {
+    asm volatile("red.relaxed.sys.global.add.f32 [%0], %1;" ::"l"(p), "f"(x) : "memory");
+    asm volatile("red.relaxed.sys.global.add.f32 [%0], %1;" ::"l"(p + 1), "f"(y) : "memory");
 }
 
 // Add a pair of 16-bit values to a pair in global memory (any GPU's, over NVLink for a peer's).
@@ -341,20 +359,52 @@ struct RsGate {
                          : "memory");
         }
     }
+    // The owners of the warpgroup's rows from row0, ready for this call's stores (the lead
+    // waits; the others wait for it at the barrier before they store).
+    __device__ __forceinline__ int owners_ready(int row0, bool lead) {
+        const int q0 = row0 / rows, q1 = (min(row0 + 64, m) - 1) / rows;
+        for (int q = q0; q <= q1; ++q) {
+            if (q != rank && !((readied >> q) & 1u)) {
+                if (lead) wait_epoch((const unsigned*)f->ready + q, epoch);
+                readied |= 1u << q;
+            }
+        }
+        return q0;
+    }
+    // A split's partial (`fused-reduce:0:K`): added into the owners' f32 sums (which they
+    // zeroed before their ready words) by tensor-memory reductions through `dst` (maps of 32 x
+    // 64 f32 boxes over each owner's sum) where each GPU's rows are whole 64-row halves, else
+    // pair by pair (red.add.f32, fenced before the lead counts them, as below).
+    template <int BN>
+    __device__ __forceinline__ void store_split(const float* d, float*, u16* stage, int, int n,
+                                                int row0, int col0, int, int bar_id,
+                                                int tile_m) {
+        const bool lead = (threadIdx.x & 127) == 0;
+        if (pending >= 0 && lead) flush();
+        if (row0 < m) {
+            const int q0 = owners_ready(row0, lead);
+            if (rows % 64 == 0) {
+                wg_add_tma_f32<BN>(d, stage, dst + q0, row0 - q0 * rows, col0, bar_id);
+            } else {
+                asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+                wg_pairs<BN>(d, m, n, row0, col0, [&](int r, int c, float x, float y) {
+                    const int q = r / rows;
+                    red_add2_f32((float*)f->acc[q] + (long long)(r - q * rows) * n + c, x, y);
+                });
+                __threadfence_system();
+                asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+            }
+        }
+        pending = tile_m;
+        pending_chunks = (min(BN, n - col0) + 63) / 64;
+    }
     template <typename TT, int BN>
     __device__ __forceinline__ void store(const float* d, u16* stage, const TensorMap*,
                                           int row0, int col0, int bar_id, int tile_m, int n) {
         const bool lead = (threadIdx.x & 127) == 0;
         if (pending >= 0 && lead) flush();
         if (row0 < m) {
-            // The owners of the warpgroup's rows, ready for this call's stores.
-            const int q0 = row0 / rows, q1 = (min(row0 + 64, m) - 1) / rows;
-            for (int q = q0; q <= q1; ++q) {
-                if (q != rank && !((readied >> q) & 1u)) {
-                    if (lead) wait_epoch((const unsigned*)f->ready + q, epoch);
-                    readied |= 1u << q;
-                }
-            }
+            const int q0 = owners_ready(row0, lead);
             if (rows % 64 == 0) {
                 // One owner; its map clips at its last row.
                 wg_store_tma<TT, BN, ADD>(d, stage, dst + q0, row0 - q0 * rows, col0, bar_id);
@@ -387,7 +437,8 @@ template <typename TT, int BN, bool ADD>
 __device__ __forceinline__ void gemm_tma_rs(int m, int n, int k, const TensorMap* tma,
                                             const TensorMap* tmb, const TpMaps& maps,
                                             const TpFusedRs& f, int rank, int world, int rows,
-                                            int reduce_blocks, unsigned epoch, unsigned target) {
+                                            int reduce_blocks, int splits, int kt_per,
+                                            unsigned epoch, unsigned target) {
     const int r = block_role(f.tickets);
     const int tiles_m = (m + WG_BM - 1) / WG_BM;
     if (r < reduce_blocks) {
@@ -406,9 +457,9 @@ __device__ __forceinline__ void gemm_tma_rs(int m, int n, int k, const TensorMap
     g.pending = -1;
     g.pending_chunks = 0;
     g.readied = 0;
-    const int kt_all = (k + WG_BK - 1) / WG_BK;
-    gemm_tma<TT, BN>(m, n, k, tma, tmb, &maps.dst[rank], 1, kt_all, nullptr, r - reduce_blocks,
-                     gridDim.x - reduce_blocks, g);
+    // k split in `splits` ranges of kt_per steps only with ADD (the partials added in f32).
+    gemm_tma<TT, BN>(m, n, k, tma, tmb, &maps.dst[rank], splits, kt_per, nullptr,
+                     r - reduce_blocks, gridDim.x - reduce_blocks, g);
     if (ADD && r == 0 && threadIdx.x == 0) {
         // The launch ends once every GPU's tiles of this GPU's rows were added (and counted):
         // one block waits for it (the launch ends with its last block), the others exit.
@@ -423,16 +474,17 @@ __device__ __forceinline__ void gemm_tma_rs(int m, int n, int k, const TensorMap
 
 #define TMA_RS_ARGS int m, int n, int k, const __grid_constant__ TensorMap tma, \
     const __grid_constant__ TensorMap tmb, const __grid_constant__ TpMaps maps, TpFusedRs f, \
-    int rank, int world, int rows, int reduce_blocks, unsigned epoch, unsigned target
+    int rank, int world, int rows, int reduce_blocks, int splits, int kt_per, unsigned epoch, \
+    unsigned target
 #ifdef AUGUR_WGMMA
 #define AUGUR_TMA_RS(T, TY, BN) \
     extern "C" __global__ void __launch_bounds__(384, 1) gemm_tma_rs_##TY##_##BN(TMA_RS_ARGS) { \
         gemm_tma_rs<T, BN, false>(m, n, k, &tma, &tmb, maps, f, rank, world, rows,               \
-                                  reduce_blocks, epoch, target);                                   \
+                                  reduce_blocks, 1, splits * kt_per, epoch, target);               \
     }                                                                                              \
     extern "C" __global__ void __launch_bounds__(384, 1) gemm_tma_rsa_##TY##_##BN(TMA_RS_ARGS) {  \
-        gemm_tma_rs<T, BN, true>(m, n, k, &tma, &tmb, maps, f, rank, world, rows, 0, epoch,       \
-                                 target);                                                          \
+        gemm_tma_rs<T, BN, true>(m, n, k, &tma, &tmb, maps, f, rank, world, rows, 0, splits,      \
+                                 kt_per, epoch, target);                                           \
     }
 #else
 #define AUGUR_TMA_RS(T, TY, BN)                                                 \

@@ -63,16 +63,49 @@ fn tensor_map(
     box_rows: u32,
     dtype: Dtype,
 ) -> Result<TensorMapArg, KernelError> {
+    use cudarc::driver::sys::CUtensorMapDataType as T;
+    let ty = match dtype {
+        Dtype::Bf16 => T::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        _ => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+    };
+    encode_map(ptr, rows, k, 2, box_rows, ty)
+}
+
+/// The same over f32 values: boxes of 32 x `box_rows`, 128 bytes a row as above (gemm_fused.cu's
+/// f32 reductions into `fused-reduce:0:K`'s sums).
+fn tensor_map_f32(
+    ptr: u64,
+    rows: usize,
+    k: usize,
+    box_rows: u32,
+) -> Result<TensorMapArg, KernelError> {
+    use cudarc::driver::sys::CUtensorMapDataType as T;
+    encode_map(
+        ptr,
+        rows,
+        k,
+        4,
+        box_rows,
+        T::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+    )
+}
+
+/// cuTensorMapEncodeTiled over [rows][k] values of `bytes` each: boxes 128 bytes wide (k
+/// innermost) and `box_rows` high, 128-byte swizzle.
+fn encode_map(
+    ptr: u64,
+    rows: usize,
+    k: usize,
+    bytes: usize,
+    box_rows: u32,
+    ty: cudarc::driver::sys::CUtensorMapDataType,
+) -> Result<TensorMapArg, KernelError> {
     use cudarc::driver::sys;
     let mut tm = std::mem::MaybeUninit::<sys::CUtensorMap>::uninit();
     let dims: [u64; 2] = [k as u64, rows as u64];
-    let strides: [u64; 1] = [(k * 2) as u64];
-    let boxes: [u32; 2] = [64, box_rows];
+    let strides: [u64; 1] = [(k * bytes) as u64];
+    let boxes: [u32; 2] = [(128 / bytes) as u32, box_rows];
     let elem: [u32; 2] = [1, 1];
-    let ty = match dtype {
-        Dtype::Bf16 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-        _ => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-    };
     // SAFETY: the arrays outlive the call; `ptr` is a live allocation of rows x k values.
     let r = unsafe {
         sys::cuTensorMapEncodeTiled(

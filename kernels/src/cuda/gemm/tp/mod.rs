@@ -16,7 +16,10 @@
 //! whose other blocks move the rows or sum the tiles: `fused-push:C:S`, `fused-pull:C:S`,
 //! `fused-reduce:S`; Hopper only, run on 2 H200s, `bench/results/fused-h200-2026-11-28/`; and
 //! `fused-reduce:0`, the tiles added into their owners' rows by tensor-memory reductions, no
-//! summing blocks: run on one H200 only, `bench/results/fused-add-h200-2026-11-28/`).
+//! summing blocks: run on 1 and 2 H200s, `bench/results/fused-add-h200-2026-11-28/`; and
+//! `fused-reduce:0:K`, k split in K ranges whose partials are added in f32 into the owners' f32
+//! sums, rounded once after the launch: run on 1 and 2 H200s,
+//! `bench/results/held-start-h200-2026-11-28/split-k/`).
 //! Beside them the parts alone, `gemm` and `comm`: max of the two is the perfect overlap's time.
 //!
 //! Every GPU runs the same calls in the same order (NCCL needs it), on its own thread; a GPU
@@ -135,6 +138,24 @@ pub fn check(
                     "{shape}, {}: each GPU's GEMM is {gn} x {gk} (n x k); the fused kernel needs \
                      both multiples of 8",
                     pat.name()
+                )));
+            }
+        }
+        // fused-reduce:0:K: k / P in K ranges of whole 64-steps, none empty.
+        if let TpPattern::FusedReduce { sms, splits } = *pat {
+            if splits == 0 || (sms > 0 && splits > 1) {
+                return Err(KernelError::Invalid(format!(
+                    "{}: k splits (at least 1) only with 0 summing blocks (fused-reduce:0:K)",
+                    pat.name()
+                )));
+            }
+            let kp = cut;
+            let (_, used) = super::kernels::split_steps(kp, splits);
+            if op == TpOp::GemmReduceScatter && used != splits {
+                return Err(KernelError::Invalid(format!(
+                    "{shape}, {}: k / P = {kp} is {} steps of 64, not {splits} ranges of them",
+                    pat.name(),
+                    kp.div_ceil(64)
                 )));
             }
         }
@@ -622,20 +643,20 @@ fn fused_sms(g: &CudaGemm, blocks: usize, what: &str) -> Result<usize, KernelErr
 
 /// The distinct counts of other-role blocks the fused patterns among `patterns` ask (`of`: a
 /// pattern's count, None for the other patterns), in order.
-fn fused_counts(patterns: &[TpPattern], of: impl Fn(&TpPattern) -> Option<usize>) -> Vec<usize> {
-    let mut counts: Vec<usize> = patterns.iter().filter_map(of).collect();
+fn fused_counts<K: Ord>(patterns: &[TpPattern], of: impl Fn(&TpPattern) -> Option<K>) -> Vec<K> {
+    let mut counts: Vec<K> = patterns.iter().filter_map(of).collect();
     counts.sort_unstable();
     counts.dedup();
     counts
 }
 
-/// The fused launch made ready for `blocks` other-role blocks among `launches` (`blocks_of`
-/// says a launch's), its index, and the kernel's words; refused (`what` run without its set-up)
-/// where there is none.
-fn fused_launch<'a, L>(
+/// The fused launch made ready for `blocks` other-role blocks (and, for the reduce-scatter, k
+/// splits) among `launches` (`blocks_of` says a launch's), its index, and the kernel's words;
+/// refused (`what` run without its set-up) where there is none.
+fn fused_launch<'a, L, K: PartialEq>(
     launches: &'a [L],
-    blocks_of: impl Fn(&L) -> usize,
-    blocks: usize,
+    blocks_of: impl Fn(&L) -> K,
+    blocks: K,
     words: Option<&'a crate::cuda::comm::DeviceBuffer>,
     what: &str,
 ) -> Result<(usize, &'a L, &'a crate::cuda::comm::DeviceBuffer), KernelError> {
@@ -897,15 +918,46 @@ mod tests {
                 && e.contains("multiples of 8"),
             "{e}"
         );
-        for bad in ["fused-reduce:-1", "fused-reduce:x", "fused-reduce:2:8"] {
+        for bad in [
+            "fused-reduce:-1",
+            "fused-reduce:x",
+            "fused-reduce:2:8",
+            "fused-reduce:0:0",
+            "fused-reduce:0:4:1",
+        ] {
             let e = TpPattern::parse(bad).unwrap_err().to_string();
-            assert!(e.contains(bad) && e.contains("fused-reduce:S"), "{e}");
+            assert!(
+                e.contains(bad) && e.contains("fused-reduce:S") && e.contains("fused-reduce:0:K"),
+                "{e}"
+            );
         }
         // fused-reduce:0: the tiles added into their owners' rows, no summing blocks.
         let add = TpPattern::parse("fused-reduce:0").unwrap();
-        assert_eq!(add, TpPattern::FusedReduce { sms: 0 });
+        assert_eq!(add, TpPattern::FusedReduce { sms: 0, splits: 1 });
         assert_eq!(add.name(), "fused-reduce:0");
-        let fr = TpPattern::FusedReduce { sms: 16 };
+        assert_eq!(TpPattern::parse("fused-reduce:0:1").unwrap(), add);
+        // fused-reduce:0:K: k split, the partials added in f32.
+        let split = TpPattern::parse("fused-reduce:0:4").unwrap();
+        assert_eq!(split, TpPattern::FusedReduce { sms: 0, splits: 4 });
+        assert_eq!(split.name(), "fused-reduce:0:4");
+        // 4096 / 4 = 1024 per GPU: 16 steps of 64, no 32 ranges of them.
+        let e = err(
+            TpOp::GemmReduceScatter,
+            s,
+            TpPattern::FusedReduce { sms: 0, splits: 32 },
+        );
+        assert!(
+            e.contains("fused-reduce:0:32") && e.contains("16 steps of 64"),
+            "{e}"
+        );
+        assert!(check(TpOp::GemmReduceScatter, s, 2, &[split]).is_ok());
+        let e = err(
+            TpOp::GemmReduceScatter,
+            s,
+            TpPattern::FusedReduce { sms: 8, splits: 2 },
+        );
+        assert!(e.contains("only with 0 summing blocks"), "{e}");
+        let fr = TpPattern::FusedReduce { sms: 16, splits: 1 };
         assert!(fr.applies(TpOp::GemmReduceScatter) && !fr.applies(TpOp::AllGatherGemm));
         // N 6148: the sum's rows are no whole 16-byte vectors.
         let e = err(TpOp::GemmReduceScatter, GemmShape { n: 6148, ..s }, fr);
@@ -945,7 +997,7 @@ mod tests {
         );
         // The fused launches: one per distinct count of blocks, in order.
         let fused_of = |p: &TpPattern| match p {
-            TpPattern::Fused { sms, .. } | TpPattern::FusedReduce { sms } => Some(*sms),
+            TpPattern::Fused { sms, .. } | TpPattern::FusedReduce { sms, .. } => Some(*sms),
             _ => None,
         };
         let pats: Vec<TpPattern> = [

@@ -49,9 +49,13 @@ pub enum TpPattern {
     /// `sms` 0 (`fused-reduce:0`, gemm_fused.cu's `gemm_tma_rsa_*`) there is no staging and no
     /// summing block: each half-tile is added into the owner's rows of the sum by a
     /// tensor-memory reduction (the owner zeroes them before its ready word), and a launch ends
-    /// once every GPU's tiles of its rows were added.
+    /// once every GPU's tiles of its rows were added. `splits` > 1 (`fused-reduce:0:K`, with
+    /// `sms` 0 only): k cut in K ranges, more work units than tiles where M is small; each
+    /// range's partial is added in f32 into the owner's f32 sum, which the owner rounds to the
+    /// 16-bit type once after the launch.
     FusedReduce {
         sms: usize,
+        splits: usize,
     },
     /// All-gather only: augur's own all-gather in bulk (the copy kernel pushing, one block per
     /// SM), then one GEMM over all rows on every SM.
@@ -89,7 +93,10 @@ impl TpPattern {
                     if push { "push" } else { "pull" }
                 )
             }
-            TpPattern::FusedReduce { sms } => format!("fused-reduce:{sms}"),
+            TpPattern::FusedReduce { sms, splits } if splits > 1 => {
+                format!("fused-reduce:{sms}:{splits}")
+            }
+            TpPattern::FusedReduce { sms, .. } => format!("fused-reduce:{sms}"),
             TpPattern::OwnBulk => "own-bulk".into(),
             TpPattern::PcReduce {
                 pieces,
@@ -109,13 +116,23 @@ impl TpPattern {
             "bulk" => Ok(TpPattern::Bulk),
             "pull-bulk" => Ok(TpPattern::PullBulk),
             "own-bulk" => Ok(TpPattern::OwnBulk),
-            _ if s.starts_with("fused-reduce:") => match s[13..].parse::<usize>() {
-                Ok(sms) => Ok(TpPattern::FusedReduce { sms }),
-                _ => Err(KernelError::Invalid(format!(
-                    "pattern `{s}`: fused-reduce:S (S >= 1 summing blocks, or 0: the tiles added \
-                     into their owners' rows, no summing blocks)"
-                ))),
-            },
+            _ if s.starts_with("fused-reduce:") => {
+                let v: Vec<Option<usize>> = s[13..]
+                    .split(':')
+                    .map(|v| v.parse::<usize>().ok())
+                    .collect();
+                match v[..] {
+                    [Some(sms)] => Ok(TpPattern::FusedReduce { sms, splits: 1 }),
+                    [Some(0), Some(splits)] if splits >= 1 => {
+                        Ok(TpPattern::FusedReduce { sms: 0, splits })
+                    }
+                    _ => Err(KernelError::Invalid(format!(
+                        "pattern `{s}`: fused-reduce:S (S >= 1 summing blocks, or 0: the tiles \
+                         added into their owners' rows, no summing blocks) or fused-reduce:0:K \
+                         (k split in K >= 1 ranges, the partials added in f32)"
+                    ))),
+                }
+            }
             _ if s.starts_with("pc-") || s.starts_with("fused-") => {
                 let fused = s.starts_with("fused-");
                 let tail = if fused { &s[6..] } else { &s[3..] };

@@ -41,8 +41,9 @@
 //! The check: the sum of P rounded partials is not exact, so an element passes within
 //! [`sum_roundings`] half-units of the 16-bit type of the sum of the partials' magnitudes: P + 1
 //! (each partial rounded once, the f32 sum once), or 2P - 1 for `fused-reduce:0` (each partial
-//! once, each addition in the 16-bit type but the first, onto zero, once: P + 1 on 2 GPUs);
-//! NaN (a row that never arrived, poisoned) fails.
+//! once, each addition in the 16-bit type but the first, onto zero, once: P + 1 on 2 GPUs;
+//! `fused-reduce:0:K` adds in f32 and rounds once: P + 1 bounds it); NaN (a row that never
+//! arrived, poisoned) fails.
 
 use cudarc::driver::{
     sys, CudaFunction, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg,
@@ -56,7 +57,7 @@ use super::{check, nccl_err, nccl_half, piece_plans, pieces_of, plan_for, ptr, r
 use super::{wait_word, write_word, Gpu, PiecePlans, TpOp, TpPattern, TpResult};
 use crate::cuda::comm::{DeviceBuffer, MAX_RANKS};
 use crate::cuda::gemm::lt_plan::LtPlan;
-use crate::cuda::gemm::{drv, tensor_map, tma_estimate_us, CudaGemm, TensorMapArg};
+use crate::cuda::gemm::{drv, tensor_map, tensor_map_f32, tma_estimate_us, CudaGemm, TensorMapArg};
 use crate::gemm::{from_half_bits, reference_rows, rounding_bound, to_half_bits};
 use crate::gemm::{GemmProblem, GemmShape};
 use crate::KernelError;
@@ -106,13 +107,19 @@ struct Reduce {
     /// The fused kernel's words: the done counts ([world][tiles_m] u32: GPU q's of tile row
     /// g; peers add to them), then each launch's tickets (one u64 per entry of `fused`).
     done: Option<DeviceBuffer>,
-    /// The fused calls so far (the done counts grow by 2 ceil(N / 64) a call).
-    fused_calls: Cell<u32>,
+    /// What the done counts reach by the end of the fused calls so far: each call adds 2
+    /// ceil(N / 64) per k split.
+    fused_target: Cell<u32>,
+    /// `fused-reduce:0:K`'s f32 sum of this GPU's rows (rows x N f32; cuMemAlloc: peers add
+    /// into it), and gemm.cu's conversion to the 16-bit type (`gemm_splitk_*`, one plane).
+    acc: Option<(DeviceBuffer, CudaFunction)>,
     /// The tensor maps over slot `rank` of every GPU's staging (`fused-reduce:S`), and over
     /// every GPU's rows of the sum (`fused-reduce:0`), each made at its first call once the
     /// peers' addresses are known.
     dst_maps: std::cell::OnceCell<Box<DstMaps>>,
     add_maps: std::cell::OnceCell<Box<DstMaps>>,
+    /// Over every GPU's f32 sum (`fused-reduce:0:K`).
+    acc_maps: std::cell::OnceCell<Box<DstMaps>>,
 }
 
 impl Reduce {
@@ -126,9 +133,12 @@ impl Reduce {
 }
 
 /// gemm_fused.cu's fused GEMM + reduce-scatter (`gemm_tma_rs_*`) made ready for `reduce_blocks`
-/// summing blocks: the function, the tensor maps of this GPU's A and B, its grid.
+/// summing blocks and k cut in `splits` ranges of `kt_per` steps: the function, the tensor maps
+/// of this GPU's A and B, its grid.
 struct FusedRsLaunch {
     reduce_blocks: usize,
+    splits: usize,
+    kt_per: usize,
     f: CudaFunction,
     maps: (TensorMapArg, TensorMapArg),
     grid: u32,
@@ -153,6 +163,7 @@ struct TpFusedRs {
     staging: u64,
     out: u64,
     tickets: u64,
+    acc: [u64; MAX_RANKS],
 }
 
 // SAFETY: plain old data laid out as the C struct.
@@ -167,11 +178,13 @@ pub(super) struct RsOwned {
 }
 
 /// What each GPU publishes: its staging, its flags, the fused kernel's done counts (0 without a
-/// fused pattern) and its rows of the sum (which `fused-reduce:0` adds into).
+/// fused pattern), its rows of the sum (which `fused-reduce:0` adds into) and its f32 sum
+/// (`fused-reduce:0:K`; 0 without).
 const PUBLISHED_STAGING: usize = 0;
 const PUBLISHED_FLAGS: usize = 1;
 const PUBLISHED_DONE: usize = 2;
 const PUBLISHED_OUT: usize = 3;
+const PUBLISHED_ACC: usize = 4;
 
 /// The word GPU `from` sets (to the call's epoch) in a destination's flags once its partial of
 /// the destination's piece `j` is there (in the destination's staging, or its own partial).
@@ -256,9 +269,24 @@ impl Rs {
             // the rows of the sum and needs none.
             let staged = patterns.iter().any(|q| match q {
                 TpPattern::PcReduce { .. } => true,
-                TpPattern::FusedReduce { sms } => *sms > 0,
+                TpPattern::FusedReduce { sms, .. } => *sms > 0,
                 _ => false,
             });
+            let split =
+                |q: &TpPattern| matches!(q, TpPattern::FusedReduce { splits, .. } if *splits > 1);
+            let acc = if patterns.iter().any(split) {
+                let name = match dtype {
+                    augur_features::attention::Dtype::Bf16 => "gemm_splitk_bf16",
+                    _ => "gemm_splitk_f16",
+                };
+                let f = g
+                    .module
+                    .load_function(name)
+                    .map_err(drv("cuModuleGetFunction"))?;
+                Some((DeviceBuffer::new(&g.ctx, rows * n * 4)?, f))
+            } else {
+                None
+            };
             let bytes = if staged { m * n * 2 } else { 16 };
             let own = DeviceBuffer::new(&g.ctx, bytes)?;
             let staging = DeviceBuffer::new(&g.ctx, bytes)?;
@@ -288,16 +316,19 @@ impl Rs {
                 epoch: Cell::new(0),
                 fused,
                 done,
-                fused_calls: Cell::new(0),
+                fused_target: Cell::new(0),
+                acc,
                 dst_maps: std::cell::OnceCell::new(),
                 add_maps: std::cell::OnceCell::new(),
+                acc_maps: std::cell::OnceCell::new(),
             })
         } else {
             None
         };
         let published = reduce.as_ref().map_or(Vec::new(), |r| {
             let done = r.done.as_ref().map_or(0, |d| d.ptr());
-            vec![r.staging.ptr(), r.flags.ptr(), done, out]
+            let acc = r.acc.as_ref().map_or(0, |a| a.0.ptr());
+            vec![r.staging.ptr(), r.flags.ptr(), done, out, acc]
         });
         Ok((
             Rs {
@@ -382,7 +413,7 @@ impl Rs {
                 sms,
                 sm_push,
             } => self.pc_reduce(gpu, pieces, sms, sm_push),
-            TpPattern::FusedReduce { sms } => self.fused_reduce(gpu, sms),
+            TpPattern::FusedReduce { sms, splits } => self.fused_reduce(gpu, sms, splits),
             TpPattern::Pull(_)
             | TpPattern::PullBulk
             | TpPattern::Push(_)
@@ -531,15 +562,15 @@ impl Rs {
     /// Enqueue one call of `fused-reduce:sms` (see the module docs and gemm_fused.cu) on the
     /// compute stream: the call's epoch announced to the peers first (this GPU's staging may be
     /// stored into: its last call's sums are done).
-    fn fused_reduce(&self, gpu: &Gpu, sms: usize) -> Result<(), KernelError> {
+    fn fused_reduce(&self, gpu: &Gpu, sms: usize, splits: usize) -> Result<(), KernelError> {
         let r = self
             .reduce
             .as_ref()
             .ok_or_else(|| KernelError::Invalid("fused-reduce run without its set-up".into()))?;
         let (i, l, done) = super::fused_launch(
             &r.fused,
-            |l| l.reduce_blocks,
-            sms,
+            |l| (l.reduce_blocks, l.splits),
+            (sms, splits),
             r.done.as_ref(),
             "fused-reduce",
         )?;
@@ -556,33 +587,59 @@ impl Rs {
             (true, true) => self.out,
             (true, false) => gpu.peers[q][PUBLISHED_OUT],
         };
-        let cache = if add { &r.add_maps } else { &r.dst_maps };
+        // k split: the partials go into the f32 sums.
+        let acc = match (splits > 1, &r.acc) {
+            (false, _) => None,
+            (true, Some(a)) => Some(a),
+            (true, None) => {
+                return Err(KernelError::Invalid(
+                    "fused-reduce:0:K run without its set-up".into(),
+                ))
+            }
+        };
+        let cache = match (acc.is_some(), add) {
+            (true, _) => &r.acc_maps,
+            (false, true) => &r.add_maps,
+            (false, false) => &r.dst_maps,
+        };
         let dst = match cache.get() {
             Some(d) => d,
             None => {
                 let mut maps = [TensorMapArg([0; 16]); MAX_RANKS];
                 for (q, map) in maps.iter_mut().enumerate().take(world) {
-                    *map = tensor_map(slot(q), self.rows, self.n, 64, self.dtype)?;
+                    *map = match acc {
+                        // Each GPU's f32 sum of its rows (published at set-up).
+                        Some(a) => {
+                            let at = if q == me {
+                                a.0.ptr()
+                            } else {
+                                gpu.peers[q][PUBLISHED_ACC]
+                            };
+                            tensor_map_f32(at, self.rows, self.n, 64)?
+                        }
+                        None => tensor_map(slot(q), self.rows, self.n, 64, self.dtype)?,
+                    };
                 }
                 cache.get_or_init(|| Box::new(DstMaps(maps)))
             }
         };
         if add {
             // The sum starts from zero, before the peers may add to it (the ready word below).
-            // SAFETY: this GPU's rows of the sum, rows x n halves, on this stream's GPU.
-            unsafe {
-                cudarc::driver::result::memset_d8_async(
-                    self.out,
-                    0,
-                    self.rows * self.n * 2,
-                    s.cu_stream(),
-                )
-            }
-            .map_err(drv("cuMemsetD8Async"))?;
+            let (at, bytes) = match acc {
+                Some(a) => (a.0.ptr(), self.rows * self.n * 4),
+                None => (self.out, self.rows * self.n * 2),
+            };
+            // SAFETY: this GPU's rows of the sum (halves, or f32 with splits), on this
+            // stream's GPU.
+            unsafe { cudarc::driver::result::memset_d8_async(at, 0, bytes, s.cu_stream()) }
+                .map_err(drv("cuMemsetD8Async"))?;
         }
         let e = r.announce(gpu)?;
-        let calls = r.fused_calls.get().wrapping_add(1);
-        r.fused_calls.set(calls);
+        let target = r
+            .fused_target
+            .get()
+            .wrapping_add((2 * self.n.div_ceil(64) * l.splits) as u32);
+        r.fused_target.set(target);
         let mut t = TpFusedRs {
             ready: r.flags.ptr() + 4 * ready(0),
             staging: r.staging.ptr(),
@@ -597,10 +654,23 @@ impl Rs {
             } else {
                 gpu.peers[q][PUBLISHED_DONE]
             };
+            if let Some(a) = acc {
+                t.acc[q] = if q == me {
+                    a.0.ptr()
+                } else {
+                    gpu.peers[q][PUBLISHED_ACC]
+                };
+            }
         }
-        let target = calls.wrapping_mul(2 * self.n.div_ceil(64) as u32);
         let (mi, ni, ki) = (m as i32, self.n as i32, self.kp as i32);
-        let ints = [me as i32, world as i32, self.rows as i32, sms as i32];
+        let ints = [
+            me as i32,
+            world as i32,
+            self.rows as i32,
+            sms as i32,
+            l.splits as i32,
+            l.kt_per as i32,
+        ];
         let cfg = super::fused_config(l.grid, l.smem);
         let mut b = s.launch_builder(&l.f);
         b.arg(&mi).arg(&ni).arg(&ki);
@@ -612,9 +682,26 @@ impl Rs {
         // SAFETY: the arguments match gemm_tma_rs_* (m, n, k, tensor maps of this GPU's A (M x
         // kp) and B (n x kp), of its slot in every GPU's staging (rows x n; peer access on),
         // the addresses (live buffers of this GPU or of a peer), rank, world, rows per GPU,
-        // summing blocks (fewer than the grid), epoch, target); the grid is at most one block
-        // per SM, so every block runs at once.
+        // summing blocks (fewer than the grid), k splits and steps per split, epoch, target);
+        // the grid is at most one block per SM, so every block runs at once.
         unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
+        if let Some((sum, convert)) = acc {
+            // The launch ended with every GPU's partials of this GPU's rows added: round the
+            // f32 sum once into the rows of the sum (gemm_splitk_*, one plane).
+            let quads = self.rows * self.n / 4;
+            let cfg = cudarc::driver::LaunchConfig {
+                grid_dim: (quads.div_ceil(256).clamp(1, 4 * 132) as u32, 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let (ri, ni, one) = (self.rows as i32, self.n as i32, 1i32);
+            let (src, dst) = (sum.ptr(), self.out);
+            let mut b = s.launch_builder(convert);
+            b.arg(&ri).arg(&ni).arg(&one).arg(&src).arg(&dst);
+            // SAFETY: gemm_splitk_*(m, n, splits, ws, C): rows x n f32 at `src`, rows x n
+            // halves at `dst`, both this GPU's (n a multiple of 8: tp::check).
+            unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
+        }
         Ok(())
     }
 
@@ -658,25 +745,39 @@ fn fused_rs_launches(
     [a, b]: [u64; 2],
 ) -> Result<Vec<FusedRsLaunch>, KernelError> {
     super::fused_counts(patterns, |p| match p {
-        TpPattern::FusedReduce { sms } => Some(*sms),
+        TpPattern::FusedReduce { sms, splits } => Some((*sms, *splits)),
         _ => None,
     })
     .into_iter()
-    .map(|reduce_blocks| {
+    .map(|(reduce_blocks, splits)| {
         let sms = super::fused_sms(g, reduce_blocks, "summing")?;
         let shape = GemmShape { m, n, k: kp };
+        let (kt_per, used) = super::super::kernels::split_steps(kp, splits);
+        if used != splits {
+            return Err(KernelError::Invalid(format!(
+                "fused-reduce:0:{splits}: k / P = {kp} is {} steps of 64, not {splits} ranges",
+                kp.div_ceil(64)
+            )));
+        }
+        // The tile width by the GEMM's estimate at this split (the f32 additions not in it).
         let bn = [256usize, 128]
             .into_iter()
             .min_by(|&x, &y| {
-                let t = |bn| tma_estimate_us(shape, bn, 1, sms).unwrap_or(f64::INFINITY);
+                let t = |bn| {
+                    tma_estimate_us(shape, bn, splits, sms)
+                        .or_else(|| tma_estimate_us(shape, bn, 1, sms))
+                        .unwrap_or(f64::INFINITY)
+                };
                 t(x).total_cmp(&t(y))
             })
             .unwrap_or(256);
         let kind = if reduce_blocks == 0 { "rsa" } else { "rs" };
         let (f, smem) = super::fused_function(g, kind, dtype, bn)?;
-        let units = m.div_ceil(128) * n.div_ceil(bn);
+        let units = m.div_ceil(128) * n.div_ceil(bn) * splits;
         Ok(FusedRsLaunch {
             reduce_blocks,
+            splits,
+            kt_per,
             f,
             maps: (
                 tensor_map(a, m, kp, 128, dtype)?,
@@ -693,10 +794,13 @@ fn fused_rs_launches(
 /// magnitudes, the sum of `world` partials by `pattern` may be off by: each partial rounded once
 /// and the f32 sum once (P + 1), or, where the partials are added into the sum one by one in the
 /// 16-bit type (`fused-reduce:0`), each partial once and each addition but the first (onto zero)
-/// once (2P - 1; on 2 GPUs the same P + 1).
+/// once (2P - 1; on 2 GPUs the same P + 1). `fused-reduce:0:K` adds the partials in f32 and
+/// rounds once (its f32 additions' error is far under a 16-bit unit): P + 1 bounds it.
 pub(super) fn sum_roundings(pattern: TpPattern, world: usize) -> usize {
     match pattern {
-        TpPattern::FusedReduce { sms: 0 } => (2 * world).saturating_sub(1).max(world + 1),
+        TpPattern::FusedReduce { sms: 0, splits: 1 } => {
+            (2 * world).saturating_sub(1).max(world + 1)
+        }
         _ => world + 1,
     }
 }
@@ -859,8 +963,11 @@ mod tests {
     #[test]
     fn the_sums_added_in_the_16_bit_type_are_allowed_their_roundings() {
         use super::{sum_roundings, TpPattern};
-        let add = TpPattern::FusedReduce { sms: 0 };
-        let summed = TpPattern::FusedReduce { sms: 16 };
+        let add = TpPattern::FusedReduce { sms: 0, splits: 1 };
+        let summed = TpPattern::FusedReduce { sms: 16, splits: 1 };
+        // Split: the partials in f32, rounded once.
+        let split = TpPattern::FusedReduce { sms: 0, splits: 4 };
+        assert_eq!(sum_roundings(split, 4), 5);
         assert_eq!(sum_roundings(add, 2), 3);
         assert_eq!(sum_roundings(summed, 2), 3);
         assert_eq!(sum_roundings(add, 4), 7);
