@@ -367,26 +367,57 @@ __device__ __forceinline__ void tma_load(unsigned dst, const TensorMap* map, int
         : "memory");
 }
 
-// A warpgroup's 64 x N accumulators into C through shared memory and tensor-memory stores (with
-// ADD, tensor-memory reductions: each chunk added to what C holds, in the 16-bit type): in
-// 64-column chunks, each rounded to TT into one of the warpgroup's two 64 x 64 staging buffers
-// (8 KiB, 128-byte swizzled like the tensor map of C: a row's 16-byte chunk j lands at j ^ (row
-// % 8), so a warp's stores hit 8 different bank groups), then stored by one thread with
-// cp.async.bulk.tensor, which clips at the matrix edges. The stores run on while the warpgroup
-// goes on to its next unit; a buffer is refilled only once the store from it two chunks before
-// has read it, and the kernel waits for its stores at the end.
+// The loop of the tensor-memory stores below: BOXES boxes of 64 rows x 128 bytes, each filled
+// by the warpgroup (`fill(b, buf)`) into one of its two staging buffers (8 KiB each,
+// 128-byte swizzled like the tensor maps: a row's 16-byte chunk j lands at j ^ (row % 8), so a
+// warp's stores hit 8 different bank groups), then stored (with ADD, added to what the
+// destination holds: a tensor-memory reduction) by one thread at columns col0 + b x BOX_COLS
+// with cp.async.bulk.tensor, which clips at the matrix edges. The stores run on while the
+// warpgroup goes on to its next unit; a buffer is refilled only once the store from it two boxes
+// before has read it, and the kernel waits for its stores at the end.
+template <int BOXES, int BOX_COLS, bool ADD, typename Fill>
+__device__ __forceinline__ void wg_tma_boxes(u16* stage, const TensorMap* tmc, int row0, int col0,
+                                             int bar_id, Fill fill) {
+    const bool lead = (threadIdx.x & 127) == 0;
+#pragma unroll
+    for (int b = 0; b < BOXES; ++b) {
+        u16* buf = stage + (b & 1) * 64 * 64;
+        if (lead) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+        asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+        fill(b, buf);
+        // The tensor-memory store reads shared memory through the async proxy.
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+        if (lead) {
+            if (ADD) {
+                asm volatile(
+                    "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, "
+                    "{%1, %2}], [%3];" ::"l"((unsigned long long)tmc),
+                    "r"(col0 + b * BOX_COLS), "r"(row0), "r"(smem_addr(buf))
+                    : "memory");
+            } else {
+                asm volatile(
+                    "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], "
+                    "[%3];" ::"l"((unsigned long long)tmc),
+                    "r"(col0 + b * BOX_COLS), "r"(row0), "r"(smem_addr(buf))
+                    : "memory");
+            }
+            asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        }
+    }
+}
+
+// A warpgroup's 64 x N accumulators into C (with ADD, added to what C holds, in the 16-bit type:
+// fused-reduce:0, the owner's rows of the sum) in 64-column boxes, each rounded to TT
+// (wg_tma_boxes). Register 4 q + e's pair (row g or g + 8, columns 8 j + 2 t of box c, q = 8 c +
+// j) lies in 16-byte chunk j of its row, half 2 t in it.
 template <typename TT, int N, bool ADD = false>
 __device__ __forceinline__ void wg_store_tma(const float* d, u16* stage, const TensorMap* tmc,
                                              int row0, int col0, int bar_id) {
     const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
     const int g = lane >> 2, t = lane & 3;
-    const bool lead = (threadIdx.x & 127) == 0;
     const int r = w * 16 + g;
-#pragma unroll
-    for (int c = 0; c < N / 64; ++c) {
-        u16* buf = stage + (c & 1) * 64 * 64;
-        if (lead) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
-        asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+    wg_tma_boxes<N / 64, 64, ADD>(stage, tmc, row0, col0, bar_id, [&](int c, u16* buf) {
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
             const int q = c * 8 + j;
@@ -395,68 +426,33 @@ __device__ __forceinline__ void wg_store_tma(const float* d, u16* stage, const T
             *(unsigned*)(buf + (r + 8) * 64 + ((j ^ (r & 7)) << 3) + 2 * t) =
                 TT::pack(d[4 * q + 2], d[4 * q + 3]);
         }
-        // The tensor-memory store reads shared memory through the async proxy.
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
-        if (lead) {
-            if (ADD) {
-                // Added to what C holds (fused-reduce:0: the owner's rows of the sum).
-                asm volatile(
-                    "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, "
-                    "{%1, %2}], [%3];" ::"l"((unsigned long long)tmc),
-                    "r"(col0 + c * 64), "r"(row0), "r"(smem_addr(buf))
-                    : "memory");
-            } else {
-                asm volatile(
-                    "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], "
-                    "[%3];" ::"l"((unsigned long long)tmc),
-                    "r"(col0 + c * 64), "r"(row0), "r"(smem_addr(buf))
-                    : "memory");
-            }
-            asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-        }
-    }
+    });
 }
 
-// A warpgroup's 64 x N f32 accumulators added into an f32 matrix by tensor-memory reductions
-// (cp.reduce.async.bulk.tensor .add through `tmc`, a map of 32 x 64 f32 boxes, 128 bytes a row
-// with the 128-byte swizzle): each 64-column chunk in two 32-column boxes through the same two
-// staging buffers as wg_store_tma (each 64 x 64 halves: one 64 x 32 f32 box), refilled once the
-// reduction from it two boxes before has read it. Register 4 q + e's pair (columns 8 j + 2 t of
-// chunk c, q = 8 c + j) lies in box h = j / 4 at column 8 (j % 4) + 2 t: 16-byte chunk
-// 2 (j % 4) + t / 2 of its row, float 2 (t % 2) in it.
+// A warpgroup's 64 x N f32 accumulators added into an f32 matrix (fused-reduce:0:K: the owner's
+// f32 sum) by tensor-memory reductions through `tmc`, a map of 32 x 64 f32 boxes (128 bytes a
+// row, swizzled alike): wg_tma_boxes with 32-column boxes, each staging buffer one 64 x 32 f32
+// box. Register 4 q + e's pair (columns 8 j + 2 t of 64-column chunk c, q = 8 c + j) lies in box
+// 2 c + j / 4 at column 8 (j % 4) + 2 t: 16-byte chunk 2 (j % 4) + t / 2 of its row, float
+// 2 (t % 2) in it.
 template <int N>
 __device__ __forceinline__ void wg_add_tma_f32(const float* d, u16* stage, const TensorMap* tmc,
                                                int row0, int col0, int bar_id) {
     const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
     const int g = lane >> 2, t = lane & 3;
-    const bool lead = (threadIdx.x & 127) == 0;
     const int r = w * 16 + g;
-#pragma unroll
-    for (int b = 0; b < N / 32; ++b) {
-        float* buf = (float*)(stage + (b & 1) * 64 * 64);
-        if (lead) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
-        asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+    wg_tma_boxes<N / 32, 32, true>(stage, tmc, row0, col0, bar_id, [&](int b, u16* half) {
+        float* buf = (float*)half;
 #pragma unroll
         for (int jj = 0; jj < 4; ++jj) {
             const int q = (b >> 1) * 8 + (b & 1) * 4 + jj;
             const int ch = 2 * jj + (t >> 1);
             *(float2*)(buf + r * 32 + ((ch ^ (r & 7)) << 2) + 2 * (t & 1)) =
                 make_float2(d[4 * q], d[4 * q + 1]);
-            *(float2*)(buf + (r + 8) * 32 + ((ch ^ ((r + 8) & 7)) << 2) + 2 * (t & 1)) =
+            *(float2*)(buf + (r + 8) * 32 + ((ch ^ (r & 7)) << 2) + 2 * (t & 1)) =
                 make_float2(d[4 * q + 2], d[4 * q + 3]);
         }
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
-        if (lead) {
-            asm volatile(
-                "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, "
-                "{%1, %2}], [%3];" ::"l"((unsigned long long)tmc),
-                "r"(col0 + b * 32), "r"(row0), "r"(smem_addr(buf))
-                : "memory");
-            asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-        }
-    }
+    });
 }
 
 // A warpgroup's 64 x N f32 accumulators into the row-major [m][n] f32 partial at `W`.
