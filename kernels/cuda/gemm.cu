@@ -368,7 +368,8 @@ __device__ __forceinline__ void tma_load(unsigned dst, const TensorMap* map, int
 }
 
 // The loop of the tensor-memory stores below: BOXES boxes of 64 rows x 128 bytes, each filled
-// by the warpgroup (`fill(b, buf)`) into one of its two staging buffers (8 KiB each,
+// by the warpgroup (`fill(b, buf, r, t)`: this thread's rows r and r + 8 of the box, its lane's
+// t = lane % 4) into one of its two staging buffers (8 KiB each,
 // 128-byte swizzled like the tensor maps: a row's 16-byte chunk j lands at j ^ (row % 8), so a
 // warp's stores hit 8 different bank groups), then stored (with ADD, added to what the
 // destination holds: a tensor-memory reduction) by one thread at columns col0 + b x BOX_COLS
@@ -378,13 +379,15 @@ __device__ __forceinline__ void tma_load(unsigned dst, const TensorMap* map, int
 template <int BOXES, int BOX_COLS, bool ADD, typename Fill>
 __device__ __forceinline__ void wg_tma_boxes(u16* stage, const TensorMap* tmc, int row0, int col0,
                                              int bar_id, Fill fill) {
+    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
+    const int r = w * 16 + (lane >> 2), t = lane & 3;
     const bool lead = (threadIdx.x & 127) == 0;
 #pragma unroll
     for (int b = 0; b < BOXES; ++b) {
         u16* buf = stage + (b & 1) * 64 * 64;
         if (lead) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
         asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
-        fill(b, buf);
+        fill(b, buf, r, t);
         // The tensor-memory store reads shared memory through the async proxy.
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
@@ -409,15 +412,13 @@ __device__ __forceinline__ void wg_tma_boxes(u16* stage, const TensorMap* tmc, i
 
 // A warpgroup's 64 x N accumulators into C (with ADD, added to what C holds, in the 16-bit type:
 // fused-reduce:0, the owner's rows of the sum) in 64-column boxes, each rounded to TT
-// (wg_tma_boxes). Register 4 q + e's pair (row g or g + 8, columns 8 j + 2 t of box c, q = 8 c +
+// (wg_tma_boxes). Register 4 q + e's pair (row r or r + 8, columns 8 j + 2 t of box c, q = 8 c +
 // j) lies in 16-byte chunk j of its row, half 2 t in it.
 template <typename TT, int N, bool ADD = false>
 __device__ __forceinline__ void wg_store_tma(const float* d, u16* stage, const TensorMap* tmc,
                                              int row0, int col0, int bar_id) {
-    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
-    const int g = lane >> 2, t = lane & 3;
-    const int r = w * 16 + g;
-    wg_tma_boxes<N / 64, 64, ADD>(stage, tmc, row0, col0, bar_id, [&](int c, u16* buf) {
+    wg_tma_boxes<N / 64, 64, ADD>(stage, tmc, row0, col0, bar_id,
+                                  [&](int c, u16* buf, int r, int t) {
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
             const int q = c * 8 + j;
@@ -438,10 +439,8 @@ __device__ __forceinline__ void wg_store_tma(const float* d, u16* stage, const T
 template <int N>
 __device__ __forceinline__ void wg_add_tma_f32(const float* d, u16* stage, const TensorMap* tmc,
                                                int row0, int col0, int bar_id) {
-    const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
-    const int g = lane >> 2, t = lane & 3;
-    const int r = w * 16 + g;
-    wg_tma_boxes<N / 32, 32, true>(stage, tmc, row0, col0, bar_id, [&](int b, u16* half) {
+    wg_tma_boxes<N / 32, 32, true>(stage, tmc, row0, col0, bar_id,
+                                   [&](int b, u16* half, int r, int t) {
         float* buf = (float*)half;
 #pragma unroll
         for (int jj = 0; jj < 4; ++jj) {
