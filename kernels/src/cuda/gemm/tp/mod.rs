@@ -149,14 +149,9 @@ pub fn check(
                     pat.name()
                 )));
             }
-            let kp = cut;
-            let (_, used) = super::kernels::split_steps(kp, splits);
-            if op == TpOp::GemmReduceScatter && used != splits {
-                return Err(KernelError::Invalid(format!(
-                    "{shape}, {}: k / P = {kp} is {} steps of 64, not {splits} ranges of them",
-                    pat.name(),
-                    kp.div_ceil(64)
-                )));
+            if op == TpOp::GemmReduceScatter {
+                split_ranges(cut, splits)
+                    .map_err(|e| KernelError::Invalid(format!("{shape}, {}: {e}", pat.name())))?;
             }
         }
         if let TpPattern::Pc { sms, .. } | TpPattern::PcReduce { sms, .. } = pat {
@@ -192,6 +187,19 @@ pub fn check(
         }
     }
     Ok((rows, cut))
+}
+
+/// `fused-reduce:0:K`'s k steps per range: each GPU's k (`kp`) cut in `splits` ranges of whole
+/// 64-steps, none empty (the launch waits for every range's counts); why not otherwise.
+fn split_ranges(kp: usize, splits: usize) -> Result<usize, String> {
+    let (kt_per, used) = super::kernels::split_steps(kp, splits);
+    if used != splits {
+        return Err(format!(
+            "k / P = {kp} is {} steps of 64, not {splits} ranges of them",
+            kp.div_ceil(64)
+        ));
+    }
+    Ok(kt_per)
 }
 
 fn nccl_err(what: &'static str) -> impl Fn(nccl::NcclError) -> KernelError {

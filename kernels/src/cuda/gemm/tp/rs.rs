@@ -577,15 +577,16 @@ impl Rs {
         let (s, me, world) = (gpu.stream(), gpu.rank, gpu.world);
         let m = world * self.rows;
         let add = sms == 0;
+        // GPU q's buffer `which` (one of the PUBLISHED_* it published), `own` on this GPU.
+        let of = |q: usize, own: u64, which: usize| if q == me { own } else { gpu.peers[q][which] };
         // Where this GPU's tiles of GPU q's rows go: its slot of q's staging, or (`add`) q's rows
         // of the sum.
-        let slot = |q: usize| match (add, q == me) {
-            (false, true) => r.staging.ptr() + (me * self.rows * self.n * 2) as u64,
-            (false, false) => {
-                gpu.peers[q][PUBLISHED_STAGING] + (me * self.rows * self.n * 2) as u64
+        let slot = |q: usize| {
+            if add {
+                of(q, self.out, PUBLISHED_OUT)
+            } else {
+                of(q, r.staging.ptr(), PUBLISHED_STAGING) + (me * self.rows * self.n * 2) as u64
             }
-            (true, true) => self.out,
-            (true, false) => gpu.peers[q][PUBLISHED_OUT],
         };
         // k split: the partials go into the f32 sums.
         let acc = match (splits > 1, &r.acc) {
@@ -597,6 +598,8 @@ impl Rs {
                 ))
             }
         };
+        // GPU q's f32 sum of its rows (`fused-reduce:0:K`).
+        let acc_of = |q: usize| acc.map(|a| of(q, a.0.ptr(), PUBLISHED_ACC));
         let cache = match (acc.is_some(), add) {
             (true, _) => &r.acc_maps,
             (false, true) => &r.add_maps,
@@ -607,16 +610,8 @@ impl Rs {
             None => {
                 let mut maps = [TensorMapArg([0; 16]); MAX_RANKS];
                 for (q, map) in maps.iter_mut().enumerate().take(world) {
-                    *map = match acc {
-                        // Each GPU's f32 sum of its rows (published at set-up).
-                        Some(a) => {
-                            let at = if q == me {
-                                a.0.ptr()
-                            } else {
-                                gpu.peers[q][PUBLISHED_ACC]
-                            };
-                            tensor_map_f32(at, self.rows, self.n, 64)?
-                        }
+                    *map = match acc_of(q) {
+                        Some(at) => tensor_map_f32(at, self.rows, self.n, 64)?,
                         None => tensor_map(slot(q), self.rows, self.n, 64, self.dtype)?,
                     };
                 }
@@ -649,18 +644,8 @@ impl Rs {
         };
         for q in 0..world {
             t.slot[q] = slot(q);
-            t.done[q] = if q == me {
-                done.ptr()
-            } else {
-                gpu.peers[q][PUBLISHED_DONE]
-            };
-            if let Some(a) = acc {
-                t.acc[q] = if q == me {
-                    a.0.ptr()
-                } else {
-                    gpu.peers[q][PUBLISHED_ACC]
-                };
-            }
+            t.done[q] = of(q, done.ptr(), PUBLISHED_DONE);
+            t.acc[q] = acc_of(q).unwrap_or(0);
         }
         let (mi, ni, ki) = (m as i32, self.n as i32, self.kp as i32);
         let ints = [
@@ -690,7 +675,11 @@ impl Rs {
             // f32 sum once into the rows of the sum (gemm_splitk_*, one plane).
             let quads = self.rows * self.n / 4;
             let cfg = cudarc::driver::LaunchConfig {
-                grid_dim: (quads.div_ceil(256).clamp(1, 4 * 132) as u32, 1, 1),
+                grid_dim: (
+                    quads.div_ceil(256).clamp(1, 4 * gpu.g.multiprocessors) as u32,
+                    1,
+                    1,
+                ),
                 block_dim: (256, 1, 1),
                 shared_mem_bytes: 0,
             };
@@ -752,13 +741,9 @@ fn fused_rs_launches(
     .map(|(reduce_blocks, splits)| {
         let sms = super::fused_sms(g, reduce_blocks, "summing")?;
         let shape = GemmShape { m, n, k: kp };
-        let (kt_per, used) = super::super::kernels::split_steps(kp, splits);
-        if used != splits {
-            return Err(KernelError::Invalid(format!(
-                "fused-reduce:0:{splits}: k / P = {kp} is {} steps of 64, not {splits} ranges",
-                kp.div_ceil(64)
-            )));
-        }
+        // tp::check said it first; the launch's counts depend on it.
+        let kt_per = super::split_ranges(kp, splits)
+            .map_err(|e| KernelError::Invalid(format!("fused-reduce:0:{splits}: {e}")))?;
         // The tile width by the GEMM's estimate at this split (the f32 additions not in it).
         let bn = [256usize, 128]
             .into_iter()
