@@ -192,18 +192,21 @@ pub fn read_layers(paths: &[PathBuf], sms: usize) -> Result<Vec<Layer>, ModelErr
     layers.retain(|l| !l.times.is_empty());
     // Times from a held start leave out the host's launch cost, which a barrier's include:
     // each tree (an operation on one GPU count) learns from one way.
-    for a in layers.iter().filter(|l| l.start == "held") {
-        let same =
-            |b: &&Layer| b.shape.op == a.shape.op && b.shape.world_size == a.shape.world_size;
-        if let Some(b) = layers.iter().filter(same).find(|b| b.start == "barrier") {
+    let mut first: BTreeMap<(&str, usize), &Layer> = BTreeMap::new();
+    for l in &layers {
+        let a = *first
+            .entry((l.shape.op.name(), l.shape.world_size))
+            .or_insert(l);
+        if a.start != l.start {
+            let (held, barrier) = if a.start == "held" { (a, l) } else { (l, a) };
             return Err(ModelError::Train(format!(
                 "{} times the {} on {} GPUs from a held start and {} from a barrier (or has no \
                  `start` column, from before held starts): the host's launch cost is in one and \
                  not the other; give one way per operation and GPU count",
-                paths[a.run].display(),
-                a.shape.op.name(),
-                a.shape.world_size,
-                paths[b.run].display()
+                paths[held.run].display(),
+                l.shape.op.name(),
+                l.shape.world_size,
+                paths[barrier.run].display()
             )));
         }
     }

@@ -11,7 +11,7 @@
 //! for each layer. Both are kept: `augur overlap tp --start held|barrier`.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::OnceLock;
 
 use crate::KernelError;
 
@@ -78,8 +78,8 @@ const PAGE: usize = 4096;
 /// each GPU reaches it through its own context's device address.
 pub(super) struct Hold {
     page: std::ptr::NonNull<u8>,
-    /// The registration's outcome (None until rank 0 has tried).
-    registered: Mutex<Option<Result<(), String>>>,
+    /// The registration's outcome (unset until rank 0 has tried).
+    registered: OnceLock<Result<(), String>>,
     arrived: AtomicU64,
 }
 
@@ -100,7 +100,7 @@ impl Hold {
             .ok_or_else(|| KernelError::Invalid("out of host memory for a page".into()))?;
         Ok(Hold {
             page,
-            registered: Mutex::new(None),
+            registered: OnceLock::new(),
             arrived: AtomicU64::new(0),
         })
     }
@@ -124,12 +124,13 @@ impl Hold {
             )
         };
         let out = crate::cuda::check("cuMemHostRegister", r).map_err(|e| e.to_string());
-        *self.registered.lock().unwrap_or_else(|p| p.into_inner()) = Some(out);
+        // Once per group (rank 0's opening); a second outcome would have nothing to add.
+        let _ = self.registered.set(out);
     }
 
     /// The word's device address in the calling thread's (current) context.
     pub(super) fn device_word(&self) -> Result<u64, String> {
-        match &*self.registered.lock().unwrap_or_else(|p| p.into_inner()) {
+        match self.registered.get() {
             Some(Ok(())) => {}
             Some(Err(e)) => return Err(e.clone()),
             None => return Err("the host word was not registered".into()),
@@ -172,11 +173,7 @@ impl Hold {
 
 impl Drop for Hold {
     fn drop(&mut self) {
-        let registered = matches!(
-            *self.registered.lock().unwrap_or_else(|p| p.into_inner()),
-            Some(Ok(()))
-        );
-        if registered {
+        if let Some(Ok(())) = self.registered.get() {
             // Dropped after every GPU of the group has finished (their threads joined). It
             // needs no current context; it fails only where the registering context is gone,
             // which has unregistered the page already.
