@@ -1,19 +1,19 @@
 #!/usr/bin/env python3
-"""Selected / oracle of a model's picks (`augur overlap plan --gpus 2`, from target/release/augur)
-on the layers of 2-GPU `augur overlap tp` CSVs, per M bucket, and bulk over the picks.
-Usage: python3 picks.py MODEL.json|default-overlap FILE.csv...  (each file's dtype is passed on)"""
+"""Selected / oracle of a model's picks (`augur overlap plan --gpus G`, from target/release/augur)
+on the layers of `augur overlap tp` CSVs (G: each file's GPU count), per M bucket, and bulk over the picks.
+Usage: python3 picks.py MODEL.json|default-overlap FILE.csv...  (each file's dtype and GPU count are passed on)"""
 import csv, math, subprocess, sys, collections
 model, files = sys.argv[1], sys.argv[2:]
 g = lambda v: math.exp(sum(map(math.log, v)) / len(v))
 for f in files:
-    sh = collections.defaultdict(dict); op = None; dtype = 'bf16'
+    sh = collections.defaultdict(dict); op = None; dtype = 'bf16'; gpus = '2'
     for r in csv.DictReader(open(f)):
         op = 'all-gather' if r['op'].startswith('all-gather') else 'reduce-scatter'
-        dtype = r['dtype']
+        dtype = r['dtype']; gpus = r['gpus']
         if r['pattern'] in ('gemm', 'comm') or r['passed'] != 'true': continue
         sh[(int(r['m']), int(r['n']), int(r['k']))][r['pattern']] = float(r['us'])
     shapes = sorted(sh)
-    out = subprocess.run(['target/release/augur', 'overlap', 'plan', '--gpus', '2', '--ops', op, '--dtype', dtype, '--model', model]
+    out = subprocess.run(['target/release/augur', 'overlap', 'plan', '--gpus', gpus, '--ops', op, '--dtype', dtype, '--model', model]
                          + [f'{m},{n},{k}' for m, n, k in shapes], capture_output=True, text=True, check=True).stdout
     import re
     rows = [re.match(r'^\S+ (\d+)x(\d+)x(\d+) on \d+ GPUs: (\S+)', l) for l in out.splitlines()]
