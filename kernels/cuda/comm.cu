@@ -564,3 +564,75 @@ extern "C" __global__ void __launch_bounds__(512)
     tp_reduce_piece_f16(TpReduce p, int rank, int world, u64 nv, void* out) {
     tp_reduce<F16>(p, rank, world, nv, (uint4*)out);
 }
+
+// ---- `ll-bulk` (issue 24): a tensor-parallel layer's collective by the LL protocol above ------
+// cuBLASLt's GEMM and, before it (all-gather) or after it (reduce-scatter), one launch of these
+// on the compute stream: every 4-byte word (two 16-bit values) travels with the call's epoch in
+// one 8-byte store into the receiver's staging (TpLl: every GPU's), which the receiver polls.
+// No ready words, no flags, no barrier: the epoch's parity picks one of two slots, which a peer
+// cannot reuse before this GPU is done with it (see the LL patterns above). Staging per GPU:
+// [2 slots][world sources][words] pairs; `words` is a GPU's share (its rows of A, or the rows of
+// the sum it receives) in 4-byte words.
+
+struct TpLl {
+    u64 ll[MAX_RANKS];
+};
+
+// All-gather in place: GPU q's rows are words [q x words, (q + 1) x words) of `a`.
+extern "C" __global__ void __launch_bounds__(512)
+    tp_all_gather_ll(TpLl p, int rank, int world, u64 words, unsigned* a, unsigned epoch) {
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    const u64 base = (epoch & 1) * world * words;
+    const unsigned* mine = a + rank * words;
+    for (u64 i = first; i < words; i += stride) {
+        const unsigned w = mine[i];
+        for (int k = 1; k < world; k++) {
+            const int q = (rank + k) % world;
+            st_pair(p.ll[q] + (base + rank * words + i) * 8, w, epoch);
+        }
+    }
+    for (int k = 1; k < world; k++) {
+        const int q = (rank + world - k) % world;  // the order the peers send to this GPU
+        for (u64 i = first; i < words; i += stride)
+            a[q * words + i] = ld_pair_wait(p.ll[rank] + (base + q * words + i) * 8, epoch);
+    }
+}
+
+// Reduce-scatter: `part` is this GPU's partial of every GPU's rows (GPU q's at q x words);
+// `out` gets the sum of every GPU's partial of this GPU's rows, in f32 in rank order, rounded
+// once (as tp_reduce_piece rounds it).
+template <class E>
+__device__ void tp_reduce_scatter_ll(const TpLl& p, int rank, int world, u64 words,
+                                     const unsigned* part, unsigned* out, unsigned epoch) {
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    const u64 base = (epoch & 1) * world * words;
+    for (u64 i = first; i < words; i += stride) {
+        for (int k = 1; k < world; k++) {
+            const int q = (rank + k) % world;
+            st_pair(p.ll[q] + (base + rank * words + i) * 8, part[q * words + i], epoch);
+        }
+    }
+    for (u64 i = first; i < words; i += stride) {
+        float acc[2] = {0.0f, 0.0f};
+        for (int q = 0; q < world; q++) {
+            const unsigned w = q == rank
+                                   ? part[rank * words + i]
+                                   : ld_pair_wait(p.ll[rank] + (base + q * words + i) * 8, epoch);
+            E::add2(acc, w);
+        }
+        out[i] = E::pack2(acc);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+    tp_reduce_scatter_ll_bf16(TpLl p, int rank, int world, u64 words, const unsigned* part,
+                              unsigned* out, unsigned epoch) {
+    tp_reduce_scatter_ll<BF16>(p, rank, world, words, part, out, epoch);
+}
+extern "C" __global__ void __launch_bounds__(512)
+    tp_reduce_scatter_ll_f16(TpLl p, int rank, int world, u64 words, const unsigned* part,
+                             unsigned* out, unsigned epoch) {
+    tp_reduce_scatter_ll<F16>(p, rank, world, words, part, out, epoch);
+}

@@ -4,9 +4,8 @@
 //! GPU's name; the CPU one on the 2-core development VM. Their runs CSVs are under
 //! `datasets/runs/`; their evaluation is in `docs/BENCHMARKS.md`. The communication-pattern model
 //! was trained on H200 groups of 2 and 4 GPUs (runs under `bench/results/comm-*`), and so was the
-//! GEMM + collective overlap model (each call timed from a held start:
-//! `bench/results/held-start-h200-2026-11-28/` for 2 GPUs,
-//! `bench/results/held-start-4gpu-h200-2026-11-28/` for 4).
+//! GEMM + collective overlap model (each call timed from a held start, every pattern including
+//! `ll-bulk`: `bench/results/ll-bulk-h200-2026-11-28/`).
 
 use std::sync::{Arc, OnceLock};
 
@@ -60,8 +59,7 @@ pub fn attention_model() -> Result<Arc<AttentionModel>, ModelError> {
 
 /// The overlap-pattern model's JSON (H200 groups of 2 and 4 GPUs, NVLink; two sets of weights of
 /// `bench/tp-grid.sh`'s grid, each call timed from a held start, runs under
-/// `bench/results/held-start-h200-2026-11-28/` and
-/// `bench/results/held-start-4gpu-h200-2026-11-28/`).
+/// `bench/results/ll-bulk-h200-2026-11-28/`).
 pub const OVERLAP_MODEL: &str = include_str!("../../models/trained/overlap-h200.json");
 
 /// The built-in overlap-pattern model, parsed once.

@@ -180,7 +180,8 @@ mod tests {
         let model = crate::defaults::overlap_model().unwrap();
         let shape = |spec: &str| OverlapShape::parse(spec).unwrap();
         // Large all-gather on 4 GPUs: an overlapping pattern; a 16-token one: no overlap
-        // pattern that cuts the work (bulk, or own-bulk: the transfer whole, then the GEMM).
+        // pattern that cuts the work (bulk, own-bulk or ll-bulk: the transfer whole, then the
+        // GEMM).
         let big = shape("overlap:op=all-gather,m=16384,n=10240,k=8192,world=4");
         let c = choose_pattern(&model, &big, "NVIDIA H200").unwrap();
         assert!(
@@ -194,7 +195,10 @@ mod tests {
         let small = shape("overlap:op=all-gather,m=16,n=6144,k=4096,world=4");
         let c = choose_pattern(&model, &small, "NVIDIA H200").unwrap();
         assert!(
-            matches!(c.pattern, TpPattern::Bulk | TpPattern::OwnBulk),
+            matches!(
+                c.pattern,
+                TpPattern::Bulk | TpPattern::OwnBulk | TpPattern::LlBulk
+            ),
             "{c:?}"
         );
         // The reduce-scatter's pick is one of its own patterns.

@@ -53,7 +53,9 @@ pub enum OverlapCommand {
     /// `fused-reduce:S` (augur's TMA GEMM storing each tile into the staging of the GPU owning
     /// its rows, S blocks of the owner's launch summing each tile row once every GPU's is there;
     /// `fused-reduce:0`: each tile added into its owner's rows by tensor-memory reductions);
-    /// with the GEMM alone and
+    /// for both `ll-bulk` (bulk with augur's LL collective in place of NCCL's: each 4-byte word
+    /// sent with the call's epoch in one 8-byte store the receiver polls); with the GEMM alone
+    /// and
     /// the collective alone (`gemm`, `comm`; max of the two: the perfect overlap). Each pattern checked on sampled rows, what has not arrived
     /// poisoned; CSV on stdout (microseconds per call, the slowest GPU's median; the gain over
     /// bulk and the share of the perfect overlap's gain). Exits non-zero on a failed check.

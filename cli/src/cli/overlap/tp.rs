@@ -89,7 +89,9 @@ pub struct TpArgs {
     /// Patterns in the order run (the same on every GPU), comma-separated; each operation runs
     /// those that apply to it: bulk, chunked:C (NCCL per piece), pull:C / push:C / pull-bulk
     /// (copy engines), pc-push:C:S / pc-pull:C:S (augur's copy kernel on S SMs beside the
-    /// GEMMs), own-bulk (augur's all-gather, then the GEMM), fused-push:C:S / fused-pull:C:S
+    /// GEMMs), own-bulk (augur's all-gather, then the GEMM), ll-bulk (both operations: bulk
+    /// with augur's LL collective, each word sent with its epoch in one store, in place of
+    /// NCCL's), fused-push:C:S / fused-pull:C:S
     /// (one launch of augur's TMA GEMM whose first S blocks move the rows), pc-reduce:C:S (the
     /// reduce-scatter's producer/consumer), fused-reduce:S (the TMA GEMM's tiles stored into
     /// their owners' staging, summed there by S blocks; fused-reduce:0: added into their
@@ -97,11 +99,12 @@ pub struct TpArgs {
     /// K ranges, the partials added in f32 into the owners' f32 sums, rounded once after);
     /// gemm and comm are the parts alone. The
     /// default: the best of each kind on 2 and 4 H200s (bench/results/tp-grid-h200-2026-11-27/),
-    /// and the best fused patterns on 2 (bench/results/fused-h200-2026-11-28/).
+    /// the best fused patterns on 2 (bench/results/fused-h200-2026-11-28/), and the shipped
+    /// selector's picks on 2 and 4 (bench/results/ll-bulk-h200-2026-11-28/).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "gemm,comm,bulk,chunked:2,own-bulk,pull:1,push:1,push:2,pc-push:1:8,pc-push:2:8,pc-pull:1:8,fused-push:2:8,pc-reduce:2:16,pc-reduce:2:32,fused-reduce:16"
+        default_value = "gemm,comm,bulk,ll-bulk,chunked:2,own-bulk,pull:1,push:1,push:2,pc-push:1:8,pc-push:2:8,pc-pull:1:8,fused-push:2:8,pc-reduce:2:16,pc-reduce:2:32,fused-reduce:0,fused-reduce:16"
     )]
     patterns: Vec<String>,
     #[command(flatten)]

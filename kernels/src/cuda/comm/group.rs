@@ -73,7 +73,7 @@ impl CommGroup {
             let m = ctx.load_module(ptx).map_err(drv("cuModuleLoadData"))?;
             let f = |name: &str| m.load_function(name).map_err(drv("cuModuleGetFunction"));
             // In the order of ENTRY_POINTS, the one list (the HIP compile check reads it too).
-            let [one_shot_f32, one_shot_bf16, two_shot_f32, two_shot_bf16, pull, push, spin, ll_f32, ll_bf16, ll_gather, _, _, _] =
+            let [one_shot_f32, one_shot_bf16, two_shot_f32, two_shot_bf16, pull, push, spin, ll_f32, ll_bf16, ll_gather, ..] =
                 ENTRY_POINTS.map(f);
             let funcs = Funcs {
                 one_shot_f32: one_shot_f32?,

@@ -28,7 +28,7 @@ pub const MAX_RANKS: usize = 8;
 pub const MAX_BLOCKS: usize = 256;
 
 /// The entry points of comm.cu that the patterns launch.
-pub const ENTRY_POINTS: [&str; 13] = [
+pub const ENTRY_POINTS: [&str; 16] = [
     "all_reduce_one_shot_f32",
     "all_reduce_one_shot_bf16",
     "all_reduce_two_shot_f32",
@@ -43,6 +43,9 @@ pub const ENTRY_POINTS: [&str; 13] = [
     "tp_copy_pieces",
     "tp_reduce_piece_bf16",
     "tp_reduce_piece_f16",
+    "tp_all_gather_ll",
+    "tp_reduce_scatter_ll_bf16",
+    "tp_reduce_scatter_ll_f16",
 ];
 const THREADS: u32 = 512;
 /// u32 signal words per rank: flags MAX_BLOCKS x MAX_RANKS for the kernels, 2 x MAX_RANKS for

@@ -29,6 +29,9 @@
 //! - `own-bulk`: the copy kernel pushing on one block per SM, then one GEMM on every SM:
 //!   bulk with augur's own all-gather (its push pattern, the comm selector's choice for these
 //!   sizes on 4 H200s) in place of NCCL's.
+//! - `ll-bulk`: comm.cu's `tp_all_gather_ll` (the `ll` module: every word of this GPU's rows
+//!   sent with the call's epoch into each peer's LL staging, the peers' polled and copied into
+//!   A), then one GEMM; no ready words: the staging's two slots by the epoch's parity.
 //!
 //! The copies' ordering, with no host round trip: at the start of a call each GPU writes the
 //! call's number (an epoch, the same on every GPU: they make the same calls) into a ready flag
@@ -94,6 +97,8 @@ pub(super) struct Ag {
     /// blocks, so each counter stays a multiple of its own grid).
     fused: Vec<FusedLaunch>,
     fused_words: Option<DeviceBuffer>,
+    /// `ll-bulk`'s staging and kernel, when it runs.
+    ll: Option<super::ll::Ll>,
 }
 
 /// gemm_fused.cu's fused all-gather + GEMM (`gemm_tma_ag_*`) made ready for `copy_blocks` copy
@@ -148,9 +153,11 @@ unsafe impl DeviceRepr for TpPieces {}
 /// Threads per block of the copy kernel (its __launch_bounds__).
 const COPY_THREADS: u32 = 512;
 
-/// What each GPU publishes to the others: its A (all rows) and its flags.
+/// What each GPU publishes to the others: its A (all rows), its flags and its LL staging (0
+/// without `ll-bulk`).
 const PUBLISHED_A: usize = 0;
 const PUBLISHED_FLAGS: usize = 1;
+const PUBLISHED_LL: usize = 2;
 
 /// The flags: `world` ready words (one per peer: the last call it has started), then the push
 /// patterns' arrival words, [`MAX_PIECES`] per peer.
@@ -225,8 +232,18 @@ impl Ag {
         } else {
             Some(DeviceBuffer::zeroed(&g.ctx, TICKETS_AT + 8 * fused.len())?)
         };
-        let published = if copying {
-            vec![a, flags.ptr()]
+        let ll = if patterns.contains(&TpPattern::LlBulk) {
+            Some(super::ll::Ll::new(
+                g,
+                world,
+                rows * k / 2,
+                "tp_all_gather_ll",
+            )?)
+        } else {
+            None
+        };
+        let published = if copying || ll.is_some() {
+            vec![a, flags.ptr(), ll.as_ref().map_or(0, |l| l.ptr())]
         } else {
             Vec::new()
         };
@@ -247,6 +264,7 @@ impl Ag {
             sms: g.multiprocessors,
             fused,
             fused_words,
+            ll,
         };
         Ok((ag, published))
     }
@@ -601,6 +619,16 @@ impl Ag {
                 }
                 unsafe { self.full.run_on(a, b, c, &s) }?;
                 gpu.join()
+            }
+            TpPattern::LlBulk => {
+                let ll = self
+                    .ll
+                    .as_ref()
+                    .ok_or_else(|| KernelError::Invalid("ll-bulk run without its set-up".into()))?;
+                // SAFETY: tp_all_gather_ll's `a`: all of A, world x rows x k halves (the share
+                // rows x k / 2 words) on this GPU, after the last call's GEMM (this stream).
+                unsafe { ll.launch(gpu, PUBLISHED_LL, &[a]) }?;
+                unsafe { self.full.run_on(a, b, c, &s) }
             }
             TpPattern::PullBulk => {
                 let (_, events) = plan_for(&self.pieces, 1, 0)?;

@@ -19,7 +19,9 @@
 //! summing blocks: run on 1 and 2 H200s, `bench/results/fused-add-h200-2026-11-28/`; and
 //! `fused-reduce:0:K`, k split in K ranges whose partials are added in f32 into the owners' f32
 //! sums, rounded once after the launch: run on 1 and 2 H200s,
-//! `bench/results/held-start-h200-2026-11-28/split-k/`).
+//! `bench/results/held-start-h200-2026-11-28/split-k/`). `ll-bulk` (the `ll` module) is bulk
+//! with augur's LL collective in place of NCCL's, for small M (run on 2 and 4 H200s, bf16 and
+//! f16, `bench/results/ll-bulk-h200-2026-11-28/`).
 //! Beside them the parts alone, `gemm` and `comm`: max of the two is the perfect overlap's time.
 //!
 //! Every GPU runs the same calls in the same order (NCCL needs it), on its own thread; a GPU
@@ -41,6 +43,7 @@
 
 pub mod ag;
 mod hold;
+mod ll;
 mod pattern;
 pub mod plan;
 pub mod rs;
@@ -160,6 +163,20 @@ pub fn check(
                     "{}: at most {} SMs for the copy kernel",
                     pat.name(),
                     crate::cuda::comm::MAX_BLOCKS
+                )));
+            }
+        }
+        // The LL kernels move 4-byte words: a GPU's share (its rows of A, or of the sum) must
+        // be whole ones.
+        if *pat == TpPattern::LlBulk {
+            let (cols, what) = match op {
+                TpOp::AllGatherGemm => (shape.k, "K"),
+                TpOp::GemmReduceScatter => (shape.n, "N"),
+            };
+            if !(rows * cols).is_multiple_of(2) {
+                return Err(KernelError::Invalid(format!(
+                    "{shape}, ll-bulk: {rows} rows x {what} {cols} per GPU is not a whole number \
+                     of 4-byte words (an even {what} is)"
                 )));
             }
         }
@@ -799,6 +816,7 @@ mod tests {
             "pc-push:2:16",
             "pc-pull:1:8",
             "own-bulk",
+            "ll-bulk",
             "pc-reduce:2:8",
             "pc-reduce-sm:2:16",
             "fused-push:2:16",
@@ -901,6 +919,33 @@ mod tests {
         let e = err(TpOp::GemmReduceScatter, s, TpPattern::OwnBulk);
         assert!(
             e.contains("own-bulk: for the all-gather + GEMM only"),
+            "{e}"
+        );
+        // ll-bulk: both operations, a GPU's share in whole 4-byte words (two 16-bit values).
+        let ll = TpPattern::LlBulk;
+        assert!(ll.applies(TpOp::AllGatherGemm) && ll.applies(TpOp::GemmReduceScatter));
+        assert!(check(TpOp::AllGatherGemm, s, 4, &[ll]).is_ok());
+        assert!(check(TpOp::GemmReduceScatter, s, 4, &[ll]).is_ok());
+        // M 12 on 4 GPUs: 3 rows; N 6145 (the reduce-scatter's share) and K 4101 (the
+        // all-gather's) odd, so 3 x 6145 and 3 x 4101 values.
+        let odd_n = GemmShape {
+            m: 12,
+            n: 6145,
+            k: 4096,
+        };
+        let e = err(TpOp::GemmReduceScatter, odd_n, ll);
+        assert!(
+            e.contains("ll-bulk: 3 rows x N 6145") && e.contains("4-byte words"),
+            "{e}"
+        );
+        let odd_k = GemmShape {
+            m: 12,
+            n: 6144,
+            k: 4101,
+        };
+        let e = err(TpOp::AllGatherGemm, odd_k, ll);
+        assert!(
+            e.contains("ll-bulk: 3 rows x K 4101") && e.contains("4-byte words"),
             "{e}"
         );
         // K 4100: a row is 8200 bytes, so 3 rows (M 12 on 4 GPUs) are no whole 16-byte vectors.

@@ -60,6 +60,10 @@ pub enum TpPattern {
     /// All-gather only: augur's own all-gather in bulk (the copy kernel pushing, one block per
     /// SM), then one GEMM over all rows on every SM.
     OwnBulk,
+    /// Bulk with augur's LL collective in place of NCCL's (both operations; the `ll` module):
+    /// each 4-byte word sent with the call's epoch in one 8-byte store, polled by the receiver,
+    /// one launch before (all-gather) or after (reduce-scatter) cuBLASLt's GEMM.
+    LlBulk,
     /// Reduce-scatter only, producer/consumer: the GEMMs (targeting all SMs but `sms`) make
     /// every GPU's partial of piece j of every destination's rows, pushed into the
     /// destination's staging with a word in its memory; the destination's reduce kernel
@@ -98,6 +102,7 @@ impl TpPattern {
             }
             TpPattern::FusedReduce { sms, .. } => format!("fused-reduce:{sms}"),
             TpPattern::OwnBulk => "own-bulk".into(),
+            TpPattern::LlBulk => "ll-bulk".into(),
             TpPattern::PcReduce {
                 pieces,
                 sms,
@@ -116,6 +121,7 @@ impl TpPattern {
             "bulk" => Ok(TpPattern::Bulk),
             "pull-bulk" => Ok(TpPattern::PullBulk),
             "own-bulk" => Ok(TpPattern::OwnBulk),
+            "ll-bulk" => Ok(TpPattern::LlBulk),
             _ if s.starts_with("fused-reduce:") => {
                 let v: Vec<Option<usize>> = s[13..]
                     .split(':')
@@ -178,8 +184,8 @@ impl TpPattern {
                     (_, _, Some(c)) => Ok(TpPattern::Push(c)),
                     _ => Err(KernelError::Invalid(format!(
                         "pattern `{s}`: one of gemm, comm, bulk, chunked:C, pull:C, push:C (C >= \
-                         1 pieces), pull-bulk, pc-push:C:S, pc-pull:C:S, own-bulk, pc-reduce:C:S, \
-                         fused-push:C:S, fused-pull:C:S, fused-reduce:S"
+                         1 pieces), pull-bulk, pc-push:C:S, pc-pull:C:S, own-bulk, ll-bulk, \
+                         pc-reduce:C:S, fused-push:C:S, fused-pull:C:S, fused-reduce:S"
                     ))),
                 }
             }

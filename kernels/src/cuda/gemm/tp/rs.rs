@@ -38,6 +38,10 @@
 //!   rounded as the summing blocks round it (the sum of two 16-bit values is exact in f32); on
 //!   more the additions come in arrival order, so the last bit may differ from call to call.
 //!
+//! - `ll-bulk`: the GEMM, then comm.cu's `tp_reduce_scatter_ll_*` (the `ll` module): each GPU
+//!   sends its partial of every peer's rows word by word with the call's epoch into that peer's
+//!   LL staging, and sums its own rows' P partials in f32, rank order, rounded once.
+//!
 //! The check: the sum of P rounded partials is not exact, so an element passes within
 //! [`sum_roundings`] half-units of the 16-bit type of the sum of the partials' magnitudes: P + 1
 //! (each partial rounded once, the f32 sum once), or 2P - 1 for `fused-reduce:0` (each partial
@@ -84,6 +88,8 @@ pub(super) struct Rs {
     pieces: PiecePlans,
     /// `pc-reduce`'s part, when a pattern runs it.
     reduce: Option<Reduce>,
+    /// `ll-bulk`'s staging and kernel, when it runs.
+    ll: Option<super::ll::Ll>,
 }
 
 /// What `pc-reduce` adds: this GPU's partials, the staging its peers push theirs into, the
@@ -178,13 +184,14 @@ pub(super) struct RsOwned {
 }
 
 /// What each GPU publishes: its staging, its flags, the fused kernel's done counts (0 without a
-/// fused pattern), its rows of the sum (which `fused-reduce:0` adds into) and its f32 sum
-/// (`fused-reduce:0:K`; 0 without).
+/// fused pattern), its rows of the sum (which `fused-reduce:0` adds into), its f32 sum
+/// (`fused-reduce:0:K`; 0 without) and its LL staging (`ll-bulk`; 0 without).
 const PUBLISHED_STAGING: usize = 0;
 const PUBLISHED_FLAGS: usize = 1;
 const PUBLISHED_DONE: usize = 2;
 const PUBLISHED_OUT: usize = 3;
 const PUBLISHED_ACC: usize = 4;
+const PUBLISHED_LL: usize = 5;
 
 /// The word GPU `from` sets (to the call's epoch) in a destination's flags once its partial of
 /// the destination's piece `j` is there (in the destination's staging, or its own partial).
@@ -325,11 +332,23 @@ impl Rs {
         } else {
             None
         };
-        let published = reduce.as_ref().map_or(Vec::new(), |r| {
+        let mut published = reduce.as_ref().map_or(Vec::new(), |r| {
             let done = r.done.as_ref().map_or(0, |d| d.ptr());
             let acc = r.acc.as_ref().map_or(0, |a| a.0.ptr());
             vec![r.staging.ptr(), r.flags.ptr(), done, out, acc]
         });
+        let ll = if patterns.contains(&TpPattern::LlBulk) {
+            let name = match dtype {
+                augur_features::attention::Dtype::Bf16 => "tp_reduce_scatter_ll_bf16",
+                _ => "tp_reduce_scatter_ll_f16",
+            };
+            let l = super::ll::Ll::new(g, world, rows * n / 2, name)?;
+            published.resize(PUBLISHED_LL, 0);
+            published.push(l.ptr());
+            Some(l)
+        } else {
+            None
+        };
         Ok((
             Rs {
                 a,
@@ -344,6 +363,7 @@ impl Rs {
                 full,
                 pieces: plans,
                 reduce,
+                ll,
             },
             published,
         ))
@@ -414,6 +434,17 @@ impl Rs {
                 sm_push,
             } => self.pc_reduce(gpu, pieces, sms, sm_push),
             TpPattern::FusedReduce { sms, splits } => self.fused_reduce(gpu, sms, splits),
+            TpPattern::LlBulk => {
+                let ll = self
+                    .ll
+                    .as_ref()
+                    .ok_or_else(|| KernelError::Invalid("ll-bulk run without its set-up".into()))?;
+                unsafe { self.full.run_on(a, b, part, &s) }?;
+                // SAFETY: tp_reduce_scatter_ll's `part` (world x rows x n halves: GPU q's rows
+                // at q x rows x n, the GEMM's just above on this stream) and `out` (rows x n),
+                // both on this GPU.
+                unsafe { ll.launch(gpu, PUBLISHED_LL, &[part, out]) }
+            }
             TpPattern::Pull(_)
             | TpPattern::PullBulk
             | TpPattern::Push(_)
