@@ -1436,12 +1436,13 @@ fn overlap_plan_picks_and_explains_without_a_gpu() {
         "{o}"
     );
     assert!(!first.ends_with(": bulk"), "{o}");
+    // A 16-token layer: bulk with augur's LL collective (bench/results/ll-bulk-h200-2026-11-28/).
     assert!(
-        o.contains("all-gather+gemm 16x6144x4096 on 4 GPUs: bulk"),
+        o.contains("all-gather+gemm 16x6144x4096 on 4 GPUs: ll-bulk"),
         "{o}"
     );
     assert!(
-        o.contains("gemm+reduce-scatter 16x6144x4096 on 4 GPUs: bulk"),
+        o.contains("gemm+reduce-scatter 16x6144x4096 on 4 GPUs: ll-bulk"),
         "{o}"
     );
     assert!(o.contains("    m = 16 < "), "{o}");
