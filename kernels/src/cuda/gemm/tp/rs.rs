@@ -37,7 +37,6 @@
 //!   ends once every GPU has counted all of its tile rows. On 2 GPUs each element is 0 + a + b,
 //!   rounded as the summing blocks round it (the sum of two 16-bit values is exact in f32); on
 //!   more the additions come in arrival order, so the last bit may differ from call to call.
-//!
 //! - `ll-bulk`: the GEMM, then comm.cu's `tp_reduce_scatter_ll_*` (the `ll` module): each GPU
 //!   sends its partial of every peer's rows word by word with the call's epoch into that peer's
 //!   LL staging, and sums its own rows' P partials in f32, rank order, rounded once.
