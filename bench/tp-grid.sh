@@ -15,7 +15,9 @@
 # OPS (default "all-gather reduce-scatter") picks the operations; TP_ARGS (say --patterns) must
 # not name --ops (clap appends it: every shape would run twice). Run 2026-11-27 on 4 H200s:
 # bench/results/tp-grid-h200-2026-11-27/ (from a barrier); on 2 H200s from a held start:
-# bench/results/held-start-h200-2026-11-28/.
+# bench/results/held-start-h200-2026-11-28/; on 4 from a held start, every pattern:
+# bench/results/held-start-4gpu-h200-2026-11-28/; with ll-bulk on 2 and 4 (the shipped
+# selector's grids): bench/results/ll-bulk-h200-2026-11-28/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/unpack-carry.sh
