@@ -60,10 +60,13 @@ use super::{check, nccl_err, nccl_half, piece_plans, pieces_of, plan_for, ptr, r
 use super::{wait_word, write_word, Gpu, PiecePlans, TpOp, TpPattern, TpResult};
 use crate::cuda::comm::{DeviceBuffer, MAX_RANKS};
 use crate::cuda::gemm::lt_plan::LtPlan;
-use crate::cuda::gemm::{drv, tensor_map, tensor_map_f32, tma_estimate_us, CudaGemm, TensorMapArg};
+use crate::cuda::gemm::{drv, CudaGemm};
 use crate::gemm::{from_half_bits, reference_rows, rounding_bound, to_half_bits};
 use crate::gemm::{GemmProblem, GemmShape};
 use crate::KernelError;
+
+mod fused;
+use fused::{fused_rs_launches, tickets_at, DstMaps, FusedRsLaunch};
 
 /// One GPU's buffers (device addresses, the partial product its own) and plans.
 pub(super) struct Rs {
@@ -136,43 +139,6 @@ impl Reduce {
         super::announce(gpu, &self.epoch, PUBLISHED_FLAGS, ready(gpu.rank))
     }
 }
-
-/// gemm_fused.cu's fused GEMM + reduce-scatter (`gemm_tma_rs_*`) made ready for `reduce_blocks`
-/// summing blocks and k cut in `splits` ranges of `kt_per` steps: the function, the tensor maps
-/// of this GPU's A and B, its grid.
-struct FusedRsLaunch {
-    reduce_blocks: usize,
-    splits: usize,
-    kt_per: usize,
-    f: CudaFunction,
-    maps: (TensorMapArg, TensorMapArg),
-    grid: u32,
-    smem: u32,
-}
-
-/// Per GPU q, a tensor map over this GPU's slot of q's staging (struct TpMaps in gemm_fused.cu).
-#[derive(Clone, Copy)]
-#[repr(C, align(64))]
-struct DstMaps([TensorMapArg; MAX_RANKS]);
-
-// SAFETY: plain bytes laid out as the C struct.
-unsafe impl DeviceRepr for DstMaps {}
-
-/// The fused kernel's addresses (struct TpFusedRs in gemm_fused.cu).
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
-struct TpFusedRs {
-    done: [u64; MAX_RANKS],
-    slot: [u64; MAX_RANKS],
-    ready: u64,
-    staging: u64,
-    out: u64,
-    tickets: u64,
-    acc: [u64; MAX_RANKS],
-}
-
-// SAFETY: plain old data laid out as the C struct.
-unsafe impl DeviceRepr for TpFusedRs {}
 
 /// The harness's own buffers (the rows of the sum by cuMemAlloc, as a plan's caller's: peers
 /// add into them in `fused-reduce:0`, which memory from a stream-ordered pool does not allow).
@@ -589,141 +555,6 @@ impl Rs {
         Ok(())
     }
 
-    /// Enqueue one call of `fused-reduce:sms` (see the module docs and gemm_fused.cu) on the
-    /// compute stream: the call's epoch announced to the peers first (this GPU's staging may be
-    /// stored into: its last call's sums are done).
-    fn fused_reduce(&self, gpu: &Gpu, sms: usize, splits: usize) -> Result<(), KernelError> {
-        let r = self
-            .reduce
-            .as_ref()
-            .ok_or_else(|| KernelError::Invalid("fused-reduce run without its set-up".into()))?;
-        let (i, l, done) = super::fused_launch(
-            &r.fused,
-            |l| (l.reduce_blocks, l.splits),
-            (sms, splits),
-            r.done.as_ref(),
-            "fused-reduce",
-        )?;
-        let (s, me, world) = (gpu.stream(), gpu.rank, gpu.world);
-        let m = world * self.rows;
-        let add = sms == 0;
-        // GPU q's buffer `which` (one of the PUBLISHED_* it published), `own` on this GPU.
-        let of = |q: usize, own: u64, which: usize| if q == me { own } else { gpu.peers[q][which] };
-        // Where this GPU's tiles of GPU q's rows go: its slot of q's staging, or (`add`) q's rows
-        // of the sum.
-        let slot = |q: usize| {
-            if add {
-                of(q, self.out, PUBLISHED_OUT)
-            } else {
-                of(q, r.staging.ptr(), PUBLISHED_STAGING) + (me * self.rows * self.n * 2) as u64
-            }
-        };
-        // k split: the partials go into the f32 sums.
-        let acc = match (splits > 1, &r.acc) {
-            (false, _) => None,
-            (true, Some(a)) => Some(a),
-            (true, None) => {
-                return Err(KernelError::Invalid(
-                    "fused-reduce:0:K run without its set-up".into(),
-                ))
-            }
-        };
-        // GPU q's f32 sum of its rows (`fused-reduce:0:K`).
-        let acc_of = |q: usize| acc.map(|a| of(q, a.0.ptr(), PUBLISHED_ACC));
-        let cache = match (acc.is_some(), add) {
-            (true, _) => &r.acc_maps,
-            (false, true) => &r.add_maps,
-            (false, false) => &r.dst_maps,
-        };
-        let dst = match cache.get() {
-            Some(d) => d,
-            None => {
-                let mut maps = [TensorMapArg([0; 16]); MAX_RANKS];
-                for (q, map) in maps.iter_mut().enumerate().take(world) {
-                    *map = match acc_of(q) {
-                        Some(at) => tensor_map_f32(at, self.rows, self.n, 64)?,
-                        None => tensor_map(slot(q), self.rows, self.n, 64, self.dtype)?,
-                    };
-                }
-                cache.get_or_init(|| Box::new(DstMaps(maps)))
-            }
-        };
-        if add {
-            // The sum starts from zero, before the peers may add to it (the ready word below).
-            let (at, bytes) = match acc {
-                Some(a) => (a.0.ptr(), self.rows * self.n * 4),
-                None => (self.out, self.rows * self.n * 2),
-            };
-            // SAFETY: this GPU's rows of the sum (halves, or f32 with splits), on this
-            // stream's GPU.
-            unsafe { cudarc::driver::result::memset_d8_async(at, 0, bytes, s.cu_stream()) }
-                .map_err(drv("cuMemsetD8Async"))?;
-        }
-        let e = r.announce(gpu)?;
-        let target = r
-            .fused_target
-            .get()
-            .wrapping_add((2 * self.n.div_ceil(64) * l.splits) as u32);
-        r.fused_target.set(target);
-        let mut t = TpFusedRs {
-            ready: r.flags.ptr() + 4 * ready(0),
-            staging: r.staging.ptr(),
-            out: self.out,
-            tickets: done.ptr() + (tickets_at(world, m) + 8 * i) as u64,
-            ..TpFusedRs::default()
-        };
-        for q in 0..world {
-            t.slot[q] = slot(q);
-            t.done[q] = of(q, done.ptr(), PUBLISHED_DONE);
-            t.acc[q] = acc_of(q).unwrap_or(0);
-        }
-        let (mi, ni, ki) = (m as i32, self.n as i32, self.kp as i32);
-        let ints = [
-            me as i32,
-            world as i32,
-            self.rows as i32,
-            sms as i32,
-            l.splits as i32,
-            l.kt_per as i32,
-        ];
-        let cfg = super::fused_config(l.grid, l.smem);
-        let mut b = s.launch_builder(&l.f);
-        b.arg(&mi).arg(&ni).arg(&ki);
-        b.arg(&l.maps.0).arg(&l.maps.1).arg(&**dst).arg(&t);
-        for v in &ints {
-            b.arg(v);
-        }
-        b.arg(&e).arg(&target);
-        // SAFETY: the arguments match gemm_tma_rs_* (m, n, k, tensor maps of this GPU's A (M x
-        // kp) and B (n x kp), of its slot in every GPU's staging (rows x n; peer access on),
-        // the addresses (live buffers of this GPU or of a peer), rank, world, rows per GPU,
-        // summing blocks (fewer than the grid), k splits and steps per split, epoch, target);
-        // the grid is at most one block per SM, so every block runs at once.
-        unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
-        if let Some((sum, convert)) = acc {
-            // The launch ended with every GPU's partials of this GPU's rows added: round the
-            // f32 sum once into the rows of the sum (gemm_splitk_*, one plane).
-            let quads = self.rows * self.n / 4;
-            let cfg = cudarc::driver::LaunchConfig {
-                grid_dim: (
-                    quads.div_ceil(256).clamp(1, 4 * gpu.g.multiprocessors) as u32,
-                    1,
-                    1,
-                ),
-                block_dim: (256, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            let (ri, ni, one) = (self.rows as i32, self.n as i32, 1i32);
-            let (src, dst) = (sum.ptr(), self.out);
-            let mut b = s.launch_builder(convert);
-            b.arg(&ri).arg(&ni).arg(&one).arg(&src).arg(&dst);
-            // SAFETY: gemm_splitk_*(m, n, splits, ws, C): rows x n f32 at `src`, rows x n
-            // halves at `dst`, both this GPU's (n a multiple of 8: tp::check).
-            unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
-        }
-        Ok(())
-    }
-
     /// The partial product and this GPU's rows of the sum to NaN (0xFFFF).
     pub(super) fn poison(&mut self, gpu: &Gpu) -> Result<(), KernelError> {
         let s = gpu.stream();
@@ -744,65 +575,6 @@ impl Rs {
         }
         Ok(())
     }
-}
-
-/// Where the fused kernel's tickets lie in its words: after the done counts of `world` GPUs
-/// for M rows in tiles of 128, 8-byte aligned.
-fn tickets_at(world: usize, m: usize) -> usize {
-    (4 * world * m.div_ceil(128)).next_multiple_of(8)
-}
-
-/// The fused kernel made ready for each count of summing blocks the `fused-reduce` patterns
-/// among `patterns` ask (none without them): over this GPU's A (M x kp) at `a` and B (n x kp) at
-/// `b`, the tile width chosen for the SMs the summing blocks leave (k never split: each tile goes
-/// to its owner whole).
-fn fused_rs_launches(
-    g: &CudaGemm,
-    patterns: &[TpPattern],
-    (m, n, kp): (usize, usize, usize),
-    dtype: augur_features::attention::Dtype,
-    [a, b]: [u64; 2],
-) -> Result<Vec<FusedRsLaunch>, KernelError> {
-    super::fused_counts(patterns, |p| match p {
-        TpPattern::FusedReduce { sms, splits } => Some((*sms, *splits)),
-        _ => None,
-    })
-    .into_iter()
-    .map(|(reduce_blocks, splits)| {
-        let sms = super::fused_sms(g, reduce_blocks, "summing")?;
-        let shape = GemmShape { m, n, k: kp };
-        // tp::check said it first; the launch's counts depend on it.
-        let kt_per = super::split_ranges(kp, splits)
-            .map_err(|e| KernelError::Invalid(format!("fused-reduce:0:{splits}: {e}")))?;
-        // The tile width by the GEMM's estimate at this split (the f32 additions not in it).
-        let bn = [256usize, 128]
-            .into_iter()
-            .min_by(|&x, &y| {
-                let t = |bn| {
-                    tma_estimate_us(shape, bn, splits, sms)
-                        .or_else(|| tma_estimate_us(shape, bn, 1, sms))
-                        .unwrap_or(f64::INFINITY)
-                };
-                t(x).total_cmp(&t(y))
-            })
-            .unwrap_or(256);
-        let kind = if reduce_blocks == 0 { "rsa" } else { "rs" };
-        let (f, smem) = super::fused_function(g, kind, dtype, bn)?;
-        let units = m.div_ceil(128) * n.div_ceil(bn) * splits;
-        Ok(FusedRsLaunch {
-            reduce_blocks,
-            splits,
-            kt_per,
-            f,
-            maps: (
-                tensor_map(a, m, kp, 128, dtype)?,
-                tensor_map(b, n, kp, bn as u32, dtype)?,
-            ),
-            grid: (reduce_blocks + units.min(sms)) as u32,
-            smem: smem as u32,
-        })
-    })
-    .collect()
 }
 
 /// How many roundings, each at most half a unit of the 16-bit type of the sum of the partials'
@@ -989,20 +761,5 @@ mod tests {
         assert_eq!(sum_roundings(summed, 4), 5);
         assert_eq!(sum_roundings(TpPattern::Bulk, 8), 9);
         assert_eq!(sum_roundings(add, 1), 2);
-    }
-
-    #[test]
-    fn the_fused_kernels_tickets_follow_the_done_counts_aligned() {
-        // 3 GPUs x 1 tile row: 12 bytes of counts, the tickets (u64) at 16.
-        assert_eq!(super::tickets_at(3, 16), 16);
-        // 2 GPUs x 64 tile rows: 512 bytes, already aligned.
-        assert_eq!(super::tickets_at(2, 8192), 512);
-        for (world, m) in [(1, 1), (3, 129 * 128), (5, 300), (8, 16384)] {
-            let t = super::tickets_at(world, m);
-            assert!(
-                t.is_multiple_of(8) && t >= 4 * world * m.div_ceil(128),
-                "{world} {m}"
-            );
-        }
     }
 }

@@ -1,0 +1,279 @@
+//! The tensor-parallel layers' pattern names, shape checks ([`super::check`]) and piece plans
+//! ([`super::pieces_of`]), without a GPU.
+
+use super::*;
+
+#[test]
+fn patterns_parse_and_shapes_split() {
+    for s in [
+        "gemm",
+        "comm",
+        "bulk",
+        "chunked:4",
+        "pull:2",
+        "pull-bulk",
+        "push:4",
+        "pc-push:2:16",
+        "pc-pull:1:8",
+        "own-bulk",
+        "ll-bulk",
+        "pc-reduce:2:8",
+        "pc-reduce-sm:2:16",
+        "fused-push:2:16",
+        "fused-pull:1:8",
+        "fused-reduce:16",
+    ] {
+        assert_eq!(TpPattern::parse(s).unwrap().name(), s);
+    }
+    assert_eq!(
+        TpPattern::parse("pc-pull:4:32").unwrap(),
+        TpPattern::Pc {
+            pieces: 4,
+            sms: 32,
+            push: false
+        }
+    );
+    for bad in ["chunked:0", "chunked:x", "fused", "pull:0", "pull"] {
+        let e = TpPattern::parse(bad).unwrap_err().to_string();
+        assert!(e.contains(bad) && e.contains("chunked:C"), "{e}");
+    }
+    for bad in [
+        "pc-push:2",
+        "pc-push:0:16",
+        "pc-pull:2:0",
+        "pc-push:2:16:1",
+        "pc-push:a:b",
+        "fused-push:2",
+        "fused-pull:0:8",
+    ] {
+        let e = TpPattern::parse(bad).unwrap_err().to_string();
+        assert!(
+            e.contains(bad) && e.contains("pc-push:C:S") && e.contains("fused-pull:C:S"),
+            "{e}"
+        );
+    }
+    assert_eq!(
+        TpPattern::parse("fused-pull:4:16").unwrap(),
+        TpPattern::Fused {
+            pieces: 4,
+            sms: 16,
+            push: false
+        }
+    );
+    let pull = TpPattern::Pull(2);
+    assert!(pull.applies(TpOp::AllGatherGemm) && !pull.applies(TpOp::GemmReduceScatter));
+    assert!(TpPattern::Chunked(2).applies(TpOp::GemmReduceScatter));
+    let s = GemmShape {
+        m: 4096,
+        n: 6144,
+        k: 4096,
+    };
+    assert_eq!(split(TpOp::AllGatherGemm, s, 4).unwrap(), (1024, 1536));
+    assert_eq!(split(TpOp::GemmReduceScatter, s, 4).unwrap(), (1024, 1024));
+    let odd = GemmShape { n: 6144 + 8, ..s };
+    let e = split(TpOp::AllGatherGemm, odd, 4).unwrap_err().to_string();
+    assert!(e.contains("M and N must split evenly"), "{e}");
+    assert!(split(TpOp::GemmReduceScatter, odd, 4).is_ok());
+    // What check refuses for one pattern on 4 GPUs.
+    let err = |op, shape, p| check(op, shape, 4, &[p]).unwrap_err().to_string();
+    let e = err(TpOp::AllGatherGemm, s, TpPattern::Chunked(3));
+    assert!(e.contains("1024 rows per GPU do not split in 3"), "{e}");
+    let e = err(TpOp::GemmReduceScatter, s, TpPattern::PullBulk);
+    assert!(
+        e.contains("pull-bulk: for the all-gather + GEMM only"),
+        "{e}"
+    );
+    let e = err(
+        TpOp::AllGatherGemm,
+        s,
+        TpPattern::parse("pc-reduce:2:8").unwrap(),
+    );
+    assert!(
+        e.contains("pc-reduce:2:8: for the GEMM + reduce-scatter only"),
+        "{e}"
+    );
+    // N 6148 with 3 rows per GPU: 18444 values, not whole vectors of 8.
+    let odd_n = GemmShape {
+        m: 12,
+        n: 6148,
+        ..s
+    };
+    let e = err(
+        TpOp::GemmReduceScatter,
+        odd_n,
+        TpPattern::parse("pc-reduce:1:8").unwrap(),
+    );
+    assert!(
+        e.contains("3 rows x N 6148") && e.contains("16-byte"),
+        "{e}"
+    );
+    let e = err(TpOp::AllGatherGemm, s, TpPattern::Push(128));
+    assert!(e.contains("push:128: at most 64 pieces"), "{e}");
+    let pc = |pieces, sms| TpPattern::Pc {
+        pieces,
+        sms,
+        push: true,
+    };
+    let e = err(TpOp::AllGatherGemm, s, pc(2, 300));
+    assert!(e.contains("pc-push:2:300: at most 256 SMs"), "{e}");
+    let e = err(TpOp::GemmReduceScatter, s, TpPattern::OwnBulk);
+    assert!(
+        e.contains("own-bulk: for the all-gather + GEMM only"),
+        "{e}"
+    );
+    // ll-bulk: both operations, a GPU's share in whole 4-byte words (two 16-bit values).
+    let ll = TpPattern::LlBulk;
+    assert!(ll.applies(TpOp::AllGatherGemm) && ll.applies(TpOp::GemmReduceScatter));
+    assert!(check(TpOp::AllGatherGemm, s, 4, &[ll]).is_ok());
+    assert!(check(TpOp::GemmReduceScatter, s, 4, &[ll]).is_ok());
+    // M 12 on 4 GPUs: 3 rows; N 6145 (the reduce-scatter's share) and K 4101 (the
+    // all-gather's) odd, so 3 x 6145 and 3 x 4101 values.
+    let odd_n = GemmShape {
+        m: 12,
+        n: 6145,
+        k: 4096,
+    };
+    let e = err(TpOp::GemmReduceScatter, odd_n, ll);
+    assert!(
+        e.contains("ll-bulk: 3 rows x N 6145") && e.contains("4-byte words"),
+        "{e}"
+    );
+    let odd_k = GemmShape {
+        m: 12,
+        n: 6144,
+        k: 4101,
+    };
+    let e = err(TpOp::AllGatherGemm, odd_k, ll);
+    assert!(
+        e.contains("ll-bulk: 3 rows x K 4101") && e.contains("4-byte words"),
+        "{e}"
+    );
+    // K 4100: a row is 8200 bytes, so 3 rows (M 12 on 4 GPUs) are no whole 16-byte vectors.
+    let odd_k = GemmShape {
+        m: 12,
+        k: 4100,
+        ..s
+    };
+    let e = err(TpOp::AllGatherGemm, odd_k, pc(1, 16));
+    assert!(
+        e.contains("3 rows x K 4100") && e.contains("16-byte"),
+        "{e}"
+    );
+    let fused = TpPattern::Fused {
+        pieces: 1,
+        sms: 8,
+        push: true,
+    };
+    let e = err(TpOp::AllGatherGemm, odd_k, fused);
+    assert!(
+        e.contains("fused-push:1:8") && e.contains("1536 x 4100") && e.contains("multiples of 8"),
+        "{e}"
+    );
+    for bad in [
+        "fused-reduce:-1",
+        "fused-reduce:x",
+        "fused-reduce:2:8",
+        "fused-reduce:0:0",
+        "fused-reduce:0:4:1",
+    ] {
+        let e = TpPattern::parse(bad).unwrap_err().to_string();
+        assert!(
+            e.contains(bad) && e.contains("fused-reduce:S") && e.contains("fused-reduce:0:K"),
+            "{e}"
+        );
+    }
+    // fused-reduce:0: the tiles added into their owners' rows, no summing blocks.
+    let add = TpPattern::parse("fused-reduce:0").unwrap();
+    assert_eq!(add, TpPattern::FusedReduce { sms: 0, splits: 1 });
+    assert_eq!(add.name(), "fused-reduce:0");
+    assert_eq!(TpPattern::parse("fused-reduce:0:1").unwrap(), add);
+    // fused-reduce:0:K: k split, the partials added in f32.
+    let split = TpPattern::parse("fused-reduce:0:4").unwrap();
+    assert_eq!(split, TpPattern::FusedReduce { sms: 0, splits: 4 });
+    assert_eq!(split.name(), "fused-reduce:0:4");
+    // 4096 / 4 = 1024 per GPU: 16 steps of 64, no 32 ranges of them.
+    let e = err(
+        TpOp::GemmReduceScatter,
+        s,
+        TpPattern::FusedReduce { sms: 0, splits: 32 },
+    );
+    assert!(
+        e.contains("fused-reduce:0:32") && e.contains("16 steps of 64"),
+        "{e}"
+    );
+    assert!(check(TpOp::GemmReduceScatter, s, 2, &[split]).is_ok());
+    let e = err(
+        TpOp::GemmReduceScatter,
+        s,
+        TpPattern::FusedReduce { sms: 8, splits: 2 },
+    );
+    assert!(e.contains("only with 0 summing blocks"), "{e}");
+    let fr = TpPattern::FusedReduce { sms: 16, splits: 1 };
+    assert!(fr.applies(TpOp::GemmReduceScatter) && !fr.applies(TpOp::AllGatherGemm));
+    // N 6148: the sum's rows are no whole 16-byte vectors.
+    let e = err(TpOp::GemmReduceScatter, GemmShape { n: 6148, ..s }, fr);
+    assert!(
+        e.contains("fused-reduce:16") && e.contains("6148 x 1024"),
+        "{e}"
+    );
+    let e = err(TpOp::GemmReduceScatter, s, fused);
+    assert!(
+        e.contains("fused-push:1:8: for the all-gather + GEMM only"),
+        "{e}"
+    );
+    let e = err(
+        TpOp::AllGatherGemm,
+        s,
+        TpPattern::Fused {
+            pieces: 65,
+            sms: 8,
+            push: true,
+        },
+    );
+    assert!(e.contains("at most 64 pieces"), "{e}");
+    assert!(check(TpOp::AllGatherGemm, odd_k, 4, &[TpPattern::Push(1)]).is_ok());
+    assert_eq!(
+        pieces_of(&[
+            pc(2, 16),
+            TpPattern::OwnBulk,
+            TpPattern::Push(2),
+            pc(2, 16),
+            TpPattern::Fused {
+                pieces: 4,
+                sms: 8,
+                push: false
+            }
+        ]),
+        vec![(2, 0), (2, 16)]
+    );
+    // The fused launches: one per distinct count of blocks, in order.
+    let fused_of = |p: &TpPattern| match p {
+        TpPattern::Fused { sms, .. } | TpPattern::FusedReduce { sms, .. } => Some(*sms),
+        _ => None,
+    };
+    let pats: Vec<TpPattern> = [
+        "fused-push:2:16",
+        "bulk",
+        "fused-pull:1:8",
+        "fused-reduce:16",
+    ]
+    .iter()
+    .map(|s| TpPattern::parse(s).unwrap())
+    .collect();
+    assert_eq!(fused_counts(&pats, fused_of), vec![8, 16]);
+    assert!(fused_counts(&[TpPattern::Bulk], fused_of).is_empty());
+    let launches = [8usize, 16];
+    let words = None;
+    let e = fused_launch(&launches, |l| *l, 16, words, "fused-reduce")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("fused-reduce run without its set-up"), "{e}");
+    assert_eq!(
+        pieces_of(&[
+            TpPattern::Chunked(4),
+            TpPattern::Bulk,
+            TpPattern::Chunked(2)
+        ]),
+        vec![(2, 0), (4, 0)]
+    );
+}
