@@ -4,9 +4,9 @@
 
 use cudarc::driver::{CudaFunction, DeviceRepr, PushKernelArg};
 
-use super::super as tp;
 use super::{ready, Rs, PUBLISHED_ACC, PUBLISHED_DONE, PUBLISHED_OUT, PUBLISHED_STAGING};
 use crate::cuda::comm::MAX_RANKS;
+use crate::cuda::gemm::tp;
 use crate::cuda::gemm::{drv, tensor_map, tensor_map_f32, tma_estimate_us, CudaGemm, TensorMapArg};
 use crate::gemm::GemmShape;
 use crate::KernelError;
