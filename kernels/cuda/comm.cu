@@ -578,14 +578,17 @@ struct TpLl {
     u64 ll[MAX_RANKS];
 };
 
-// All-gather in place: GPU q's rows are words [q x words, (q + 1) x words) of `a`.
+// All-gather in place: GPU q's rows are words [q x words, (q + 1) x words) of `a`; this call
+// moves words [lo, hi) of every GPU's share (`ll-bulk`: all of it; `pc-ll:C:S`: piece j of C,
+// one call per piece, on S blocks beside the GEMMs).
 extern "C" __global__ void __launch_bounds__(512)
-    tp_all_gather_ll(TpLl p, int rank, int world, u64 words, unsigned* a, unsigned epoch) {
+    tp_all_gather_ll(TpLl p, int rank, int world, u64 words, u64 lo, u64 hi, unsigned* a,
+                     unsigned epoch) {
     const u64 stride = (u64)gridDim.x * blockDim.x;
-    const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    const u64 first = lo + (u64)blockIdx.x * blockDim.x + threadIdx.x;
     const u64 base = (epoch & 1) * world * words;
     const unsigned* mine = a + rank * words;
-    for (u64 i = first; i < words; i += stride) {
+    for (u64 i = first; i < hi; i += stride) {
         const unsigned w = mine[i];
         for (int k = 1; k < world; k++) {
             const int q = (rank + k) % world;
@@ -594,7 +597,7 @@ extern "C" __global__ void __launch_bounds__(512)
     }
     for (int k = 1; k < world; k++) {
         const int q = (rank + world - k) % world;  // the order the peers send to this GPU
-        for (u64 i = first; i < words; i += stride)
+        for (u64 i = first; i < hi; i += stride)
             a[q * words + i] = ld_pair_wait(p.ll[rank] + (base + q * words + i) * 8, epoch);
     }
 }

@@ -232,7 +232,10 @@ impl Ag {
         } else {
             Some(DeviceBuffer::zeroed(&g.ctx, TICKETS_AT + 8 * fused.len())?)
         };
-        let ll = if patterns.contains(&TpPattern::LlBulk) {
+        let ll = if patterns
+            .iter()
+            .any(|q| matches!(q, TpPattern::LlBulk | TpPattern::PcLl { .. }))
+        {
             Some(super::ll::Ll::new(
                 g,
                 world,
@@ -393,6 +396,45 @@ impl Ag {
         wait_word(st, self.flags.ptr() + 4 * arrival(world, q, j), e)
     }
 
+    /// Enqueue the LL all-gather of one call of `pc-ll:pieces:sms` on the communication stream
+    /// (after the compute stream's work so far: it overwrites the peers' rows the last call's
+    /// GEMMs read): one LL call per piece on `sms` blocks, piece j of every GPU's rows, then
+    /// `events[q * pieces + j]` for every peer q.
+    fn ll_pieces(
+        &self,
+        gpu: &Gpu,
+        pieces: usize,
+        sms: usize,
+        events: &[CudaEvent],
+    ) -> Result<(), KernelError> {
+        let ll = self
+            .ll
+            .as_ref()
+            .ok_or_else(|| KernelError::Invalid("pc-ll run without its set-up".into()))?;
+        let cs = &gpu.comm_stream;
+        cs.join(&gpu.stream()).map_err(drv("join"))?;
+        let per = (self.rows / pieces * self.k / 2) as u64;
+        for j in 0..pieces as u64 {
+            // SAFETY: words [j per, (j + 1) per) of each GPU's share (rows x k / 2 words;
+            // whole words per piece: tp::check) of `a`, all of A on this GPU.
+            unsafe {
+                ll.launch(
+                    gpu,
+                    cs,
+                    Some(sms),
+                    PUBLISHED_LL,
+                    &[j * per, (j + 1) * per, self.a],
+                )
+            }?;
+            for q in (0..gpu.world).filter(|&q| q != gpu.rank) {
+                events[q * pieces + j as usize]
+                    .record(cs)
+                    .map_err(drv("record"))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Enqueue the copy kernel of one call on the communication stream, `blocks` blocks,
     /// after the compute stream's work so far and every peer's ready word: pushed, this GPU's
     /// rows into every peer's A; pulled, every peer's rows into this GPU's; in `pieces` pieces
@@ -550,7 +592,8 @@ impl Ag {
             TpPattern::Chunked(pieces)
             | TpPattern::Pull(pieces)
             | TpPattern::Push(pieces)
-            | TpPattern::Pc { pieces, .. } => {
+            | TpPattern::Pc { pieces, .. }
+            | TpPattern::PcLl { pieces, .. } => {
                 let (plan, events) = plan_for(&self.pieces, pieces, p.kernel_sms())?;
                 let piece = self.rows / pieces;
                 // The transfers, and the peers in the order their pieces were queued.
@@ -567,6 +610,10 @@ impl Ag {
                     TpPattern::Pc { sms, push, .. } => {
                         self.kernel_copies(gpu, pieces, sms, push)?;
                         arrival_order(gpu, push)
+                    }
+                    TpPattern::PcLl { sms, .. } => {
+                        self.ll_pieces(gpu, pieces, sms, events)?;
+                        (0..gpu.world).filter(|&q| q != me).collect()
                     }
                     _ => {
                         self.copies(gpu, pieces, true, events)?;
@@ -593,7 +640,9 @@ impl Ag {
                 match p {
                     // The broadcasts' stream joins back; so does the copy kernel's (its last
                     // arrival words written before the call ends).
-                    TpPattern::Chunked(_) | TpPattern::Pc { .. } => gpu.join(),
+                    TpPattern::Chunked(_) | TpPattern::Pc { .. } | TpPattern::PcLl { .. } => {
+                        gpu.join()
+                    }
                     // The copy streams' last work (the flags' writes) before the next call's.
                     TpPattern::Push(_) => {
                         for q in self.copy_streams.iter().flatten() {
@@ -625,9 +674,11 @@ impl Ag {
                     .ll
                     .as_ref()
                     .ok_or_else(|| KernelError::Invalid("ll-bulk run without its set-up".into()))?;
-                // SAFETY: tp_all_gather_ll's `a`: all of A, world x rows x k halves (the share
-                // rows x k / 2 words) on this GPU, after the last call's GEMM (this stream).
-                unsafe { ll.launch(gpu, PUBLISHED_LL, &[a]) }?;
+                let words = (self.rows * self.k / 2) as u64;
+                // SAFETY: tp_all_gather_ll's range (the whole share, rows x k / 2 words) and
+                // `a`: all of A, world x rows x k halves on this GPU, after the last call's
+                // GEMM (this stream).
+                unsafe { ll.launch(gpu, &s, None, PUBLISHED_LL, &[0, words, a]) }?;
                 unsafe { self.full.run_on(a, b, c, &s) }
             }
             TpPattern::PullBulk => {

@@ -4,10 +4,15 @@
 //! receiver's staging, which the receiver polls: one one-way trip over NVLink, no ready words,
 //! no flags, no barrier, so at small M its cost is the link's latency rather than NCCL's
 //! launch and handshakes. Its cost is twice the bytes: it is for small messages.
+//!
+//! `pc-ll:C:S` (all-gather only) runs the same kernel in C calls of one piece each, on S blocks
+//! on the communication stream, while cuBLASLt's GEMMs, told to leave S SMs free, multiply
+//! this GPU's rows and then each piece once its call has ended (an event): the producer /
+//! consumer pattern with LL stores in place of the copy kernel's arrival words.
 
 use std::cell::Cell;
 
-use cudarc::driver::{CudaFunction, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use super::Gpu;
 use crate::cuda::comm::{DeviceBuffer, MAX_RANKS};
@@ -63,18 +68,21 @@ impl Ll {
         self.staging.ptr()
     }
 
-    /// Enqueue one call on the compute stream: the kernel's arguments (TpLl, rank, world,
-    /// words), then `ptrs`, then the call's epoch; the peers' staging at their published
-    /// address `published`.
+    /// Enqueue one call on `st` (every GPU makes the same calls in the same order), on
+    /// `blocks` blocks (None: one per 512 words, at most one per SM): the kernel's arguments
+    /// (TpLl, rank, world, words), then `args`, then the call's epoch; the peers' staging at
+    /// their published address `published`.
     ///
     /// # Safety
-    /// `ptrs` must be what the kernel reads and writes on this GPU, of this GPU's share's size
-    /// (as the kernel's comment in comm.cu says).
+    /// `args` must be what the kernel takes between `words` and the epoch: word ranges within
+    /// the share, and buffers on this GPU of the sizes its comment in comm.cu says.
     pub(super) unsafe fn launch(
         &self,
         gpu: &Gpu,
+        st: &CudaStream,
+        blocks: Option<usize>,
         published: usize,
-        ptrs: &[u64],
+        args: &[u64],
     ) -> Result<(), KernelError> {
         // Never 0 (the zeroed staging's flags) and alternating in parity, across the wrap too.
         let e = match self.epoch.get().wrapping_add(1) {
@@ -91,15 +99,14 @@ impl Ll {
             };
         }
         let (rank, world, words) = (gpu.rank as i32, gpu.world as i32, self.words as u64);
-        let s = gpu.stream();
-        let mut b = s.launch_builder(&self.kernel);
+        let mut b = st.launch_builder(&self.kernel);
         b.arg(&t).arg(&rank).arg(&world).arg(&words);
-        for p in ptrs {
+        for p in args {
             b.arg(p);
         }
         b.arg(&e);
         let cfg = LaunchConfig {
-            grid_dim: (self.blocks, 1, 1),
+            grid_dim: (blocks.map_or(self.blocks, |n| n as u32), 1, 1),
             block_dim: (THREADS, 1, 1),
             shared_mem_bytes: 0,
         };

@@ -157,7 +157,10 @@ pub fn check(
                     .map_err(|e| KernelError::Invalid(format!("{shape}, {}: {e}", pat.name())))?;
             }
         }
-        if let TpPattern::Pc { sms, .. } | TpPattern::PcReduce { sms, .. } = pat {
+        if let TpPattern::Pc { sms, .. }
+        | TpPattern::PcReduce { sms, .. }
+        | TpPattern::PcLl { sms, .. } = pat
+        {
             if *sms > crate::cuda::comm::MAX_BLOCKS {
                 return Err(KernelError::Invalid(format!(
                     "{}: at most {} SMs for the copy kernel",
@@ -166,17 +169,19 @@ pub fn check(
                 )));
             }
         }
-        // The LL kernels move 4-byte words: a GPU's share (its rows of A, or of the sum) must
-        // be whole ones.
-        if *pat == TpPattern::LlBulk {
+        // The LL kernels move 4-byte words: a GPU's share (its rows of A, or of the sum), or a
+        // piece of it, must be whole ones.
+        if matches!(pat, TpPattern::LlBulk | TpPattern::PcLl { .. }) {
             let (cols, what) = match op {
                 TpOp::AllGatherGemm => (shape.k, "K"),
                 TpOp::GemmReduceScatter => (shape.n, "N"),
             };
-            if !(rows * cols).is_multiple_of(2) {
+            if !(rows / c * cols).is_multiple_of(2) {
                 return Err(KernelError::Invalid(format!(
-                    "{shape}, ll-bulk: {rows} rows x {what} {cols} per GPU is not a whole number \
-                     of 4-byte words (an even {what} is)"
+                    "{shape}, {}: {} rows x {what} {cols} per GPU and piece is not a whole \
+                     number of 4-byte words (an even {what} is)",
+                    pat.name(),
+                    rows / c
                 )));
             }
         }

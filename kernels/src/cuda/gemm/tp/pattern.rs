@@ -64,6 +64,15 @@ pub enum TpPattern {
     /// each 4-byte word sent with the call's epoch in one 8-byte store, polled by the receiver,
     /// one launch before (all-gather) or after (reduce-scatter) cuBLASLt's GEMM.
     LlBulk,
+    /// All-gather only, producer/consumer with LL stores: comm.cu's LL all-gather in `pieces`
+    /// calls of one piece of every GPU's rows each, on `sms` blocks on the communication stream
+    /// (an event after each), while cuBLASLt's GEMMs, told to leave those SMs free, multiply
+    /// this GPU's rows, then each piece once its call has ended. No arrival words: the LL
+    /// stores carry the call's epoch.
+    PcLl {
+        pieces: usize,
+        sms: usize,
+    },
     /// Reduce-scatter only, producer/consumer: the GEMMs (targeting all SMs but `sms`) make
     /// every GPU's partial of piece j of every destination's rows, pushed into the
     /// destination's staging with a word in its memory; the destination's reduce kernel
@@ -103,6 +112,7 @@ impl TpPattern {
             TpPattern::FusedReduce { sms, .. } => format!("fused-reduce:{sms}"),
             TpPattern::OwnBulk => "own-bulk".into(),
             TpPattern::LlBulk => "ll-bulk".into(),
+            TpPattern::PcLl { pieces, sms } => format!("pc-ll:{pieces}:{sms}"),
             TpPattern::PcReduce {
                 pieces,
                 sms,
@@ -158,6 +168,10 @@ impl TpPattern {
                         sms: *sms,
                         push: kind == "push",
                     }),
+                    ("ll", [Some(pieces), Some(sms)]) if !fused => Ok(TpPattern::PcLl {
+                        pieces: *pieces,
+                        sms: *sms,
+                    }),
                     ("reduce" | "reduce-sm", [Some(pieces), Some(sms)]) if !fused => {
                         Ok(TpPattern::PcReduce {
                             pieces: *pieces,
@@ -166,7 +180,7 @@ impl TpPattern {
                         })
                     }
                     _ => Err(KernelError::Invalid(format!(
-                        "pattern `{s}`: pc-push:C:S, pc-pull:C:S, pc-reduce:C:S, \
+                        "pattern `{s}`: pc-push:C:S, pc-pull:C:S, pc-ll:C:S, pc-reduce:C:S, \
                          pc-reduce-sm:C:S, fused-push:C:S, fused-pull:C:S (C >= 1 pieces per \
                          GPU, S >= 1 SMs for the copy or reduce kernel, or the fused kernel's \
                          copy blocks) or fused-reduce:S"
@@ -184,8 +198,8 @@ impl TpPattern {
                     (_, _, Some(c)) => Ok(TpPattern::Push(c)),
                     _ => Err(KernelError::Invalid(format!(
                         "pattern `{s}`: one of gemm, comm, bulk, chunked:C, pull:C, push:C (C >= \
-                         1 pieces), pull-bulk, pc-push:C:S, pc-pull:C:S, own-bulk, ll-bulk, \
-                         pc-reduce:C:S, fused-push:C:S, fused-pull:C:S, fused-reduce:S"
+                         1 pieces), pull-bulk, pc-push:C:S, pc-pull:C:S, pc-ll:C:S, own-bulk, \
+                         ll-bulk, pc-reduce:C:S, fused-push:C:S, fused-pull:C:S, fused-reduce:S"
                     ))),
                 }
             }
@@ -224,6 +238,7 @@ impl TpPattern {
             TpPattern::PcReduce { .. } | TpPattern::FusedReduce { .. } => {
                 op == TpOp::GemmReduceScatter
             }
+            TpPattern::PcLl { .. } => op == TpOp::AllGatherGemm,
             _ => op == TpOp::AllGatherGemm || !self.copies(),
         }
     }
@@ -240,6 +255,7 @@ impl TpPattern {
             TpPattern::Chunked(c) | TpPattern::Pull(c) | TpPattern::Push(c) => Some(c),
             TpPattern::Pc { pieces, .. }
             | TpPattern::PcReduce { pieces, .. }
+            | TpPattern::PcLl { pieces, .. }
             | TpPattern::Fused { pieces, .. } => Some(pieces),
             TpPattern::PullBulk | TpPattern::OwnBulk => Some(1),
             _ => None,
@@ -249,7 +265,9 @@ impl TpPattern {
     /// The SMs left to augur's copy kernel beside the GEMMs (0: the GEMMs take every SM).
     pub(super) fn kernel_sms(self) -> usize {
         match self {
-            TpPattern::Pc { sms, .. } | TpPattern::PcReduce { sms, .. } => sms,
+            TpPattern::Pc { sms, .. }
+            | TpPattern::PcReduce { sms, .. }
+            | TpPattern::PcLl { sms, .. } => sms,
             _ => 0,
         }
     }

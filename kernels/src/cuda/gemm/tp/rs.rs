@@ -408,13 +408,14 @@ impl Rs {
                 // SAFETY: tp_reduce_scatter_ll's `part` (world x rows x n halves: GPU q's rows
                 // at q x rows x n, the GEMM's just above on this stream) and `out` (rows x n),
                 // both on this GPU.
-                unsafe { ll.launch(gpu, PUBLISHED_LL, &[part, out]) }
+                unsafe { ll.launch(gpu, &s, None, PUBLISHED_LL, &[part, out]) }
             }
             TpPattern::Pull(_)
             | TpPattern::PullBulk
             | TpPattern::Push(_)
             | TpPattern::Pc { .. }
             | TpPattern::Fused { .. }
+            | TpPattern::PcLl { .. }
             | TpPattern::OwnBulk => Err(KernelError::Invalid(format!(
                 "{}: the all-gather + GEMM's pattern (refused by tp::check)",
                 p.name()

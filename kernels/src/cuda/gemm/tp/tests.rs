@@ -135,7 +135,7 @@ fn patterns_parse_and_shapes_split() {
     };
     let e = err(TpOp::GemmReduceScatter, odd_n, ll);
     assert!(
-        e.contains("ll-bulk: 3 rows x N 6145") && e.contains("4-byte words"),
+        e.contains("ll-bulk: 3 rows x N 6145 per GPU and piece") && e.contains("4-byte words"),
         "{e}"
     );
     let odd_k = GemmShape {
@@ -148,6 +148,30 @@ fn patterns_parse_and_shapes_split() {
         e.contains("ll-bulk: 3 rows x K 4101") && e.contains("4-byte words"),
         "{e}"
     );
+    // pc-ll:C:S: the all-gather's only; each piece whole words (K 4101, 6 rows per GPU in 2
+    // pieces of 3).
+    let pcll = TpPattern::parse("pc-ll:2:16").unwrap();
+    assert_eq!(pcll, TpPattern::PcLl { pieces: 2, sms: 16 });
+    assert_eq!(pcll.name(), "pc-ll:2:16");
+    assert!(!pcll.applies(TpOp::GemmReduceScatter));
+    assert!(check(TpOp::AllGatherGemm, s, 4, &[pcll]).is_ok());
+    let e = err(TpOp::AllGatherGemm, GemmShape { m: 24, ..odd_k }, pcll);
+    assert!(
+        e.contains("pc-ll:2:16: 3 rows x K 4101") && e.contains("4-byte words"),
+        "{e}"
+    );
+    let even = GemmShape {
+        m: 24,
+        k: 4102,
+        ..odd_k
+    };
+    assert!(check(TpOp::AllGatherGemm, even, 4, &[pcll]).is_ok());
+    let wide = TpPattern::PcLl {
+        pieces: 1,
+        sms: 300,
+    };
+    let e = err(TpOp::AllGatherGemm, s, wide);
+    assert!(e.contains("pc-ll:1:300: at most 256 SMs"), "{e}");
     // K 4100: a row is 8200 bytes, so 3 rows (M 12 on 4 GPUs) are no whole 16-byte vectors.
     let odd_k = GemmShape {
         m: 12,
