@@ -414,6 +414,7 @@ impl Ag {
         let cs = &gpu.comm_stream;
         cs.join(&gpu.stream()).map_err(drv("join"))?;
         let per = (self.rows / pieces * self.k / 2) as u64;
+        let e = ll.next_epoch(); // one per call: its pieces' word ranges are disjoint
         for j in 0..pieces as u64 {
             // SAFETY: words [j per, (j + 1) per) of each GPU's share (rows x k / 2 words;
             // whole words per piece: tp::check) of `a`, all of A on this GPU.
@@ -424,6 +425,7 @@ impl Ag {
                     Some(sms),
                     PUBLISHED_LL,
                     &[j * per, (j + 1) * per, self.a],
+                    e,
                 )
             }?;
             for q in (0..gpu.world).filter(|&q| q != gpu.rank) {
@@ -678,7 +680,7 @@ impl Ag {
                 // SAFETY: tp_all_gather_ll's range (the whole share, rows x k / 2 words) and
                 // `a`: all of A, world x rows x k halves on this GPU, after the last call's
                 // GEMM (this stream).
-                unsafe { ll.launch(gpu, &s, None, PUBLISHED_LL, &[0, words, a]) }?;
+                unsafe { ll.launch(gpu, &s, None, PUBLISHED_LL, &[0, words, a], ll.next_epoch()) }?;
                 unsafe { self.full.run_on(a, b, c, &s) }
             }
             TpPattern::PullBulk => {

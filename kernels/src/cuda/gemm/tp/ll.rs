@@ -68,14 +68,29 @@ impl Ll {
         self.staging.ptr()
     }
 
-    /// Enqueue one call on `st` (every GPU makes the same calls in the same order), on
-    /// `blocks` blocks (None: one per 512 words, at most one per SM): the kernel's arguments
-    /// (TpLl, rank, world, words), then `args`, then the call's epoch; the peers' staging at
-    /// their published address `published`.
+    /// The next call's epoch: never 0 (the zeroed staging's flags) and alternating in parity
+    /// from call to call, across the wrap too. Every launch of one call (`pc-ll`'s pieces, of
+    /// disjoint word ranges) takes the same epoch, so that call n + 1 stores into the other
+    /// slot whatever the number of pieces: a peer can be a call ahead of this GPU's reads, not
+    /// two (its call n + 2 waits for this GPU's n + 1 stores, queued after n's reads).
+    pub(super) fn next_epoch(&self) -> u32 {
+        let e = match self.epoch.get().wrapping_add(1) {
+            0 => 2,
+            e => e,
+        };
+        self.epoch.set(e);
+        e
+    }
+
+    /// Enqueue one launch of a call of epoch `e` (`next_epoch`; every GPU makes the same calls
+    /// in the same order) on `st`, on `blocks` blocks (None: one per 512 words, at most one per
+    /// SM): the kernel's arguments (TpLl, rank, world, words), then `args`, then the epoch; the
+    /// peers' staging at their published address `published`.
     ///
     /// # Safety
     /// `args` must be what the kernel takes between `words` and the epoch: word ranges within
     /// the share, and buffers on this GPU of the sizes its comment in comm.cu says.
+    #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn launch(
         &self,
         gpu: &Gpu,
@@ -83,13 +98,8 @@ impl Ll {
         blocks: Option<usize>,
         published: usize,
         args: &[u64],
+        e: u32,
     ) -> Result<(), KernelError> {
-        // Never 0 (the zeroed staging's flags) and alternating in parity, across the wrap too.
-        let e = match self.epoch.get().wrapping_add(1) {
-            0 => 2,
-            e => e,
-        };
-        self.epoch.set(e);
         let mut t = TpLl::default();
         for (q, at) in t.ll.iter_mut().enumerate().take(gpu.world) {
             *at = if q == gpu.rank {

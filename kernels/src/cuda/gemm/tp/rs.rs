@@ -408,7 +408,7 @@ impl Rs {
                 // SAFETY: tp_reduce_scatter_ll's `part` (world x rows x n halves: GPU q's rows
                 // at q x rows x n, the GEMM's just above on this stream) and `out` (rows x n),
                 // both on this GPU.
-                unsafe { ll.launch(gpu, &s, None, PUBLISHED_LL, &[part, out]) }
+                unsafe { ll.launch(gpu, &s, None, PUBLISHED_LL, &[part, out], ll.next_epoch()) }
             }
             TpPattern::Pull(_)
             | TpPattern::PullBulk
