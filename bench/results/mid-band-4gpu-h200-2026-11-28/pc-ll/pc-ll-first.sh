@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pc-ll first run (issue 24; through the device tool, carry [".carry/augur.xz", "bench/pc-ll-first.sh"]): 4 GPUs, the mid band (M 256-2048), beside bulk, ll-bulk, pc-push:1:8.
+# pc-ll first run (issue 24; through the device tool from the repository root, carry [".carry/augur.xz"]: bash bench/results/mid-band-4gpu-h200-2026-11-28/pc-ll/pc-ll-first.sh): 4 GPUs, the mid band (M 256-2048), beside bulk, ll-bulk, pc-push:1:8.
 set -uo pipefail
 source bench/unpack-carry.sh
 O=$OUT/s; mkdir -p $O; export NCCL_NVLS_ENABLE=0
