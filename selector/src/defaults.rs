@@ -57,9 +57,9 @@ pub fn attention_model() -> Result<Arc<AttentionModel>, ModelError> {
     })
 }
 
-/// The overlap-pattern model's JSON (H200 groups of 2 and 4 GPUs, NVLink; two sets of weights of
-/// `bench/tp-grid.sh`'s grid, each call timed from a held start, runs under
-/// `bench/results/ll-bulk-h200-2026-11-28/`).
+/// The overlap-pattern model's JSON (H200 groups of 2 and 4 GPUs, NVLink; three sets of weights
+/// of `bench/tp-grid.sh`'s grid, 24 in all, each call timed from a held start, runs under
+/// `bench/results/ll-bulk-h200-2026-11-28/` and `bench/results/third-weights-h200-2026-11-28/`).
 pub const OVERLAP_MODEL: &str = include_str!("../../models/trained/overlap-h200.json");
 
 /// The built-in overlap-pattern model, parsed once.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Selected / oracle of a model's picks (`augur overlap plan --gpus G`, from target/release/augur)
-on the layers of `augur overlap tp` CSVs (G: each file's GPU count), per M bucket, and bulk over the picks.
+on the layers of `augur overlap tp` CSVs (G: each file's GPU count), per M bucket, and bulk over the picks (geomean, least).
 Usage: python3 picks.py MODEL.json|default-overlap FILE.csv...  (each file's dtype and GPU count are passed on)"""
 import csv, math, subprocess, sys, collections
 model, files = sys.argv[1], sys.argv[2:]
@@ -25,4 +25,4 @@ for f in files:
         m = s[0]; k = '<256' if m < 256 else ('256-2047' if m < 2048 else '>=2048')
         for key in (k, 'all'):
             b[key].append(o / t[pick]); vb[key].append(t['bulk'] / t[pick])
-    print(f, ' '.join(f'{k}: {g(v):.3f} (worst {min(v):.2f}, vs bulk {g(vb[k]):.3f})' for k, v in sorted(b.items())))
+    print(f, ' '.join(f'{k}: {g(v):.3f} (worst {min(v):.2f}, vs bulk {g(vb[k]):.3f}, least {min(vb[k]):.2f})' for k, v in sorted(b.items())))
