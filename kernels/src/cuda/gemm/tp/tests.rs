@@ -133,21 +133,23 @@ fn patterns_parse_and_shapes_split() {
         n: 6145,
         k: 4096,
     };
-    let e = err(TpOp::GemmReduceScatter, odd_n, ll);
-    assert!(
-        e.contains("ll-bulk: 3 rows x N 6145 per GPU and piece") && e.contains("4-byte words"),
-        "{e}"
+    // Refused for words that are not whole, naming the pattern, rows and width.
+    let not_words = |op, shape, pat, says: &str| {
+        let e = err(op, shape, pat);
+        assert!(e.contains(says) && e.contains("4-byte words"), "{e}");
+    };
+    not_words(
+        TpOp::GemmReduceScatter,
+        odd_n,
+        ll,
+        "ll-bulk: 3 rows x N 6145 per GPU and piece",
     );
     let odd_k = GemmShape {
         m: 12,
         n: 6144,
         k: 4101,
     };
-    let e = err(TpOp::AllGatherGemm, odd_k, ll);
-    assert!(
-        e.contains("ll-bulk: 3 rows x K 4101") && e.contains("4-byte words"),
-        "{e}"
-    );
+    not_words(TpOp::AllGatherGemm, odd_k, ll, "ll-bulk: 3 rows x K 4101");
     // pc-ll:C:S: the all-gather's only; each piece whole words (K 4101, 6 rows per GPU in 2
     // pieces of 3).
     let pcll = TpPattern::parse("pc-ll:2:16").unwrap();
@@ -155,10 +157,11 @@ fn patterns_parse_and_shapes_split() {
     assert_eq!(pcll.name(), "pc-ll:2:16");
     assert!(!pcll.applies(TpOp::GemmReduceScatter));
     assert!(check(TpOp::AllGatherGemm, s, 4, &[pcll]).is_ok());
-    let e = err(TpOp::AllGatherGemm, GemmShape { m: 24, ..odd_k }, pcll);
-    assert!(
-        e.contains("pc-ll:2:16: 3 rows x K 4101") && e.contains("4-byte words"),
-        "{e}"
+    not_words(
+        TpOp::AllGatherGemm,
+        GemmShape { m: 24, ..odd_k },
+        pcll,
+        "pc-ll:2:16: 3 rows x K 4101",
     );
     let even = GemmShape {
         m: 24,
