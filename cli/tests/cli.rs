@@ -1464,6 +1464,90 @@ fn overlap_plan_picks_and_explains_without_a_gpu() {
     assert!(text(&out.stderr).contains("a comm model, not an overlap one"));
 }
 
+/// `augur eval` of the built-in overlap model on `augur overlap tp` rows: the layers of weights
+/// it was trained on are left out unless `--rows all`; options of other domains are refused.
+#[test]
+fn overlap_eval_leaves_out_the_weights_the_model_saw() {
+    let mut t = String::from("device,gpus,op,dtype,m,n,k,pattern,passed,us\n");
+    // N 6144, K 4096 is in the built-in model's training set; N 9600, K 3000 is not. At M 16
+    // ll-bulk (the model's pick) is the fastest; at M 8192 push:1 beats the pick (pc-push:1:8).
+    for (n, k) in [(6144, 4096), (9600, 3000)] {
+        for (m, times) in [
+            (
+                16,
+                [("bulk", 20.0), ("ll-bulk", 15.0), ("pc-push:1:8", 30.0)],
+            ),
+            (
+                8192,
+                [("bulk", 300.0), ("ll-bulk", 400.0), ("pc-push:1:8", 250.0)],
+            ),
+        ] {
+            for (p, us) in times {
+                t.push_str(&format!(
+                    "NVIDIA H200,4,all-gather+gemm,bf16,{m},{n},{k},{p},true,{us}\n"
+                ));
+            }
+            t.push_str(&format!(
+                "NVIDIA H200,4,all-gather+gemm,bf16,{m},{n},{k},push:1,true,200\n"
+            ));
+        }
+    }
+    let runs = write_file("overlap-eval-tp.csv", t.as_bytes());
+    let runs = runs.to_str().unwrap();
+    let csv = temp_dir("overlap-eval").join("layers.csv");
+    let out = augur(&[
+        "eval",
+        runs,
+        "--model",
+        "default-overlap",
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let o = text(&out.stdout);
+    assert!(
+        o.contains("on 2 layers (weights it was not trained on)"),
+        "{o}"
+    );
+    assert!(
+        o.contains("2 layers of weights (N, K) the model was trained on left out"),
+        "{o}"
+    );
+    // M 16: ll-bulk, the oracle (1.000); M 8192: pc-push:1:8 at 250 us against push:1's 200.
+    let rows = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(rows.lines().count(), 3, "{rows}");
+    assert!(
+        rows.contains(",16,9600,3000,ll-bulk,15.000,ll-bulk,15.000,20.000,"),
+        "{rows}"
+    );
+    assert!(
+        rows.contains(",8192,9600,3000,pc-push:1:8,250.000,push:1,200.000,300.000,"),
+        "{rows}"
+    );
+    let out = augur(&[
+        "eval",
+        runs,
+        "--model",
+        "default-overlap",
+        "--rows",
+        "all",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["layers"].as_array().unwrap().len(), 4, "{j}");
+    let out = augur(&[
+        "eval",
+        runs,
+        "--model",
+        "default-overlap",
+        "--iterations",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--iterations is not for an overlap model"));
+}
+
 #[test]
 fn overlap_run_refuses_bad_requests_before_looking_for_gpus() {
     // Each is said before any GPU is looked for: the same error on a machine with GPUs or none.

@@ -298,6 +298,10 @@ pub struct OverlapTraining {
     /// Distinct weights (N, K): the cross-validation groups.
     pub weights: usize,
     pub world_sizes: Vec<usize>,
+    /// The weights (N, K) themselves, sorted, so that an evaluation can leave them out (empty in
+    /// files from before they were recorded: every layer then counts as seen).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub weight_list: Vec<[usize; 2]>,
 }
 
 /// A trained overlap-pattern selector.
@@ -466,6 +470,10 @@ impl CheckedOverlapTrainParams {
                 layers: layers.len(),
                 weights: weights.len(),
                 world_sizes: worlds,
+                weight_list: weights
+                    .iter()
+                    .map(|&g| [(g >> 32) as usize, (g & 0xffff_ffff) as usize])
+                    .collect(),
             },
         };
         model.validate().map_err(ModelError::Train)?;
@@ -661,7 +669,7 @@ fn tree_label(t: &OpTree) -> String {
 
 /// One held-out layer: what the model trained without its weight picked, against the oracle,
 /// bulk (NCCL then cuBLASLt) and the perfect overlap.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize)]
 pub struct OverlapEvalRow {
     pub shape: OverlapShape,
     pub selected: String,
@@ -709,6 +717,85 @@ pub fn evaluate_held_out(
         }
     }
     Ok(rows)
+}
+
+/// A trained model's picks on measured layers (`augur eval --model <overlap model> RUNS`): every
+/// layer (`unseen` false) or only those whose weight (N, K) the model was not trained on (a
+/// model that does not list its weights counts every layer as seen). Returns the rows and how
+/// many layers were left out as seen. A pick the layer did not run (or whose check failed)
+/// costs twice its slowest pattern, as in [`evaluate_held_out`].
+pub fn evaluate_model(
+    model: &OverlapModel,
+    layers: &[Layer],
+    unseen: bool,
+) -> (Vec<OverlapEvalRow>, usize) {
+    let trained = |l: &Layer| {
+        model.training.weight_list.is_empty()
+            || model
+                .training
+                .weight_list
+                .binary_search(&[l.shape.n, l.shape.k])
+                .is_ok()
+    };
+    let mut rows = Vec::new();
+    let mut seen = 0;
+    for l in layers {
+        if unseen && trained(l) {
+            seen += 1;
+            continue;
+        }
+        let Some((oracle, oracle_s)) = l.oracle() else {
+            continue;
+        };
+        let worst = l.times.iter().map(|t| t.1).fold(0.0, f64::max);
+        let selected = model.choose(&l.shape).unwrap_or("bulk").to_string();
+        rows.push(OverlapEvalRow {
+            shape: l.shape.clone(),
+            selected_s: l.time(&selected).unwrap_or(2.0 * worst),
+            selected,
+            oracle: oracle.into(),
+            oracle_s,
+            bulk_s: l.time("bulk"),
+            bound_s: l.bound(),
+        });
+    }
+    (rows, seen)
+}
+
+/// Every evaluated layer as CSV: its shape, the pick, the oracle, bulk and the bound in
+/// microseconds, selected / oracle and bulk / selected.
+pub fn rows_csv(rows: &[OverlapEvalRow]) -> String {
+    let mut out = String::from(
+        "op,gpus,dtype,m,n,k,selected,selected_us,oracle,oracle_us,bulk_us,bound_us,\
+         selected_over_oracle,bulk_over_selected\n",
+    );
+    let us = |t: Option<f64>| t.map_or(String::new(), |t| format!("{:.3}", t * 1e6));
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{}",
+            r.shape.op.name(),
+            r.shape.world_size,
+            match r.shape.dtype {
+                augur_features::attention::Dtype::F16 => "f16",
+                augur_features::attention::Dtype::Bf16 => "bf16",
+                augur_features::attention::Dtype::F32 => "f32",
+            },
+            r.shape.m,
+            r.shape.n,
+            r.shape.k,
+            r.selected,
+            us(Some(r.selected_s)),
+            r.oracle,
+            us(Some(r.oracle_s)),
+            us(r.bulk_s),
+            us(r.bound_s),
+            r.oracle_s / r.selected_s,
+            r.bulk_s
+                .map_or(String::new(), |b| format!("{:.4}", b / r.selected_s)),
+        );
+    }
+    out
 }
 
 /// The summary of held-out rows per GPU count, each operation apart (and by M bucket) and both
@@ -906,6 +993,48 @@ mod tests {
         assert!(mid.is_some_and(|l| l.contains(" 3 ")), "{table}");
         assert!(big.is_some_and(|l| l.contains(" 3 ")), "{table}");
         assert!(bucket("M < 256").is_none(), "{table}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_trained_model_is_evaluated_on_the_weights_it_did_not_see() {
+        let dir = std::env::temp_dir().join(format!("augur-overlap-eval-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let layers = read_layers(&[csv(&dir)], 132).unwrap();
+        // Trained without N 28672: its two layers are the unseen ones.
+        let train: Vec<Layer> = layers
+            .iter()
+            .filter(|l| l.shape.n != 28672)
+            .cloned()
+            .collect();
+        let params = OverlapTrainParams::default().check().unwrap();
+        let model = params.fit(&train, "test").unwrap();
+        assert_eq!(model.training.weight_list, [[6144, 4096], [8192, 8192]]);
+        let (rows, seen) = evaluate_model(&model, &layers, true);
+        assert_eq!((rows.len(), seen), (2, 4));
+        assert!(rows.iter().all(|r| r.shape.n == 28672), "{rows:?}");
+        assert!(rows.iter().all(|r| r.selected == r.oracle), "{rows:?}");
+        let (all, seen) = evaluate_model(&model, &layers, false);
+        assert_eq!((all.len(), seen), (6, 0));
+        // One CSV line per layer: the pick, its time, and bulk over it (push:1 at M 16384:
+        // 300 / 200 us).
+        let text = rows_csv(&all);
+        assert_eq!(text.lines().count(), 7);
+        assert!(
+            text.lines().any(|l| l.starts_with(
+                "all-gather+gemm,2,bf16,16384,28672,4096,push:1,200.000,push:1,200.000,300.000,"
+            ) && l.ends_with(",1.0000,1.5000")),
+            "{text}"
+        );
+        // A model file from before the weights were listed reads, and counts every layer seen.
+        let mut json: serde_json::Value = serde_json::to_value(&model).unwrap();
+        json["training"]
+            .as_object_mut()
+            .unwrap()
+            .remove("weight_list");
+        let old: OverlapModel = serde_json::from_value(json).unwrap();
+        assert!(old.training.weight_list.is_empty());
+        assert_eq!(evaluate_model(&old, &layers, true).1, 6);
         std::fs::remove_dir_all(&dir).ok();
     }
 

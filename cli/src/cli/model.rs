@@ -9,7 +9,7 @@ use augur_models::eval::{self, RowSelect};
 use augur_models::model::{Criterion, IterationMode};
 use augur_models::train::GatherCost;
 use augur_models::ModelFile;
-use augur_models::{attention, comm};
+use augur_models::{attention, comm, overlap};
 use augur_models::{AnyModel, ExportFormat, Runs, TrainParams};
 use clap::{Args, ValueEnum};
 
@@ -435,9 +435,10 @@ pub fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Rows {
-    /// Families the model was not trained on (its held-out families).
+    /// Families the model was not trained on (its held-out families; an overlap model: weights
+    /// (N, K) it was not trained on).
     Unseen,
     /// Every row, training rows included (optimistic).
     All,
@@ -464,7 +465,8 @@ pub struct EvalArgs {
     #[arg(long)]
     svg: Option<PathBuf>,
     /// Comm runs: also write every message (bus bandwidth per pattern, pick, oracle, rule) as
-    /// CSV here; attention runs: every shape (pick, oracle, FA2 rule, best single, SDPA).
+    /// CSV here; attention runs: every shape (pick, oracle, FA2 rule, best single, SDPA);
+    /// overlap runs: every layer (pick, oracle, bulk, bound).
     #[arg(long)]
     csv: Option<PathBuf>,
     /// Attention runs: the outside baselines on the same shapes (FlashAttention-2 varlen,
@@ -518,6 +520,86 @@ fn eval_attention(
     }
     if let Some(p) = &a.csv {
         super::output::write(p, attention::rows_csv(&rows))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `augur eval` of an overlap model on `augur overlap tp` CSVs: its picks against the oracle,
+/// bulk and the perfect-overlap bound, per GPU count, operation and M bucket; by default only
+/// the layers of weights (N, K) it was not trained on (`--rows all`: every layer).
+fn eval_overlap(
+    m: &overlap::OverlapModel,
+    a: &EvalArgs,
+    files: &[PathBuf],
+) -> anyhow::Result<ExitCode> {
+    for (given, flag) in [
+        (a.svg.is_some(), "--svg"),
+        (a.iterations.is_some(), "--iterations"),
+        (a.baselines.is_some(), "--baselines"),
+        (a.charge_inference_ns.is_some(), "--charge-inference-ns"),
+        (a.gather_cost.is_some(), "--gather-cost"),
+    ] {
+        anyhow::ensure!(!given, "{flag} is not for an overlap model's evaluation");
+    }
+    // 132 SMs per GPU (an H100 SXM, an H200), as `augur overlap train` assumes by default.
+    let layers = overlap::read_layers(files, 132)?;
+    let (rows, seen) = overlap::evaluate_model(m, &layers, a.rows == Rows::Unseen);
+    let mut notes = Vec::new();
+    if seen > 0 {
+        notes.push(if m.training.weight_list.is_empty() {
+            format!(
+                "{seen} layers left out: the model does not list the weights it was trained on, \
+                 so every layer counts as seen (`--rows all` evaluates them, optimistically)"
+            )
+        } else {
+            format!(
+                "{seen} layers of weights (N, K) the model was trained on left out (`--rows all` \
+                 evaluates them too, optimistically)"
+            )
+        });
+    }
+    let mut devices: Vec<&str> = layers.iter().map(|l| l.device.as_str()).collect();
+    devices.sort_unstable();
+    devices.dedup();
+    if devices.iter().any(|d| *d != m.device) {
+        notes.push(format!(
+            "the model was trained on {}; these runs are from {}",
+            m.device,
+            devices.join(", ")
+        ));
+    }
+    if rows.is_empty() {
+        anyhow::bail!(
+            "no layer to evaluate in {} file(s){}",
+            files.len(),
+            notes.first().map_or(String::new(), |n| format!(": {n}"))
+        );
+    }
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &serde_json::json!({ "model_device": m.device, "left_out_seen": seen, "notes": notes, "layers": rows })
+            )?
+        );
+    } else {
+        println!(
+            "augur overlap-pattern model for {} on {} layers ({}):",
+            m.device,
+            rows.len(),
+            if a.rows == Rows::Unseen {
+                "weights it was not trained on"
+            } else {
+                "every layer, trained ones included"
+            }
+        );
+        print!("{}", overlap::summary(&rows));
+        for n in &notes {
+            println!("note: {n}");
+        }
+    }
+    if let Some(p) = &a.csv {
+        super::output::write(p, overlap::rows_csv(&rows))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -590,10 +672,7 @@ pub fn eval(a: EvalArgs) -> anyhow::Result<ExitCode> {
     let m = match load_any(&a.model)? {
         AnyModel::Comm(m) => return eval_comm(&m, &a, &files),
         AnyModel::Attention(m) => return eval_attention(&m, &a, &files),
-        AnyModel::Overlap(_) => anyhow::bail!(
-            "{}: an overlap model; `augur overlap train RUNS...` evaluates it held out by weight",
-            a.model
-        ),
+        AnyModel::Overlap(m) => return eval_overlap(&m, &a, &files),
         AnyModel::Spmv(m) => *m,
     };
     let runs = Runs::read(&files)?;
