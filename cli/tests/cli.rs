@@ -1536,16 +1536,15 @@ fn overlap_eval_leaves_out_the_weights_the_model_saw() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(j["layers"].as_array().unwrap().len(), 4, "{j}");
-    let out = augur(&[
-        "eval",
-        runs,
-        "--model",
-        "default-overlap",
-        "--iterations",
-        "1",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("--iterations is not for an overlap model"));
+    for flag in ["--iterations", "--timing"] {
+        let out = augur(&["eval", runs, "--model", "default-overlap", flag, "1"]);
+        assert_eq!(out.status.code(), Some(2));
+        let e = text(&out.stderr);
+        assert!(
+            e.contains(&format!("{flag} is not for an overlap model")),
+            "{e}"
+        );
+    }
 }
 
 #[test]

@@ -475,9 +475,9 @@ pub struct EvalArgs {
     baselines: Option<PathBuf>,
     /// Attention runs: the timing mode of every figure compared: `throughput` (launches back to
     /// back; the label figure), `graph` (replayed from a CUDA graph) or `latency` (one launch
-    /// from an idle stream, launch cost included).
-    #[arg(long, default_value = "throughput")]
-    timing: String,
+    /// from an idle stream, launch cost included). Default: throughput.
+    #[arg(long)]
+    timing: Option<String>,
     /// SpMV runs: charge every pick this many nanoseconds of inference instead of the time
     /// measured on this machine (reproducible figures; the measured time is still printed).
     #[arg(long, value_name = "NS")]
@@ -500,9 +500,10 @@ fn eval_attention(
     a: &EvalArgs,
     files: &[PathBuf],
 ) -> anyhow::Result<ExitCode> {
-    let runs = attention::AttentionRuns::read(files)?.in_timing(&a.timing)?;
+    let timing = a.timing.as_deref().unwrap_or("throughput");
+    let runs = attention::AttentionRuns::read(files)?.in_timing(timing)?;
     let baselines = match &a.baselines {
-        Some(p) => attention::read_baselines(p, &a.timing)?,
+        Some(p) => attention::read_baselines(p, timing)?,
         None => Default::default(),
     };
     let rows = attention::evaluate(m, &runs, &baselines)?;
@@ -516,7 +517,7 @@ fn eval_attention(
             serde_json::to_string_pretty(&serde_json::json!({ "summary": sums, "shapes": rows }))?
         );
     } else {
-        print!("{}", attention::summary_table(m, &rows, &sums, &a.timing));
+        print!("{}", attention::summary_table(m, &rows, &sums, timing));
     }
     if let Some(p) = &a.csv {
         super::output::write(p, attention::rows_csv(&rows))?;
@@ -538,6 +539,7 @@ fn eval_overlap(
         (a.baselines.is_some(), "--baselines"),
         (a.charge_inference_ns.is_some(), "--charge-inference-ns"),
         (a.gather_cost.is_some(), "--gather-cost"),
+        (a.timing.is_some(), "--timing"),
     ] {
         anyhow::ensure!(!given, "{flag} is not for an overlap model's evaluation");
     }
