@@ -699,24 +699,32 @@ pub fn evaluate_held_out(
     for w in weights {
         let train: Vec<Layer> = layers.iter().filter(|l| l.group() != w).cloned().collect();
         let model = params.fit(&train, "held-out")?;
-        for l in layers.iter().filter(|l| l.group() == w) {
-            let Some((oracle, oracle_s)) = l.oracle() else {
-                continue;
-            };
-            let worst = l.times.iter().map(|t| t.1).fold(0.0, f64::max);
-            let selected = model.choose(&l.shape).unwrap_or("bulk").to_string();
-            rows.push(OverlapEvalRow {
-                shape: l.shape.clone(),
-                selected_s: l.time(&selected).unwrap_or(2.0 * worst),
-                selected,
-                oracle: oracle.into(),
-                oracle_s,
-                bulk_s: l.time("bulk"),
-                bound_s: l.bound(),
-            });
-        }
+        rows.extend(
+            layers
+                .iter()
+                .filter(|l| l.group() == w)
+                .filter_map(|l| eval_row(&model, l)),
+        );
     }
     Ok(rows)
+}
+
+/// `model`'s pick for layer `l` against the layer's oracle, bulk and bound (None: no pattern of
+/// the layer passed its check). A pick the layer did not run (or whose check failed) costs twice
+/// its slowest pattern.
+fn eval_row(model: &OverlapModel, l: &Layer) -> Option<OverlapEvalRow> {
+    let (oracle, oracle_s) = l.oracle()?;
+    let worst = l.times.iter().map(|t| t.1).fold(0.0, f64::max);
+    let selected = model.choose(&l.shape).unwrap_or("bulk").to_string();
+    Some(OverlapEvalRow {
+        shape: l.shape.clone(),
+        selected_s: l.time(&selected).unwrap_or(2.0 * worst),
+        selected,
+        oracle: oracle.into(),
+        oracle_s,
+        bulk_s: l.time("bulk"),
+        bound_s: l.bound(),
+    })
 }
 
 /// A trained model's picks on measured layers (`augur eval --model <overlap model> RUNS`): every
@@ -744,20 +752,7 @@ pub fn evaluate_model(
             seen += 1;
             continue;
         }
-        let Some((oracle, oracle_s)) = l.oracle() else {
-            continue;
-        };
-        let worst = l.times.iter().map(|t| t.1).fold(0.0, f64::max);
-        let selected = model.choose(&l.shape).unwrap_or("bulk").to_string();
-        rows.push(OverlapEvalRow {
-            shape: l.shape.clone(),
-            selected_s: l.time(&selected).unwrap_or(2.0 * worst),
-            selected,
-            oracle: oracle.into(),
-            oracle_s,
-            bulk_s: l.time("bulk"),
-            bound_s: l.bound(),
-        });
+        rows.extend(eval_row(model, l));
     }
     (rows, seen)
 }
