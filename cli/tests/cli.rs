@@ -557,6 +557,14 @@ fn train_export_eval_on_a_small_collection() {
         "{}",
         text(&r.stderr)
     );
+    // The attention-only options are refused, not ignored.
+    let r = augur(&["eval", rs, "--model", ms, "--timing", "graph"]);
+    assert!(
+        !r.status.success()
+            && text(&r.stderr).contains("--timing is for an attention model's evaluation"),
+        "{}",
+        text(&r.stderr)
+    );
     // The built-in models export.
     let r = augur(&["export", "default-cuda"]);
     assert!(r.status.success() && text(&r.stdout).contains("cuda backend"));

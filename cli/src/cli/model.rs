@@ -525,6 +525,21 @@ fn eval_attention(
     Ok(ExitCode::SUCCESS)
 }
 
+/// Refuse the options only an attention model's evaluation reads (`--timing`, `--baselines`)
+/// for a model of another domain (`what`: "a comm", "an SpMV").
+fn attention_only(a: &EvalArgs, what: &str) -> anyhow::Result<()> {
+    for (given, flag) in [
+        (a.timing.is_some(), "--timing"),
+        (a.baselines.is_some(), "--baselines"),
+    ] {
+        anyhow::ensure!(
+            !given,
+            "{flag} is for an attention model's evaluation, not {what} model's"
+        );
+    }
+    Ok(())
+}
+
 /// `augur eval` of an overlap model on `augur overlap tp` CSVs: its picks against the oracle,
 /// bulk and the perfect-overlap bound, per GPU count, operation and M bucket; by default only
 /// the layers of weights (N, K) it was not trained on (`--rows all`: every layer).
@@ -672,10 +687,16 @@ pub fn eval(a: EvalArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let m = match load_any(&a.model)? {
-        AnyModel::Comm(m) => return eval_comm(&m, &a, &files),
+        AnyModel::Comm(m) => {
+            attention_only(&a, "a comm")?;
+            return eval_comm(&m, &a, &files);
+        }
         AnyModel::Attention(m) => return eval_attention(&m, &a, &files),
         AnyModel::Overlap(m) => return eval_overlap(&m, &a, &files),
-        AnyModel::Spmv(m) => *m,
+        AnyModel::Spmv(m) => {
+            attention_only(&a, "an SpMV")?;
+            *m
+        }
     };
     let runs = Runs::read(&files)?;
     let iterations = match &a.iterations {
