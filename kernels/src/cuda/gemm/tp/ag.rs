@@ -53,7 +53,7 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use super::{check, nccl_err, piece_plans, pieces_of, plan_for, ptr, run_group, Gpu, PiecePlans};
-use super::{wait_word, write_word};
+use super::{set_up, wait_word, write_word};
 use super::{TpOp, TpPattern, TpResult};
 use crate::cuda::comm::{DeviceBuffer, MAX_RANKS};
 use crate::cuda::gemm::lt_plan::LtPlan;
@@ -344,9 +344,7 @@ impl Ag {
         let (shard, bytes) = (self.rows * self.k * 2, self.rows * self.k * 2 / pieces);
         for i in 1..gpu.world {
             let q = (me + i) % gpu.world;
-            let ps = self.copy_streams[q].as_ref().ok_or_else(|| {
-                KernelError::Invalid("a copy pattern run without its set-up".into())
-            })?;
+            let ps = set_up(&self.copy_streams[q], "a copy pattern")?;
             ps.join(&s).map_err(drv("join"))?;
             self.wait_ready(ps, q, e)?;
             let theirs = gpu.peers[q][PUBLISHED_A];
@@ -407,10 +405,7 @@ impl Ag {
         sms: usize,
         events: &[CudaEvent],
     ) -> Result<(), KernelError> {
-        let ll = self
-            .ll
-            .as_ref()
-            .ok_or_else(|| KernelError::Invalid("pc-ll run without its set-up".into()))?;
+        let ll = set_up(&self.ll, "pc-ll")?;
         let cs = &gpu.comm_stream;
         cs.join(&gpu.stream()).map_err(drv("join"))?;
         let per = (self.rows / pieces * self.k / 2) as u64;
@@ -448,9 +443,7 @@ impl Ag {
         blocks: usize,
         push: bool,
     ) -> Result<(), KernelError> {
-        let (f, counters) = self.copy_kernel.as_ref().ok_or_else(|| {
-            KernelError::Invalid("the copy kernel's pattern run without its set-up".into())
-        })?;
+        let (f, counters) = set_up(&self.copy_kernel, "the copy kernel's pattern")?;
         let e = self.announce(gpu)?;
         let (s, cs, me, world) = (gpu.stream(), &gpu.comm_stream, gpu.rank, gpu.world);
         // The copies overwrite rows the last call's GEMMs read (pulled), or send rows written
@@ -672,10 +665,7 @@ impl Ag {
                 gpu.join()
             }
             TpPattern::LlBulk => {
-                let ll = self
-                    .ll
-                    .as_ref()
-                    .ok_or_else(|| KernelError::Invalid("ll-bulk run without its set-up".into()))?;
+                let ll = set_up(&self.ll, "ll-bulk")?;
                 let words = (self.rows * self.k / 2) as u64;
                 // SAFETY: tp_all_gather_ll's range (the whole share, rows x k / 2 words) and
                 // `a`: all of A, world x rows x k halves on this GPU, after the last call's

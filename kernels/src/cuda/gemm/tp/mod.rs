@@ -680,6 +680,13 @@ fn fused_counts<K: Ord>(patterns: &[TpPattern], of: impl Fn(&TpPattern) -> Optio
     counts
 }
 
+/// What a pattern's set-up made (`part`), or the pattern refused where there is none: `what`
+/// run without its set-up.
+fn set_up<'a, T>(part: &'a Option<T>, what: &str) -> Result<&'a T, KernelError> {
+    part.as_ref()
+        .ok_or_else(|| KernelError::Invalid(format!("{what} run without its set-up")))
+}
+
 /// The fused launch made ready for `blocks` other-role blocks (and, for the reduce-scatter, k
 /// splits) among `launches` (`blocks_of` says a launch's), its index, and the kernel's words;
 /// refused (`what` run without its set-up) where there is none.

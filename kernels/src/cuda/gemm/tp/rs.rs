@@ -57,7 +57,7 @@ use std::ffi::c_void;
 
 use super::ag::MAX_PIECES;
 use super::{check, nccl_err, nccl_half, piece_plans, pieces_of, plan_for, ptr, run_group};
-use super::{wait_word, write_word, Gpu, PiecePlans, TpOp, TpPattern, TpResult};
+use super::{set_up, wait_word, write_word, Gpu, PiecePlans, TpOp, TpPattern, TpResult};
 use crate::cuda::comm::{DeviceBuffer, MAX_RANKS};
 use crate::cuda::gemm::lt_plan::LtPlan;
 use crate::cuda::gemm::{drv, CudaGemm};
@@ -400,10 +400,7 @@ impl Rs {
             } => self.pc_reduce(gpu, pieces, sms, sm_push),
             TpPattern::FusedReduce { sms, splits } => self.fused_reduce(gpu, sms, splits),
             TpPattern::LlBulk => {
-                let ll = self
-                    .ll
-                    .as_ref()
-                    .ok_or_else(|| KernelError::Invalid("ll-bulk run without its set-up".into()))?;
+                let ll = set_up(&self.ll, "ll-bulk")?;
                 unsafe { self.full.run_on(a, b, part, &s) }?;
                 // SAFETY: tp_reduce_scatter_ll's `part` (world x rows x n halves: GPU q's rows
                 // at q x rows x n, the GEMM's just above on this stream) and `out` (rows x n),
@@ -431,10 +428,7 @@ impl Rs {
         sms: usize,
         sm_push: bool,
     ) -> Result<(), KernelError> {
-        let r = self
-            .reduce
-            .as_ref()
-            .ok_or_else(|| KernelError::Invalid("pc-reduce run without its set-up".into()))?;
+        let r = set_up(&self.reduce, "pc-reduce")?;
         let (plan, events) = plan_for(&self.pieces, pieces, sms)?;
         // This GPU's staging may be pushed into (see `ready`).
         let e = r.announce(gpu)?;

@@ -59,10 +59,7 @@ impl Rs {
         sms: usize,
         splits: usize,
     ) -> Result<(), KernelError> {
-        let r = self
-            .reduce
-            .as_ref()
-            .ok_or_else(|| KernelError::Invalid("fused-reduce run without its set-up".into()))?;
+        let r = tp::set_up(&self.reduce, "fused-reduce")?;
         let (i, l, done) = tp::fused_launch(
             &r.fused,
             |l| (l.reduce_blocks, l.splits),
@@ -85,14 +82,10 @@ impl Rs {
             }
         };
         // k split: the partials go into the f32 sums.
-        let acc = match (splits > 1, &r.acc) {
-            (false, _) => None,
-            (true, Some(a)) => Some(a),
-            (true, None) => {
-                return Err(KernelError::Invalid(
-                    "fused-reduce:0:K run without its set-up".into(),
-                ))
-            }
+        let acc = if splits > 1 {
+            Some(tp::set_up(&r.acc, "fused-reduce:0:K")?)
+        } else {
+            None
         };
         // GPU q's f32 sum of its rows (`fused-reduce:0:K`).
         let acc_of = |q: usize| acc.map(|a| of(q, a.0.ptr(), PUBLISHED_ACC));
