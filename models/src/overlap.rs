@@ -455,7 +455,7 @@ impl CheckedOverlapTrainParams {
                 start: mine[0].start.clone(),
             });
         }
-        let mut weights: Vec<u64> = layers.iter().map(Layer::group).collect();
+        let mut weights: Vec<[usize; 2]> = layers.iter().map(|l| [l.shape.n, l.shape.k]).collect();
         weights.sort_unstable();
         weights.dedup();
         let model = OverlapModel {
@@ -470,10 +470,7 @@ impl CheckedOverlapTrainParams {
                 layers: layers.len(),
                 weights: weights.len(),
                 world_sizes: worlds,
-                weight_list: weights
-                    .iter()
-                    .map(|&g| [(g >> 32) as usize, (g & 0xffff_ffff) as usize])
-                    .collect(),
+                weight_list: weights,
             },
         };
         model.validate().map_err(ModelError::Train)?;
@@ -771,11 +768,7 @@ pub fn rows_csv(rows: &[OverlapEvalRow]) -> String {
             "{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{}",
             r.shape.op.name(),
             r.shape.world_size,
-            match r.shape.dtype {
-                augur_features::attention::Dtype::F16 => "f16",
-                augur_features::attention::Dtype::Bf16 => "bf16",
-                augur_features::attention::Dtype::F32 => "f32",
-            },
+            crate::comm::dtype_name(r.shape.dtype),
             r.shape.m,
             r.shape.n,
             r.shape.k,
