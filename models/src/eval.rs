@@ -49,6 +49,9 @@ pub struct EvalSample {
     /// fallback), with what that pick would have cost, counted as `selected_s` is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vetoed: Option<(String, f64)>,
+    /// What each tier (known, sampled, gathered) would have picked here, guard included, and
+    /// cost, counted as `selected_s` is: the policy's choice against the other two.
+    pub per_tier: [(String, f64); 3],
 }
 
 /// Summary over a set of samples.
@@ -80,6 +83,36 @@ pub struct Summary {
     pub oracle_vs_alg1: Option<f64>,
 }
 
+/// The policy against each tier alone over a set of samples: geomeans of oracle / selected,
+/// every tier charged its own features' cost (`EvalSample::per_tier`).
+#[derive(Debug, Clone, Serialize)]
+pub struct TierSummary {
+    pub bucket: String,
+    pub samples: usize,
+    /// The tier the policy chose (what `Summary::oracle_ratio` reports).
+    pub policy: f64,
+    /// Known, sampled and gathered tiers alone.
+    pub alone: [f64; 3],
+    /// The cheapest of the three per sample, chosen with hindsight: what a perfect tier policy
+    /// with these trees would reach (a bound, not a target: part of it is luck, a tier whose
+    /// tree happened to pick right).
+    pub hindsight: f64,
+}
+
+fn tier_summary(bucket: &str, s: &[&EvalSample]) -> TierSummary {
+    let alone = |t: usize| geomean(s.iter().map(|x| x.oracle_s / x.per_tier[t].1));
+    TierSummary {
+        bucket: bucket.into(),
+        samples: s.len(),
+        policy: geomean(s.iter().map(|x| x.oracle_s / x.selected_s)),
+        alone: [alone(0), alone(1), alone(2)],
+        hindsight: geomean(s.iter().map(|x| {
+            let best = x.per_tier.iter().map(|t| t.1).fold(f64::INFINITY, f64::min);
+            x.oracle_s / best
+        })),
+    }
+}
+
 /// The whole evaluation.
 #[derive(Debug, Clone, Serialize)]
 pub struct EvalReport {
@@ -108,6 +141,9 @@ pub struct EvalReport {
     pub large_by_k: Vec<Summary>,
     /// vs ALG1 over samples with nnz >= 1e5 (the issue's target), when ALG1 was measured.
     pub vs_alg1_nnz_ge_1e5: Option<f64>,
+    /// The policy against each tier alone: overall, per nnz bucket, and per iteration count at
+    /// nnz >= 1e6.
+    pub tiers: Vec<TierSummary>,
     pub samples: Vec<EvalSample>,
 }
 
@@ -320,11 +356,18 @@ pub fn evaluate(
                 let tree_s = s.costs[v] + features_s + charged_ns * 1e-9;
                 (model.kernels[v].clone(), tree_s)
             }),
+            per_tier: [Tier::Known, Tier::Sampled, Tier::Gathered].map(|t| {
+                let v = &buf[..f.len()];
+                let pick = model.selector(t).predict(v, s.k);
+                let kernel = model.guard(v, t, s.k, pick).map_or(pick, |(k, _)| k);
+                let cost = s.costs[kernel] + s.tier_cost(t) + charged_ns * 1e-9;
+                (model.kernels[kernel].clone(), cost)
+            }),
         });
     }
     let refs: Vec<&EvalSample> = out.iter().collect();
     let overall = summarize("all", &refs);
-    let buckets = [
+    let in_bucket: Vec<(&str, Vec<&EvalSample>)> = [
         ("nnz < 1e4", 0.0, 1e4),
         ("1e4 <= nnz < 1e5", 1e4, 1e5),
         ("1e5 <= nnz < 1e6", 1e5, 1e6),
@@ -332,25 +375,36 @@ pub fn evaluate(
     ]
     .iter()
     .map(|&(name, lo, hi)| {
-        let v: Vec<&EvalSample> = out
+        let v = out
             .iter()
             .filter(|x| (x.nnz as f64) >= lo && (x.nnz as f64) < hi)
             .collect();
-        summarize(name, &v)
+        (name, v)
     })
     .collect();
-    let per_k = |min_nnz: usize| -> Vec<Summary> {
+    let buckets = in_bucket.iter().map(|(n, v)| summarize(n, v)).collect();
+    let per_k = |min_nnz: usize| -> Vec<(String, Vec<&EvalSample>)> {
         ks.iter()
             .map(|&k| {
-                let v: Vec<&EvalSample> = out
+                let v = out
                     .iter()
                     .filter(|x| x.iterations == k as f64 && x.nnz >= min_nnz)
                     .collect();
-                summarize(&format!("k = {k}"), &v)
+                (format!("k = {k}"), v)
             })
             .collect()
     };
-    let (by_k, large_by_k) = (per_k(0), per_k(1_000_000));
+    let (all_k, big_k) = (per_k(0), per_k(1_000_000));
+    let by_k = all_k.iter().map(|(n, v)| summarize(n, v)).collect();
+    let large_by_k = big_k.iter().map(|(n, v)| summarize(n, v)).collect();
+    let tiers = std::iter::once(tier_summary("all", &refs))
+        .chain(in_bucket.iter().map(|(n, v)| tier_summary(n, v)))
+        .chain(
+            big_k
+                .iter()
+                .map(|(n, v)| tier_summary(&format!("nnz >= 1e6, {n}"), v)),
+        )
+        .collect();
     let big: Vec<&EvalSample> = out.iter().filter(|x| x.nnz >= 100_000).collect();
     let vs_alg1_nnz_ge_1e5 = if alg1.is_some() && !big.is_empty() {
         summarize("nnz >= 1e5", &big).vs_alg1
@@ -380,6 +434,7 @@ pub fn evaluate(
         by_k,
         large_by_k,
         vs_alg1_nnz_ge_1e5,
+        tiers,
         samples: out,
     })
 }
@@ -485,6 +540,23 @@ pub fn table(r: &EvalReport) -> String {
     }
     if let Some(a) = r.vs_alg1_nnz_ge_1e5 {
         let _ = writeln!(o, "\nvs cuSPARSE ALG1 over nnz >= 1e5: {a:.3}x");
+    }
+    let _ = writeln!(
+        o,
+        "\nthe policy against each tier alone (sel/oracle, each tier charged its features; \
+         hindsight: the cheapest tier per sample, a bound)"
+    );
+    let _ = writeln!(
+        o,
+        "{:<22} {:>7} {:>7} {:>7} {:>8} {:>9} {:>10}",
+        "", "samples", "policy", "known", "sampled", "gathered", "hindsight"
+    );
+    for t in r.tiers.iter().filter(|t| t.samples > 0) {
+        let _ = writeln!(
+            o,
+            "{:<22} {:>7} {:>7.3} {:>7.3} {:>8.3} {:>9.3} {:>10.3}",
+            t.bucket, t.samples, t.policy, t.alone[0], t.alone[1], t.alone[2], t.hindsight
+        );
     }
     let vetoes: Vec<&EvalSample> = r.samples.iter().filter(|s| s.vetoed.is_some()).collect();
     if !vetoes.is_empty() {

@@ -419,6 +419,23 @@ fn gathers_when_only_a_gathered_feature_tells_and_gathering_is_cheap() {
     );
     assert!(at(1000.0).all(|s| s.selected_kernel == "prep"));
     assert!(r.overall.oracle_ratio > 0.98, "{:?}", r.overall);
+    // Each tier alone: the policy's own tier is the pick and cost reported; the known tree
+    // alone guesses at k = 1, and the hindsight bound is at least the policy.
+    for s in &r.samples {
+        let own = &s.per_tier[s.tier.class()];
+        assert_eq!(
+            (own.0.as_str(), own.1),
+            (s.selected_kernel.as_str(), s.selected_s)
+        );
+    }
+    let all = &r.tiers[0];
+    assert_eq!(
+        (all.bucket.as_str(), all.samples),
+        ("all", r.overall.samples)
+    );
+    assert_eq!(all.policy, r.overall.oracle_ratio);
+    assert!(all.alone[0] < 0.95 && all.alone[2] > 0.98, "{all:?}");
+    assert!(all.hindsight >= all.policy, "{all:?}");
     // A fixed inference charge replaces the measured one in every pick's time: a second per
     // pick swamps every sample's microseconds; a charge of 0 leaves only the kernels' times.
     let slow = evaluate(&model, &runs, RowSelect::Unseen, None, Some(1e9), None).unwrap();
