@@ -323,17 +323,36 @@ AUGUR_BALANCED(double, f64)
 // from a few very long ones (issue 18). L lanes per row, L from the mean row length (the host's
 // rule, adaptive_lanes in kernels/src/cuda/spmv.rs, passed as `lanes`): 1 below 16 entries, else
 // the power of two at or below a quarter of the mean, at most 32; a warp takes 32 / L consecutive rows, a block 8 warps. A row
-// of more than AD_LONG x L entries is left to its block: after the warps' rows, the block's 8
-// warps share its long rows in pieces of AD_PIECE entries, one warp per piece, added with atomics
-// into the row's y (zeroed first). So a row of 10^5 entries costs its block ~400 steps of 32
-// lanes, not ~10^5 / L steps of one group as in spmv_vector; a row of 10^6 or more still costs
-// one block ~10^6 / 256 steps (28-45x the best kernel on arrowhead and hub matrices).
+// of more than AD_LONG x L entries that stands out in its warp (more than AD_REL x the mean of
+// the warp's rows, or more than AD_FAR x AD_LONG x L entries) is left to its block: after the
+// warps' rows, the block's 8 warps share its long rows in pieces of AD_PIECE entries, one warp
+// per piece, added with atomics into the row's y (zeroed first). So a row of 10^5 entries costs
+// its block ~400 steps of 32 lanes, not ~10^5 / L steps of one group as in spmv_vector; a row of
+// 10^6 or more still costs one block ~10^6 / 256 steps (28-45x the best kernel on arrowhead and
+// hub matrices). A warp of rows of similar length (a run of equal rows, as A x I_k makes) keeps
+// them: every lane is busy there, and handing 256 such rows to the block, one warp each, made
+// the kernel 2-5x slower than scalar.
 #ifndef AD_LONG
 #error "AD_LONG comes from the host as -DAD_LONG=... (kernels/src/cuda/spmv.rs; kernels/src/cuda/module.rs)"
 #endif
 #ifndef AD_PIECE
 #error "AD_PIECE comes from the host as -DAD_PIECE=... (kernels/src/cuda/spmv.rs; kernels/src/cuda/module.rs)"
 #endif
+#if !defined(AD_REL) || !defined(AD_FAR)
+#error "AD_REL and AD_FAR come from the host as -D... (kernels/src/cuda/spmv.rs; kernels/src/cuda/module.rs)"
+#endif
+
+// A group of L lanes' sum of entries k0, k0 + L, ... below k1, reduced into its first lane.
+template <typename T, int L>
+__device__ __forceinline__ T group_sum(int k0, int k1, const int* __restrict__ idx,
+                                       const T* __restrict__ val, const T* __restrict__ x) {
+    T sum = 0;
+#pragma unroll 4
+    for (int k = k0; k < k1; k += L) sum += val[k] * load_x(x, idx[k]);
+#pragma unroll
+    for (int o = L / 2; o > 0; o /= 2) sum += WARP_SHFL_DOWN(0xffffffffu, sum, o, L);
+    return sum;
+}
 
 template <typename T>
 __device__ __forceinline__ void spmv_adaptive(int rows, int L, const int* __restrict__ ptr,
@@ -355,7 +374,14 @@ __device__ __forceinline__ void spmv_adaptive(int rows, int L, const int* __rest
         s = ptr[r];
         e = ptr[r + 1];
     }
-    const int lng = (long long)(e - s) > (long long)AD_LONG * L;
+    // The warp's rows: nv of them, `total` entries (the first row's start to the last's end).
+    const long long left = (long long)rows - first;
+    const int nv = left <= 0 ? 0 : (left < per_warp ? (int)left : per_warp);
+    const int s0 = WARP_SHFL(full, s, 0, 32);
+    const int e1 = WARP_SHFL(full, e, nv > 0 ? nv - 1 : 0, 32);
+    const long long len = (long long)e - s, total = (long long)e1 - s0;
+    const int lng = len > (long long)AD_LONG * L &&
+                    (len * nv > (long long)AD_REL * total || len > (long long)AD_FAR * AD_LONG * L);
     __syncthreads();
     if (lng) {
         s_row[atomicAdd(&s_n, 1)] = (int)r;
@@ -366,9 +392,18 @@ __device__ __forceinline__ void spmv_adaptive(int rows, int L, const int* __rest
     const int gs = WARP_SHFL(full, s, g, 32);
     const int ge = WARP_SHFL(full, lng ? s : e, g, 32);
     const int glong = WARP_SHFL(full, lng, g, 32);
-    T sum = 0;
-    for (int k = gs + sub; k < ge; k += L) sum += val[k] * load_x(x, idx[k]);
-    for (int o = L / 2; o > 0; o /= 2) sum += WARP_SHFL_DOWN(full, sum, o, L);
+    // L is the same on every lane: one branch, with the lane count known to the compiler so that
+    // the loop unrolls (a loop striding by a run-time L kept one load in flight per lane: 3.5x
+    // slower than scalar on rows of 40-70 entries).
+    T sum;
+    switch (L) {
+        case 1: sum = group_sum<T, 1>(gs + sub, ge, idx, val, x); break;
+        case 2: sum = group_sum<T, 2>(gs + sub, ge, idx, val, x); break;
+        case 4: sum = group_sum<T, 4>(gs + sub, ge, idx, val, x); break;
+        case 8: sum = group_sum<T, 8>(gs + sub, ge, idx, val, x); break;
+        case 16: sum = group_sum<T, 16>(gs + sub, ge, idx, val, x); break;
+        default: sum = group_sum<T, 32>(gs + sub, ge, idx, val, x); break;
+    }
     if (sub == 0 && first + g < rows && !glong) y[first + g] = sum;
     if (!__syncthreads_or(lng)) return;
     // The block's long rows: warp 0 counts their pieces, then every warp takes pieces in turn.

@@ -69,6 +69,8 @@ pub const SPMV_CSR: Source = Source {
         ("MT_ITEMS", super::spmv::MT_ITEMS),
         ("AD_LONG", super::spmv::AD_LONG),
         ("AD_PIECE", super::spmv::AD_PIECE),
+        ("AD_REL", super::spmv::AD_REL),
+        ("AD_FAR", super::spmv::AD_FAR),
     ],
     portable: true,
     prelude: "",

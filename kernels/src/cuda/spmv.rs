@@ -38,7 +38,9 @@ pub enum GpuKernel {
     /// `cusparseSpMV_preprocess`.
     Cusparse { alg2: bool },
     /// L lanes per row, L from the mean row length ([`adaptive_lanes`]), rows of more than
-    /// [`AD_LONG`] x L entries shared by their block in pieces of [`AD_PIECE`] entries (atomics).
+    /// [`AD_LONG`] x L entries that stand out in their warp (more than [`AD_REL`] x its mean row,
+    /// or [`AD_FAR`] x [`AD_LONG`] x L entries) shared by their block in pieces of [`AD_PIECE`]
+    /// entries (atomics).
     /// One launch, no setup: the known tier's hedge on large short-row matrices (near the best
     /// `vectorN` on regular rows, no row of 10^5 entries as slow as a vector kernel makes it;
     /// rows of 10^6 entries stay on one block each).
@@ -58,8 +60,13 @@ pub(crate) const LONG_CHUNK: usize = 4096;
 /// per thread.
 pub(crate) const MT_THREADS: u64 = BLOCK as u64;
 pub(crate) const MT_ITEMS: u64 = 5;
-/// The adaptive kernel leaves a row of more than this many entries per lane to its block.
+/// The adaptive kernel leaves a row of more than this many entries per lane to its block when
+/// the row stands out in its warp ([`AD_REL`], [`AD_FAR`]).
 pub(crate) const AD_LONG: u64 = 32;
+/// ... more than this many times the mean entries of its warp's rows,
+pub(crate) const AD_REL: u64 = 2;
+/// ... or more than this many times `AD_LONG` entries per lane whatever its warp.
+pub(crate) const AD_FAR: u64 = 2;
 /// Entries per piece (one warp) of the adaptive kernel's long rows.
 pub(crate) const AD_PIECE: u64 = 1024;
 /// Lane counts of the bins; a row of `len` entries goes to the smallest with len <= 4 x lanes.
