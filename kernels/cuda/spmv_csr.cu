@@ -338,8 +338,11 @@ AUGUR_BALANCED(double, f64)
 #ifndef AD_PIECE
 #error "AD_PIECE comes from the host as -DAD_PIECE=... (kernels/src/cuda/spmv.rs; kernels/src/cuda/module.rs)"
 #endif
-#if !defined(AD_REL) || !defined(AD_FAR)
-#error "AD_REL and AD_FAR come from the host as -D... (kernels/src/cuda/spmv.rs; kernels/src/cuda/module.rs)"
+#ifndef AD_REL
+#error "AD_REL comes from the host as -DAD_REL=... (kernels/src/cuda/spmv.rs; kernels/src/cuda/module.rs)"
+#endif
+#ifndef AD_FAR
+#error "AD_FAR comes from the host as -DAD_FAR=... (kernels/src/cuda/spmv.rs; kernels/src/cuda/module.rs)"
 #endif
 
 // A group of L lanes' sum of entries k0, k0 + L, ... below k1, reduced into its first lane.
