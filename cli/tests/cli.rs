@@ -48,6 +48,11 @@ fn stdout_ok(args: &[&str]) -> String {
     text(&out.stdout)
 }
 
+/// The standard output of a run that must succeed, as JSON.
+fn json_ok(args: &[&str]) -> serde_json::Value {
+    serde_json::from_str(&stdout_ok(args)).unwrap()
+}
+
 /// Every one of `wants` is in `s`.
 fn contains_all(s: &str, wants: &[&str]) {
     for want in wants {
@@ -61,15 +66,13 @@ fn matrix_info_json_on_specs_and_files() {
         "tiny.mtx",
         b"%%MatrixMarket matrix coordinate real general\n3 4 3\n1 1 1\n1 4 2\n3 2 3\n",
     );
-    let out = augur(&[
+    let v = json_ok(&[
         "matrix",
         "info",
         "--json",
         "stencil2d:nx=10",
         f.to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let a = v.as_array().unwrap();
     assert_eq!(a.len(), 2);
     assert_eq!(a[0]["name"], "stencil2d:nx=10,ny=10,points=5");
@@ -111,7 +114,7 @@ fn matrix_info_text_and_a_bad_file_among_good_ones() {
 
 #[test]
 fn spmv_cpu_runs_checks_and_reports_every_kernel() {
-    let out = augur(&[
+    let v = json_ok(&[
         "spmv",
         "--backend",
         "cpu",
@@ -121,8 +124,6 @@ fn spmv_cpu_runs_checks_and_reports_every_kernel() {
         "powerlaw:rows=3000,alpha=1.8",
         "stencil3d:nx=9",
     ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let rows = v.as_array().unwrap();
     assert_eq!(rows.len(), 8);
     for r in rows {
@@ -216,9 +217,7 @@ fn features_csv_and_json() {
         lines[2].starts_with("\"arrowhead:n=100,seed=1\",100,100,298,"),
         "{so}"
     );
-    let out = augur(&["features", "--json", "--known-only", "banded:n=50,bw=2"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json_ok(&["features", "--json", "--known-only", "banded:n=50,bw=2"]);
     assert_eq!(v[0]["schema_version"], 3);
     assert_eq!(v[0]["features"]["rows"], 50.0);
     assert!(
@@ -259,9 +258,7 @@ fn features_of_shapes_and_schemas() {
     assert_eq!(v[0]["features"]["bus_bytes"], 1048576.0);
 
     for (kind, version) in [("spmv", 3), ("attention", 1), ("message", 1)] {
-        let out = augur(&["features", "--kind", kind, "--schema"]);
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let v = json_ok(&["features", "--kind", kind, "--schema"]);
         assert_eq!(v["name"], kind);
         assert_eq!(v["version"], version);
         assert!(v["features"].as_array().unwrap().len() >= 16);
@@ -828,7 +825,7 @@ fn run_plans_explains_checks_and_reports() {
         .count();
     assert_eq!(setups, 1, "{s}");
     // JSON, a forced kernel, f64, gathering always.
-    let out = augur(&[
+    let v = json_ok(&[
         "run",
         "powerlaw:rows=2000,alpha=1.8",
         "--backend",
@@ -842,15 +839,13 @@ fn run_plans_explains_checks_and_reports() {
         "--check",
         "--json",
     ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["shards"][0]["decision"]["kernel"], "nnz-balanced");
     assert_eq!(v["shards"][0]["decision"]["forced"], true);
     assert_eq!(v["precision"], "f64");
     assert_eq!(v["check"][0]["passed"], true);
     assert!(v["per_iteration_s"].as_f64().unwrap() > 0.0);
     assert!(v["gb_per_s"].as_f64().unwrap() > 0.0);
-    let out = augur(&[
+    let v = json_ok(&[
         "run",
         "hubs:n=3000",
         "--backend",
@@ -859,8 +854,6 @@ fn run_plans_explains_checks_and_reports() {
         "always",
         "--json",
     ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["shards"][0]["decision"]["gathered"], true);
 }
 
@@ -1532,7 +1525,7 @@ fn overlap_eval_leaves_out_the_weights_the_model_saw() {
         rows.contains(",8192,9600,3000,pc-push:1:8,250.000,push:1,200.000,300.000,"),
         "{rows}"
     );
-    let out = augur(&[
+    let j = json_ok(&[
         "eval",
         runs,
         "--model",
@@ -1541,8 +1534,6 @@ fn overlap_eval_leaves_out_the_weights_the_model_saw() {
         "all",
         "--json",
     ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(j["layers"].as_array().unwrap().len(), 4, "{j}");
     for flag in ["--iterations", "--timing"] {
         let out = augur(&["eval", runs, "--model", "default-overlap", flag, "1"]);
