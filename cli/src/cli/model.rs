@@ -558,8 +558,8 @@ fn eval_overlap(
     ] {
         anyhow::ensure!(!given, "{flag} is not for an overlap model's evaluation");
     }
-    // 132 SMs per GPU (an H100 SXM, an H200), as `augur overlap train` assumes by default.
-    let layers = overlap::read_layers(files, 132)?;
+    // The SMs per GPU `augur overlap train` assumes by default.
+    let layers = overlap::read_layers(files, super::overlap::DEFAULT_SMS)?;
     let (rows, seen) = overlap::evaluate_model(m, &layers, a.rows == Rows::Unseen);
     let mut notes = Vec::new();
     if seen > 0 {

@@ -16,6 +16,10 @@ use clap::{Args, Subcommand, ValueEnum};
 mod tp;
 pub use tp::{OverlapRunArgs, TpArgs};
 
+/// SMs per GPU assumed for the overlap features' tile waves unless told: an H100 SXM's and an
+/// H200's. `overlap plan`, `overlap train` and `eval` of an overlap model take the same.
+pub(crate) const DEFAULT_SMS: usize = 132;
+
 #[derive(Subcommand, Debug)]
 pub enum OverlapCommand {
     /// Check augur's tensor-core GEMMs (by default the persistent TMA kernel on Hopper, 128 x 256
@@ -96,7 +100,7 @@ pub struct OverlapPlanArgs {
     #[arg(long, default_value = "")]
     device: String,
     /// SMs per GPU (132 on an H100 SXM and an H200).
-    #[arg(long, default_value_t = 132)]
+    #[arg(long, default_value_t = DEFAULT_SMS)]
     sms: usize,
 }
 
@@ -112,7 +116,7 @@ pub struct OverlapTrainArgs {
     #[arg(long)]
     force: bool,
     /// SMs per GPU (for the tile waves): 132 on an H100 SXM and an H200.
-    #[arg(long, default_value_t = 132)]
+    #[arg(long, default_value_t = DEFAULT_SMS)]
     sms: usize,
     /// Deepest tree tried.
     #[arg(long, default_value_t = 4)]
