@@ -356,10 +356,8 @@ pub fn evaluate(
                 let tree_s = s.costs[v] + features_s + charged_ns * 1e-9;
                 (model.kernels[v].clone(), tree_s)
             }),
-            per_tier: [Tier::Known, Tier::Sampled, Tier::Gathered].map(|t| {
-                let v = &buf[..f.len()];
-                let pick = model.selector(t).predict(v, s.k);
-                let kernel = model.guard(v, t, s.k, pick).map_or(pick, |(k, _)| k);
+            per_tier: Tier::ALL.map(|t| {
+                let kernel = model.choose_in(t, &buf[..f.len()], s.k).kernel;
                 let cost = s.costs[kernel] + s.tier_cost(t) + charged_ns * 1e-9;
                 (model.kernels[kernel].clone(), cost)
             }),

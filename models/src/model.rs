@@ -334,7 +334,14 @@ impl Model {
     /// and `k` iterations, without allocating.
     #[inline]
     pub fn choose_values(&self, values: &[f64], k: f64) -> Choice {
-        let tier = self.tier_for(values, k);
+        self.choose_in(self.tier_for(values, k), values, k)
+    }
+
+    /// The choice of `tier`'s selector, whatever the policy says, for schema-order feature values
+    /// (those of the tiers above `tier` may be NaN) and `k` iterations, the long-row guard
+    /// applied: what that tier alone would pick (`augur eval` compares the tiers with it).
+    #[inline]
+    pub fn choose_in(&self, tier: Tier, values: &[f64], k: f64) -> Choice {
         let pick = self.selector(tier).predict(values, k);
         match self.guard(values, tier, k, pick) {
             Some((kernel, v)) => Choice {
