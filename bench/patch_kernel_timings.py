@@ -14,20 +14,29 @@ if not timing_paths:
     sys.exit(__doc__)
 COLS = ["status", "error", "setup_s", "per_iter_s", "timing", "latency_s", "throughput_s",
         "graph_s", "batch", "reps"]
+NEED = ["matrix", "kernel", "device"] + COLS
+
+
+def rows_of(path):
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in NEED if c not in (reader.fieldnames or [])]
+        if missing:
+            sys.exit(f"{path}: not a runs CSV (no column {', '.join(missing)})")
+        return reader.fieldnames, list(reader)
+
+
 new = {}
 device = None
 for p in timing_paths:
-    for r in csv.DictReader(open(p)):
+    for r in rows_of(p)[1]:
         if r["kernel"] != kernel:
             sys.exit(f"{p}: a row of kernel {r['kernel']!r}, not {kernel!r}")
         device = device or r["device"]
         if r["device"] != device:
             sys.exit(f"{p}: device {r['device']!r}, not {device!r}")
         new[r["matrix"]] = r
-with open(runs_path, newline="") as f:
-    reader = csv.DictReader(f)
-    fields = reader.fieldnames
-    rows = list(reader)
+fields, rows = rows_of(runs_path)
 mine = [r for r in rows if r["kernel"] == kernel]
 if any(r["device"] != device for r in mine):
     sys.exit(f"{runs_path} was collected on another device than {device!r}")
