@@ -24,7 +24,8 @@ __device__ __forceinline__ void spmv_scalar(int rows, const int* __restrict__ pt
 
 // Row r with L consecutive lanes of a warp (lane = this thread's place among them), shuffle
 // reduction; lane 0 writes y[r]. A group of L lanes is either wholly active or wholly returned, so
-// its own mask is exact.
+// its own mask is exact. The loop is left to the compiler: unrolled as adaptive's group_sum is,
+// vector4-32 ran 3-10% slower on an H200 (bench/results/vector-unroll-h200-2026-11-29/).
 template <typename T, int L>
 __device__ __forceinline__ void lanes_row(int r, int lane, const int* __restrict__ ptr,
                                           const int* __restrict__ idx, const T* __restrict__ val,
