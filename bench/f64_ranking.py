@@ -6,11 +6,11 @@ Per iteration count k (cost = setup + latency + (k - 1) x per call) and nnz buck
 the fastest kernel is the same, the f64 slowdown of f32's fastest kernel (what a perfect f32
 selector would lose on f64), and the mean Spearman correlation of the two rankings. --subset
 writes the f32 rows of the matrices both runs hold (for `augur eval` side by side)."""
-import csv, math, sys, collections
+import csv, gzip, math, sys, collections
 
 def load(p):
     by = collections.defaultdict(dict)
-    rows = list(csv.DictReader(open(p)))
+    rows = list(csv.DictReader(gzip.open(p, "rt") if p.endswith(".gz") else open(p)))
     for r in rows:
         if r["status"] == "ok":
             by[(r["matrix"], r["source"])][r["kernel"]] = r

@@ -16,6 +16,13 @@ import sys
 from collections import defaultdict
 
 
+def open_csv(path):
+    """A CSV at `path`, or its gzipped copy `path.gz` (the committed results are gzipped)."""
+    import gzip
+    import os
+    return open(path) if os.path.exists(path) else gzip.open(path + ".gz", "rt")
+
+
 def med(v):
     v = [x for x in v if x is not None]
     return st.median(v) if v else float("nan")
@@ -63,7 +70,7 @@ def spmv(path):
 
 
 def attention(d):
-    runs = [r for r in csv.DictReader(open(f"{d}/attention-runs.csv")) if r["status"] == "ok"]
+    runs = [r for r in csv.DictReader(open_csv(f"{d}/attention-runs.csv")) if r["status"] == "ok"]
     base = [r for r in csv.DictReader(open(f"{d}/baselines.csv")) if r["status"] == "ok"]
     by = defaultdict(list)
     for r in runs:

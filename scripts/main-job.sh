@@ -112,10 +112,10 @@ echo "   attention runs committed under bench/results (\`augur collect attention
 echo "   with FlashAttention-2 varlen and PyTorch SDPA beside, in throughput and graph timing; then"
 echo "   the built-in model's pick for two shapes"
 att=bench/results/attention-grid-h200-2026-11-24
-"$augur" train "$att/attention-runs.csv" --out "$out/model-attention.json"
+"$augur" train "$att/attention-runs.csv.gz" --out "$out/model-attention.json"
 "$augur" export "$out/model-attention.json" --format text | tee "$out/model-attention.txt"
 for timing in throughput graph; do
-  "$augur" eval "$att/attention-runs.csv" --model "$out/model-attention.json" \
+  "$augur" eval "$att/attention-runs.csv.gz" --model "$out/model-attention.json" \
     --baselines "$att/baselines.csv" --timing "$timing" \
     --csv "$out/eval-attention-$timing.csv" | tee "$out/eval-attention-$timing.txt"
 done

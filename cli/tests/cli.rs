@@ -25,8 +25,23 @@ fn merge_twice_keeps_the_rows(dir: &std::path::Path, runs: &str) {
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(
         std::fs::read_to_string(&merged).unwrap().lines().count(),
-        std::fs::read_to_string(runs).unwrap().lines().count()
+        read_text(runs).lines().count()
     );
+}
+
+/// A text file's contents, gunzipped when its name ends in `.gz` (the committed results are
+/// gzipped; augur writes plain files).
+fn read_text(path: &str) -> String {
+    if !path.ends_with(".gz") {
+        return std::fs::read_to_string(path).unwrap();
+    }
+    let mut s = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap()),
+        &mut s,
+    )
+    .unwrap();
+    s
 }
 
 /// `augur collect` at one sample and no warm-up (quick; the timings are not what is tested) of
@@ -1003,7 +1018,7 @@ fn matrix_shards_reports_halo_and_all_gather_volumes() {
 fn attention_runs_train_export_eval_and_merge() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     let res = format!("{root}/bench/results/attention-grid-h200-2026-11-24");
-    let runs = format!("{res}/attention-runs.csv");
+    let runs = format!("{res}/attention-runs.csv.gz");
     let baselines = format!("{res}/baselines.csv");
     let dir = temp_dir("attention-cli");
     let model = dir.join("attention.json");
@@ -1071,7 +1086,8 @@ fn attention_runs_train_export_eval_and_merge() {
     let o = augur(&["eval", &runs, "--model", m, "--timing", "wall"]);
     assert!(!o.status.success() && text(&o.stderr).contains("timing `wall`"));
     // Runs of the first format (one per-launch figure) are refused with what to do.
-    let old = format!("{root}/bench/results/attention-grid-h200-2026-11-22-w3/attention-runs.csv");
+    let old =
+        format!("{root}/bench/results/attention-grid-h200-2026-11-22-w3/attention-runs.csv.gz");
     let o = augur(&["train", &old, "--out", m]);
     let e = text(&o.stderr);
     assert!(
@@ -1086,8 +1102,7 @@ fn attention_runs_train_export_eval_and_merge() {
     merge_twice_keeps_the_rows(&dir, &runs);
     // A damaged row names its file and line.
     let bad = dir.join("bad.csv");
-    let damaged: Vec<String> = std::fs::read_to_string(&runs)
-        .unwrap()
+    let damaged: Vec<String> = read_text(&runs)
         .lines()
         .take(4)
         .enumerate()
@@ -1274,7 +1289,7 @@ fn a_closed_stdout_ends_quietly() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_augur"))
         .args([
             "eval",
-            &format!("{res}/attention-runs.csv"),
+            &format!("{res}/attention-runs.csv.gz"),
             "--model",
             &format!("{root}/models/trained/attention-h200.json"),
             "--json",

@@ -52,7 +52,7 @@ const SHIPPED: [(&str, &str, &[&str]); 5] = [
     ),
     (
         "models/trained/attention-h200.json",
-        "bench/results/attention-grid-h200-2026-11-24/attention-runs.csv",
+        "bench/results/attention-grid-h200-2026-11-24/attention-runs.csv.gz",
         &[],
     ),
     (
@@ -183,7 +183,7 @@ fn headline_lines() -> Vec<String> {
     for timing in ["throughput", "graph"] {
         let v = json(&[
             "eval",
-            &path(&format!("{res}/attention-runs.csv")),
+            &path(&format!("{res}/attention-runs.csv.gz")),
             "--model",
             &path("models/trained/attention-h200.json"),
             "--baselines",

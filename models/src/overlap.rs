@@ -78,12 +78,7 @@ impl Layer {
 pub fn read_layers(paths: &[PathBuf], sms: usize) -> Result<Vec<Layer>, ModelError> {
     let mut layers: Vec<Layer> = Vec::new();
     for (run, path) in paths.iter().enumerate() {
-        let mut rdr = csv::ReaderBuilder::new()
-            .from_path(path)
-            .map_err(|e| ModelError::Io {
-                path: path.clone(),
-                msg: e.to_string(),
-            })?;
+        let mut rdr = crate::runs::csv_reader(&csv::ReaderBuilder::new(), path)?;
         let head = rdr
             .headers()
             .map_err(|e| bad(path, 1, e.to_string()))?

@@ -309,8 +309,28 @@ pub(crate) fn open_csv(
     path: &Path,
     expected: &[String],
     describe: impl Fn(usize, &str, &str) -> String,
-) -> Result<csv::Reader<std::fs::File>, ModelError> {
+) -> Result<CsvReader, ModelError> {
     open_csv_one_of(path, &[expected], describe).map(|(rdr, _)| rdr)
+}
+
+/// A CSV reader over a runs file.
+pub type CsvReader = csv::Reader<Box<dyn std::io::Read>>;
+
+/// `builder`'s reader over the file at `path`, gunzipped as it is read when the name ends in
+/// `.gz` (every runs table reads either way: `augur train runs.csv.gz`).
+pub fn csv_reader(builder: &csv::ReaderBuilder, path: &Path) -> Result<CsvReader, ModelError> {
+    let file = std::fs::File::open(path).map_err(|e| ModelError::Io {
+        path: path.to_path_buf(),
+        msg: e.to_string(),
+    })?;
+    let read: Box<dyn std::io::Read> = if path.extension().is_some_and(|e| e == "gz") {
+        Box::new(flate2::read::MultiGzDecoder::new(std::io::BufReader::new(
+            file,
+        )))
+    } else {
+        Box::new(file)
+    };
+    Ok(builder.from_reader(read))
 }
 
 /// [`open_csv`] for a file whose header may be any of `accepted` (the current one first, then
@@ -320,14 +340,8 @@ pub(crate) fn open_csv_one_of(
     path: &Path,
     accepted: &[&[String]],
     describe: impl Fn(usize, &str, &str) -> String,
-) -> Result<(csv::Reader<std::fs::File>, usize), ModelError> {
-    let mut rdr = csv::ReaderBuilder::new()
-        .flexible(false)
-        .from_path(path)
-        .map_err(|e| ModelError::Io {
-            path: path.to_path_buf(),
-            msg: e.to_string(),
-        })?;
+) -> Result<(CsvReader, usize), ModelError> {
+    let mut rdr = csv_reader(csv::ReaderBuilder::new().flexible(false), path)?;
     let h: Vec<String> = rdr
         .headers()
         .map_err(|e| bad(path, 1, e.to_string()))?
@@ -705,7 +719,7 @@ pub(crate) fn first_column_is(path: &Path, first: &str) -> bool {
 /// Whether the CSV at `path` has a header whose first columns are `columns` (reads the header
 /// only).
 pub(crate) fn header_starts_with(path: &Path, columns: &[&str]) -> bool {
-    csv::Reader::from_path(path)
+    csv_reader(&csv::ReaderBuilder::new(), path)
         .ok()
         .and_then(|mut r| {
             r.headers()
@@ -749,7 +763,7 @@ pub(crate) fn row_bytes(fields: Vec<String>) -> Result<Vec<u8>, ModelError> {
 /// Each record of `rdr` (from `path`) with its line, a malformed record an error at its line.
 pub(crate) fn records<'a>(
     path: &'a Path,
-    rdr: &'a mut csv::Reader<std::fs::File>,
+    rdr: &'a mut CsvReader,
 ) -> impl Iterator<Item = Result<(csv::StringRecord, u64), ModelError>> + 'a {
     rdr.records().map(move |rec| {
         let rec =

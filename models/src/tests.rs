@@ -137,6 +137,48 @@ fn runs_round_trip_and_later_rows_win() {
 }
 
 #[test]
+fn runs_read_gzipped_as_plain_and_name_a_damaged_file() {
+    use std::io::Write;
+    let r = synthetic(false);
+    let p = write_runs(&r, "gzipped");
+    let text = std::fs::read(&p).unwrap();
+    let gz = p.with_extension("csv.gz");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(&text).unwrap();
+    std::fs::write(&gz, enc.finish().unwrap()).unwrap();
+    let plain = Runs::read(std::slice::from_ref(&p)).unwrap();
+    let back = Runs::read(std::slice::from_ref(&gz)).unwrap();
+    assert_eq!(back.matrices.len(), plain.matrices.len());
+    for (a, b) in back.matrices.iter().zip(&plain.matrices) {
+        assert_eq!(a.info.matrix, b.info.matrix);
+        assert_eq!(a.kernels, b.kernels);
+    }
+    // A bad value inside the gzipped file: its name and line, as for a plain one.
+    let mut lines: Vec<String> = String::from_utf8(text)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    let mut cells: Vec<String> = lines[2].split(',').map(String::from).collect();
+    let n = cells.len();
+    cells[n - 5] = "fast".into(); // a timing column
+    lines[2] = cells.join(",");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all((lines.join("\n") + "\n").as_bytes()).unwrap();
+    std::fs::write(&gz, enc.finish().unwrap()).unwrap();
+    let e = Runs::read(std::slice::from_ref(&gz))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("runs.csv.gz:3") && e.contains("fast"), "{e}");
+    // Not gzip at all: an error naming the file, no panic.
+    std::fs::write(&gz, b"matrix,family\n").unwrap();
+    let e = Runs::read(std::slice::from_ref(&gz))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("runs.csv.gz"), "{e}");
+}
+
+#[test]
 fn runs_carry_the_upload_and_read_runs_from_before_it() {
     let mut r = synthetic(false);
     r.matrices[0].info.upload_s = Some(1e-3);

@@ -5,7 +5,7 @@
 # repeat itself (B). From the repository root, after `cargo build --release`.
 set -euo pipefail
 R=bench/results/spmv-repeat-h200-2026-11-28; T=${TMPD:-/tmp/rep}; mkdir -p "$T"
-target/release/augur collect merge --force --out "$T/B.csv" $R/runs-*.csv
+target/release/augur collect merge --force --out "$T/B.csv" $R/runs-*.csv.gz
 python3 - "$T" <<'PY'
 import csv, sys
 t = sys.argv[1]

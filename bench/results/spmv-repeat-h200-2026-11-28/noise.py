@@ -1,19 +1,19 @@
 #!/usr/bin/env python3
 # The run-to-run noise ceiling of the SpMV labels: the committed H200 runs (A) against this repeat (B), per (matrix, k):
 # the oracle kernel of one run scored on the other, and the per-kernel cost change. Usage: python3 bench/results/spmv-repeat-h200-2026-11-28/noise.py
-import csv,glob,collections,math,sys
+import csv,glob,gzip,collections,math,sys
 R='bench/results/spmv-repeat-h200-2026-11-28'
 def load(files):
     D=collections.defaultdict(dict); nnz={}
     for f in files:
-        for r in csv.DictReader(open(f)):
+        for r in csv.DictReader(gzip.open(f,'rt') if f.endswith('.gz') else open(f)):
             if r['status']!='ok': continue
             c=lambda k: float(r['setup_s'])+float(r['latency_s'])+(k-1)*float(r['per_iter_s'])
             D[r['matrix']][r['kernel']]={k:c(k) for k in (1,10,100)}
             nnz[r['matrix']]=int(r['nnz'])
     return D,nnz
 A,nnz=load(['datasets/runs/spmv-cuda-f32-h200.csv'])
-B,_=load(sorted(glob.glob(R+'/runs-*.csv')))
+B,_=load(sorted(glob.glob(R+'/runs-*.csv.gz')))
 g=lambda v: math.exp(sum(map(math.log,v))/len(v))
 def bucket(n): return 'nnz<1e5' if n<1e5 else ('1e5<=nnz<1e6' if n<1e6 else 'nnz>=1e6')
 cross=collections.defaultdict(list); cross2=collections.defaultdict(list); dev=collections.defaultdict(list); ties=collections.defaultdict(list)

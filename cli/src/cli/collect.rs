@@ -48,7 +48,7 @@ enum CollectSub {
 
 #[derive(Args, Debug)]
 struct MergeArgs {
-    /// Runs CSVs to merge.
+    /// Runs CSVs to merge (plain or gzipped, `.csv.gz`; the merge is written plain).
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
     /// Output CSV (must not exist unless --force).

@@ -15,7 +15,8 @@ use clap::{Args, ValueEnum};
 
 #[derive(Args, Debug)]
 pub struct TrainArgs {
-    /// Runs CSVs from `augur collect` (one backend and precision), or directories of them.
+    /// Runs CSVs from `augur collect` (one backend and precision; plain or gzipped, `.csv.gz`),
+    /// or directories of them.
     #[arg(required = true)]
     runs: Vec<PathBuf>,
     /// Where to write the model (JSON; replaced atomically). Never one of the runs files; an
@@ -115,7 +116,7 @@ enum Mode {
     PerK,
 }
 
-/// Runs files, with a directory standing for the `*.csv` files in it (sorted).
+/// Runs files, with a directory standing for the `*.csv` and `*.csv.gz` files in it (sorted).
 fn runs_files(args: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in args {
@@ -123,7 +124,10 @@ fn runs_files(args: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
             let mut v: Vec<PathBuf> = std::fs::read_dir(p)
                 .with_context(|| format!("read directory {}", p.display()))?
                 .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|f| f.extension().is_some_and(|x| x == "csv"))
+                .filter(|f| {
+                    let name = f.to_string_lossy();
+                    name.ends_with(".csv") || name.ends_with(".csv.gz")
+                })
                 .collect();
             v.sort();
             if v.is_empty() && p.join("MANIFEST.tsv").is_file() {
@@ -149,7 +153,7 @@ fn runs_files(args: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 /// Whether the first runs file is a comm runs table (by its first column).
 fn comm_runs(files: &[PathBuf]) -> bool {
     files.first().is_some_and(|f| {
-        csv::Reader::from_path(f)
+        augur_models::runs::csv_reader(&csv::ReaderBuilder::new(), f)
             .ok()
             .and_then(|mut r| {
                 r.headers()
@@ -446,7 +450,7 @@ enum Rows {
 
 #[derive(Args, Debug)]
 pub struct EvalArgs {
-    /// Runs CSVs from `augur collect`.
+    /// Runs CSVs from `augur collect` (plain or gzipped, `.csv.gz`).
     #[arg(required = true)]
     runs: Vec<PathBuf>,
     /// A model file, or a built-in one: `default-cpu`, `default-cuda` (the H100's), `default-cuda-h100`, `default-cuda-h200`, `default-comm`, `default-attention`, `default-overlap`.
