@@ -3,14 +3,14 @@
 # `#pragma unroll 4`) against the committed build, on one H200: `augur check --backend cuda` with
 # the new build, then `augur collect` of those kernels and scalar (the drift reference) on the
 # training set's shard 1/4 up to 1e7 nonzeros, the old build then the new, same machine.
-# With .carry/augur.xz (old) and .carry/augur_new.xz (new) and .carry/matrices, from the
-# repository root: bash bench/results/vector-unroll-h200-2026-11-29/screen.sh
+# With .carry/augur.xz (the committed build), .carry/augur_new.xz (built with unroll.patch
+# applied) and the matrices in $M (default .carry/matrices), from the repository root:
+#   bash bench/results/vector-unroll-h200-2026-11-29/screen.sh
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source bench/unpack-carry.sh
 M=${M:-.carry/matrices}
 export AUGUR_SHARED_MATRICES=$M
-
 timeout 200 .carry/augur_new check --backend cuda > "$OUT/check.txt" 2> "$OUT/check.err"
 echo "check rc=$?"; grep -E "vector|binned|matrices|fail" "$OUT/check.txt" | head -12
 mapfile -t specs < <(bash scripts/training-specs.sh 1e7 "$M")
