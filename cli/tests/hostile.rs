@@ -448,3 +448,53 @@ fn overlap_names_bad_kernels_and_block_counts_before_any_gpu() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Runs are read gzipped but written plain: `--out` ending in `.gz` is refused before anything is
+/// measured or written (`collect`, `collect merge`, `collect attention`), naming the plain name
+/// to use instead; a gzipped copy of a runs file merges like the file.
+#[test]
+fn runs_out_ending_in_gz_is_refused_and_gzipped_runs_merge() {
+    use std::io::Write;
+    let dir = temp_dir("hostile-gz-out");
+    let committed = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../bench/results/comm-model-h200-2026-11-22/train-runs.csv"
+    );
+    let gz = dir.join("runs.csv.gz");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(&std::fs::read(committed).unwrap()).unwrap();
+    std::fs::write(&gz, enc.finish().unwrap()).unwrap();
+    let out_gz = dir.join("out.csv.gz");
+    let o = out_gz.to_str().unwrap();
+    for args in [
+        quick_collect(o, &["stencil2d:nx=20"]),
+        vec!["collect", "merge", gz.to_str().unwrap(), "--out", o],
+        vec!["collect", "attention", "--out", o],
+    ] {
+        let r = augur(&args);
+        let e = err(&r);
+        assert!(!r.status.success(), "{args:?}: {e}");
+        assert!(
+            e.contains("plain CSV") && e.contains("out.csv"),
+            "{args:?}: {e}"
+        );
+        assert!(
+            !out_gz.exists(),
+            "{args:?}: {} was written",
+            out_gz.display()
+        );
+    }
+    let plain = dir.join("merged.csv");
+    let r = augur(&[
+        "collect",
+        "merge",
+        gz.to_str().unwrap(),
+        "--out",
+        plain.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", err(&r));
+    assert_eq!(
+        std::fs::read_to_string(&plain).unwrap().lines().count(),
+        std::fs::read_to_string(committed).unwrap().lines().count()
+    );
+}

@@ -315,6 +315,7 @@ pub fn collect(a: CollectArgs) -> anyhow::Result<ExitCode> {
         .chain([FA2.to_string()])
         .collect();
     let out = a.out.clone().expect("--out (clap)");
+    super::output::plain_runs_out(&out)?;
     // Shapes already complete in --out (with --resume).
     let mut done = std::collections::BTreeSet::new();
     if out.exists() {

@@ -115,6 +115,7 @@ pub fn run(c: CollectCmd) -> anyhow::Result<ExitCode> {
 }
 
 fn merge(m: MergeArgs) -> anyhow::Result<ExitCode> {
+    super::output::plain_runs_out(&m.out)?;
     if m.out.exists() && !m.force {
         bail!("{} exists; pass --force to replace it", m.out.display());
     }
@@ -290,6 +291,7 @@ impl Families {
 
 fn collect(a: CollectArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(a.reps >= 1, "--reps must be at least 1");
+    super::output::plain_runs_out(&a.out)?;
     let ks = augur_models::train::parse_iterations(&a.iterations).with_context(|| {
         format!(
             "--iterations `{}`: expected counts >= 1 separated by commas",

@@ -124,6 +124,7 @@ pub fn run(a: CommArgs) -> anyhow::Result<ExitCode> {
     if ordinals.len() < 2 {
         bail!("a collective needs at least 2 GPUs (--gpus or --devices)");
     }
+    super::output::plain_runs_out(&a.out)?;
     if a.out.exists() && !a.force {
         bail!("{} exists; pass --force to replace it", a.out.display());
     }

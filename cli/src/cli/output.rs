@@ -7,6 +7,21 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 
+/// A runs CSV is written plain, row by row (and appended to on `--resume`): a name ending in
+/// `.gz` is refused before anything is measured, rather than left holding text that no gzip
+/// reader opens. Runs read gzipped, so gzip it afterwards.
+pub(crate) fn plain_runs_out(path: &Path) -> anyhow::Result<()> {
+    if path.extension().is_some_and(|e| e == "gz") {
+        bail!(
+            "{}: runs are written as plain CSV; write {} and gzip it afterwards (augur reads \
+             .csv.gz runs as they are)",
+            path.display(),
+            path.with_extension("").display()
+        );
+    }
+    Ok(())
+}
+
 /// What an output is about to hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Writes {
