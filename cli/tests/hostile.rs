@@ -5,6 +5,12 @@ use std::process::{Command, Output};
 
 use augur_tests::temp_dir;
 
+/// A committed runs table (comm runs of two H200s) the tests copy and damage.
+const COMM_RUNS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../bench/results/comm-model-h200-2026-11-22/train-runs.csv"
+);
+
 fn augur(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_augur"))
         .args(args)
@@ -41,10 +47,7 @@ fn quick_collect<'a>(out: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
 #[test]
 fn outputs_never_overwrite_inputs_or_other_kinds() {
     let dir = temp_dir("hostile-outputs");
-    let committed = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../bench/results/comm-model-h200-2026-11-22/train-runs.csv"
-    );
+    let committed = COMM_RUNS;
     let runs = dir.join("runs.csv");
     std::fs::copy(committed, &runs).unwrap();
     let original = std::fs::read(&runs).unwrap();
@@ -456,10 +459,7 @@ fn overlap_names_bad_kernels_and_block_counts_before_any_gpu() {
 fn runs_out_ending_in_gz_is_refused_and_gzipped_runs_merge() {
     use std::io::Write;
     let dir = temp_dir("hostile-gz-out");
-    let committed = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../bench/results/comm-model-h200-2026-11-22/train-runs.csv"
-    );
+    let committed = COMM_RUNS;
     let gz = dir.join("runs.csv.gz");
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     enc.write_all(&std::fs::read(committed).unwrap()).unwrap();
