@@ -152,16 +152,7 @@ fn runs_files(args: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 
 /// Whether the first runs file is a comm runs table (by its first column).
 fn comm_runs(files: &[PathBuf]) -> bool {
-    files.first().is_some_and(|f| {
-        augur_models::runs::csv_reader(&csv::ReaderBuilder::new(), f)
-            .ok()
-            .and_then(|mut r| {
-                r.headers()
-                    .ok()
-                    .and_then(|h| h.get(0).map(comm::is_comm_header))
-            })
-            .unwrap_or(false)
-    })
+    files.first().is_some_and(|f| comm::is_comm_runs_file(f))
 }
 
 /// `augur train` on comm runs: one tree per collective, depth by cross-validation over sizes;
