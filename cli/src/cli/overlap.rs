@@ -485,8 +485,8 @@ fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
         let times = time_rotating(g.stream(), a.run.warmup, a.run.reps, ready.len(), |i| {
             g.launch(&mut d, &ready[i].1)
         })?;
-        // Checked again after the timed launches: a kernel that keeps state between launches
-        // (stream k's sum and counters, put back to zero by each launch) must leave it clean.
+        // Checked again after the timed launches: what one launch leaves behind (the split
+        // runs' partials, a kernel's workspace) must not change the next one's result.
         for (kernel, prep, passed, err) in ready.iter_mut() {
             let again = check_product(&g, &mut d, &p, &rows, &want, &kernel.name(), |d| {
                 g.launch(d, prep)
