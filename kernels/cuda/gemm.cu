@@ -161,7 +161,12 @@ __device__ __forceinline__ unsigned long long wg_desc(const void* p) {
 
 // One m64nNk16 product per call, accumulating into d (N / 2 floats per thread): the operand
 // lists of N = 128 (64 accumulators, then the descriptors at %64, %65 and the scale flag at %66)
-// and N = 256 (128 accumulators; %128-%130), and one specialization per type and width.
+// and N = 256 (128 accumulators; %128-%130); N = 32 and 64 (16 and 32 accumulators) for the
+// swapped TMA kernel's token tiles; one specialization per type and width.
+#define WG_REGS_32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
+#define WG_OUTS_32 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+#define WG_REGS_64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define WG_OUTS_64 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
 #define WG_REGS_128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
 #define WG_OUTS_128 "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 #define WG_REGS_256 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
@@ -180,6 +185,10 @@ __device__ __forceinline__ unsigned long long wg_desc(const void* p) {
     };
 template <typename TT, int N>
 struct Wg;
+AUGUR_WG_MMA(F16, "f16", 32, 16, 17, 18)
+AUGUR_WG_MMA(BF16, "bf16", 32, 16, 17, 18)
+AUGUR_WG_MMA(F16, "f16", 64, 32, 33, 34)
+AUGUR_WG_MMA(BF16, "bf16", 64, 32, 33, 34)
 AUGUR_WG_MMA(F16, "f16", 128, 64, 65, 66)
 AUGUR_WG_MMA(BF16, "bf16", 128, 64, 65, 66)
 AUGUR_WG_MMA(F16, "f16", 256, 128, 129, 130)
@@ -522,6 +531,7 @@ struct RowGate {
     const unsigned* flags;
     int rows_per_flag, m, seen;
     __device__ __forceinline__ int tile(int t) const { return t; }
+    __device__ __forceinline__ bool may_wait() const { return rows_per_flag > 0; }
     __device__ __forceinline__ void wait(int row0) {
         if (rows_per_flag > 0) wait_rows(flags, rows_per_flag, row0, m, seen);
     }
@@ -625,6 +635,165 @@ __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* t
     // Shared memory must outlive the stores that read it.
     if (lead && (threadIdx.x & 127) == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
 }
+
+// ---- Hopper, small M: the TMA kernel with the operands swapped ---------------------------
+//
+// gemm_tma_swap_{f16,bf16}_{32,64}: at decode-sized M (tens of tokens) gemm_tma's 128-row tiles
+// multiply mostly rows past M, and its products, not DRAM, bound how fast an SM streams the
+// weight (at M 32 it moves B at 2.85 TB/s against cuBLASLt's 3.9; cuBLASLt's kernel there,
+// nvjet_sm90_tst_128x32, swaps A and B: bench/results/small-m-gemm-h200-2026-11-29). Here the
+// weight is wgmma's A operand and the tokens its B: a work unit is 128 columns of C (n, B's
+// rows: 64 per consumer warpgroup, wgmma's M) by MT rows of C (m, A's rows: wgmma's N = MT)
+// over one of `splits` ranges of k, so each stage holds a 128 x 64 tile of B and an MT x 64
+// tile of A (20 or 24 KiB: SWAP_STAGES of them in flight), and the products cover at most MT - 1
+// rows past M. The accumulators are Cᵀ's: unsplit, a warpgroup writes its 64 x MT block
+// transposed into an MT x 64 staging box and stores it with one tensor-memory store (clipped
+// at the edges); split, each value goes to its partial ws[split][m][n], summed by
+// gemm_splitk_{f16,bf16} as for gemm_tma. The units are vblock, vblock + nblocks, ... (as for
+// gemm_tma). The weight does not wait for a gate that may hold it (`gate.may_wait()`): the
+// producer loads B's tiles of its first unit's first steps (up to SWAP_STAGES) before it waits
+// for A's rows, then their A tiles. The
+// gate's `wait(row0)` holds it for 128 rows from row0, more than MT: correct; its tile order is
+// not used, so a gate that orders tile rows takes M <= MT (one token tile).
+#ifndef SWAP_STAGES
+#error "SWAP_STAGES comes from the host as -DSWAP_STAGES=... (kernels/src/cuda/gemm/mod.rs; kernels/src/cuda/module.rs)"
+#endif
+template <typename TT, int MT, typename Gate>
+__device__ __forceinline__ void gemm_tma_swap(int m, int n, int k, const TensorMap* tma,
+                                              const TensorMap* tmb, const TensorMap* tmc,
+                                              int splits, int kt_per, float* __restrict__ ws,
+                                              int vblock, int nblocks, Gate gate) {
+    extern __shared__ __align__(16) unsigned char tma_raw[];
+    unsigned long long* bars = (unsigned long long*)tma_raw;
+    unsigned char* base = tma_raw + 2 * SWAP_STAGES * 8;
+    u16* smem = (u16*)(base + ((1024 - (smem_addr(base) & 1023)) & 1023));
+    const int B_TILE = 128 * 64, STAGE = (128 + MT) * 64;  // halves
+    // After the stages: each consumer warpgroup's MT x 64 staging box of C.
+    u16* cstage = smem + SWAP_STAGES * STAGE;
+    const int wg = threadIdx.x >> 7;
+    const int tiles_m = (m + MT - 1) / MT, tiles_n = (n + 127) / 128;
+    const int units = tiles_m * tiles_n * splits;
+    const int kt_all = (k + WG_BK - 1) / WG_BK;
+    auto full = [&](int s) { return smem_addr(bars + s); };
+    auto empty = [&](int s) { return smem_addr(bars + SWAP_STAGES + s); };
+    // Unit u: split u % splits of tile t = u / splits, the token tiles of a column of B next to
+    // each other (they share its B tile in L2).
+    auto unit = [&](int u) {
+        Unit r;
+        const int t = u / splits;
+        r.split = u % splits;
+        r.tile_m = t % tiles_m;
+        r.tile_n = t / tiles_m;
+        r.kt0 = r.split * kt_per;
+        r.kt1 = min(kt_all, r.kt0 + kt_per);
+        return r;
+    };
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < SWAP_STAGES; ++s) {
+            mbar_init(full(s), 1);
+            mbar_init(empty(s), 8);  // lane 0 of each consumer warp
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (wg == 0) {
+        if (threadIdx.x == 0) {
+            const int bytes = STAGE * 2;
+            int it = 0;
+            for (int u = vblock; u < units; u += nblocks) {
+                const Unit w = unit(u);
+                // Behind a gate that may hold it, the block's first unit: B of its first steps
+                // (every stage is free), the gate, then their A. Otherwise in turn, the gate
+                // first: B ahead costs the first stage its A's wait behind the B tiles (0.5-1 us
+                // at M 16 on an H200 with no gate), and at a later unit it would wait for stages
+                // still in use before the unit's first A.
+                const int ahead =
+                    u == vblock && gate.may_wait() ? min(w.kt1 - w.kt0, SWAP_STAGES) : 0;
+                for (int a = 0; a < ahead; ++a) {
+                    const int s = (it + a) % SWAP_STAGES, use = (it + a) / SWAP_STAGES;
+                    if (use > 0) mbar_wait(empty(s), (use - 1) & 1);
+                    mbar_expect_tx(full(s), bytes);
+                    tma_load(smem_addr(smem + s * STAGE), tmb, (w.kt0 + a) * WG_BK,
+                             w.tile_n * 128, full(s));
+                }
+                gate.wait(w.tile_m * MT);
+                for (int kt = w.kt0; kt < w.kt1; ++kt, ++it) {
+                    const int s = it % SWAP_STAGES;
+                    u16* st = smem + s * STAGE;
+                    if (kt - w.kt0 >= ahead) {
+                        const int use = it / SWAP_STAGES;
+                        if (use > 0) mbar_wait(empty(s), (use - 1) & 1);
+                        mbar_expect_tx(full(s), bytes);
+                        tma_load(smem_addr(st), tmb, kt * WG_BK, w.tile_n * 128, full(s));
+                    }
+                    tma_load(smem_addr(st + B_TILE), tma, kt * WG_BK, w.tile_m * MT, full(s));
+                }
+            }
+        }
+        return;
+    }
+    const int cw = wg - 1;  // consumer warpgroup: columns 64 cw .. 64 cw + 63 of the unit
+    const bool lead = (threadIdx.x & 31) == 0, wg_lead = (threadIdx.x & 127) == 0;
+    const int lane = threadIdx.x & 31, wq = (threadIdx.x >> 5) & 3;
+    const int g = lane >> 2, t = lane & 3;
+    u16* buf = cstage + cw * MT * 64;
+    float d[MT / 2];
+    int it = 0;
+    for (int u = vblock; u < units; u += nblocks) {
+        const Unit w = unit(u);
+#pragma unroll
+        for (int i = 0; i < MT / 2; ++i) d[i] = 0.0f;
+        for (int kt = w.kt0; kt < w.kt1; ++kt, ++it) {
+            int s = it % SWAP_STAGES;
+            mbar_wait(full(s), (it / SWAP_STAGES) & 1);
+            const u16* sa = smem + s * STAGE + cw * 64 * 64;
+            const u16* sb = smem + s * STAGE + B_TILE;
+            wg_step<TT, MT>(d, sa, sb);
+            if (kt > w.kt0 && lead) mbar_arrive(empty((it - 1) % SWAP_STAGES));
+        }
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        if (w.kt1 > w.kt0 && lead) mbar_arrive(empty((it - 1) % SWAP_STAGES));
+        const int tok0 = w.tile_m * MT, col0 = w.tile_n * 128 + cw * 64;
+        // Register 4 j + e: Cᵀ's row (column of C) 16 wq + g (+ 8 for e >= 2), its column (row
+        // of C) 8 j + 2 t + e % 2.
+        if (splits == 1) {
+            // The store from this box one unit before must have read it.
+            if (wg_lead) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+            asm volatile("bar.sync %0, 128;" ::"r"(1 + cw) : "memory");
+#pragma unroll
+            for (int j = 0; j < MT / 8; ++j) {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int tr = 8 * j + 2 * t + (e & 1), cn = 16 * wq + g + (e >> 1) * 8;
+                    buf[tr * 64 + (((cn >> 3) ^ (tr & 7)) << 3) + (cn & 7)] =
+                        (u16)(TT::pack(d[4 * j + e], 0.0f) & 0xFFFF);
+                }
+            }
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            asm volatile("bar.sync %0, 128;" ::"r"(1 + cw) : "memory");
+            if (wg_lead) {
+                asm volatile(
+                    "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], "
+                    "[%3];" ::"l"((unsigned long long)tmc),
+                    "r"(col0), "r"(tok0), "r"(smem_addr(buf))
+                    : "memory");
+                asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+            }
+        } else {
+            float* W = ws + (long long)w.split * m * n;
+#pragma unroll
+            for (int j = 0; j < MT / 8; ++j) {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int tr = tok0 + 8 * j + 2 * t + (e & 1);
+                    const int cn = col0 + 16 * wq + g + (e >> 1) * 8;
+                    if (tr < m && cn < n) W[(long long)tr * n + cn] = d[4 * j + e];
+                }
+            }
+        }
+    }
+    if (wg_lead) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
 #endif
 
 #define TMA_ARGS_BASE int m, int n, int k, const __grid_constant__ TensorMap tma, \
@@ -644,6 +813,22 @@ __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* t
 // The TMA kernels' four instances: each 16-bit type, tiles 256 and 128 wide.
 #define AUGUR_TMA_INSTANCES(K) K(F16, f16, 256) K(BF16, bf16, 256) K(F16, f16, 128) K(BF16, bf16, 128)
 AUGUR_TMA_INSTANCES(AUGUR_TMA)
+
+#ifdef AUGUR_WGMMA
+#define AUGUR_TMA_SWAP(T, TY, MT) \
+    extern "C" __global__ void __launch_bounds__(384, 1) gemm_tma_swap_##TY##_##MT(TMA_ARGS) { \
+        gemm_tma_swap<T, MT>(m, n, k, &tma, &tmb, &tmc, splits, kt_per, ws, blockIdx.x,         \
+                             gridDim.x, RowGate{flags, rows_per_flag, m, 0});                   \
+    }
+#else
+#define AUGUR_TMA_SWAP(T, TY, MT) \
+    extern "C" __global__ void gemm_tma_swap_##TY##_##MT(TMA_ARGS) { __trap(); }
+#endif
+// The swapped kernel's instances: each 16-bit type, token tiles of 32 and 64 rows.
+AUGUR_TMA_SWAP(F16, f16, 32)
+AUGUR_TMA_SWAP(BF16, bf16, 32)
+AUGUR_TMA_SWAP(F16, f16, 64)
+AUGUR_TMA_SWAP(BF16, bf16, 64)
 
 // C = the sum of the `splits` f32 partials ws[s][m][n], rounded to TT: four columns per thread
 // (n % 8 == 0).

@@ -114,6 +114,8 @@ struct FusedGate {
         }
         return (t + rank * rows / WG_BM) % tiles_m;
     }
+    // Peers' rows to wait for (the swapped GEMM loads B ahead of them).
+    __device__ __forceinline__ bool may_wait() const { return world > 1; }
     __device__ __forceinline__ void wait(int row0) {
         const int m = world * rows, per = rows / pieces;
         const int last = (min(row0 + WG_BM, m) - 1) / per;
@@ -144,7 +146,10 @@ struct FusedGate {
     __device__ __forceinline__ void finish() {}
 };
 
-template <typename TT, int BN>
+// SWAP = 0: the GEMM blocks run gemm_tma with BN-wide tiles; SWAP = 1 (gemm_tma_ag_swap_*, M <=
+// BN: decode-sized M, every GPU's rows in one token tile): gemm_tma_swap with token tiles BN
+// rows high, whose producer loads the weight's first stages before it waits for the peers' rows.
+template <typename TT, int BN, int SWAP = 0>
 __device__ __forceinline__ void gemm_tma_ag(int m, int n, int k, const TensorMap* tma,
                                             const TensorMap* tmb, const TensorMap* tmc,
                                             int splits, int kt_per, float* __restrict__ ws,
@@ -168,8 +173,13 @@ __device__ __forceinline__ void gemm_tma_ag(int m, int n, int k, const TensorMap
     g.epoch = epoch;
 #pragma unroll
     for (int i = 0; i < (MAX_RANKS * TP_MAX_PIECES + 31) / 32; ++i) g.seen[i] = 0;
-    gemm_tma<TT, BN>(m, n, k, tma, tmb, tmc, splits, kt_per, ws, r - copy_blocks,
-                     gridDim.x - copy_blocks, g);
+    if constexpr (SWAP) {
+        gemm_tma_swap<TT, BN>(m, n, k, tma, tmb, tmc, splits, kt_per, ws, r - copy_blocks,
+                              gridDim.x - copy_blocks, g);
+    } else {
+        gemm_tma<TT, BN>(m, n, k, tma, tmb, tmc, splits, kt_per, ws, r - copy_blocks,
+                         gridDim.x - copy_blocks, g);
+    }
 }
 #endif
 
@@ -186,6 +196,20 @@ __device__ __forceinline__ void gemm_tma_ag(int m, int n, int k, const TensorMap
     extern "C" __global__ void gemm_tma_ag_##TY##_##BN(TMA_AG_ARGS) { __trap(); }
 #endif
 AUGUR_TMA_INSTANCES(AUGUR_TMA_AG)
+#ifdef AUGUR_WGMMA
+#define AUGUR_TMA_AG_SWAP(T, TY, MT) \
+    extern "C" __global__ void __launch_bounds__(384, 1) gemm_tma_ag_swap_##TY##_##MT(TMA_AG_ARGS) { \
+        gemm_tma_ag<T, MT, 1>(m, n, k, &tma, &tmb, &tmc, splits, kt_per, ws, f, rank, world, rows,     \
+                              pieces, copy_blocks, epoch, push);                                     \
+    }
+#else
+#define AUGUR_TMA_AG_SWAP(T, TY, MT) \
+    extern "C" __global__ void gemm_tma_ag_swap_##TY##_##MT(TMA_AG_ARGS) { __trap(); }
+#endif
+AUGUR_TMA_AG_SWAP(F16, f16, 32)
+AUGUR_TMA_AG_SWAP(BF16, bf16, 32)
+AUGUR_TMA_AG_SWAP(F16, f16, 64)
+AUGUR_TMA_AG_SWAP(BF16, bf16, 64)
 
 // ---- Fused GEMM + reduce-scatter (issue 24's `fused-reduce:S`, `fused-reduce:0`) ------------
 //

@@ -515,8 +515,8 @@ fn gemm(a: GemmArgs) -> anyhow::Result<ExitCode> {
                 _ => String::new(),
             };
             // What the auto kernel ran: the tile width and split count.
-            let choice = match (kernel, prep.tma_tile()) {
-                (GemmKernel::TmaAuto, Some((bn, s))) => format!("128x{bn}_k{s}"),
+            let choice = match kernel {
+                GemmKernel::TmaAuto => prep.resolved().tma_label().unwrap_or_default(),
                 _ => String::new(),
             };
             println!(
@@ -596,8 +596,11 @@ fn arrive(a: ArriveArgs) -> anyhow::Result<ExitCode> {
         let want = reference_rows(&p, &rows);
         let mut d = g.upload(&p)?;
         let prep = g.prepare(&d, GemmKernel::TmaAuto)?;
-        let (bn, sp) = prep.tma_tile().expect("the auto kernel is the TMA kernel");
-        let kernel = format!("augur_tma_128x{bn}_k{sp}");
+        let label = prep.resolved().tma_label();
+        let kernel = format!(
+            "augur_tma_{}",
+            label.expect("the auto kernel is a TMA kernel")
+        );
         for &blocks in &a.blocks {
             let arr = g.arrivals(&d, blocks.min(shape.m))?;
             let mut passed = true;

@@ -134,6 +134,7 @@ pub const GEMM: Source = Source {
     defines: &[
         ("GEMM_STAGES", super::gemm::STAGES as u64),
         ("WG_STAGES", super::gemm::WG_STAGES as u64),
+        ("SWAP_STAGES", super::gemm::SWAP_STAGES as u64),
         ("MAX_RANKS", super::comm::MAX_RANKS as u64),
         ("TP_MAX_PIECES", super::gemm::tp::ag::MAX_PIECES as u64),
     ],

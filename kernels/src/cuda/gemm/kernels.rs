@@ -16,7 +16,10 @@ pub enum GemmKernel {
     /// producer warpgroup issuing tensor-memory copies, two consumer warpgroups multiplying with
     /// wgmma; k cut into `splits` ranges (1 to 16) whose f32 partials a second kernel sums.
     Tma { bn: usize, splits: usize },
-    /// The TMA kernel with the tile width and split count [`tma_choice`] picks for the shape.
+    /// gemm.cu's swapped TMA kernel (Hopper only) for small M: tiles of `mt` rows of C (mt = 32
+    /// or 64) by 128 columns, B's rows wgmma's M and A's its N; k cut as for [`GemmKernel::Tma`].
+    TmaSwap { mt: usize, splits: usize },
+    /// The TMA kernel (either) with the tile and split count [`tma_auto`] picks for the shape.
     TmaAuto,
     /// cuBLASLt's heuristic choice (f32 accumulation).
     CublasLt,
@@ -41,20 +44,33 @@ impl GemmKernel {
             GemmKernel::Wgmma { bn } => format!("augur_wgmma_128x{bn}"),
             GemmKernel::Tma { bn, splits: 1 } => format!("augur_tma_128x{bn}"),
             GemmKernel::Tma { bn, splits } => format!("augur_tma_128x{bn}_k{splits}"),
+            GemmKernel::TmaSwap { mt, splits: 1 } => format!("augur_tma_swap_{mt}x128"),
+            GemmKernel::TmaSwap { mt, splits } => format!("augur_tma_swap_{mt}x128_k{splits}"),
             GemmKernel::TmaAuto => "augur_tma_auto".into(),
             GemmKernel::CublasLt => "cublaslt".into(),
         }
     }
 
+    /// A TMA kernel's tile and split count, the split always said (`128x256_k1`,
+    /// `swap_32x128_k4`); None for the other kernels (and the auto kernel before it picked).
+    pub fn tma_label(self) -> Option<String> {
+        match self {
+            GemmKernel::Tma { bn, splits } => Some(format!("128x{bn}_k{splits}")),
+            GemmKernel::TmaSwap { mt, splits } => Some(format!("swap_{mt}x128_k{splits}")),
+            _ => None,
+        }
+    }
+
     /// The kernel of a [`GemmKernel::name`]: `augur_128x128`, `augur_64x128`,
-    /// `augur_wgmma_128x{128,256}`, `augur_tma_128x{128,256}[_k<splits>]`, `augur_tma_auto`,
-    /// `cublaslt`.
+    /// `augur_wgmma_128x{128,256}`, `augur_tma_128x{128,256}[_k<splits>]`,
+    /// `augur_tma_swap_{32,64}x128[_k<splits>]`, `augur_tma_auto`, `cublaslt`.
     pub fn parse(name: &str) -> Result<GemmKernel, KernelError> {
         let bad = || {
             KernelError::Invalid(format!(
                 "unknown GEMM kernel `{name}`: augur_128x128, augur_64x128, augur_wgmma_128x128, \
-                 augur_wgmma_128x256, augur_tma_128x256, augur_tma_128x128 (either with _k2 .. \
-                 _k16 for a split k), augur_tma_auto or cublaslt"
+                 augur_wgmma_128x256, augur_tma_128x256, augur_tma_128x128, \
+                 augur_tma_swap_32x128, augur_tma_swap_64x128 (each with _k2 .. _k16 for a split \
+                 k), augur_tma_auto or cublaslt"
             ))
         };
         let k = match name {
@@ -65,16 +81,27 @@ impl GemmKernel {
             "augur_tma_auto" => GemmKernel::TmaAuto,
             "cublaslt" => GemmKernel::CublasLt,
             t => {
-                let rest = t.strip_prefix("augur_tma_128x").ok_or_else(bad)?;
-                let (bn, splits) = match rest.split_once("_k") {
-                    Some((b, s)) => (b, s.parse::<usize>().map_err(|_| bad())?),
-                    None => (rest, 1),
+                // The tile's free side (bn of 128 x bn, mt of mt x 128) and the split.
+                let tile_split = |rest: &str, sizes: [usize; 2]| {
+                    let (size, splits) = match rest.split_once("_k") {
+                        Some((b, s)) => (b, s.parse::<usize>().map_err(|_| bad())?),
+                        None => (rest, 1),
+                    };
+                    let size = size.parse::<usize>().map_err(|_| bad())?;
+                    if !sizes.contains(&size) || !(1..=MAX_SPLITS).contains(&splits) {
+                        return Err(bad());
+                    }
+                    Ok((size, splits))
                 };
-                let bn = bn.parse::<usize>().map_err(|_| bad())?;
-                if !(bn == 128 || bn == 256) || !(1..=MAX_SPLITS).contains(&splits) {
-                    return Err(bad());
+                if let Some(rest) = t.strip_prefix("augur_tma_swap_") {
+                    let (mt, rest) = rest.split_once("x128").ok_or_else(bad)?;
+                    let (mt, splits) = tile_split(&format!("{mt}{rest}"), [32, 64])?;
+                    GemmKernel::TmaSwap { mt, splits }
+                } else {
+                    let rest = t.strip_prefix("augur_tma_128x").ok_or_else(bad)?;
+                    let (bn, splits) = tile_split(rest, [128, 256])?;
+                    GemmKernel::Tma { bn, splits }
                 }
-                GemmKernel::Tma { bn, splits }
             }
         };
         Ok(k)
@@ -83,6 +110,71 @@ impl GemmKernel {
 
 /// The most ranges the TMA kernel cuts k into.
 pub const MAX_SPLITS: usize = 16;
+
+/// The TMA kernel (either) for `shape` on `sms` multiprocessors. The swapped kernel where M is
+/// small: up to 64 rows (in token tiles of 32 rows up to M = 32, of 64 above), and beyond where
+/// its unsplit 64-row tiles fit in one wave (ceil(M / 64) x ceil(N / 128) <= sms), with the split
+/// [`tma_swap_choice`] picks; otherwise [`tma_choice`]'s tile and split. Measured on an H200
+/// (bench/results/small-m-gemm-h200-2026-11-29): at M 16-64 the swapped kernel ran at 0.85-1.14
+/// of cuBLASLt where the 128-row tiles ran at 0.50-0.79; at M 128 and 160 it was faster on the
+/// shapes whose tiles fit in one wave and slower on those whose tiles did not (56.5 against
+/// 48.7 us at 128 x 10240 x 7168). The rule first stopped at M 128; the held-out shapes at M 160
+/// moved it, and `validate.csv`'s shapes, new to both, check it.
+pub fn tma_auto(shape: GemmShape, sms: usize) -> GemmKernel {
+    let GemmShape { m, n, .. } = shape;
+    let sms = sms.max(1);
+    if m <= 64 || m.div_ceil(64) * n.div_ceil(128) <= sms {
+        let mt = if m <= 32 { 32 } else { 64 };
+        return GemmKernel::TmaSwap {
+            mt,
+            splits: tma_swap_choice(shape, mt, sms),
+        };
+    }
+    let (bn, splits) = tma_choice(shape, sms);
+    GemmKernel::Tma { bn, splits }
+}
+
+/// The swapped TMA kernel's split count for `shape` with token tiles `mt` rows high: the one of
+/// 1 to [`MAX_SPLITS`] with the least [`tma_swap_estimate_us`].
+pub fn tma_swap_choice(shape: GemmShape, mt: usize, sms: usize) -> usize {
+    let mut best = (f64::INFINITY, 1);
+    for splits in 1..=MAX_SPLITS {
+        if let Some(t) = tma_swap_estimate_us(shape, mt, splits, sms) {
+            if t < best.0 {
+                best = (t, splits);
+            }
+        }
+    }
+    best.1
+}
+
+/// The swapped TMA kernel's estimated time (microseconds), None for a split count that would
+/// leave a range empty or under 4 steps of 64. The weight streams: a unit costs its k steps, each
+/// moving a 128 x 64 tile of B and an mt x 64 tile of A into an SM at 100 GB/s, and each SM runs
+/// its share of the units one after the other; that and moving A, B and C once at 4.2 TB/s are
+/// combined as sqrt(a² + b²), and a split adds the partials written and read at 3 TB/s and 1 us
+/// for the summing kernel. Fitted on an H200's measurements of every split on 20 shapes (M 16 to
+/// 128; bench/results/small-m-gemm-h200-2026-11-29/first-build/sweep.csv): the split it picks ran
+/// at 0.99 of the best split there (geomean), 0.95 at worst. On layer shapes it was not fitted on
+/// (`validate.csv.gz` there, M 8-256), [`tma_auto`]'s pick ran at 0.98 of the best TMA candidate
+/// (geomean), 0.88 at worst.
+pub fn tma_swap_estimate_us(shape: GemmShape, mt: usize, splits: usize, sms: usize) -> Option<f64> {
+    let GemmShape { m, n, k } = shape;
+    let (kt_per, used) = split_steps(k, splits);
+    if used != splits || (splits > 1 && kt_per < 4) {
+        return None;
+    }
+    let units = m.div_ceil(mt.max(1)) * n.div_ceil(128) * splits;
+    let per_sm = units.div_ceil(sms.max(1)) as f64;
+    let step = ((128 + mt) * 64 * 2) as f64 / 100e3;
+    let sm = per_sm * kt_per as f64 * step;
+    let dram = ((m * k + n * k + m * n) * 2) as f64 / 4.2e6;
+    let mut t = sm.hypot(dram);
+    if splits > 1 {
+        t += 1.0 + (8 * splits * m * n) as f64 / 3.0e6;
+    }
+    Some(t)
+}
 
 /// The TMA kernel's tile width and split count for `shape` on `sms` multiprocessors: the
 /// candidate (128 x 256 or 128 x 128 tiles; k cut in 1, 2, 4, 8 or 16 ranges of at least 4
@@ -158,6 +250,8 @@ mod tests {
                 bn: 128,
                 splits: 16,
             },
+            GemmKernel::TmaSwap { mt: 32, splits: 1 },
+            GemmKernel::TmaSwap { mt: 64, splits: 7 },
         ]);
         for k in all {
             assert_eq!(GemmKernel::parse(&k.name()).unwrap(), k, "{}", k.name());
@@ -167,10 +261,53 @@ mod tests {
             "augur_tma_128x256_k0",
             "augur_tma_128x256_k17",
             "augur_tma_128x256_kx",
+            "augur_tma_swap_16x128",
+            "augur_tma_swap_32x256",
+            "augur_tma_swap_32x128_k0",
+            "augur_tma_swap_32x128_k17",
+            "augur_tma_swap_x128",
             "cublas",
         ] {
             let e = GemmKernel::parse(bad).unwrap_err().to_string();
             assert!(e.contains(bad), "{e}");
+        }
+    }
+
+    #[test]
+    fn tma_auto_swaps_the_operands_only_at_small_m() {
+        let sh = |m, n, k| GemmShape { m, n, k };
+        let swap = |m, n, k| match tma_auto(sh(m, n, k), 132) {
+            GemmKernel::TmaSwap { mt, splits } => Some((mt, splits)),
+            GemmKernel::Tma { .. } => None,
+            other => panic!("{other:?}"),
+        };
+        // Decode-sized M: token tiles of 32, then 64 rows; an N of 80 tiles is left unsplit,
+        // one of 16 tiles cut so that the units fill the SMs without a second wave.
+        assert_eq!(swap(32, 10240, 7168), Some((32, 1)));
+        let (mt, s) = swap(16, 2048, 3584).unwrap();
+        assert_eq!(mt, 32);
+        assert!((4..=8).contains(&s), "{s}");
+        assert_eq!(swap(64, 10240, 7168).map(|t| t.0), Some(64));
+        // M 128: swapped while its 64-row tiles fit in one wave, not when they would not.
+        assert!(swap(128, 7168, 5120).is_some());
+        assert_eq!(swap(128, 10240, 7168), None);
+        // Larger M: swapped only while the 64-row tiles fit in one wave.
+        assert!(swap(160, 4096, 3584).is_some());
+        assert_eq!(swap(160, 7168, 4096), None);
+        assert_eq!(swap(1024, 2048, 3584), None);
+        assert_eq!(
+            tma_auto(sh(8192, 8192, 8192), 132),
+            GemmKernel::Tma { bn: 256, splits: 1 }
+        );
+        // Every choice is a valid kernel whose split leaves no range empty.
+        for m in [1, 16, 33, 64, 100, 128] {
+            for (n, k) in [(1536, 4096), (4096, 1024), (8, 8), (10240, 64)] {
+                let kernel = tma_auto(sh(m, n, k), 132);
+                assert_eq!(GemmKernel::parse(&kernel.name()).unwrap(), kernel);
+                if let GemmKernel::TmaSwap { splits, .. } = kernel {
+                    assert_eq!(split_steps(k, splits).1, splits, "{m} {n} {k}");
+                }
+            }
         }
     }
 

@@ -27,13 +27,19 @@ pub mod tp;
 use crate::gemm::{from_half_bits, to_half_bits, GemmProblem, GemmShape};
 use crate::KernelError;
 pub use arrive::Arrivals;
-pub use kernels::{tma_choice, tma_estimate_us, GemmKernel, MAX_SPLITS};
+pub use kernels::{
+    tma_auto, tma_choice, tma_estimate_us, tma_swap_choice, tma_swap_estimate_us, GemmKernel,
+    MAX_SPLITS,
+};
 use lt_plan::LtPlan;
 
 /// Shared-memory stages of gemm.cu's mma.sync pipeline (GEMM_STAGES).
 pub const STAGES: usize = 3;
 /// Shared-memory stages of its wgmma pipeline (WG_STAGES), each a 128 x 64 tile of A and of B.
 pub const WG_STAGES: usize = 4;
+/// Shared-memory stages of the swapped TMA kernel (SWAP_STAGES), each a 128 x 64 tile of B and
+/// an mt x 64 tile of A.
+pub const SWAP_STAGES: usize = 8;
 const BN: usize = 128;
 const BK: usize = 32;
 
@@ -144,7 +150,8 @@ struct Launch {
 /// (taken in place of the pointers), the split of k, the f32 partials and the kernel that sums them.
 struct TmaLaunch {
     maps: (TensorMapArg, TensorMapArg, TensorMapArg),
-    bn: usize,
+    /// The kernel as launched (GemmKernel::Tma or GemmKernel::TmaSwap, the split as used).
+    kernel: GemmKernel,
     splits: usize,
     kt_per: usize,
     /// splits x m x n floats (one float when not split: the argument must point somewhere).
@@ -192,6 +199,12 @@ fn tma_smem(bn: usize) -> usize {
     WG_STAGES * (128 + bn) * 64 * 2 + 4 * 64 * 64 * 2 + 1024 + 2 * WG_STAGES * 8
 }
 
+/// The swapped TMA kernel's (token tiles `mt` rows high): barriers, 1 KiB of alignment, per
+/// stage a 128 x 64 tile of B and an mt x 64 tile of A, and two mt x 64 staging boxes of C.
+fn tma_swap_smem(mt: usize) -> usize {
+    SWAP_STAGES * (128 + mt) * 64 * 2 + 2 * mt * 64 * 2 + 1024 + 2 * SWAP_STAGES * 8
+}
+
 /// The row gate of a producer/consumer overlap: A's rows arrive in blocks of `rows_per_flag`,
 /// and the TMA kernel reads block b's rows once `flags[b]` is non-zero (set after the rows are in
 /// place: a `cuStreamWriteValue32` behind the copy on its stream, or a kernel's
@@ -229,11 +242,12 @@ pub struct GemmPrepared {
 }
 
 impl GemmPrepared {
-    /// The TMA kernel's tile width and split count as launched (None for other kernels).
-    pub fn tma_tile(&self) -> Option<(usize, usize)> {
+    /// The kernel as launched: for [`GemmKernel::TmaAuto`] the TMA kernel it picked, with the
+    /// split count it used (fewer where the last range would be empty, as for any TMA kernel).
+    pub fn resolved(&self) -> GemmKernel {
         match &self.run {
-            Ok(Launch { tma: Some(t), .. }) => Some((t.bn, t.splits)),
-            _ => None,
+            Ok(Launch { tma: Some(t), .. }) => t.kernel,
+            _ => self.kernel,
         }
     }
 }
@@ -373,32 +387,36 @@ impl CudaGemm {
                     None,
                 )
             }
-            GemmKernel::Tma { .. } | GemmKernel::TmaAuto => {
+            GemmKernel::Tma { .. } | GemmKernel::TmaSwap { .. } | GemmKernel::TmaAuto => {
                 hopper("TMA")?;
-                let (bn, splits) = match kernel {
-                    GemmKernel::Tma { bn, splits } => (bn, splits),
-                    _ => tma_choice(d.shape, self.multiprocessors),
+                let chosen = match kernel {
+                    GemmKernel::TmaAuto => tma_auto(d.shape, self.multiprocessors),
+                    k => k,
                 };
-                if !(bn == 128 || bn == 256) || !(1..=MAX_SPLITS).contains(&splits) {
-                    return Err(KernelError::Invalid(format!(
-                        "gemm.cu's TMA kernel has tiles 128 and 256 wide and 1 to {MAX_SPLITS} \
-                         splits of k, not {bn} and {splits}"
-                    )));
-                }
                 let s = &self.stream;
                 let ptrs = [
                     d.a.device_ptr(s).0,
                     d.b.device_ptr(s).0,
                     d.c.device_ptr(s).0,
                 ];
-                let (tma, smem) = self.tma_parts(ptrs, d.shape, d.dtype, bn, splits)?;
-                let tiles = m.div_ceil(128) * n.div_ceil(bn);
+                let (tma, smem) = self.tma_parts_of(ptrs, d.shape, d.dtype, chosen)?;
+                let (name, tiles) = match chosen {
+                    GemmKernel::TmaSwap { mt, .. } => (
+                        format!("gemm_tma_swap_{ty}_{mt}"),
+                        m.div_ceil(mt) * n.div_ceil(128),
+                    ),
+                    GemmKernel::Tma { bn, .. } => (
+                        format!("gemm_tma_{ty}_{bn}"),
+                        m.div_ceil(128) * n.div_ceil(bn),
+                    ),
+                    _ => unreachable!("a TMA kernel"),
+                };
                 let grid = (
                     (tiles * tma.splits).min(self.multiprocessors).max(1) as u32,
                     1,
                     1,
                 );
-                (format!("gemm_tma_{ty}_{bn}"), grid, 384, smem, Some(tma))
+                (name, grid, 384, smem, Some(tma))
             }
         };
         let f = self
@@ -428,26 +446,62 @@ impl CudaGemm {
     /// dynamic shared memory it takes (bytes).
     fn tma_parts(
         &self,
-        [a, b, c]: [u64; 3],
+        ptrs: [u64; 3],
         shape: GemmShape,
         dtype: Dtype,
         bn: usize,
         splits: usize,
+    ) -> Result<(TmaLaunch, usize), KernelError> {
+        self.tma_parts_of(ptrs, shape, dtype, GemmKernel::Tma { bn, splits })
+    }
+
+    /// [`CudaGemm::tma_parts`] for either TMA kernel (`GemmKernel::Tma` or
+    /// `GemmKernel::TmaSwap`).
+    fn tma_parts_of(
+        &self,
+        [a, b, c]: [u64; 3],
+        shape: GemmShape,
+        dtype: Dtype,
+        kernel: GemmKernel,
     ) -> Result<(TmaLaunch, usize), KernelError> {
         let GemmShape { m, n, k } = shape;
         let ty = match dtype {
             Dtype::Bf16 => "bf16",
             _ => "f16",
         };
+        // The box heights of A, B and C (64 columns of C a box) and the shared memory.
+        let (splits, boxes, smem) = match kernel {
+            GemmKernel::Tma { bn, splits } if bn == 128 || bn == 256 => {
+                (splits, (128, bn as u32, 64), tma_smem(bn))
+            }
+            GemmKernel::TmaSwap { mt, splits } if mt == 32 || mt == 64 => {
+                (splits, (mt as u32, 128, mt as u32), tma_swap_smem(mt))
+            }
+            _ => {
+                return Err(KernelError::Invalid(format!(
+                    "gemm.cu's TMA kernels have tiles 128 x 256, 128 x 128, 32 x 128 and 64 x \
+                     128, not {}",
+                    kernel.name()
+                )))
+            }
+        };
+        if !(1..=MAX_SPLITS).contains(&splits) {
+            return Err(KernelError::Invalid(format!(
+                "gemm.cu's TMA kernels cut k in 1 to {MAX_SPLITS} ranges, not {splits}"
+            )));
+        }
         // Equal ranges of whole steps of 64; fewer splits when the last would be empty.
         let (kt_per, splits) = kernels::split_steps(k, splits);
-        let smem = tma_smem(bn);
+        let kernel = match kernel {
+            GemmKernel::Tma { bn, .. } => GemmKernel::Tma { bn, splits },
+            GemmKernel::TmaSwap { mt, .. } => GemmKernel::TmaSwap { mt, splits },
+            k => k,
+        };
         let s = &self.stream;
         let maps = (
-            tensor_map(a, m, k, 128, dtype)?,
-            tensor_map(b, n, k, bn as u32, dtype)?,
-            // C [m][n] in 64 x 64 boxes.
-            tensor_map(c, m, n, 64, dtype)?,
+            tensor_map(a, m, k, boxes.0, dtype)?,
+            tensor_map(b, n, k, boxes.1, dtype)?,
+            tensor_map(c, m, n, boxes.2, dtype)?,
         );
         let ws_len = if splits > 1 { splits * m * n } else { 1 };
         // SAFETY: filled with NaN right below; each split's partial is then written whole by
@@ -473,7 +527,7 @@ impl CudaGemm {
         let no_flags = s.alloc_zeros::<u32>(1).map_err(drv("alloc"))?;
         let tma = TmaLaunch {
             maps,
-            bn,
+            kernel,
             splits,
             kt_per,
             ws,

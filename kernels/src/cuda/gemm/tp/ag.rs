@@ -57,7 +57,7 @@ use super::{set_up, wait_word, write_word};
 use super::{TpOp, TpPattern, TpResult};
 use crate::cuda::comm::{DeviceBuffer, MAX_RANKS};
 use crate::cuda::gemm::lt_plan::LtPlan;
-use crate::cuda::gemm::{drv, tma_choice, CudaGemm, TmaLaunch};
+use crate::cuda::gemm::{drv, tma_choice, tma_swap_choice, CudaGemm, GemmKernel, TmaLaunch};
 use crate::gemm::{check_rows, from_half_bits, reference_rows, to_half_bits};
 use crate::gemm::{GemmProblem, GemmShape};
 use crate::KernelError;
@@ -777,10 +777,23 @@ fn fused_launches(
     .map(|copy_blocks| {
         let sms = super::fused_sms(g, copy_blocks, "copy")?;
         let shape = GemmShape { m, n: n_r, k };
-        let (bn, splits) = tma_choice(shape, sms);
-        let (tma, _) = g.tma_parts([a, b, c], shape, dtype, bn, splits)?;
-        let (f, smem) = super::fused_function(g, "ag", dtype, bn)?;
-        let units = m.div_ceil(128) * n_r.div_ceil(bn) * tma.splits;
+        // Every GPU's rows in one token tile (M <= 64): the swapped GEMM (gemm.cu's
+        // gemm_tma_swap), else the 128-row tiles.
+        let (tma, f, smem, units) = if m <= 64 {
+            let mt = if m <= 32 { 32 } else { 64 };
+            let splits = tma_swap_choice(shape, mt, sms);
+            let kernel = GemmKernel::TmaSwap { mt, splits };
+            let (tma, smem) = g.tma_parts_of([a, b, c], shape, dtype, kernel)?;
+            let (f, smem) = super::fused_function_with(g, "ag_swap", dtype, mt, smem)?;
+            let units = n_r.div_ceil(128) * tma.splits;
+            (tma, f, smem, units)
+        } else {
+            let (bn, splits) = tma_choice(shape, sms);
+            let (tma, _) = g.tma_parts([a, b, c], shape, dtype, bn, splits)?;
+            let (f, smem) = super::fused_function(g, "ag", dtype, bn)?;
+            let units = m.div_ceil(128) * n_r.div_ceil(bn) * tma.splits;
+            (tma, f, smem, units)
+        };
         Ok(FusedLaunch {
             copy_blocks,
             f,

@@ -729,6 +729,18 @@ fn fused_function(
     dtype: augur_features::attention::Dtype,
     bn: usize,
 ) -> Result<(cudarc::driver::CudaFunction, usize), KernelError> {
+    fused_function_with(g, kind, dtype, bn, super::tma_smem(bn))
+}
+
+/// [`fused_function`] for a kernel taking `smem` bytes (`bn`: the size in its name: the swapped
+/// kernels' token tile, `gemm_tma_ag_swap_{type}_{mt}`).
+fn fused_function_with(
+    g: &CudaGemm,
+    kind: &str,
+    dtype: augur_features::attention::Dtype,
+    bn: usize,
+    smem: usize,
+) -> Result<(cudarc::driver::CudaFunction, usize), KernelError> {
     let ty = match dtype {
         augur_features::attention::Dtype::Bf16 => "bf16",
         _ => "f16",
@@ -738,7 +750,6 @@ fn fused_function(
         .module
         .load_function(&name)
         .map_err(|e| KernelError::Cuda(format!("kernel {name}: {e}")))?;
-    let smem = super::tma_smem(bn);
     f.set_attribute(
         cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
         smem as i32,
