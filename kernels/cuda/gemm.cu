@@ -549,6 +549,48 @@ struct RowGate {
     __device__ __forceinline__ void finish() {}
 };
 
+// The TMA kernels' shared memory at `raw`: STAGES "full" barriers (one arrival, the producer's,
+// with the stage's bytes) and STAGES "empty" ones (lane 0 of each of the 8 consumer warps), set
+// up by thread 0 before the block's barrier; then the stages, 1024-byte aligned (returned).
+template <int STAGES>
+__device__ __forceinline__ u16* tma_smem_init(unsigned char* raw) {
+    unsigned long long* bars = (unsigned long long*)raw;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(smem_addr(bars + s), 1);
+            mbar_init(smem_addr(bars + STAGES + s), 8);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    unsigned char* base = raw + 2 * STAGES * 8;
+    return (u16*)(base + ((1024 - (smem_addr(base) & 1023)) & 1023));
+}
+
+// A consumer warpgroup's k steps [kt0, kt1) of one unit into d (zeroed first; N / 2 floats): for
+// each step, wait for its stage to be full, multiply the stage's 64 rows at `a_off` by its N rows
+// at `b_off` (halves from the stage's start), and give the stage before back (its products are
+// done; this one's stay in flight); then wait for the last products and give the unit's last
+// stage back before the store, so that the next unit's loads overlap it. `it` counts the stages
+// used over the block's units; the stages' "full" barriers are bars[0, STAGES), "empty" ones
+// bars[STAGES, 2 STAGES).
+template <typename TT, int N, int STAGES>
+__device__ __forceinline__ void wg_consume(float* d, const u16* smem, int stage, int a_off,
+                                           int b_off, unsigned long long* bars, int kt0, int kt1,
+                                           int& it, bool lead) {
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) d[i] = 0.0f;
+    for (int kt = kt0; kt < kt1; ++kt, ++it) {
+        const int s = it % STAGES;
+        mbar_wait(smem_addr(bars + s), (it / STAGES) & 1);
+        const u16* st = smem + s * stage;
+        wg_step<TT, N>(d, st + a_off, st + b_off);
+        if (kt > kt0 && lead) mbar_arrive(smem_addr(bars + STAGES + (it - 1) % STAGES));
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    if (kt1 > kt0 && lead) mbar_arrive(smem_addr(bars + STAGES + (it - 1) % STAGES));
+}
+
 // The persistent TMA GEMM over the work units vblock, vblock + nblocks, ... (blockIdx.x and
 // gridDim.x, but for the fused kernel below, whose other blocks copy). `gate.tile` maps the
 // schedule's tile rows to the matrix's (both producer and consumers call it; it must not
@@ -561,8 +603,7 @@ __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* t
     extern __shared__ __align__(16) unsigned char tma_raw[];
     // Barriers first (2 x WG_STAGES x 8 bytes), then 1024-byte aligned stages.
     unsigned long long* bars = (unsigned long long*)tma_raw;
-    unsigned char* base = tma_raw + 2 * WG_STAGES * 8;
-    u16* smem = (u16*)(base + ((1024 - (smem_addr(base) & 1023)) & 1023));
+    u16* smem = tma_smem_init<WG_STAGES>(tma_raw);
     const int A_TILE = WG_BM * 64, STAGE = (WG_BM + BN) * 64;  // halves
     // After the stages: each consumer warpgroup's two 64 x 64 staging buffers of C.
     u16* cstage = smem + WG_STAGES * STAGE;
@@ -572,14 +613,6 @@ __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* t
     const int kt_all = (k + WG_BK - 1) / WG_BK;
     auto full = [&](int s) { return smem_addr(bars + s); };
     auto empty = [&](int s) { return smem_addr(bars + WG_STAGES + s); };
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < WG_STAGES; ++s) {
-            mbar_init(full(s), 1);
-            mbar_init(empty(s), 8);  // lane 0 of each consumer warp
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
     if (wg == 0) {
         if (threadIdx.x == 0) {
             const int bytes = STAGE * 2;
@@ -607,21 +640,8 @@ __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* t
     for (int u = vblock; u < units; u += nblocks) {
         Unit w = unit_of(u, tiles_m, tiles_n, splits, kt_per, kt_all);
         w.tile_m = gate.tile(w.tile_m);
-#pragma unroll
-        for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
-        for (int kt = w.kt0; kt < w.kt1; ++kt, ++it) {
-            int s = it % WG_STAGES;
-            mbar_wait(full(s), (it / WG_STAGES) & 1);
-            const u16* sa = smem + s * STAGE + cw * 64 * 64;
-            const u16* sb = smem + s * STAGE + A_TILE;
-            // This step's products stay in flight; the previous step's are done: its stage goes
-            // back.
-            wg_step<TT, BN>(d, sa, sb);
-            if (kt > w.kt0 && lead) mbar_arrive(empty((it - 1) % WG_STAGES));
-        }
-        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-        // The unit's last stage goes back before the store, so the next unit's loads overlap it.
-        if (w.kt1 > w.kt0 && lead) mbar_arrive(empty((it - 1) % WG_STAGES));
+        wg_consume<TT, BN, WG_STAGES>(d, smem, STAGE, cw * 64 * 64, A_TILE, bars, w.kt0, w.kt1,
+                                      it, lead);
         const int row0 = w.tile_m * WG_BM + cw * 64, col0 = w.tile_n * BN;
         if (splits == 1) {
             gate.template store<TT, BN>(d, cstage + cw * 2 * 64 * 64, tmc, row0, col0, 1 + cw,
@@ -665,8 +685,7 @@ __device__ __forceinline__ void gemm_tma_swap(int m, int n, int k, const TensorM
                                               int vblock, int nblocks, Gate gate) {
     extern __shared__ __align__(16) unsigned char tma_raw[];
     unsigned long long* bars = (unsigned long long*)tma_raw;
-    unsigned char* base = tma_raw + 2 * SWAP_STAGES * 8;
-    u16* smem = (u16*)(base + ((1024 - (smem_addr(base) & 1023)) & 1023));
+    u16* smem = tma_smem_init<SWAP_STAGES>(tma_raw);
     const int B_TILE = 128 * 64, STAGE = (128 + MT) * 64;  // halves
     // After the stages: each consumer warpgroup's MT x 64 staging box of C.
     u16* cstage = smem + SWAP_STAGES * STAGE;
@@ -688,14 +707,6 @@ __device__ __forceinline__ void gemm_tma_swap(int m, int n, int k, const TensorM
         r.kt1 = min(kt_all, r.kt0 + kt_per);
         return r;
     };
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < SWAP_STAGES; ++s) {
-            mbar_init(full(s), 1);
-            mbar_init(empty(s), 8);  // lane 0 of each consumer warp
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
     if (wg == 0) {
         if (threadIdx.x == 0) {
             const int bytes = STAGE * 2;
@@ -741,18 +752,8 @@ __device__ __forceinline__ void gemm_tma_swap(int m, int n, int k, const TensorM
     int it = 0;
     for (int u = vblock; u < units; u += nblocks) {
         const Unit w = unit(u);
-#pragma unroll
-        for (int i = 0; i < MT / 2; ++i) d[i] = 0.0f;
-        for (int kt = w.kt0; kt < w.kt1; ++kt, ++it) {
-            int s = it % SWAP_STAGES;
-            mbar_wait(full(s), (it / SWAP_STAGES) & 1);
-            const u16* sa = smem + s * STAGE + cw * 64 * 64;
-            const u16* sb = smem + s * STAGE + B_TILE;
-            wg_step<TT, MT>(d, sa, sb);
-            if (kt > w.kt0 && lead) mbar_arrive(empty((it - 1) % SWAP_STAGES));
-        }
-        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-        if (w.kt1 > w.kt0 && lead) mbar_arrive(empty((it - 1) % SWAP_STAGES));
+        wg_consume<TT, MT, SWAP_STAGES>(d, smem, STAGE, cw * 64 * 64, B_TILE, bars, w.kt0, w.kt1,
+                                        it, lead);
         const int tok0 = w.tile_m * MT, col0 = w.tile_n * 128 + cw * 64;
         // Register 4 j + e: Cᵀ's row (column of C) 16 wq + g (+ 8 for e >= 2), its column (row
         // of C) 8 j + 2 t + e % 2.

@@ -9,9 +9,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source bench/unpack-carry.sh
 A=.carry/augur
-K=cublaslt,augur_tma_auto
-for mt in 32 64; do for s in $(seq 1 16); do K+=",augur_tma_swap_${mt}x128_k$s"; done; done
-for bn in 256 128; do for s in 1 2 4 8 16; do K+=",augur_tma_128x${bn}_k$s"; done; done
+source bench/results/small-m-gemm-h200-2026-11-29/candidates.sh
 for ms in "16 24 48" "64 96 128 160"; do
   S=()
   for m in $ms; do for s in 1536,4096 4096,1024 7168,4096 4096,3584 8192,8192; do S+=("$m,$s"); done; done

@@ -8,9 +8,7 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source bench/unpack-carry.sh
 A=.carry/augur
-K=cublaslt,augur_tma_auto
-for mt in 32 64; do for s in $(seq 1 16); do K+=",augur_tma_swap_${mt}x128_k$s"; done; done
-for bn in 256 128; do for s in 1 2 4 8 16; do K+=",augur_tma_128x${bn}_k$s"; done; done
+source bench/results/small-m-gemm-h200-2026-11-29/candidates.sh
 for ms in "8 32 56 80" "112 144 192 256"; do
   S=()
   for m in $ms; do for s in 1792,5120 5120,1280 13824,5120 5120,6912; do S+=("$m,$s"); done; done
