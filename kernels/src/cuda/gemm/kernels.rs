@@ -61,6 +61,16 @@ impl GemmKernel {
         }
     }
 
+    /// A TMA kernel's tiles of C for an m x n product (None for the other kernels and the auto
+    /// kernel before it picked): 128 x bn tiles, or mt x 128 for the swapped kernel.
+    pub fn tma_tiles(self, m: usize, n: usize) -> Option<usize> {
+        match self {
+            GemmKernel::Tma { bn, .. } => Some(m.div_ceil(128) * n.div_ceil(bn)),
+            GemmKernel::TmaSwap { mt, .. } => Some(m.div_ceil(mt) * n.div_ceil(128)),
+            _ => None,
+        }
+    }
+
     /// The kernel of a [`GemmKernel::name`]: `augur_128x128`, `augur_64x128`,
     /// `augur_wgmma_128x{128,256}`, `augur_tma_128x{128,256}[_k<splits>]`,
     /// `augur_tma_swap_{32,64}x128[_k<splits>]`, `augur_tma_auto`, `cublaslt`.
@@ -124,7 +134,7 @@ pub fn tma_auto(shape: GemmShape, sms: usize) -> GemmKernel {
     let GemmShape { m, n, .. } = shape;
     let sms = sms.max(1);
     if m <= 64 || m.div_ceil(64) * n.div_ceil(128) <= sms {
-        let mt = if m <= 32 { 32 } else { 64 };
+        let mt = swap_token_tile(m);
         return GemmKernel::TmaSwap {
             mt,
             splits: tma_swap_choice(shape, mt, sms),
@@ -132,6 +142,15 @@ pub fn tma_auto(shape: GemmShape, sms: usize) -> GemmKernel {
     }
     let (bn, splits) = tma_choice(shape, sms);
     GemmKernel::Tma { bn, splits }
+}
+
+/// The swapped TMA kernel's token tile for M rows: 32 up to M 32, 64 above.
+pub fn swap_token_tile(m: usize) -> usize {
+    if m <= 32 {
+        32
+    } else {
+        64
+    }
 }
 
 /// The swapped TMA kernel's split count for `shape` with token tiles `mt` rows high: the one of
@@ -299,6 +318,16 @@ mod tests {
             tma_auto(sh(8192, 8192, 8192), 132),
             GemmKernel::Tma { bn: 256, splits: 1 }
         );
+        // Tiles of C: 128 x bn, or mt x 128 swapped; none for the other kernels.
+        let tiles = |k: GemmKernel| k.tma_tiles(33, 257);
+        assert_eq!(tiles(GemmKernel::Tma { bn: 256, splits: 1 }), Some(2));
+        assert_eq!(
+            tiles(GemmKernel::TmaSwap { mt: 32, splits: 4 }),
+            Some(2 * 3)
+        );
+        assert_eq!(tiles(GemmKernel::TmaSwap { mt: 64, splits: 1 }), Some(3));
+        assert_eq!(tiles(GemmKernel::CublasLt), None);
+        assert_eq!((swap_token_tile(32), swap_token_tile(33)), (32, 64));
         // Every choice is a valid kernel whose split leaves no range empty.
         for m in [1, 16, 33, 64, 100, 128] {
             for (n, k) in [(1536, 4096), (4096, 1024), (8, 8), (10240, 64)] {

@@ -28,8 +28,8 @@ use crate::gemm::{from_half_bits, to_half_bits, GemmProblem, GemmShape};
 use crate::KernelError;
 pub use arrive::Arrivals;
 pub use kernels::{
-    tma_auto, tma_choice, tma_estimate_us, tma_swap_choice, tma_swap_estimate_us, GemmKernel,
-    MAX_SPLITS,
+    swap_token_tile, tma_auto, tma_choice, tma_estimate_us, tma_swap_choice, tma_swap_estimate_us,
+    GemmKernel, MAX_SPLITS,
 };
 use lt_plan::LtPlan;
 
@@ -399,18 +399,13 @@ impl CudaGemm {
                     d.b.device_ptr(s).0,
                     d.c.device_ptr(s).0,
                 ];
-                let (tma, smem) = self.tma_parts_of(ptrs, d.shape, d.dtype, chosen)?;
-                let (name, tiles) = match chosen {
-                    GemmKernel::TmaSwap { mt, .. } => (
-                        format!("gemm_tma_swap_{ty}_{mt}"),
-                        m.div_ceil(mt) * n.div_ceil(128),
-                    ),
-                    GemmKernel::Tma { bn, .. } => (
-                        format!("gemm_tma_{ty}_{bn}"),
-                        m.div_ceil(128) * n.div_ceil(bn),
-                    ),
+                let (tma, smem) = self.tma_parts(ptrs, d.shape, d.dtype, chosen)?;
+                let name = match chosen {
+                    GemmKernel::TmaSwap { mt, .. } => format!("gemm_tma_swap_{ty}_{mt}"),
+                    GemmKernel::Tma { bn, .. } => format!("gemm_tma_{ty}_{bn}"),
                     _ => unreachable!("a TMA kernel"),
                 };
+                let tiles = chosen.tma_tiles(m, n).expect("a TMA kernel");
                 let grid = (
                     (tiles * tma.splits).min(self.multiprocessors).max(1) as u32,
                     1,
@@ -440,24 +435,11 @@ impl CudaGemm {
         })
     }
 
-    /// The TMA kernel's arguments for C = A Bᵀ on the buffers at `[a, b, c]` (`shape`,
-    /// 16-bit `dtype`), tiles `bn` wide and k in `splits` ranges (fewer where the last would be
-    /// empty): the tensor maps, the f32 partials (poisoned), the kernel that sums them; and the
-    /// dynamic shared memory it takes (bytes).
+    /// The arguments of `kernel` (`GemmKernel::Tma` or `GemmKernel::TmaSwap`) for C = A Bᵀ on the
+    /// buffers at `[a, b, c]` (`shape`, 16-bit `dtype`), k in its `splits` ranges (fewer where
+    /// the last would be empty): the tensor maps, the f32 partials (poisoned), the kernel that
+    /// sums them; and the dynamic shared memory it takes (bytes).
     fn tma_parts(
-        &self,
-        ptrs: [u64; 3],
-        shape: GemmShape,
-        dtype: Dtype,
-        bn: usize,
-        splits: usize,
-    ) -> Result<(TmaLaunch, usize), KernelError> {
-        self.tma_parts_of(ptrs, shape, dtype, GemmKernel::Tma { bn, splits })
-    }
-
-    /// [`CudaGemm::tma_parts`] for either TMA kernel (`GemmKernel::Tma` or
-    /// `GemmKernel::TmaSwap`).
-    fn tma_parts_of(
         &self,
         [a, b, c]: [u64; 3],
         shape: GemmShape,

@@ -57,7 +57,9 @@ use super::{set_up, wait_word, write_word};
 use super::{TpOp, TpPattern, TpResult};
 use crate::cuda::comm::{DeviceBuffer, MAX_RANKS};
 use crate::cuda::gemm::lt_plan::LtPlan;
-use crate::cuda::gemm::{drv, tma_choice, tma_swap_choice, CudaGemm, GemmKernel, TmaLaunch};
+use crate::cuda::gemm::{
+    drv, swap_token_tile, tma_choice, tma_swap_choice, CudaGemm, GemmKernel, TmaLaunch,
+};
 use crate::gemm::{check_rows, from_half_bits, reference_rows, to_half_bits};
 use crate::gemm::{GemmProblem, GemmShape};
 use crate::KernelError;
@@ -779,21 +781,24 @@ fn fused_launches(
         let shape = GemmShape { m, n: n_r, k };
         // Every GPU's rows in one token tile (M <= 64): the swapped GEMM (gemm.cu's
         // gemm_tma_swap), else the 128-row tiles.
-        let (tma, f, smem, units) = if m <= 64 {
-            let mt = if m <= 32 { 32 } else { 64 };
-            let splits = tma_swap_choice(shape, mt, sms);
-            let kernel = GemmKernel::TmaSwap { mt, splits };
-            let (tma, smem) = g.tma_parts_of([a, b, c], shape, dtype, kernel)?;
-            let (f, smem) = super::fused_function_with(g, "ag_swap", dtype, mt, smem)?;
-            let units = n_r.div_ceil(128) * tma.splits;
-            (tma, f, smem, units)
+        let kernel = if m <= 64 {
+            let mt = swap_token_tile(m);
+            GemmKernel::TmaSwap {
+                mt,
+                splits: tma_swap_choice(shape, mt, sms),
+            }
         } else {
             let (bn, splits) = tma_choice(shape, sms);
-            let (tma, _) = g.tma_parts([a, b, c], shape, dtype, bn, splits)?;
-            let (f, smem) = super::fused_function(g, "ag", dtype, bn)?;
-            let units = m.div_ceil(128) * n_r.div_ceil(bn) * tma.splits;
-            (tma, f, smem, units)
+            GemmKernel::Tma { bn, splits }
         };
+        let (tma, smem) = g.tma_parts([a, b, c], shape, dtype, kernel)?;
+        let (kind, size) = match kernel {
+            GemmKernel::TmaSwap { mt, .. } => ("ag_swap", mt),
+            GemmKernel::Tma { bn, .. } => ("ag", bn),
+            _ => unreachable!("a TMA kernel"),
+        };
+        let (f, smem) = super::fused_function_with(g, kind, dtype, size, smem)?;
+        let units = kernel.tma_tiles(m, n_r).expect("a TMA kernel") * tma.splits;
         Ok(FusedLaunch {
             copy_blocks,
             f,
