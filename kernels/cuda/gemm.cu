@@ -385,6 +385,27 @@ __device__ __forceinline__ void tma_load(unsigned dst, const TensorMap* map, int
 // with cp.async.bulk.tensor, which clips at the matrix edges. The stores run on while the
 // warpgroup goes on to its next unit; a buffer is refilled only once the store from it two boxes
 // before has read it, and the kernel waits for its stores at the end.
+// One tensor-memory store of the staging box at `buf` to (row0, col0) of the matrix `tmc` maps
+// (with ADD, added to what it holds: a reduction), committed as its own bulk group.
+template <bool ADD>
+__device__ __forceinline__ void tma_store_box(const TensorMap* tmc, int col0, int row0,
+                                              const void* buf) {
+    if (ADD) {
+        asm volatile(
+            "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, "
+            "{%1, %2}], [%3];" ::"l"((unsigned long long)tmc),
+            "r"(col0), "r"(row0), "r"(smem_addr(buf))
+            : "memory");
+    } else {
+        asm volatile(
+            "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], "
+            "[%3];" ::"l"((unsigned long long)tmc),
+            "r"(col0), "r"(row0), "r"(smem_addr(buf))
+            : "memory");
+    }
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+
 template <int BOXES, int BOX_COLS, bool ADD, typename Fill>
 __device__ __forceinline__ void wg_tma_boxes(u16* stage, const TensorMap* tmc, int row0, int col0,
                                              int bar_id, Fill fill) {
@@ -400,22 +421,7 @@ __device__ __forceinline__ void wg_tma_boxes(u16* stage, const TensorMap* tmc, i
         // The tensor-memory store reads shared memory through the async proxy.
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
-        if (lead) {
-            if (ADD) {
-                asm volatile(
-                    "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, "
-                    "{%1, %2}], [%3];" ::"l"((unsigned long long)tmc),
-                    "r"(col0 + b * BOX_COLS), "r"(row0), "r"(smem_addr(buf))
-                    : "memory");
-            } else {
-                asm volatile(
-                    "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], "
-                    "[%3];" ::"l"((unsigned long long)tmc),
-                    "r"(col0 + b * BOX_COLS), "r"(row0), "r"(smem_addr(buf))
-                    : "memory");
-            }
-            asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-        }
+        if (lead) tma_store_box<ADD>(tmc, col0 + b * BOX_COLS, row0, buf);
     }
 }
 
@@ -772,14 +778,7 @@ __device__ __forceinline__ void gemm_tma_swap(int m, int n, int k, const TensorM
             }
             asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
             asm volatile("bar.sync %0, 128;" ::"r"(1 + cw) : "memory");
-            if (wg_lead) {
-                asm volatile(
-                    "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], "
-                    "[%3];" ::"l"((unsigned long long)tmc),
-                    "r"(col0), "r"(tok0), "r"(smem_addr(buf))
-                    : "memory");
-                asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-            }
+            if (wg_lead) tma_store_box<false>(tmc, col0, tok0, buf);
         } else {
             float* W = ws + (long long)w.split * m * n;
 #pragma unroll
