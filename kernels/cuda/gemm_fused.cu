@@ -4,7 +4,7 @@
 
 // ---- Fused all-gather + GEMM (issue 24's fused pattern, `fused-pull:C:S`, `fused-push:C:S`) ---
 //
-// gemm_tma_ag_{f16,bf16}_{256,128}: one launch per GPU of a tensor-parallel layer's all-gather
+// gemm_tma_ag_{f16,bf16}_{256,192,128}: one launch per GPU of a tensor-parallel layer's all-gather
 // + GEMM, no global barrier: the grid's first `copy_blocks` blocks to start (by ticket, so that
 // the blocks the others wait for are running) move rows between the GPUs, the rest run the
 // persistent TMA GEMM over all of A, each tile once its rows are there. GPU `rank` holds rows
@@ -213,7 +213,7 @@ AUGUR_TMA_AG_SWAP(BF16, bf16, 64)
 
 // ---- Fused GEMM + reduce-scatter (issue 24's `fused-reduce:S`, `fused-reduce:0`) ------------
 //
-// gemm_tma_rs_{f16,bf16}_{256,128}: one launch per GPU of a row-parallel layer's GEMM +
+// gemm_tma_rs_{f16,bf16}_{256,192,128}: one launch per GPU of a row-parallel layer's GEMM +
 // reduce-scatter. GPU `rank` holds its columns of A (M x k) and of B (n x k) and receives rows
 // [rank * rows, (rank + 1) * rows) of the sum over the GPUs of A_r B_rᵀ. The grid's first
 // `reduce_blocks` blocks to start (by ticket) sum; the others run the persistent TMA GEMM over all
@@ -232,7 +232,7 @@ AUGUR_TMA_AG_SWAP(BF16, bf16, 64)
 // a call, a warpgroup waits for that peer's ready word in this GPU's memory to reach the call's
 // epoch (the peer has started the call: its last call's sums are done).
 //
-// gemm_tma_rsa_{f16,bf16}_{256,128} (`fused-reduce:0`): the same GEMM with no staging and no
+// gemm_tma_rsa_{f16,bf16}_{256,192,128} (`fused-reduce:0`): the same GEMM with no staging and no
 // summing blocks: each half-tile is added into the owner's rows of the sum (`out`, zeroed by the
 // owner before its ready word) by a tensor-memory reduction (cp.reduce.async.bulk.tensor .add, in
 // the 16-bit type; the small-M pairs by red.add.noftz), counted as above, and the first block to

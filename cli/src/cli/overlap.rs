@@ -230,9 +230,9 @@ pub struct GemmArgs {
     shapes: Vec<String>,
     #[command(flatten)]
     run: GemmRunArgs,
-    /// Kernels to compare, comma-separated (default: augur_tma_128x256, augur_tma_128x128,
-    /// augur_tma_auto, cublaslt). The TMA kernel also with a split k (augur_tma_128x256_k4); the
-    /// earlier steps as augur_128x128, augur_64x128 (mma.sync), augur_wgmma_128x128 and
+    /// Kernels to compare, comma-separated (default: augur_tma_128x256, augur_tma_128x192,
+    /// augur_tma_128x128, augur_tma_auto, cublaslt). The TMA kernel also with a split k
+    /// (augur_tma_128x256_k4) or its operands swapped (augur_tma_swap_32x128_k4); the earlier steps as augur_128x128, augur_64x128 (mma.sync), augur_wgmma_128x128 and
     /// augur_wgmma_128x256.
     #[arg(long, value_delimiter = ',')]
     kernels: Vec<String>,

@@ -12,8 +12,8 @@ pub enum GemmKernel {
     /// gemm.cu's wgmma kernel (Hopper only): 128 x `bn` tiles (bn = 128 or 256), two
     /// warpgroups.
     Wgmma { bn: usize },
-    /// gemm.cu's TMA kernel (Hopper only), persistent: 128 x `bn` tiles (bn = 256 or 128), a
-    /// producer warpgroup issuing tensor-memory copies, two consumer warpgroups multiplying with
+    /// gemm.cu's TMA kernel (Hopper only), persistent: 128 x `bn` tiles (bn: one of
+    /// [`TMA_WIDTHS`]), a producer warpgroup issuing tensor-memory copies, two consumer warpgroups multiplying with
     /// wgmma; k cut into `splits` ranges (1 to 16) whose f32 partials a second kernel sums.
     Tma { bn: usize, splits: usize },
     /// gemm.cu's swapped TMA kernel (Hopper only) for small M: tiles of `mt` rows of C (mt = 32
@@ -26,12 +26,13 @@ pub enum GemmKernel {
 }
 
 impl GemmKernel {
-    /// The kernels `augur overlap gemm` compares by default: the TMA kernel unsplit in both tile
-    /// widths, as chosen per shape, and cuBLASLt (the mma.sync and the wgmma kernels without TMA,
+    /// The kernels `augur overlap gemm` compares by default: the TMA kernel unsplit in each tile
+    /// width, as chosen per shape, and cuBLASLt (the mma.sync and the wgmma kernels without TMA,
     /// the steps on the way at 0.3-0.45 of cuBLASLt, by name only).
-    pub fn all() -> [GemmKernel; 4] {
+    pub fn all() -> [GemmKernel; 5] {
         [
             GemmKernel::Tma { bn: 256, splits: 1 },
+            GemmKernel::Tma { bn: 192, splits: 1 },
             GemmKernel::Tma { bn: 128, splits: 1 },
             GemmKernel::TmaAuto,
             GemmKernel::CublasLt,
@@ -72,13 +73,13 @@ impl GemmKernel {
     }
 
     /// The kernel of a [`GemmKernel::name`]: `augur_128x128`, `augur_64x128`,
-    /// `augur_wgmma_128x{128,256}`, `augur_tma_128x{128,256}[_k<splits>]`,
+    /// `augur_wgmma_128x{128,256}`, `augur_tma_128x{128,192,256}[_k<splits>]`,
     /// `augur_tma_swap_{32,64}x128[_k<splits>]`, `augur_tma_auto`, `cublaslt`.
     pub fn parse(name: &str) -> Result<GemmKernel, KernelError> {
         let bad = || {
             KernelError::Invalid(format!(
                 "unknown GEMM kernel `{name}`: augur_128x128, augur_64x128, augur_wgmma_128x128, \
-                 augur_wgmma_128x256, augur_tma_128x256, augur_tma_128x128, \
+                 augur_wgmma_128x256, augur_tma_128x256, augur_tma_128x192, augur_tma_128x128, \
                  augur_tma_swap_32x128, augur_tma_swap_64x128 (each with _k2 .. _k16 for a split \
                  k), augur_tma_auto or cublaslt"
             ))
@@ -92,7 +93,7 @@ impl GemmKernel {
             "cublaslt" => GemmKernel::CublasLt,
             t => {
                 // The tile's free side (bn of 128 x bn, mt of mt x 128) and the split.
-                let tile_split = |rest: &str, sizes: [usize; 2]| {
+                let tile_split = |rest: &str, sizes: &[usize]| {
                     let (size, splits) = match rest.split_once("_k") {
                         Some((b, s)) => (b, s.parse::<usize>().map_err(|_| bad())?),
                         None => (rest, 1),
@@ -105,11 +106,11 @@ impl GemmKernel {
                 };
                 if let Some(rest) = t.strip_prefix("augur_tma_swap_") {
                     let (mt, rest) = rest.split_once("x128").ok_or_else(bad)?;
-                    let (mt, splits) = tile_split(&format!("{mt}{rest}"), [32, 64])?;
+                    let (mt, splits) = tile_split(&format!("{mt}{rest}"), &[32, 64])?;
                     GemmKernel::TmaSwap { mt, splits }
                 } else {
                     let rest = t.strip_prefix("augur_tma_128x").ok_or_else(bad)?;
-                    let (bn, splits) = tile_split(rest, [128, 256])?;
+                    let (bn, splits) = tile_split(rest, &TMA_WIDTHS)?;
                     GemmKernel::Tma { bn, splits }
                 }
             }
@@ -117,6 +118,9 @@ impl GemmKernel {
         Ok(k)
     }
 }
+
+/// The TMA kernel's tile widths (its tiles are 128 x bn): gemm.cu's `gemm_tma_*_{256,192,128}`.
+pub const TMA_WIDTHS: [usize; 3] = [256, 192, 128];
 
 /// The most ranges the TMA kernel cuts k into.
 pub const MAX_SPLITS: usize = 16;
@@ -196,11 +200,11 @@ pub fn tma_swap_estimate_us(shape: GemmShape, mt: usize, splits: usize, sms: usi
 }
 
 /// The TMA kernel's tile width and split count for `shape` on `sms` multiprocessors: the
-/// candidate (128 x 256 or 128 x 128 tiles; k cut in 1, 2, 4, 8 or 16 ranges of at least 4
-/// steps of 64) with the least estimated time ([`tma_estimate_us`]).
+/// candidate (128 x bn tiles, bn one of [`TMA_WIDTHS`]; k cut in 1, 2, 4, 8 or 16 ranges of at
+/// least 4 steps of 64) with the least estimated time ([`tma_estimate_us`]).
 pub fn tma_choice(shape: GemmShape, sms: usize) -> (usize, usize) {
     let mut best = (f64::INFINITY, 256, 1);
-    for bn in [256usize, 128] {
+    for bn in TMA_WIDTHS {
         for splits in [1usize, 2, 4, 8, 16] {
             if let Some(t) = tma_estimate_us(shape, bn, splits, sms) {
                 if t < best.0 {
@@ -241,7 +245,7 @@ pub fn tma_estimate_us(shape: GemmShape, bn: usize, splits: usize, sms: usize) -
     }
     let units = m.div_ceil(128) * n.div_ceil(bn) * splits;
     let per_sm = units.div_ceil(sms.max(1)) as f64;
-    let products = (128 * bn * 64 * 2) as f64 / 7.5e6 * if bn == 128 { 1.4 } else { 1.0 };
+    let products = (128 * bn * 64 * 2) as f64 / 7.5e6 * width_factor(bn);
     let loads = ((bn + m.min(128)) * 64 * 2) as f64 / 80e3;
     let sm = per_sm * (kt_per as f64 * products.max(loads) + 3.0);
     let dram = ((m * k + n * k + m * n) * 2) as f64 / 3.0e6;
@@ -250,6 +254,21 @@ pub fn tma_estimate_us(shape: GemmShape, bn: usize, splits: usize, sms: usize) -
         t += 2.0 + (8 * splits * m * n) as f64 / 3.0e6;
     }
     Some(t)
+}
+
+/// A step's products at tile width `bn`, relative to their cost at the 7.5 TFLOP/s per SM of a
+/// 256-wide step: a narrower step keeps the same pipeline for fewer products. A 128-wide step
+/// costs 0.7 of a 256-wide one (fitted with the estimate above). A 192-wide one costs 1.15 x 0.75
+/// = 0.86 of it: on an H200's measurements of every width and split of 1, 2, 4 and 8 on 48 mid-band
+/// shapes (one GPU's share of the 4-GPU layers at M 256-4096;
+/// bench/results/tile-192-h200-2026-11-29/fit.csv), any factor from 1.0 to 1.2 chose at 0.995 of
+/// the best candidate (geomean), 0.93 at worst; 1.25 and above gave up shapes where 192 wins.
+fn width_factor(bn: usize) -> f64 {
+    match bn {
+        128 => 1.4,
+        192 => 1.15,
+        _ => 1.0,
+    }
 }
 
 #[cfg(test)]
@@ -265,6 +284,7 @@ mod tests {
             GemmKernel::Wgmma { bn: 128 },
             GemmKernel::Wgmma { bn: 256 },
             GemmKernel::Tma { bn: 256, splits: 4 },
+            GemmKernel::Tma { bn: 192, splits: 3 },
             GemmKernel::Tma {
                 bn: 128,
                 splits: 16,
@@ -277,6 +297,7 @@ mod tests {
         }
         for bad in [
             "augur_tma_128x64",
+            "augur_tma_128x160",
             "augur_tma_128x256_k0",
             "augur_tma_128x256_k17",
             "augur_tma_128x256_kx",
@@ -348,6 +369,11 @@ mod tests {
         // Decode-sized M on a narrow N: 6 tiles of 128 x 256 for 132 SMs, k cut.
         let (_, s) = tma_choice(sh(16, 1536, 4096), 132);
         assert!(s >= 8, "{s}");
+        // 192-wide tiles where they fill the SMs and the others leave a wave part-empty:
+        // 2048 x 1536 is 128 tiles of 128 x 192 (96 of 128 x 256, 192 of 128 x 128).
+        assert_eq!(tma_choice(sh(2048, 1536, 4096), 132), (192, 1));
+        assert_eq!(tma_choice(sh(3072, 1536, 4096), 132).0, 192);
+        assert_eq!(tma_choice(sh(4096, 4096, 3584), 132), (256, 1));
         // Short k is never cut below 4 steps of 64.
         let (_, s) = tma_choice(sh(16, 1536, 256), 132);
         assert_eq!(s, 1);

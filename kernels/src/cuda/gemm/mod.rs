@@ -29,7 +29,7 @@ use crate::KernelError;
 pub use arrive::Arrivals;
 pub use kernels::{
     swap_token_tile, tma_auto, tma_choice, tma_estimate_us, tma_swap_choice, tma_swap_estimate_us,
-    GemmKernel, MAX_SPLITS,
+    GemmKernel, MAX_SPLITS, TMA_WIDTHS,
 };
 use lt_plan::LtPlan;
 
@@ -453,7 +453,7 @@ impl CudaGemm {
         };
         // The box heights of A, B and C (64 columns of C a box) and the shared memory.
         let (splits, boxes, smem) = match kernel {
-            GemmKernel::Tma { bn, splits } if bn == 128 || bn == 256 => {
+            GemmKernel::Tma { bn, splits } if kernels::TMA_WIDTHS.contains(&bn) => {
                 (splits, (128, bn as u32, 64), tma_smem(bn))
             }
             GemmKernel::TmaSwap { mt, splits } if mt == 32 || mt == 64 => {
@@ -461,8 +461,8 @@ impl CudaGemm {
             }
             _ => {
                 return Err(KernelError::Invalid(format!(
-                    "gemm.cu's TMA kernels have tiles 128 x 256, 128 x 128, 32 x 128 and 64 x \
-                     128, not {}",
+                    "gemm.cu's TMA kernels have tiles 128 x 256, 128 x 192, 128 x 128, 32 x 128 \
+                     and 64 x 128, not {}",
                     kernel.name()
                 )))
             }

@@ -7,7 +7,9 @@ use cudarc::driver::{CudaFunction, DeviceRepr, PushKernelArg};
 use super::{ready, Rs, PUBLISHED_ACC, PUBLISHED_DONE, PUBLISHED_OUT, PUBLISHED_STAGING};
 use crate::cuda::comm::MAX_RANKS;
 use crate::cuda::gemm::tp;
-use crate::cuda::gemm::{drv, tensor_map, tensor_map_f32, tma_estimate_us, CudaGemm, TensorMapArg};
+use crate::cuda::gemm::{
+    drv, tensor_map, tensor_map_f32, tma_estimate_us, CudaGemm, TensorMapArg, TMA_WIDTHS,
+};
 use crate::gemm::GemmShape;
 use crate::KernelError;
 use tp::{Gpu, TpPattern};
@@ -213,7 +215,7 @@ pub(super) fn fused_rs_launches(
         let kt_per = tp::split_ranges(kp, splits)
             .map_err(|e| KernelError::Invalid(format!("fused-reduce:0:{splits}: {e}")))?;
         // The tile width by the GEMM's estimate at this split (the f32 additions not in it).
-        let bn = [256usize, 128]
+        let bn = TMA_WIDTHS
             .into_iter()
             .min_by(|&x, &y| {
                 let t = |bn| {
