@@ -474,6 +474,17 @@ __device__ __forceinline__ void wg_add_tma_f32(const float* d, u16* stage, const
     });
 }
 
+// A warpgroup's 64 x N f32 accumulators at (row0, col0) into the row-major 64 x N f32 block at
+// `W` (a tail-split tile's partial: gemm_tma_tail_*), the pairs inside the m x n
+// matrix only.
+template <int N>
+__device__ __forceinline__ void wg_store_block_f32(const float* d, float* __restrict__ W, int m,
+                                                   int n, int row0, int col0) {
+    wg_pairs<N>(d, m, n, row0, col0, [&](int r, int c, float x, float y) {
+        *(float2*)(W + (long long)(r - row0) * N + (c - col0)) = make_float2(x, y);
+    });
+}
+
 // A warpgroup's 64 x N f32 accumulators into the row-major [m][n] f32 partial at `W`.
 template <int N>
 __device__ __forceinline__ void wg_store_f32(const float* d, float* __restrict__ W, int m, int n,
@@ -483,24 +494,49 @@ __device__ __forceinline__ void wg_store_f32(const float* d, float* __restrict__
     });
 }
 
-// Work unit u: its tile (row and column of tiles, blocks grouped by TMA_GROUP tile rows, down
-// the rows first: consecutive units share B tiles and a group's A rows, so both stay in L2), its
-// split and its k steps [kt0, kt1).
+// Work unit u: its tile (t in the schedule's order; its row and column of tiles, blocks grouped
+// by TMA_GROUP tile rows, down the rows first: consecutive units share B tiles and a group's A
+// rows, so both stay in L2), its split and its k steps [kt0, kt1). Tiles before `from` are whole
+// (one unit each, every k step), the others cut in `splits` ranges of kt_per steps: from = 0
+// splits every tile (as before the tail split), from = tiles_m x tiles_n - (the tiles of the
+// last, part-filled wave) splits only those (gemm_tma's tail split).
 struct Unit {
-    int tile_m, tile_n, split, kt0, kt1;
+    int tile_m, tile_n, split, kt0, kt1, t;
 };
-__device__ __forceinline__ Unit unit_of(int u, int tiles_m, int tiles_n, int splits, int kt_per,
-                                        int kt_all) {
-    Unit r;
-    const int t = u / splits;
-    r.split = u % splits;
+__device__ __forceinline__ void tile_of(int t, int tiles_m, int tiles_n, int& tile_m,
+                                        int& tile_n) {
     const int per_group = TMA_GROUP * tiles_n;
     const int first = t / per_group * TMA_GROUP;
     const int rows_here = min(tiles_m - first, TMA_GROUP);
-    r.tile_m = first + (t % per_group) % rows_here;
-    r.tile_n = (t % per_group) / rows_here;
-    r.kt0 = r.split * kt_per;
-    r.kt1 = min(kt_all, r.kt0 + kt_per);
+    tile_m = first + (t % per_group) % rows_here;
+    tile_n = (t % per_group) / rows_here;
+}
+// Unit u's k steps [kt0, kt1) alone (no tile: the consumers' cheap part before the products).
+template <bool TAIL>
+__device__ __forceinline__ void unit_steps(int u, int splits, int kt_per, int kt_all, int from,
+                                           int& kt0, int& kt1) {
+    if (TAIL && u < from) {
+        kt0 = 0;
+        kt1 = kt_all;
+    } else {
+        kt0 = (u - from) % splits * kt_per;
+        kt1 = min(kt_all, kt0 + kt_per);
+    }
+}
+// Without TAIL, `from` is 0 (every tile cut in `splits`, one when not split).
+template <bool TAIL = false>
+__device__ __forceinline__ Unit unit_of(int u, int tiles_m, int tiles_n, int splits, int kt_per,
+                                        int kt_all, int from = 0) {
+    Unit r;
+    if (TAIL && u < from) {
+        r.t = u;
+        r.split = 0;
+    } else {
+        r.t = from + (u - from) / splits;
+        r.split = (u - from) % splits;
+    }
+    unit_steps<TAIL>(u, splits, kt_per, kt_all, from, r.kt0, r.kt1);
+    tile_of(r.t, tiles_m, tiles_n, r.tile_m, r.tile_n);
     return r;
 }
 
@@ -605,12 +641,18 @@ __device__ __forceinline__ void wg_consume(float* d, const u16* smem, int stage,
 // The persistent TMA GEMM over the work units vblock, vblock + nblocks, ... (blockIdx.x and
 // gridDim.x, but for the fused kernel below, whose other blocks copy). `gate.tile` maps the
 // schedule's tile rows to the matrix's (both producer and consumers call it; it must not
-// change), `gate.wait(row0)` holds the producer until the tile's rows are there.
-template <typename TT, int BN, typename Gate>
+// change), `gate.wait(row0)` holds the producer until the tile's rows are there. Without TAIL
+// every tile is cut in `splits` ranges (each partial through gate.store_split); with TAIL (the
+// tail split, gemm_tma_tail_*: the standalone kernel's RowGate only) the tiles from split_from
+// on in the schedule's order are cut, the others whole, and a cut tile's partials go to
+// ws[split][tile - split_from][128][BN], which gemm_tail_sum_* sums. The tail split is an
+// instance of its own: in the whole-tile kernel its unit arithmetic left the products 2-3%
+// slower at K 1024 (bench/results/tail-split-h200-2026-11-29, recheck/).
+template <typename TT, int BN, bool TAIL = false, typename Gate>
 __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* tma,
                                          const TensorMap* tmb, const TensorMap* tmc, int splits,
                                          int kt_per, float* __restrict__ ws, int vblock,
-                                         int nblocks, Gate gate) {
+                                         int nblocks, Gate gate, int split_from = 0) {
     extern __shared__ __align__(16) unsigned char tma_raw[];
     // Barriers first (2 x WG_STAGES x 8 bytes), then 1024-byte aligned stages.
     unsigned long long* bars = (unsigned long long*)tma_raw;
@@ -620,7 +662,8 @@ __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* t
     u16* cstage = smem + WG_STAGES * STAGE;
     const int wg = threadIdx.x >> 7;
     const int tiles_m = (m + WG_BM - 1) / WG_BM, tiles_n = (n + BN - 1) / BN;
-    const int units = tiles_m * tiles_n * splits;
+    const int from = TAIL ? max(0, min(split_from, tiles_m * tiles_n)) : 0;
+    const int units = from + (tiles_m * tiles_n - from) * splits;
     const int kt_all = (k + WG_BK - 1) / WG_BK;
     auto full = [&](int s) { return smem_addr(bars + s); };
     auto empty = [&](int s) { return smem_addr(bars + WG_STAGES + s); };
@@ -629,7 +672,7 @@ __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* t
             const int bytes = STAGE * 2;
             int it = 0;  // stages used so far, over all of this block's units
             for (int u = vblock; u < units; u += nblocks) {
-                Unit w = unit_of(u, tiles_m, tiles_n, splits, kt_per, kt_all);
+                Unit w = unit_of<TAIL>(u, tiles_m, tiles_n, splits, kt_per, kt_all, from);
                 w.tile_m = gate.tile(w.tile_m);
                 gate.wait(w.tile_m * WG_BM);
                 for (int kt = w.kt0; kt < w.kt1; ++kt, ++it) {
@@ -649,14 +692,33 @@ __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* t
     float d[BN / 2];
     int it = 0;
     for (int u = vblock; u < units; u += nblocks) {
-        Unit w = unit_of(u, tiles_m, tiles_n, splits, kt_per, kt_all);
-        w.tile_m = gate.tile(w.tile_m);
-        wg_consume<TT, BN, WG_STAGES>(d, smem, STAGE, cw * 64 * 64, A_TILE, bars, w.kt0, w.kt1,
-                                      it, lead);
+        Unit w;
+        if constexpr (TAIL) {
+            // The unit's k steps, then, after its products, its tile: nothing more is held
+            // over the loop, and the 256-wide kernel stays under 160 registers (168 with the
+            // tile held over it). At 168 x 384 threads an SM has no registers left for a kernel
+            // beside it: `overlap arrive`'s row copies (device-to-device copies, which run as
+            // kernels) never started, and its gate timed out (measured on an H200).
+            int kt0, kt1;
+            unit_steps<TAIL>(u, splits, kt_per, kt_all, from, kt0, kt1);
+            wg_consume<TT, BN, WG_STAGES>(d, smem, STAGE, cw * 64 * 64, A_TILE, bars, kt0, kt1,
+                                          it, lead);
+            w = unit_of<TAIL>(u, tiles_m, tiles_n, splits, kt_per, kt_all, from);
+            w.tile_m = gate.tile(w.tile_m);
+        } else {
+            w = unit_of(u, tiles_m, tiles_n, splits, kt_per, kt_all);
+            w.tile_m = gate.tile(w.tile_m);
+            wg_consume<TT, BN, WG_STAGES>(d, smem, STAGE, cw * 64 * 64, A_TILE, bars, w.kt0,
+                                          w.kt1, it, lead);
+        }
         const int row0 = w.tile_m * WG_BM + cw * 64, col0 = w.tile_n * BN;
-        if (splits == 1) {
+        if (splits == 1 || (TAIL && w.t < from)) {
             gate.template store<TT, BN>(d, cstage + cw * 2 * 64 * 64, tmc, row0, col0, 1 + cw,
                                         w.tile_m, n);
+        } else if constexpr (TAIL) {
+            const long long block =
+                ((long long)w.split * (tiles_m * tiles_n - from) + (w.t - from)) * WG_BM + cw * 64;
+            wg_store_block_f32<BN>(d, ws + block * BN, m, n, row0, col0);
         } else {
             gate.template store_split<BN>(d, ws, cstage + cw * 2 * 64 * 64, m, n, row0, col0,
                                           w.split, 1 + cw, w.tile_m);
@@ -806,14 +868,21 @@ __device__ __forceinline__ void gemm_tma_swap(int m, int n, int k, const TensorM
     int kt_per, float* __restrict__ ws
 #define TMA_ARGS TMA_ARGS_BASE, const unsigned* __restrict__ flags, int rows_per_flag
 #ifdef AUGUR_WGMMA
+// gemm_tma_tail_*: the tail split (split_from: the first cut tile in the schedule's order).
 #define AUGUR_TMA(T, TY, BN) \
     extern "C" __global__ void __launch_bounds__(384, 1) gemm_tma_##TY##_##BN(TMA_ARGS) { \
         gemm_tma<T, BN>(m, n, k, &tma, &tmb, &tmc, splits, kt_per, ws, blockIdx.x, gridDim.x, \
                         RowGate{flags, rows_per_flag, m, 0});                                  \
+    }                                                                                         \
+    extern "C" __global__ void __launch_bounds__(384, 1)                                      \
+        gemm_tma_tail_##TY##_##BN(TMA_ARGS, int split_from) {                                 \
+        gemm_tma<T, BN, true>(m, n, k, &tma, &tmb, &tmc, splits, kt_per, ws, blockIdx.x,      \
+                              gridDim.x, RowGate{flags, rows_per_flag, m, 0}, split_from);    \
     }
 #else
-#define AUGUR_TMA(T, TY, BN) \
-    extern "C" __global__ void gemm_tma_##TY##_##BN(TMA_ARGS) { __trap(); }
+#define AUGUR_TMA(T, TY, BN)                                                  \
+    extern "C" __global__ void gemm_tma_##TY##_##BN(TMA_ARGS) { __trap(); } \
+    extern "C" __global__ void gemm_tma_tail_##TY##_##BN(TMA_ARGS, int split_from) { __trap(); }
 #endif
 // The TMA kernels' six instances: each 16-bit type, tiles 256, 192 and 128 wide.
 #define AUGUR_TMA_INSTANCES(K) \
@@ -866,3 +935,47 @@ extern "C" __global__ void gemm_splitk_bf16(int m, int n, int splits, const floa
                                             u16* __restrict__ C) {
     splitk_sum<BF16>(m, n, splits, ws, C);
 }
+
+// The tail split's sum (gemm_tma_tail_*): C's elements of the tiles from `from`
+// on in the schedule's order (128 x bn tiles, tiles_m x tiles_n of them) = the sum of their
+// `splits` partials ws[split][tile - from][128][bn], rounded to TT: four columns per thread (n %
+// 8 == 0 and bn % 64 == 0, so four columns are wholly inside or outside C). Hopper only, as the
+// TMA kernels.
+#define TAIL_SUM_ARGS int m, int n, int bn, int tiles_m, int tiles_n, int from, int splits, \
+    const float* __restrict__ ws, u16* __restrict__ C
+#ifdef AUGUR_WGMMA
+template <typename TT>
+__device__ __forceinline__ void tail_sum(int m, int n, int bn, int tiles_m, int tiles_n, int from,
+                                         int splits, const float* __restrict__ ws,
+                                         u16* __restrict__ C) {
+    const long long per_tile = (long long)WG_BM * bn / 4;  // float4s
+    const long long total = (long long)(tiles_m * tiles_n - from) * per_tile;
+    for (long long q = blockIdx.x * (long long)blockDim.x + threadIdx.x; q < total;
+         q += (long long)gridDim.x * blockDim.x) {
+        const int j = (int)(q / per_tile), e = (int)(q % per_tile);
+        int tile_m, tile_n;
+        tile_of(from + j, tiles_m, tiles_n, tile_m, tile_n);
+        const int row = tile_m * WG_BM + e / (bn / 4), col = tile_n * bn + (e % (bn / 4)) * 4;
+        if (row >= m || col >= n) continue;
+        float4 acc = ((const float4*)ws)[q];
+        for (int s = 1; s < splits; ++s) {
+            float4 v = ((const float4*)ws)[s * total + q];
+            acc.x += v.x;
+            acc.y += v.y;
+            acc.z += v.z;
+            acc.w += v.w;
+        }
+        *(uint2*)(C + (long long)row * n + col) =
+            make_uint2(TT::pack(acc.x, acc.y), TT::pack(acc.z, acc.w));
+    }
+}
+extern "C" __global__ void gemm_tail_sum_f16(TAIL_SUM_ARGS) {
+    tail_sum<F16>(m, n, bn, tiles_m, tiles_n, from, splits, ws, C);
+}
+extern "C" __global__ void gemm_tail_sum_bf16(TAIL_SUM_ARGS) {
+    tail_sum<BF16>(m, n, bn, tiles_m, tiles_n, from, splits, ws, C);
+}
+#else
+extern "C" __global__ void gemm_tail_sum_f16(TAIL_SUM_ARGS) { __trap(); }
+extern "C" __global__ void gemm_tail_sum_bf16(TAIL_SUM_ARGS) { __trap(); }
+#endif

@@ -1,6 +1,13 @@
 //! A's rows arriving on one GPU: the producer side of the producer/consumer overlap, for
 //! `augur overlap arrive` (the rows come from a local copy; between GPUs they will come from
 //! peers).
+//!
+//! The local copies are device-to-device `cuMemcpyAsync`s, which the driver runs as kernels:
+//! they start only where an SM has room beside the gated GEMM (at most one block of it per SM).
+//! The TMA kernels leave that room: the widest takes 157 registers a thread (its tail-split
+//! instance 159) of the 168 that 384 threads may have. A build whose 256-wide kernel took 165
+//! (168 allocated) left none: on an H200 the copies never started and the gate timed out
+//! (bench/results/tail-split-h200-2026-11-29).
 
 use std::sync::Arc;
 

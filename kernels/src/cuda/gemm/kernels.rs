@@ -16,6 +16,11 @@ pub enum GemmKernel {
     /// [`TMA_WIDTHS`]), a producer warpgroup issuing tensor-memory copies, two consumer warpgroups multiplying with
     /// wgmma; k cut into `splits` ranges (1 to 16) whose f32 partials a second kernel sums.
     Tma { bn: usize, splits: usize },
+    /// The TMA kernel with a tail split: where its 128 x `bn` tiles fill whole waves of the SMs
+    /// and part of one more, the tiles of that last wave are cut in `splits` ranges of k (2 to
+    /// 16; the others whole), so that their ranges spread over the SMs the part-filled wave
+    /// would leave idle; a second kernel sums those tiles' partials.
+    TmaTail { bn: usize, splits: usize },
     /// gemm.cu's swapped TMA kernel (Hopper only) for small M: tiles of `mt` rows of C (mt = 32
     /// or 64) by 128 columns, B's rows wgmma's M and A's its N; k cut as for [`GemmKernel::Tma`].
     TmaSwap { mt: usize, splits: usize },
@@ -45,6 +50,7 @@ impl GemmKernel {
             GemmKernel::Wgmma { bn } => format!("augur_wgmma_128x{bn}"),
             GemmKernel::Tma { bn, splits: 1 } => format!("augur_tma_128x{bn}"),
             GemmKernel::Tma { bn, splits } => format!("augur_tma_128x{bn}_k{splits}"),
+            GemmKernel::TmaTail { bn, splits } => format!("augur_tma_128x{bn}_t{splits}"),
             GemmKernel::TmaSwap { mt, splits: 1 } => format!("augur_tma_swap_{mt}x128"),
             GemmKernel::TmaSwap { mt, splits } => format!("augur_tma_swap_{mt}x128_k{splits}"),
             GemmKernel::TmaAuto => "augur_tma_auto".into(),
@@ -57,6 +63,7 @@ impl GemmKernel {
     pub fn tma_label(self) -> Option<String> {
         match self {
             GemmKernel::Tma { bn, splits } => Some(format!("128x{bn}_k{splits}")),
+            GemmKernel::TmaTail { bn, splits } => Some(format!("128x{bn}_t{splits}")),
             GemmKernel::TmaSwap { mt, splits } => Some(format!("swap_{mt}x128_k{splits}")),
             _ => None,
         }
@@ -66,7 +73,9 @@ impl GemmKernel {
     /// kernel before it picked): 128 x bn tiles, or mt x 128 for the swapped kernel.
     pub fn tma_tiles(self, m: usize, n: usize) -> Option<usize> {
         match self {
-            GemmKernel::Tma { bn, .. } => Some(m.div_ceil(128) * n.div_ceil(bn)),
+            GemmKernel::Tma { bn, .. } | GemmKernel::TmaTail { bn, .. } => {
+                Some(m.div_ceil(128) * n.div_ceil(bn))
+            }
             GemmKernel::TmaSwap { mt, .. } => Some(m.div_ceil(mt) * n.div_ceil(128)),
             _ => None,
         }
@@ -74,6 +83,7 @@ impl GemmKernel {
 
     /// The kernel of a [`GemmKernel::name`]: `augur_128x128`, `augur_64x128`,
     /// `augur_wgmma_128x{128,256}`, `augur_tma_128x{128,192,256}[_k<splits>]`,
+    /// `augur_tma_128x{128,192,256}_t<splits>` (the tail split, 2 to 16),
     /// `augur_tma_swap_{32,64}x128[_k<splits>]`, `augur_tma_auto`, `cublaslt`.
     pub fn parse(name: &str) -> Result<GemmKernel, KernelError> {
         let bad = || {
@@ -81,7 +91,8 @@ impl GemmKernel {
                 "unknown GEMM kernel `{name}`: augur_128x128, augur_64x128, augur_wgmma_128x128, \
                  augur_wgmma_128x256, augur_tma_128x256, augur_tma_128x192, augur_tma_128x128, \
                  augur_tma_swap_32x128, augur_tma_swap_64x128 (each with _k2 .. _k16 for a split \
-                 k), augur_tma_auto or cublaslt"
+                 k; the 128-row ones with _t2 .. _t16 for the tail split), augur_tma_auto or \
+                 cublaslt"
             ))
         };
         let k = match name {
@@ -110,8 +121,19 @@ impl GemmKernel {
                     GemmKernel::TmaSwap { mt, splits }
                 } else {
                     let rest = t.strip_prefix("augur_tma_128x").ok_or_else(bad)?;
-                    let (bn, splits) = tile_split(rest, &TMA_WIDTHS)?;
-                    GemmKernel::Tma { bn, splits }
+                    match rest.split_once("_t") {
+                        Some((bn, splits)) => {
+                            let (bn, splits) = tile_split(&format!("{bn}_k{splits}"), &TMA_WIDTHS)?;
+                            if splits < 2 {
+                                return Err(bad());
+                            }
+                            GemmKernel::TmaTail { bn, splits }
+                        }
+                        None => {
+                            let (bn, splits) = tile_split(rest, &TMA_WIDTHS)?;
+                            GemmKernel::Tma { bn, splits }
+                        }
+                    }
                 }
             }
         };
@@ -145,7 +167,76 @@ pub fn tma_auto(shape: GemmShape, sms: usize) -> GemmKernel {
         };
     }
     let (bn, splits) = tma_choice(shape, sms);
-    GemmKernel::Tma { bn, splits }
+    let whole = tma_estimate_us(shape, bn, splits, sms).unwrap_or(f64::INFINITY);
+    match tma_tail_choice(shape, sms) {
+        Some((t, bn, splits)) if t < (1.0 - TAIL_MARGIN) * whole => {
+            GemmKernel::TmaTail { bn, splits }
+        }
+        _ => GemmKernel::Tma { bn, splits },
+    }
+}
+
+/// How much faster than the whole tiles' estimate [`tma_tail_estimate_us`] must say a tail split
+/// is for [`tma_auto`] to take it. Fitted on an H200's measurements of every width's whole-tile
+/// and tail-split candidates on 48 mid-band shapes (bench/results/tail-split-h200-2026-11-29,
+/// fit.csv): taking the tail split wherever its estimate was lower chose at 0.986 of the best
+/// candidate (0.79 at worst); with 5% at 0.994 (0.94), without the tail split at 0.991. On 35
+/// other shapes (validate.csv): cuBLASLt over the choice 0.925 without the tail split, 0.916
+/// with no margin, 0.935 with 5%.
+pub const TAIL_MARGIN: f64 = 0.05;
+
+/// The tail splits [`tma_tail_choice`] weighs (those measured for [`TAIL_MARGIN`]).
+pub const TAIL_SPLITS: [usize; 5] = [2, 3, 4, 6, 8];
+
+/// The tail split with the least [`tma_tail_estimate_us`] for `shape` (its estimate, tile width
+/// and split count, one of [`TAIL_SPLITS`]), None where no width leaves a part-filled wave.
+pub fn tma_tail_choice(shape: GemmShape, sms: usize) -> Option<(f64, usize, usize)> {
+    let mut best: Option<(f64, usize, usize)> = None;
+    for bn in TMA_WIDTHS {
+        for splits in TAIL_SPLITS {
+            if let Some(t) = tma_tail_estimate_us(shape, bn, splits, sms) {
+                if best.is_none_or(|b| t < b.0) {
+                    best = Some((t, bn, splits));
+                }
+            }
+        }
+    }
+    best
+}
+
+/// The tail split's estimated time (microseconds) on `sms` multiprocessors, as
+/// [`tma_estimate_us`] but for whole tiles first, whole waves of them, then the tiles of the
+/// last, part-filled wave each cut in `splits` ranges (their partials written and read at 3 TB/s
+/// and 2 us for the sum). None where the tiles fill whole waves, or for a split count that would
+/// leave a range empty or under 4 steps of 64.
+pub fn tma_tail_estimate_us(shape: GemmShape, bn: usize, splits: usize, sms: usize) -> Option<f64> {
+    let GemmShape { m, n, k } = shape;
+    let sms = sms.max(1);
+    let tiles = m.div_ceil(128) * n.div_ceil(bn);
+    let (whole, tail) = (tiles / sms * sms, tiles % sms);
+    let (kt_per, used) = split_steps(k, splits);
+    if tail == 0 || splits < 2 || used != splits || kt_per < 4 {
+        return None;
+    }
+    let kt_all = k.div_ceil(64).max(1) as f64;
+    let step = tma_step_us(m, bn);
+    let sm = (whole / sms) as f64 * (kt_all * step + 3.0)
+        + (tail * splits).div_ceil(sms) as f64 * (kt_per as f64 * step + 3.0);
+    let t = sm.hypot(tma_dram_us(shape));
+    Some(t + 2.0 + (8 * splits * tail * 128 * bn) as f64 / 3.0e6)
+}
+
+/// One k step of 64 of a 128 x bn tile (microseconds): the longer of its products and loads
+/// ([`tma_estimate_us`]).
+fn tma_step_us(m: usize, bn: usize) -> f64 {
+    let products = (128 * bn * 64 * 2) as f64 / 7.5e6 * width_factor(bn);
+    let loads = ((bn + m.min(128)) * 64 * 2) as f64 / 80e3;
+    products.max(loads)
+}
+
+/// Moving A, B and C once at 3 TB/s (microseconds; [`tma_estimate_us`]).
+fn tma_dram_us(GemmShape { m, n, k }: GemmShape) -> f64 {
+    ((m * k + n * k + m * n) * 2) as f64 / 3.0e6
 }
 
 /// The swapped TMA kernel's token tile for M rows: 32 up to M 32, 64 above.
@@ -245,11 +336,8 @@ pub fn tma_estimate_us(shape: GemmShape, bn: usize, splits: usize, sms: usize) -
     }
     let units = m.div_ceil(128) * n.div_ceil(bn) * splits;
     let per_sm = units.div_ceil(sms.max(1)) as f64;
-    let products = (128 * bn * 64 * 2) as f64 / 7.5e6 * width_factor(bn);
-    let loads = ((bn + m.min(128)) * 64 * 2) as f64 / 80e3;
-    let sm = per_sm * (kt_per as f64 * products.max(loads) + 3.0);
-    let dram = ((m * k + n * k + m * n) * 2) as f64 / 3.0e6;
-    let mut t = sm.hypot(dram);
+    let sm = per_sm * (kt_per as f64 * tma_step_us(m, bn) + 3.0);
+    let mut t = sm.hypot(tma_dram_us(shape));
     if splits > 1 {
         t += 2.0 + (8 * splits * m * n) as f64 / 3.0e6;
     }
@@ -285,6 +373,11 @@ mod tests {
             GemmKernel::Wgmma { bn: 256 },
             GemmKernel::Tma { bn: 256, splits: 4 },
             GemmKernel::Tma { bn: 192, splits: 3 },
+            GemmKernel::TmaTail { bn: 256, splits: 2 },
+            GemmKernel::TmaTail {
+                bn: 192,
+                splits: 16,
+            },
             GemmKernel::Tma {
                 bn: 128,
                 splits: 16,
@@ -298,6 +391,10 @@ mod tests {
         for bad in [
             "augur_tma_128x64",
             "augur_tma_128x160",
+            "augur_tma_128x256_t1",
+            "augur_tma_128x256_t17",
+            "augur_tma_128x160_t2",
+            "augur_tma_128x256_t",
             "augur_tma_128x256_k0",
             "augur_tma_128x256_k17",
             "augur_tma_128x256_kx",
@@ -356,6 +453,41 @@ mod tests {
                 assert_eq!(GemmKernel::parse(&kernel.name()).unwrap(), kernel);
                 if let GemmKernel::TmaSwap { splits, .. } = kernel {
                     assert_eq!(split_steps(k, splits).1, splits, "{m} {n} {k}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_tail_split_is_taken_only_where_its_estimate_is_clearly_lower() {
+        let sh = |m, n, k| GemmShape { m, n, k };
+        // 20 x 20 tiles of 128 x 256: 3 waves of 132 and 4 tiles; cut in 8, they take one SM
+        // each for an eighth of a tile instead of a fourth wave.
+        assert_eq!(
+            tma_auto(sh(2560, 5120, 3584), 132),
+            GemmKernel::TmaTail { bn: 256, splits: 8 }
+        );
+        // Where the tail split's estimate is higher, the whole tiles.
+        assert!(matches!(
+            tma_auto(sh(512, 14336, 8192), 132),
+            GemmKernel::Tma { .. }
+        ));
+        // No tail where the tiles fill whole waves: 11 x 12 tiles of 128 x 256 on 132 SMs (11
+        // x 16 of 128 x 192 leave 44).
+        assert_eq!(
+            tma_tail_estimate_us(sh(1408, 3072, 4096), 256, 2, 132),
+            None
+        );
+        assert!(tma_tail_estimate_us(sh(1408, 3072, 4096), 192, 2, 132).is_some());
+        // A split of fewer than 4 steps per range is not weighed.
+        assert_eq!(tma_tail_estimate_us(sh(2560, 5120, 384), 256, 2, 132), None);
+        // Every tail split chosen is one of TAIL_SPLITS and a valid kernel.
+        for m in [1024, 2048, 2560, 3072, 4096, 6144] {
+            for (n, k) in [(1536, 4096), (2560, 8192), (5120, 3584), (10240, 7168)] {
+                if let GemmKernel::TmaTail { bn, splits } = tma_auto(sh(m, n, k), 132) {
+                    assert!(TAIL_SPLITS.contains(&splits) && TMA_WIDTHS.contains(&bn));
+                    let kernel = GemmKernel::TmaTail { bn, splits };
+                    assert_eq!(GemmKernel::parse(&kernel.name()).unwrap(), kernel);
                 }
             }
         }

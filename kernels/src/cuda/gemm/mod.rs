@@ -29,7 +29,7 @@ use crate::KernelError;
 pub use arrive::Arrivals;
 pub use kernels::{
     swap_token_tile, tma_auto, tma_choice, tma_estimate_us, tma_swap_choice, tma_swap_estimate_us,
-    GemmKernel, MAX_SPLITS, TMA_WIDTHS,
+    tma_tail_choice, tma_tail_estimate_us, GemmKernel, MAX_SPLITS, TMA_WIDTHS,
 };
 use lt_plan::LtPlan;
 
@@ -150,11 +150,18 @@ struct Launch {
 /// (taken in place of the pointers), the split of k, the f32 partials and the kernel that sums them.
 struct TmaLaunch {
     maps: (TensorMapArg, TensorMapArg, TensorMapArg),
-    /// The kernel as launched (GemmKernel::Tma or GemmKernel::TmaSwap, the split as used).
+    /// The kernel as launched (GemmKernel::Tma, TmaTail or TmaSwap, the split as used).
     kernel: GemmKernel,
     splits: usize,
     kt_per: usize,
-    /// splits x m x n floats (one float when not split: the argument must point somewhere).
+    /// The tail split (GemmKernel::TmaTail, gemm_tma_tail_*, its last argument): the tiles
+    /// before this one in the kernel's order are whole, the others cut in `splits` ranges; -1
+    /// for the other kernels, which cut every tile when split.
+    split_from: i32,
+    /// The tile grid (tiles_m, tiles_n) and width of a tail split, for its sum.
+    tail_tiles: (usize, usize, usize),
+    /// splits x m x n floats, or for a tail split splits x (its tiles) x 128 x bn (one float
+    /// when not split: the argument must point somewhere).
     ws: CudaSlice<f32>,
     sum: Option<CudaFunction>,
     /// One flag for an ungated launch (the argument must point somewhere; never read).
@@ -162,6 +169,16 @@ struct TmaLaunch {
 }
 
 impl TmaLaunch {
+    /// The kernel's work units for an m x n product: its tiles, each cut in `splits` (a tail
+    /// split: only those from `split_from` on).
+    fn units(&self, m: usize, n: usize) -> usize {
+        let tiles = self.kernel.tma_tiles(m, n).expect("a TMA kernel");
+        match self.split_from {
+            f if f >= 0 => f as usize + (tiles - f as usize) * self.splits,
+            _ => tiles * self.splits,
+        }
+    }
+
     /// Enqueue the sum of the split partials into C (m x n halves at `c`) on `s`, when k was
     /// split.
     ///
@@ -177,6 +194,27 @@ impl TmaLaunch {
         let Some(sum) = &self.sum else {
             return Ok(());
         };
+        if self.split_from >= 0 {
+            let (tiles_m, tiles_n, bn) = self.tail_tiles;
+            let quads = (tiles_m * tiles_n - self.split_from as usize) * 128 * bn / 4;
+            let cfg = LaunchConfig {
+                grid_dim: (quads.div_ceil(256).clamp(1, 65535) as u32, 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let args = [m, n, bn, tiles_m, tiles_n].map(|v| v as i32);
+            let splits = self.splits as i32;
+            let mut l = s.launch_builder(sum);
+            for a in &args {
+                l.arg(a);
+            }
+            l.arg(&self.split_from).arg(&splits).arg(&self.ws).arg(&c);
+            // SAFETY: gemm_tail_sum_*(m, n, bn, tiles_m, tiles_n, from, splits, partials of
+            // splits x (tiles_m x tiles_n - from) x 128 x bn floats, C of m x n halves), as
+            // tma_parts sized them; bn % 64 == 0 and n % 8 == 0.
+            unsafe { l.launch(cfg) }.map_err(drv("gemm tail-split sum"))?;
+            return Ok(());
+        }
         let quads = m * n / 4;
         let cfg = LaunchConfig {
             grid_dim: (quads.div_ceil(256).clamp(1, 65535) as u32, 1, 1),
@@ -387,7 +425,10 @@ impl CudaGemm {
                     None,
                 )
             }
-            GemmKernel::Tma { .. } | GemmKernel::TmaSwap { .. } | GemmKernel::TmaAuto => {
+            GemmKernel::Tma { .. }
+            | GemmKernel::TmaTail { .. }
+            | GemmKernel::TmaSwap { .. }
+            | GemmKernel::TmaAuto => {
                 hopper("TMA")?;
                 let chosen = match kernel {
                     GemmKernel::TmaAuto => tma_auto(d.shape, self.multiprocessors),
@@ -403,11 +444,11 @@ impl CudaGemm {
                 let name = match chosen {
                     GemmKernel::TmaSwap { mt, .. } => format!("gemm_tma_swap_{ty}_{mt}"),
                     GemmKernel::Tma { bn, .. } => format!("gemm_tma_{ty}_{bn}"),
+                    GemmKernel::TmaTail { bn, .. } => format!("gemm_tma_tail_{ty}_{bn}"),
                     _ => unreachable!("a TMA kernel"),
                 };
-                let tiles = chosen.tma_tiles(m, n).expect("a TMA kernel");
                 let grid = (
-                    (tiles * tma.splits).min(self.multiprocessors).max(1) as u32,
+                    tma.units(m, n).min(self.multiprocessors).max(1) as u32,
                     1,
                     1,
                 );
@@ -453,7 +494,9 @@ impl CudaGemm {
         };
         // The box heights of A, B and C (64 columns of C a box) and the shared memory.
         let (splits, boxes, smem) = match kernel {
-            GemmKernel::Tma { bn, splits } if kernels::TMA_WIDTHS.contains(&bn) => {
+            GemmKernel::Tma { bn, splits } | GemmKernel::TmaTail { bn, splits }
+                if kernels::TMA_WIDTHS.contains(&bn) =>
+            {
                 (splits, (128, bn as u32, 64), tma_smem(bn))
             }
             GemmKernel::TmaSwap { mt, splits } if mt == 32 || mt == 64 => {
@@ -476,6 +519,7 @@ impl CudaGemm {
         let (kt_per, splits) = kernels::split_steps(k, splits);
         let kernel = match kernel {
             GemmKernel::Tma { bn, .. } => GemmKernel::Tma { bn, splits },
+            GemmKernel::TmaTail { bn, .. } => GemmKernel::TmaTail { bn, splits },
             GemmKernel::TmaSwap { mt, .. } => GemmKernel::TmaSwap { mt, splits },
             k => k,
         };
@@ -485,7 +529,26 @@ impl CudaGemm {
             tensor_map(b, n, k, boxes.1, dtype)?,
             tensor_map(c, m, n, boxes.2, dtype)?,
         );
-        let ws_len = if splits > 1 { splits * m * n } else { 1 };
+        // A tail split: the tiles of the last, part-filled wave over this GPU's SMs are cut
+        // (none where the tiles fill whole waves).
+        let (split_from, tail_tiles, tail) = match kernel {
+            GemmKernel::TmaTail { bn, .. } => {
+                let (tiles_m, tiles_n) = (m.div_ceil(128), n.div_ceil(bn));
+                let tiles = tiles_m * tiles_n;
+                let from = tiles / self.multiprocessors.max(1) * self.multiprocessors.max(1);
+                (
+                    from as i32,
+                    (tiles_m, tiles_n, bn),
+                    (tiles - from) * 128 * bn,
+                )
+            }
+            _ => (-1, (0, 0, 0), 0),
+        };
+        let ws_len = match (splits > 1, split_from >= 0) {
+            (false, _) => 1,
+            (true, false) => splits * m * n,
+            (true, true) => (splits * tail).max(1),
+        };
         // SAFETY: filled with NaN right below; each split's partial is then written whole by
         // the TMA kernel before the sum reads it (the one float of an unsplit run is never
         // read), so a partial the kernel missed shows as NaN in C.
@@ -496,8 +559,12 @@ impl CudaGemm {
             unsafe { cudarc::driver::result::memset_d8_async(p, 0xFF, ws_len * 4, s.cu_stream()) }
                 .map_err(drv("poison partials"))?;
         }
-        let sum = if splits > 1 {
-            let f = format!("gemm_splitk_{ty}");
+        let sum = if splits > 1 && (split_from < 0 || tail > 0) {
+            let f = if split_from >= 0 {
+                format!("gemm_tail_sum_{ty}")
+            } else {
+                format!("gemm_splitk_{ty}")
+            };
             Some(
                 self.module
                     .load_function(&f)
@@ -512,6 +579,8 @@ impl CudaGemm {
             kernel,
             splits,
             kt_per,
+            split_from,
+            tail_tiles,
             ws,
             sum,
             no_flags,
@@ -582,11 +651,15 @@ impl CudaGemm {
                         None => l.arg(&t.no_flags),
                     };
                     l.arg(&rows_per_flag);
+                    if t.split_from >= 0 {
+                        l.arg(&t.split_from);
+                    }
                 }
                 // SAFETY: gemm.cu's (m, n, k, A, B, C), or for gemm_tma (m, n, k, tensor maps of
-                // A, B and C, splits, steps per split, partials of splits x m x n floats, row
-                // flags (ceil(m / rows_per_flag) of them, checked above; unread when
-                // rows_per_flag is 0), rows_per_flag), with A m x k, B n x k, C m x n halves
+                // A, B and C, splits, steps per split, partials (splits x m x n floats, or a
+                // tail split's, as tma_parts sized them), row flags (ceil(m / rows_per_flag) of
+                // them, checked above; unread when rows_per_flag is 0), rows_per_flag, and for
+                // gemm_tma_tail_* the first cut tile), with A m x k, B n x k, C m x n halves
                 // (the maps describe this DeviceGemm's A, B and C); the shape was validated (n,
                 // k multiples of 8).
                 unsafe { l.launch(cfg) }.map_err(drv("gemm launch"))?;
