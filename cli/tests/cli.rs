@@ -1432,6 +1432,41 @@ fn built_in_comm_and_attention_models_export_by_name() {
     );
 }
 
+/// `augur overlap gemm-plan` (no GPU): the TMA GEMM's kernel per shape and the rule that took
+/// it; a bad shape is refused naming it.
+#[test]
+fn overlap_gemm_plan_says_which_kernel_and_why_without_a_gpu() {
+    let o = stdout_ok(&[
+        "overlap",
+        "gemm-plan",
+        "16,4096,4096",
+        "2048,1536,4096",
+        "2560,5120,3584",
+    ]);
+    contains_all(
+        &o,
+        &[
+            "16x4096x4096 on 132 SMs: augur_tma_swap_32x128_k",
+            "    operands swapped: M 16 <= 64",
+            "2048x1536x4096 on 132 SMs: augur_tma_128x192 (",
+            "128 x 192: 128 tiles, k in 1:",
+            "2560x5120x3584 on 132 SMs: augur_tma_128x256_t8 (",
+            "    tail split taken: 128 x 256",
+        ],
+    );
+    let o = stdout_ok(&["overlap", "gemm-plan", "--sms", "114", "2048,1536,4096"]);
+    assert!(o.starts_with("2048x1536x4096 on 114 SMs: "), "{o}");
+    let out = augur(&["overlap", "gemm-plan", "2048,1536"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("2048,1536"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = augur(&["overlap", "gemm-plan", "--sms", "0", "16,16,16"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
 /// `augur overlap plan` (no GPU): the built-in model's pick per layer with the tree's path; a
 /// layer that does not cut evenly and a model of another domain are refused, naming why.
 #[test]

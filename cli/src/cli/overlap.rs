@@ -22,9 +22,10 @@ pub(crate) const DEFAULT_SMS: usize = 132;
 
 #[derive(Subcommand, Debug)]
 pub enum OverlapCommand {
-    /// Check augur's tensor-core GEMMs (by default the persistent TMA kernel on Hopper, 128 x 256
-    /// or 128 x 128 tiles with k split in up to 16 ranges, as chosen for the shape or as named;
-    /// by name also mma.sync and wgmma kernels) and cuBLASLt against the exact product C = A Bᵀ on each shape (B a
+    /// Check augur's tensor-core GEMMs (by default the persistent TMA kernel on Hopper in 128 x
+    /// 256, 128 x 192 or 128 x 128 tiles, and as `augur_tma_auto` picks for the shape (`overlap
+    /// gemm-plan` says why): those widths with k split in up to 16 ranges or the last wave's
+    /// tiles cut, or the operands swapped at small M; by name also mma.sync and wgmma kernels) and cuBLASLt against the exact product C = A Bᵀ on each shape (B a
     /// linear layer's [N][K] weight) (inputs exact multiples of 1/8, so the only error allowed
     /// is the final rounding to the 16-bit type; rows sampled on large shapes), then time each
     /// (latency, throughput and graph; medians after warm-up) and check each again. CSV on
@@ -75,6 +76,10 @@ pub enum OverlapCommand {
     /// picks for each layer, and why: the tree's path and any note (another GPU, another group
     /// size). No GPU needed.
     Plan(OverlapPlanArgs),
+    /// The TMA GEMM's kernel that `augur_tma_auto` picks for each shape (C = A Bᵀ, A M x K, B N
+    /// x K: one GPU's product), and why: the rule that took it and the estimated times of the
+    /// candidates it was weighed against. No GPU needed.
+    GemmPlan(GemmPlanArgs),
     /// A layer (all-gather + GEMM, or GEMM + reduce-scatter with --op) through the library's
     /// plan (`augur::overlap::LayerPlan`) on buffers allocated as a caller allocates them
     /// (cuMemAlloc on each GPU, outside the plan): the model's pattern (or --pattern), checked
@@ -84,6 +89,16 @@ pub enum OverlapCommand {
     /// per call, the slowest GPU's median; the plan's time over the harness's; the model's path
     /// and notes). Exits non-zero on a failed check.
     Run(OverlapRunArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct GemmPlanArgs {
+    /// Shapes M,N,K of one GPU's product.
+    #[arg(required = true, value_name = "SHAPE")]
+    shapes: Vec<String>,
+    /// SMs of the GPU (132 on an H100 SXM and an H200).
+    #[arg(long, default_value_t = DEFAULT_SMS)]
+    sms: usize,
 }
 
 #[derive(Args, Debug)]
@@ -232,8 +247,9 @@ pub struct GemmArgs {
     run: GemmRunArgs,
     /// Kernels to compare, comma-separated (default: augur_tma_128x256, augur_tma_128x192,
     /// augur_tma_128x128, augur_tma_auto, cublaslt). The TMA kernel also with a split k
-    /// (augur_tma_128x256_k4) or its operands swapped (augur_tma_swap_32x128_k4); the earlier steps as augur_128x128, augur_64x128 (mma.sync), augur_wgmma_128x128 and
-    /// augur_wgmma_128x256.
+    /// (augur_tma_128x256_k4), a tail split (augur_tma_128x256_t4: the last wave's tiles cut in
+    /// 4) or its operands swapped (augur_tma_swap_32x128_k4); the earlier steps as
+    /// augur_128x128, augur_64x128 (mma.sync), augur_wgmma_128x128 and augur_wgmma_128x256.
     #[arg(long, value_delimiter = ',')]
     kernels: Vec<String>,
 }
@@ -318,8 +334,36 @@ pub fn run(c: OverlapCommand) -> anyhow::Result<ExitCode> {
         OverlapCommand::Tp(a) => tp::tp(a),
         OverlapCommand::Train(a) => train(a),
         OverlapCommand::Plan(a) => plan(a),
+        OverlapCommand::GemmPlan(a) => gemm_plan(a),
         OverlapCommand::Run(a) => tp::run_plan(a),
     }
+}
+
+fn gemm_plan(a: GemmPlanArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(
+        (1..=1024).contains(&a.sms),
+        "--sms {}: 1 to 1024 SMs",
+        a.sms
+    );
+    let shapes = shapes_or(&a.shapes, Vec::new())?;
+    for shape in shapes {
+        let pick = augur_kernels::cuda::gemm::tma_auto_explained(shape, a.sms);
+        let est = pick
+            .estimate_us
+            .map_or(String::new(), |t| format!(" ({t:.1} us estimated)"));
+        println!(
+            "{}x{}x{} on {} SMs: {}{est}",
+            shape.m,
+            shape.n,
+            shape.k,
+            a.sms,
+            pick.kernel.name()
+        );
+        for line in &pick.why {
+            println!("    {line}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn plan(a: OverlapPlanArgs) -> anyhow::Result<ExitCode> {

@@ -147,32 +147,119 @@ pub const TMA_WIDTHS: [usize; 3] = [256, 192, 128];
 /// The most ranges the TMA kernel cuts k into.
 pub const MAX_SPLITS: usize = 16;
 
-/// The TMA kernel (either) for `shape` on `sms` multiprocessors. The swapped kernel where M is
+/// The TMA kernel (any) for `shape` on `sms` multiprocessors. The swapped kernel where M is
 /// small: up to 64 rows (in token tiles of 32 rows up to M = 32, of 64 above), and beyond where
 /// its unsplit 64-row tiles fit in one wave (ceil(M / 64) x ceil(N / 128) <= sms), with the split
-/// [`tma_swap_choice`] picks; otherwise [`tma_choice`]'s tile and split. Measured on an H200
+/// [`tma_swap_choice`] picks; otherwise [`tma_choice`]'s tile and split, or the tail split
+/// [`tma_tail_choice`] picks where its estimate is [`TAIL_MARGIN`] lower. Measured on an H200
 /// (bench/results/small-m-gemm-h200-2026-11-29): at M 16-64 the swapped kernel ran at 0.85-1.14
 /// of cuBLASLt where the 128-row tiles ran at 0.50-0.79; at M 128 and 160 it was faster on the
 /// shapes whose tiles fit in one wave and slower on those whose tiles did not (56.5 against
 /// 48.7 us at 128 x 10240 x 7168). The rule first stopped at M 128; the held-out shapes at M 160
-/// moved it, and `validate.csv`'s shapes, new to both, check it.
+/// moved it, and `validate.csv`'s shapes, new to both, check it. [`tma_auto_explained`] says why.
 pub fn tma_auto(shape: GemmShape, sms: usize) -> GemmKernel {
+    tma_auto_explained(shape, sms).kernel
+}
+
+/// [`tma_auto`]'s pick, its estimated time and why: the rule that took it and the estimates of
+/// the candidates it was weighed against, one line each (`augur overlap gemm-plan`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TmaPick {
+    pub kernel: GemmKernel,
+    /// Microseconds, by the estimate of the pick's kind (None only for a shape so small that
+    /// no candidate qualifies; the pick is then the unsplit kernel).
+    pub estimate_us: Option<f64>,
+    pub why: Vec<String>,
+}
+
+/// [`tma_auto`] with its reasons.
+pub fn tma_auto_explained(shape: GemmShape, sms: usize) -> TmaPick {
     let GemmShape { m, n, .. } = shape;
     let sms = sms.max(1);
-    if m <= 64 || m.div_ceil(64) * n.div_ceil(128) <= sms {
+    let swap_tiles = m.div_ceil(64) * n.div_ceil(128);
+    let us = |t: Option<f64>| t.map_or("-".to_string(), |t| format!("{t:.1} us"));
+    if m <= 64 || swap_tiles <= sms {
         let mt = swap_token_tile(m);
-        return GemmKernel::TmaSwap {
-            mt,
-            splits: tma_swap_choice(shape, mt, sms),
+        let splits = tma_swap_choice(shape, mt, sms);
+        let estimate_us = tma_swap_estimate_us(shape, mt, splits, sms);
+        let rule = if m <= 64 {
+            format!(
+                "M {m} <= 64: the weight on the tensor cores' M side, the tokens on their N side"
+            )
+        } else {
+            format!("its {swap_tiles} tiles of 64 rows x 128 fit in one wave of {sms} SMs")
+        };
+        return TmaPick {
+            kernel: GemmKernel::TmaSwap { mt, splits },
+            estimate_us,
+            why: vec![
+                format!("operands swapped: {rule}"),
+                format!(
+                    "token tiles of {mt} rows; k in {splits} (the least of 1-{MAX_SPLITS} by \
+                     tma_swap_estimate_us: {})",
+                    us(estimate_us)
+                ),
+            ],
         };
     }
-    let (bn, splits) = tma_choice(shape, sms);
-    let whole = tma_estimate_us(shape, bn, splits, sms).unwrap_or(f64::INFINITY);
-    match tma_tail_choice(shape, sms) {
-        Some((t, bn, splits)) if t < (1.0 - TAIL_MARGIN) * whole => {
-            GemmKernel::TmaTail { bn, splits }
+    let mut why = vec![format!(
+        "128-row tiles: M {m} > 64 and the swapped kernel's {swap_tiles} tiles of 64 rows \
+         would not fit in one wave of {sms} SMs"
+    )];
+    // Each width's best split, as tma_choice weighs them.
+    let mut widths = Vec::new();
+    for bn in TMA_WIDTHS {
+        let best = [1usize, 2, 4, 8, 16]
+            .into_iter()
+            .filter_map(|s| tma_estimate_us(shape, bn, s, sms).map(|t| (t, s)))
+            .min_by(|a, b| a.0.total_cmp(&b.0));
+        if let Some((t, s)) = best {
+            let tiles = m.div_ceil(128) * n.div_ceil(bn);
+            widths.push(format!(
+                "128 x {bn}: {tiles} tiles, k in {s}: {t:.1} us ({:.2} waves)",
+                (tiles * s) as f64 / sms as f64
+            ));
         }
-        _ => GemmKernel::Tma { bn, splits },
+    }
+    why.push(format!(
+        "whole tiles by tma_estimate_us: {}",
+        widths.join("; ")
+    ));
+    let (bn, splits) = tma_choice(shape, sms);
+    let whole = tma_estimate_us(shape, bn, splits, sms);
+    let whole_t = whole.unwrap_or(f64::INFINITY);
+    match tma_tail_choice(shape, sms) {
+        Some((t, tb, ts)) if t < (1.0 - TAIL_MARGIN) * whole_t => {
+            why.push(format!(
+                "tail split taken: 128 x {tb}, the last wave's tiles cut in {ts}: {t:.1} us, \
+                 more than {:.0}% below the whole tiles' {}",
+                TAIL_MARGIN * 100.0,
+                us(whole)
+            ));
+            TmaPick {
+                kernel: GemmKernel::TmaTail { bn: tb, splits: ts },
+                estimate_us: Some(t),
+                why,
+            }
+        }
+        tail => {
+            why.push(match tail {
+                Some((t, tb, ts)) => format!(
+                    "tail split not taken: 128 x {tb} cut in {ts}, {t:.1} us, not {:.0}% below \
+                     {}",
+                    TAIL_MARGIN * 100.0,
+                    us(whole)
+                ),
+                None => "no tail split: every width fills whole waves, or k is too short to \
+                         cut"
+                .to_string(),
+            });
+            TmaPick {
+                kernel: GemmKernel::Tma { bn, splits },
+                estimate_us: whole,
+                why,
+            }
+        }
     }
 }
 
@@ -491,6 +578,31 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_explained_pick_is_tma_autos_and_says_which_rule_took_it() {
+        let sh = |m, n, k| GemmShape { m, n, k };
+        for m in [1, 16, 64, 100, 384, 1024, 2048, 2560, 8192] {
+            for (n, k) in [(1536, 4096), (5120, 3584), (14336, 8192), (8, 8)] {
+                let p = tma_auto_explained(sh(m, n, k), 132);
+                assert_eq!(p.kernel, tma_auto(sh(m, n, k), 132), "{m} {n} {k}");
+                assert!(p.estimate_us.is_some_and(|t| t > 0.0), "{m} {n} {k}");
+                let why = p.why.join("\n");
+                let rule = match p.kernel {
+                    GemmKernel::TmaSwap { .. } => "operands swapped",
+                    GemmKernel::TmaTail { .. } => "tail split taken",
+                    _ => "tail split not taken",
+                };
+                assert!(
+                    why.contains(rule) || why.contains("no tail split"),
+                    "{m} {n} {k}: {why}"
+                );
+            }
+        }
+        let p = tma_auto_explained(sh(2560, 5120, 3584), 132);
+        assert_eq!(p.kernel, GemmKernel::TmaTail { bn: 256, splits: 8 });
+        assert!(p.why[1].contains("128 x 192: 540 tiles"), "{:?}", p.why);
     }
 
     #[test]

@@ -28,8 +28,9 @@ use crate::gemm::{from_half_bits, to_half_bits, GemmProblem, GemmShape};
 use crate::KernelError;
 pub use arrive::Arrivals;
 pub use kernels::{
-    swap_token_tile, tma_auto, tma_choice, tma_estimate_us, tma_swap_choice, tma_swap_estimate_us,
-    tma_tail_choice, tma_tail_estimate_us, GemmKernel, MAX_SPLITS, TMA_WIDTHS,
+    swap_token_tile, tma_auto, tma_auto_explained, tma_choice, tma_estimate_us, tma_swap_choice,
+    tma_swap_estimate_us, tma_tail_choice, tma_tail_estimate_us, GemmKernel, TmaPick, MAX_SPLITS,
+    TAIL_MARGIN, TMA_WIDTHS,
 };
 use lt_plan::LtPlan;
 
