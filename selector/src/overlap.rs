@@ -12,6 +12,15 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! [`gemm_kernel`] says which of augur's TMA GEMM kernels a product of one GPU runs on (the
+//! one `augur_tma_auto` picks: tile, split of k, operands swapped at small M) and why. Pure too.
+//!
+//! ```
+//! use augur::kernels::gemm::GemmShape;
+//! let pick = augur::overlap::gemm_kernel(GemmShape { m: 2048, n: 1536, k: 4096 }, 132);
+//! println!("{} because {:?}", pick.kernel.name(), pick.why);
+//! ```
+//!
 //! [`LayerPlan`] runs the chosen pattern of an all-gather + GEMM or a GEMM + reduce-scatter on
 //! the caller's device buffers: planned once for a layer and a group of GPUs (one thread per
 //! GPU holding its context, communicator, GEMM plans and flags for the plan's life), then
@@ -23,6 +32,16 @@ use augur_kernels::cuda::gemm::tp::TpPattern;
 use augur_models::overlap::OverlapModel;
 
 use crate::AugurError;
+
+/// The TMA GEMM kernel `augur_tma_auto` picks for one GPU's product C = A Bᵀ (A M x K, B N x
+/// K) on a GPU of `sms` multiprocessors, its estimated time and why (the rule that took it and
+/// the estimates it weighed), without a GPU.
+pub fn gemm_kernel(
+    shape: augur_kernels::gemm::GemmShape,
+    sms: usize,
+) -> augur_kernels::cuda::gemm::TmaPick {
+    augur_kernels::cuda::gemm::tma_auto_explained(shape, sms)
+}
 
 /// A pattern chosen for a layer, and why.
 #[derive(Debug, Clone, PartialEq)]
