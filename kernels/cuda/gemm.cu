@@ -327,19 +327,19 @@ AUGUR_WG(BF16, bf16, 256)
 
 // ---- Hopper: TMA loads by a producer warpgroup, wgmma by two consumer warpgroups ------------
 //
-// gemm_tma_{f16,bf16}_{256,192,128}: 384 threads, persistent: the grid holds at most one block
-// per SM and each block walks the work units blockIdx.x, blockIdx.x + gridDim.x, ... A unit is
-// one 128 x BN tile of C (BN = 256, 192 or 128) over one of `splits` equal ranges of k (`kt_per`
-// steps of 64). Warpgroup 0 produces (one thread issues the tensor-memory copies of each stage's 128 x 64
-// A tile and BN x 64 B tile, 128-byte swizzled, straight into shared memory, and the stage's
-// "full" barrier counts their bytes in); warpgroups 1 and 2 consume (each waits for a stage to be
-// full, multiplies its 64 rows by the BN columns with four wgmma.m64nBNk16, and marks the stage
-// it finished before "empty" for the producer). The stages run on across units, so the producer
-// loads the next unit while the consumers store this one. With one split a unit's tile is
-// rounded into C through shared memory and tensor-memory stores that run on while the consumers
-// start the next unit (wg_store_tma); with more, each split's f32 partial tile goes to ws[split][m][n] and
-// gemm_splitk_{f16,bf16} sums them into C (a sum inside the kernel by the tile's last split,
-// found with per-tile arrival counters, was slower: it puts the tile's whole sum on one SM;
+// gemm_tma_{f16,bf16}_{256,192,128}: 384 threads, persistent: the grid holds at most one block per
+// SM and each block walks the work units blockIdx.x, blockIdx.x + gridDim.x, ... A unit is one 128
+// x BN tile of C (BN = 256, 192 or 128) over one of `splits` equal ranges of k (`kt_per` steps of
+// 64). Warpgroup 0 produces (one thread issues the tensor-memory copies of each stage's 128 x 64 A
+// tile and BN x 64 B tile, 128-byte swizzled, straight into shared memory, and the stage's "full"
+// barrier counts their bytes in); warpgroups 1 and 2 consume (each waits for a stage to be full,
+// multiplies its 64 rows by the BN columns with four wgmma.m64nBNk16, and marks the stage it
+// finished before "empty" for the producer). The stages run on across units, so the producer loads
+// the next unit while the consumers store this one. With one split a unit's tile is rounded into C
+// through shared memory and tensor-memory stores that run on while the consumers start the next
+// unit (wg_store_tma); with more, each split's f32 partial tile goes to ws[split][m][n] and
+// gemm_splitk_{f16,bf16} sums them into C (a sum inside the kernel by the tile's last split, found
+// with per-tile arrival counters, was slower: it puts the tile's whole sum on one SM;
 // bench/results/gemm-splitk-h100-2026-11-25/fixup-in-kernel*). The tensor maps come from the host
 // (cuTensorMapEncodeTiled); past the matrix edges the copies fill zeros. With rows_per_flag > 0
 // the producer waits for A's rows to arrive first (wait_rows: the producer/consumer overlap).
@@ -475,8 +475,7 @@ __device__ __forceinline__ void wg_add_tma_f32(const float* d, u16* stage, const
 }
 
 // A warpgroup's 64 x N f32 accumulators at (row0, col0) into the row-major 64 x N f32 block at
-// `W` (a tail-split tile's partial: gemm_tma_tail_*), the pairs inside the m x n
-// matrix only.
+// `W` (a tail-split tile's partial: gemm_tma_tail_*), the pairs inside the m x n matrix only.
 template <int N>
 __device__ __forceinline__ void wg_store_block_f32(const float* d, float* __restrict__ W, int m,
                                                    int n, int row0, int col0) {
@@ -646,8 +645,9 @@ __device__ __forceinline__ void wg_consume(float* d, const u16* smem, int stage,
 // tail split, gemm_tma_tail_*: the standalone kernel's RowGate only) the tiles from split_from
 // on in the schedule's order are cut, the others whole, and a cut tile's partials go to
 // ws[split][tile - split_from][128][BN], which gemm_tail_sum_* sums. The tail split is an
-// instance of its own: in the whole-tile kernel its unit arithmetic left the products 2-3%
-// slower at K 1024 (bench/results/tail-split-h200-2026-11-29, recheck/).
+// instance of its own: built into the whole-tile kernel it left that kernel 2-3% slower at K 1024
+// on an H200, with fewer unit computations as well (bench/results/tail-split-h200-2026-11-29,
+// recheck/); apart, the whole-tile kernels' code is what it was before.
 template <typename TT, int BN, bool TAIL = false, typename Gate>
 __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* tma,
                                          const TensorMap* tmb, const TensorMap* tmc, int splits,
@@ -936,11 +936,10 @@ extern "C" __global__ void gemm_splitk_bf16(int m, int n, int splits, const floa
     splitk_sum<BF16>(m, n, splits, ws, C);
 }
 
-// The tail split's sum (gemm_tma_tail_*): C's elements of the tiles from `from`
-// on in the schedule's order (128 x bn tiles, tiles_m x tiles_n of them) = the sum of their
-// `splits` partials ws[split][tile - from][128][bn], rounded to TT: four columns per thread (n %
-// 8 == 0 and bn % 64 == 0, so four columns are wholly inside or outside C). Hopper only, as the
-// TMA kernels.
+// The tail split's sum (gemm_tma_tail_*): C's elements of the tiles from `from` on in the
+// schedule's order (128 x bn tiles, tiles_m x tiles_n of them) = the sum of their `splits`
+// partials ws[split][tile - from][128][bn], rounded to TT: four columns per thread (n % 8 == 0 and
+// bn % 64 == 0, so four columns are wholly inside or outside C). Hopper only, as the TMA kernels.
 #define TAIL_SUM_ARGS int m, int n, int bn, int tiles_m, int tiles_n, int from, int splits, \
     const float* __restrict__ ws, u16* __restrict__ C
 #ifdef AUGUR_WGMMA
