@@ -884,7 +884,8 @@ __device__ __forceinline__ void gemm_tma_swap(int m, int n, int k, const TensorM
     extern "C" __global__ void gemm_tma_##TY##_##BN(TMA_ARGS) { __trap(); } \
     extern "C" __global__ void gemm_tma_tail_##TY##_##BN(TMA_ARGS, int split_from) { __trap(); }
 #endif
-// The TMA kernels' six instances: each 16-bit type, tiles 256, 192 and 128 wide.
+// The TMA kernels' six instances: each 16-bit type, tiles 256, 192 and 128 wide (the host's
+// TMA_WIDTHS, kernels/src/cuda/gemm/kernels.rs).
 #define AUGUR_TMA_INSTANCES(K) \
     K(F16, f16, 256) K(BF16, bf16, 256) K(F16, f16, 192) K(BF16, bf16, 192) K(F16, f16, 128) \
     K(BF16, bf16, 128)
@@ -900,11 +901,11 @@ AUGUR_TMA_INSTANCES(AUGUR_TMA)
 #define AUGUR_TMA_SWAP(T, TY, MT) \
     extern "C" __global__ void gemm_tma_swap_##TY##_##MT(TMA_ARGS) { __trap(); }
 #endif
-// The swapped kernel's instances: each 16-bit type, token tiles of 32 and 64 rows.
-AUGUR_TMA_SWAP(F16, f16, 32)
-AUGUR_TMA_SWAP(BF16, bf16, 32)
-AUGUR_TMA_SWAP(F16, f16, 64)
-AUGUR_TMA_SWAP(BF16, bf16, 64)
+// The swapped kernels' four instances: each 16-bit type, token tiles of 32 and 64 rows (the
+// host's SWAP_TILES, kernels/src/cuda/gemm/kernels.rs).
+#define AUGUR_TMA_SWAP_INSTANCES(K) \
+    K(F16, f16, 32) K(BF16, bf16, 32) K(F16, f16, 64) K(BF16, bf16, 64)
+AUGUR_TMA_SWAP_INSTANCES(AUGUR_TMA_SWAP)
 
 // C = the sum of the `splits` f32 partials ws[s][m][n], rounded to TT: four columns per thread
 // (n % 8 == 0).

@@ -206,10 +206,7 @@ AUGUR_TMA_INSTANCES(AUGUR_TMA_AG)
 #define AUGUR_TMA_AG_SWAP(T, TY, MT) \
     extern "C" __global__ void gemm_tma_ag_swap_##TY##_##MT(TMA_AG_ARGS) { __trap(); }
 #endif
-AUGUR_TMA_AG_SWAP(F16, f16, 32)
-AUGUR_TMA_AG_SWAP(BF16, bf16, 32)
-AUGUR_TMA_AG_SWAP(F16, f16, 64)
-AUGUR_TMA_AG_SWAP(BF16, bf16, 64)
+AUGUR_TMA_SWAP_INSTANCES(AUGUR_TMA_AG_SWAP)
 
 // ---- Fused GEMM + reduce-scatter (issue 24's `fused-reduce:S`, `fused-reduce:0`) ------------
 //

@@ -117,7 +117,7 @@ impl GemmKernel {
                 };
                 if let Some(rest) = t.strip_prefix("augur_tma_swap_") {
                     let (mt, rest) = rest.split_once("x128").ok_or_else(bad)?;
-                    let (mt, splits) = tile_split(&format!("{mt}{rest}"), &[32, 64])?;
+                    let (mt, splits) = tile_split(&format!("{mt}{rest}"), &SWAP_TILES)?;
                     GemmKernel::TmaSwap { mt, splits }
                 } else {
                     let rest = t.strip_prefix("augur_tma_128x").ok_or_else(bad)?;
@@ -143,6 +143,10 @@ impl GemmKernel {
 
 /// The TMA kernel's tile widths (its tiles are 128 x bn): gemm.cu's `gemm_tma_*_{256,192,128}`.
 pub const TMA_WIDTHS: [usize; 3] = [256, 192, 128];
+
+/// The swapped TMA kernel's token tiles (its tiles are mt x 128): gemm.cu's
+/// `gemm_tma_swap_*_{32,64}` (`AUGUR_TMA_SWAP_INSTANCES`).
+pub const SWAP_TILES: [usize; 2] = [32, 64];
 
 /// The most ranges the TMA kernel cuts k into.
 pub const MAX_SPLITS: usize = 16;
@@ -207,27 +211,23 @@ pub fn tma_auto_explained(shape: GemmShape, sms: usize) -> TmaPick {
          would not fit in one wave of {sms} SMs"
     )];
     // Each width's best split, as tma_choice weighs them.
-    let mut widths = Vec::new();
-    for bn in TMA_WIDTHS {
-        let best = [1usize, 2, 4, 8, 16]
-            .into_iter()
-            .filter_map(|s| tma_estimate_us(shape, bn, s, sms).map(|t| (t, s)))
-            .min_by(|a, b| a.0.total_cmp(&b.0));
-        if let Some((t, s)) = best {
+    let widths: Vec<String> = TMA_WIDTHS
+        .into_iter()
+        .map(|bn| {
+            let (t, s) = tma_width_best(shape, bn, sms);
             let tiles = m.div_ceil(128) * n.div_ceil(bn);
-            widths.push(format!(
+            format!(
                 "128 x {bn}: {tiles} tiles, k in {s}: {t:.1} us ({:.2} waves)",
                 (tiles * s) as f64 / sms as f64
-            ));
-        }
-    }
+            )
+        })
+        .collect();
     why.push(format!(
         "whole tiles by tma_estimate_us: {}",
         widths.join("; ")
     ));
-    let (bn, splits) = tma_choice(shape, sms);
-    let whole = tma_estimate_us(shape, bn, splits, sms);
-    let whole_t = whole.unwrap_or(f64::INFINITY);
+    let (whole_t, bn, splits) = tma_whole_choice(shape, sms);
+    let whole = Some(whole_t);
     match tma_tail_choice(shape, sms) {
         Some((t, tb, ts)) if t < (1.0 - TAIL_MARGIN) * whole_t => {
             why.push(format!(
@@ -300,7 +300,8 @@ pub fn tma_tail_estimate_us(shape: GemmShape, bn: usize, splits: usize, sms: usi
     let GemmShape { m, n, k } = shape;
     let sms = sms.max(1);
     let tiles = m.div_ceil(128) * n.div_ceil(bn);
-    let (whole, tail) = (tiles / sms * sms, tiles % sms);
+    let whole = tail_from(tiles, sms);
+    let tail = tiles - whole;
     let (kt_per, used) = split_steps(k, splits);
     if tail == 0 || splits < 2 || used != splits || kt_per < 4 {
         return None;
@@ -311,6 +312,12 @@ pub fn tma_tail_estimate_us(shape: GemmShape, bn: usize, splits: usize, sms: usi
         + (tail * splits).div_ceil(sms) as f64 * (kt_per as f64 * step + 3.0);
     let t = sm.hypot(tma_dram_us(shape));
     Some(t + 2.0 + (8 * splits * tail * 128 * bn) as f64 / 3.0e6)
+}
+
+/// The tail split's first cut tile: after the whole waves of `tiles` tiles on `sms` SMs (all of
+/// them where they fill whole waves: nothing to cut).
+pub(super) fn tail_from(tiles: usize, sms: usize) -> usize {
+    tiles / sms.max(1) * sms.max(1)
 }
 
 /// One k step of 64 of a 128 x bn tile (microseconds): the longer of its products and loads
@@ -381,17 +388,38 @@ pub fn tma_swap_estimate_us(shape: GemmShape, mt: usize, splits: usize, sms: usi
 /// candidate (128 x bn tiles, bn one of [`TMA_WIDTHS`]; k cut in 1, 2, 4, 8 or 16 ranges of at
 /// least 4 steps of 64) with the least estimated time ([`tma_estimate_us`]).
 pub fn tma_choice(shape: GemmShape, sms: usize) -> (usize, usize) {
-    let mut best = (f64::INFINITY, 256, 1);
-    for bn in TMA_WIDTHS {
-        for splits in [1usize, 2, 4, 8, 16] {
-            if let Some(t) = tma_estimate_us(shape, bn, splits, sms) {
-                if t < best.0 {
-                    best = (t, bn, splits);
-                }
+    let (_, bn, splits) = tma_whole_choice(shape, sms);
+    (bn, splits)
+}
+
+/// [`tma_choice`]'s pick with its estimate (microseconds, width, split): the least of each
+/// width's best ([`tma_width_best`]), the first width on a tie.
+fn tma_whole_choice(shape: GemmShape, sms: usize) -> (f64, usize, usize) {
+    TMA_WIDTHS
+        .into_iter()
+        .map(|bn| {
+            let (t, splits) = tma_width_best(shape, bn, sms);
+            (t, bn, splits)
+        })
+        .fold((f64::INFINITY, TMA_WIDTHS[0], 1), |best, c| {
+            if c.0 < best.0 {
+                c
+            } else {
+                best
             }
-        }
-    }
-    (best.1, best.2)
+        })
+}
+
+/// Tiles `bn` wide: the split of 1, 2, 4, 8 or 16 with the least [`tma_estimate_us`] and that
+/// estimate, the fewest splits on a tie (1 always qualifies).
+fn tma_width_best(shape: GemmShape, bn: usize, sms: usize) -> (f64, usize) {
+    [1usize, 2, 4, 8, 16]
+        .into_iter()
+        .filter_map(|s| tma_estimate_us(shape, bn, s, sms).map(|t| (t, s)))
+        .fold(
+            (f64::INFINITY, 1),
+            |best, c| if c.0 < best.0 { c } else { best },
+        )
 }
 
 /// k in `splits` equal ranges of whole steps of 64: the steps per range, and how many ranges

@@ -30,7 +30,7 @@ pub use arrive::Arrivals;
 pub use kernels::{
     swap_token_tile, tma_auto, tma_auto_explained, tma_choice, tma_estimate_us, tma_swap_choice,
     tma_swap_estimate_us, tma_tail_choice, tma_tail_estimate_us, GemmKernel, TmaPick, MAX_SPLITS,
-    TAIL_MARGIN, TMA_WIDTHS,
+    SWAP_TILES, TAIL_MARGIN, TMA_WIDTHS,
 };
 use lt_plan::LtPlan;
 
@@ -155,12 +155,10 @@ struct TmaLaunch {
     kernel: GemmKernel,
     splits: usize,
     kt_per: usize,
-    /// The tail split (GemmKernel::TmaTail, gemm_tma_tail_*, its last argument): the tiles
-    /// before this one in the kernel's order are whole, the others cut in `splits` ranges; -1
-    /// for the other kernels, which cut every tile when split.
-    split_from: i32,
-    /// The tile grid (tiles_m, tiles_n) and width of a tail split, for its sum.
-    tail_tiles: (usize, usize, usize),
+    /// The tail split's first cut tile (GemmKernel::TmaTail, gemm_tma_tail_*'s last argument):
+    /// the tiles before it in the kernel's order are whole, the others cut in `splits` ranges.
+    /// None for the other kernels, which cut every tile when split.
+    split_from: Option<i32>,
     /// splits x m x n floats, or for a tail split splits x (its tiles) x 128 x bn (one float
     /// when not split: the argument must point somewhere).
     ws: CudaSlice<f32>,
@@ -175,8 +173,8 @@ impl TmaLaunch {
     fn units(&self, m: usize, n: usize) -> usize {
         let tiles = self.kernel.tma_tiles(m, n).expect("a TMA kernel");
         match self.split_from {
-            f if f >= 0 => f as usize + (tiles - f as usize) * self.splits,
-            _ => tiles * self.splits,
+            Some(f) => f as usize + (tiles - f as usize) * self.splits,
+            None => tiles * self.splits,
         }
     }
 
@@ -195,9 +193,9 @@ impl TmaLaunch {
         let Some(sum) = &self.sum else {
             return Ok(());
         };
-        if self.split_from >= 0 {
-            let (tiles_m, tiles_n, bn) = self.tail_tiles;
-            let quads = (tiles_m * tiles_n - self.split_from as usize) * 128 * bn / 4;
+        if let (Some(from), GemmKernel::TmaTail { bn, .. }) = (&self.split_from, self.kernel) {
+            let (tiles_m, tiles_n) = (m.div_ceil(128), n.div_ceil(bn));
+            let quads = (tiles_m * tiles_n - *from as usize) * 128 * bn / 4;
             let cfg = LaunchConfig {
                 grid_dim: (quads.div_ceil(256).clamp(1, 65535) as u32, 1, 1),
                 block_dim: (256, 1, 1),
@@ -209,7 +207,7 @@ impl TmaLaunch {
             for a in &args {
                 l.arg(a);
             }
-            l.arg(&self.split_from).arg(&splits).arg(&self.ws).arg(&c);
+            l.arg(from).arg(&splits).arg(&self.ws).arg(&c);
             // SAFETY: gemm_tail_sum_*(m, n, bn, tiles_m, tiles_n, from, splits, partials of
             // splits x (tiles_m x tiles_n - from) x 128 x bn floats, C of m x n halves), as
             // tma_parts sized them; bn % 64 == 0 and n % 8 == 0.
@@ -500,7 +498,7 @@ impl CudaGemm {
             {
                 (splits, (128, bn as u32, 64), tma_smem(bn))
             }
-            GemmKernel::TmaSwap { mt, splits } if mt == 32 || mt == 64 => {
+            GemmKernel::TmaSwap { mt, splits } if kernels::SWAP_TILES.contains(&mt) => {
                 (splits, (mt as u32, 128, mt as u32), tma_swap_smem(mt))
             }
             _ => {
@@ -532,23 +530,19 @@ impl CudaGemm {
         );
         // A tail split: the tiles of the last, part-filled wave over this GPU's SMs are cut
         // (none where the tiles fill whole waves).
-        let (split_from, tail_tiles, tail) = match kernel {
+        // (tail: the cut tiles' floats per split.)
+        let (split_from, tail) = match kernel {
             GemmKernel::TmaTail { bn, .. } => {
-                let (tiles_m, tiles_n) = (m.div_ceil(128), n.div_ceil(bn));
-                let tiles = tiles_m * tiles_n;
-                let from = tiles / self.multiprocessors.max(1) * self.multiprocessors.max(1);
-                (
-                    from as i32,
-                    (tiles_m, tiles_n, bn),
-                    (tiles - from) * 128 * bn,
-                )
+                let tiles = kernel.tma_tiles(m, n).expect("a TMA kernel");
+                let from = kernels::tail_from(tiles, self.multiprocessors);
+                (Some(from as i32), (tiles - from) * 128 * bn)
             }
-            _ => (-1, (0, 0, 0), 0),
+            _ => (None, 0),
         };
-        let ws_len = match (splits > 1, split_from >= 0) {
+        let ws_len = match (splits > 1, split_from) {
             (false, _) => 1,
-            (true, false) => splits * m * n,
-            (true, true) => (splits * tail).max(1),
+            (true, None) => splits * m * n,
+            (true, Some(_)) => (splits * tail).max(1),
         };
         // SAFETY: filled with NaN right below; each split's partial is then written whole by
         // the TMA kernel before the sum reads it (the one float of an unsplit run is never
@@ -560,8 +554,8 @@ impl CudaGemm {
             unsafe { cudarc::driver::result::memset_d8_async(p, 0xFF, ws_len * 4, s.cu_stream()) }
                 .map_err(drv("poison partials"))?;
         }
-        let sum = if splits > 1 && (split_from < 0 || tail > 0) {
-            let f = if split_from >= 0 {
+        let sum = if splits > 1 && (split_from.is_none() || tail > 0) {
+            let f = if split_from.is_some() {
                 format!("gemm_tail_sum_{ty}")
             } else {
                 format!("gemm_splitk_{ty}")
@@ -581,7 +575,6 @@ impl CudaGemm {
             splits,
             kt_per,
             split_from,
-            tail_tiles,
             ws,
             sum,
             no_flags,
@@ -652,8 +645,8 @@ impl CudaGemm {
                         None => l.arg(&t.no_flags),
                     };
                     l.arg(&rows_per_flag);
-                    if t.split_from >= 0 {
-                        l.arg(&t.split_from);
+                    if let Some(from) = &t.split_from {
+                        l.arg(from);
                     }
                 }
                 // SAFETY: gemm.cu's (m, n, k, A, B, C), or for gemm_tma (m, n, k, tensor maps of
