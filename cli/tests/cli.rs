@@ -1456,6 +1456,9 @@ fn overlap_gemm_plan_says_which_kernel_and_why_without_a_gpu() {
     );
     let o = stdout_ok(&["overlap", "gemm-plan", "--sms", "114", "2048,1536,4096"]);
     assert!(o.starts_with("2048x1536x4096 on 114 SMs: "), "{o}");
+    // The largest shape a GEMM takes is estimated, not an overflow.
+    let o = stdout_ok(&["overlap", "gemm-plan", "2147483640,2147483640,131072"]);
+    assert!(o.contains(" us estimated)"), "{o}");
     let out = augur(&["overlap", "gemm-plan", "2048,1536"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(

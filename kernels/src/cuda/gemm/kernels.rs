@@ -311,7 +311,7 @@ pub fn tma_tail_estimate_us(shape: GemmShape, bn: usize, splits: usize, sms: usi
     let sm = (whole / sms) as f64 * (kt_all * step + 3.0)
         + (tail * splits).div_ceil(sms) as f64 * (kt_per as f64 * step + 3.0);
     let t = sm.hypot(tma_dram_us(shape));
-    Some(t + 2.0 + (8 * splits * tail * 128 * bn) as f64 / 3.0e6)
+    Some(t + 2.0 + 8.0 * (splits * tail * 128 * bn) as f64 / 3.0e6)
 }
 
 /// The tail split's first cut tile: after the whole waves of `tiles` tiles on `sms` SMs (all of
@@ -379,7 +379,7 @@ pub fn tma_swap_estimate_us(shape: GemmShape, mt: usize, splits: usize, sms: usi
     let dram = ((m * k + n * k + m * n) * 2) as f64 / 4.2e6;
     let mut t = sm.hypot(dram);
     if splits > 1 {
-        t += 1.0 + (8 * splits * m * n) as f64 / 3.0e6;
+        t += 1.0 + 8.0 * splits as f64 * m as f64 * n as f64 / 3.0e6;
     }
     Some(t)
 }
@@ -454,7 +454,7 @@ pub fn tma_estimate_us(shape: GemmShape, bn: usize, splits: usize, sms: usize) -
     let sm = per_sm * (kt_per as f64 * tma_step_us(m, bn) + 3.0);
     let mut t = sm.hypot(tma_dram_us(shape));
     if splits > 1 {
-        t += 2.0 + (8 * splits * m * n) as f64 / 3.0e6;
+        t += 2.0 + 8.0 * splits as f64 * m as f64 * n as f64 / 3.0e6;
     }
     Some(t)
 }
@@ -571,6 +571,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_largest_shape_a_gemm_takes_is_estimated_without_overflow() {
+        // GemmShape::parse's bounds: m and n below 2^31, k at most 131072. 8 x splits x m x n
+        // bytes of partials is past 2^64 there; in integers it overflowed (a panic in a build
+        // with overflow checks, `augur overlap gemm-plan` on that shape).
+        let sh = GemmShape {
+            m: (1 << 31) - 8,
+            n: (1 << 31) - 8,
+            k: 131072,
+        };
+        for (bn, splits) in [(256, 16), (128, 2)] {
+            let t = tma_estimate_us(sh, bn, splits, 132).unwrap();
+            assert!(t.is_finite() && t > 0.0, "{t}");
+        }
+        for (mt, splits) in [(32, 16), (64, 1)] {
+            let t = tma_swap_estimate_us(sh, mt, splits, 132).unwrap();
+            assert!(t.is_finite() && t > 0.0, "{t}");
+        }
+        let p = tma_auto_explained(sh, 132);
+        assert!(p.estimate_us.is_some_and(|t| t.is_finite()), "{p:?}");
     }
 
     #[test]
