@@ -573,14 +573,62 @@ __device__ __forceinline__ void wait_rows(const unsigned* flags, int rows_per_fl
 
 // The plain row gate of `arrive` (and no gate when rows_per_flag is 0): tiles in the order the
 // schedule gives them.
-struct RowGate {
-    const unsigned* flags;
-    int rows_per_flag, m, seen;
-    __device__ __forceinline__ int tile(int t) const { return t; }
-    __device__ __forceinline__ bool may_wait() const { return rows_per_flag > 0; }
-    __device__ __forceinline__ void wait(int row0) {
-        if (rows_per_flag > 0) wait_rows(flags, rows_per_flag, row0, m, seen);
+// The swapped kernel's (gemm_tma_swap, below) accumulators: a consumer warpgroup's 64 x MT
+// block of Cᵀ, register 4 j + e at Cᵀ's row (column of C) 16 wq + g (+ 8 for e >= 2) and its
+// column (row of C) 8 j + 2 t + e % 2 (wq: the warp in the warpgroup, g, t: lane / 4, lane % 4).
+// swap_stage writes it transposed, rounded to TT, into an MT x 64 box of C in shared memory
+// (128-byte rows, swizzled as the tensor maps' boxes).
+template <typename TT, int MT>
+__device__ __forceinline__ void swap_stage(const float* d, u16* buf) {
+    const int lane = threadIdx.x & 31, wq = (threadIdx.x >> 5) & 3;
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int j = 0; j < MT / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int tr = 8 * j + 2 * t + (e & 1), cn = 16 * wq + g + (e >> 1) * 8;
+            buf[tr * 64 + (((cn >> 3) ^ (tr & 7)) << 3) + (cn & 7)] =
+                (u16)(TT::pack(d[4 * j + e], 0.0f) & 0xFFFF);
+        }
     }
+}
+
+// Each value of the block with its row and column of C (tok0 + tr, col0 + cn), inside M x N.
+template <int MT, typename Put>
+__device__ __forceinline__ void swap_values(const float* d, int m, int n, int tok0, int col0,
+                                            Put put) {
+    const int lane = threadIdx.x & 31, wq = (threadIdx.x >> 5) & 3;
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int j = 0; j < MT / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int tr = tok0 + 8 * j + 2 * t + (e & 1);
+            const int cn = col0 + 16 * wq + g + (e >> 1) * 8;
+            if (tr < m && cn < n) put(tr, cn, d[4 * j + e]);
+        }
+    }
+}
+
+// The block into C at (tok0, col0) by one tensor-memory store through `tmc` (MT x 64 boxes;
+// clipped at the edges), from the warpgroup's staging box `buf` (barrier `bar_id`).
+template <typename TT, int MT>
+__device__ __forceinline__ void swap_store(const float* d, u16* buf, const TensorMap* tmc,
+                                           int tok0, int col0, int bar_id) {
+    const bool wg_lead = (threadIdx.x & 127) == 0;
+    // The store from this box one unit before must have read it.
+    if (wg_lead) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+    swap_stage<TT, MT>(d, buf);
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+    if (wg_lead) tma_store_box<false>(tmc, col0, tok0, buf);
+}
+
+// The stores of gemm_tma (store, store_split) and gemm_tma_swap (store_swap, store_swap_split)
+// into this GPU's C, and its f32 partials with k split: the standalone kernels' and the fused
+// all-gather's (gemm_fused.cu).
+struct PlainStores {
     template <typename TT, int BN>
     __device__ __forceinline__ void store(const float* d, u16* stage, const TensorMap* tmc,
                                           int row0, int col0, int bar_id, int, int) {
@@ -592,7 +640,32 @@ struct RowGate {
                                                 int row0, int col0, int split, int, int) {
         wg_store_f32<BN>(d, ws + (long long)split * m * n, m, n, row0, col0);
     }
+    template <typename TT, int MT>
+    __device__ __forceinline__ void store_swap(const float* d, u16* buf, const TensorMap* tmc,
+                                               int tok0, int col0, int bar_id, int, int) {
+        swap_store<TT, MT>(d, buf, tmc, tok0, col0, bar_id);
+    }
+    template <int MT>
+    __device__ __forceinline__ void store_swap_split(const float* d, float* ws, int m, int n,
+                                                     int tok0, int col0, int split, int, int) {
+        float* W = ws + (long long)split * m * n;
+        swap_values<MT>(d, m, n, tok0, col0,
+                        [&](int r, int c, float x) { W[(long long)r * n + c] = x; });
+    }
+    // The consumer warpgroups' start, once the block is set up (gemm_fused.cu's reduce-scatter
+    // zeroes its rows of the sum there).
+    __device__ __forceinline__ void start() {}
     __device__ __forceinline__ void finish() {}
+};
+
+struct RowGate : PlainStores {
+    const unsigned* flags;
+    int rows_per_flag, m, seen;
+    __device__ __forceinline__ int tile(int t) const { return t; }
+    __device__ __forceinline__ bool may_wait() const { return rows_per_flag > 0; }
+    __device__ __forceinline__ void wait(int row0) {
+        if (rows_per_flag > 0) wait_rows(flags, rows_per_flag, row0, m, seen);
+    }
 };
 
 // The TMA kernels' shared memory at `raw`: STAGES "full" barriers (one arrival, the producer's,
@@ -689,6 +762,7 @@ __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* t
     }
     const int cw = wg - 1;  // consumer warpgroup: rows 64 cw .. 64 cw + 63 of the tile
     const bool lead = (threadIdx.x & 31) == 0;
+    gate.start();
     float d[BN / 2];
     int it = 0;
     for (int u = vblock; u < units; u += nblocks) {
@@ -818,8 +892,7 @@ __device__ __forceinline__ void gemm_tma_swap(int m, int n, int k, const TensorM
     }
     const int cw = wg - 1;  // consumer warpgroup: columns 64 cw .. 64 cw + 63 of the unit
     const bool lead = (threadIdx.x & 31) == 0, wg_lead = (threadIdx.x & 127) == 0;
-    const int lane = threadIdx.x & 31, wq = (threadIdx.x >> 5) & 3;
-    const int g = lane >> 2, t = lane & 3;
+    gate.start();
     u16* buf = cstage + cw * MT * 64;
     float d[MT / 2];
     int it = 0;
@@ -828,37 +901,14 @@ __device__ __forceinline__ void gemm_tma_swap(int m, int n, int k, const TensorM
         wg_consume<TT, MT, SWAP_STAGES>(d, smem, STAGE, cw * 64 * 64, B_TILE, bars, w.kt0, w.kt1,
                                         it, lead);
         const int tok0 = w.tile_m * MT, col0 = w.tile_n * 128 + cw * 64;
-        // Register 4 j + e: Cᵀ's row (column of C) 16 wq + g (+ 8 for e >= 2), its column (row
-        // of C) 8 j + 2 t + e % 2.
         if (splits == 1) {
-            // The store from this box one unit before must have read it.
-            if (wg_lead) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-            asm volatile("bar.sync %0, 128;" ::"r"(1 + cw) : "memory");
-#pragma unroll
-            for (int j = 0; j < MT / 8; ++j) {
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const int tr = 8 * j + 2 * t + (e & 1), cn = 16 * wq + g + (e >> 1) * 8;
-                    buf[tr * 64 + (((cn >> 3) ^ (tr & 7)) << 3) + (cn & 7)] =
-                        (u16)(TT::pack(d[4 * j + e], 0.0f) & 0xFFFF);
-                }
-            }
-            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-            asm volatile("bar.sync %0, 128;" ::"r"(1 + cw) : "memory");
-            if (wg_lead) tma_store_box<false>(tmc, col0, tok0, buf);
+            gate.template store_swap<TT, MT>(d, buf, tmc, tok0, col0, 1 + cw, w.tile_m, n);
         } else {
-            float* W = ws + (long long)w.split * m * n;
-#pragma unroll
-            for (int j = 0; j < MT / 8; ++j) {
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const int tr = tok0 + 8 * j + 2 * t + (e & 1);
-                    const int cn = col0 + 16 * wq + g + (e >> 1) * 8;
-                    if (tr < m && cn < n) W[(long long)tr * n + cn] = d[4 * j + e];
-                }
-            }
+            gate.template store_swap_split<MT>(d, ws, m, n, tok0, col0, w.split, 1 + cw,
+                                               w.tile_m);
         }
     }
+    gate.finish();
     if (wg_lead) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
 }
 #endif
@@ -872,12 +922,12 @@ __device__ __forceinline__ void gemm_tma_swap(int m, int n, int k, const TensorM
 #define AUGUR_TMA(T, TY, BN) \
     extern "C" __global__ void __launch_bounds__(384, 1) gemm_tma_##TY##_##BN(TMA_ARGS) { \
         gemm_tma<T, BN>(m, n, k, &tma, &tmb, &tmc, splits, kt_per, ws, blockIdx.x, gridDim.x, \
-                        RowGate{flags, rows_per_flag, m, 0});                                  \
+                        RowGate{{}, flags, rows_per_flag, m, 0});                                  \
     }                                                                                         \
     extern "C" __global__ void __launch_bounds__(384, 1)                                      \
         gemm_tma_tail_##TY##_##BN(TMA_ARGS, int split_from) {                                 \
         gemm_tma<T, BN, true>(m, n, k, &tma, &tmb, &tmc, splits, kt_per, ws, blockIdx.x,      \
-                              gridDim.x, RowGate{flags, rows_per_flag, m, 0}, split_from);    \
+                              gridDim.x, RowGate{{}, flags, rows_per_flag, m, 0}, split_from);    \
     }
 #else
 #define AUGUR_TMA(T, TY, BN)                                                  \
@@ -895,7 +945,7 @@ AUGUR_TMA_INSTANCES(AUGUR_TMA)
 #define AUGUR_TMA_SWAP(T, TY, MT) \
     extern "C" __global__ void __launch_bounds__(384, 1) gemm_tma_swap_##TY##_##MT(TMA_ARGS) { \
         gemm_tma_swap<T, MT>(m, n, k, &tma, &tmb, &tmc, splits, kt_per, ws, blockIdx.x,         \
-                             gridDim.x, RowGate{flags, rows_per_flag, m, 0});                   \
+                             gridDim.x, RowGate{{}, flags, rows_per_flag, m, 0});                   \
     }
 #else
 #define AUGUR_TMA_SWAP(T, TY, MT) \

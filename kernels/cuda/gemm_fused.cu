@@ -97,8 +97,8 @@ __device__ __forceinline__ void fused_copy(const TpFused& f, int c, int nblk, in
     }
 }
 
-// The GEMM's gate and tile order in the fused kernel.
-struct FusedGate {
+// The GEMM's gate and tile order in the fused kernel; its stores are the standalone kernels'.
+struct FusedGate : PlainStores {
     const unsigned* arrived;
     int rank, world, rows, pieces, tiles_m, push;
     unsigned epoch;
@@ -133,17 +133,6 @@ struct FusedGate {
         // through the async one.
         if (fresh) asm volatile("fence.proxy.async.global;" ::: "memory");
     }
-    template <typename TT, int BN>
-    __device__ __forceinline__ void store(const float* d, u16* stage, const TensorMap* tmc,
-                                          int row0, int col0, int bar_id, int, int) {
-        wg_store_tma<TT, BN>(d, stage, tmc, row0, col0, bar_id);
-    }
-    template <int BN>
-    __device__ __forceinline__ void store_split(const float* d, float* ws, u16*, int m, int n,
-                                                int row0, int col0, int split, int, int) {
-        wg_store_f32<BN>(d, ws + (long long)split * m * n, m, n, row0, col0);
-    }
-    __device__ __forceinline__ void finish() {}
 };
 
 // SWAP = 0: the GEMM blocks run gemm_tma with BN-wide tiles; SWAP = 1 (gemm_tma_ag_swap_*, M <=
@@ -230,15 +219,21 @@ AUGUR_TMA_SWAP_INSTANCES(AUGUR_TMA_AG_SWAP)
 // epoch (the peer has started the call: its last call's sums are done).
 //
 // gemm_tma_rsa_{f16,bf16}_{256,192,128} (`fused-reduce:0`): the same GEMM with no staging and no
-// summing blocks: each half-tile is added into the owner's rows of the sum (`out`, zeroed by the
-// owner before its ready word) by a tensor-memory reduction (cp.reduce.async.bulk.tensor .add, in
-// the 16-bit type; the small-M pairs by red.add.noftz), counted as above, and the first block to
-// start waits at the end for every GPU's counts of this GPU's tile rows, so the launch ends with
-// the sum complete. `slot` and the maps then point at the owners' rows of the sum. With k split
-// in `splits` ranges (`fused-reduce:0:K`, small M: more units than tiles), each range's partial
-// is added pair by pair in f32 (red.add.f32) into the owner's f32 sum `acc` (zeroed by the owner
-// before its ready word) and counted the same way; the owner converts `acc` to `out` after the
-// launch (gemm.cu's gemm_splitk_*, one plane): one rounding to the 16-bit type in all.
+// summing blocks: each half-tile is added into the owner's rows of the sum (`out`) by a
+// tensor-memory reduction (cp.reduce.async.bulk.tensor .add, in the 16-bit type; the small-M
+// pairs by red.add.noftz), counted as above, and block 0 waits at the end for every GPU's counts
+// of this GPU's tile rows, so the launch ends with the sum complete. Where the host says so
+// (zero_bytes > 0; fused.rs, in_launch) the launch starts by zeroing its GPU's rows of the sum,
+// every block a share; the last block done writes the ready words (rs_zero_announce), the
+// owner's own included, and every warpgroup waits for its owners' words before its first
+// addition, its own GPU's too; otherwise the host zeroed them and wrote the peers' words before
+// the launch. `slot` and the maps then point at the owners' rows of the sum. With k split in
+// `splits` ranges (`fused-reduce:0:K`, small M: more units than tiles), each range's partial is
+// added in f32 (tensor-memory reductions of f32 boxes, or pair by pair by red.add.f32) into the
+// owner's f32 sum `acc` (the one zeroed then) and counted the same way; the owner converts `acc`
+// to `out` after the launch (gemm.cu's gemm_splitk_*, one plane): one rounding to the 16-bit
+// type in all. At M <= 64 (every GPU's rows in one token tile), where the host says so, the GEMM
+// is the swapped one (gemm_tma_rsa_swap_{f16,bf16}_{32,64}; RsGate's store_swap*).
 
 struct TpFusedRs {
     // Per owner q: its done counts ([world][tiles_m] u32; GPU r's of tile row g at r x tiles_m
@@ -253,6 +248,12 @@ struct TpFusedRs {
     // Per owner q: q's f32 sum of its rows (rows x n), which the split partials are added into
     // (`fused-reduce:0:K`, K > 1; 0 otherwise).
     unsigned long long acc[MAX_RANKS];
+    // `fused-reduce:0`: what the launch zeroes first (this GPU's rows of the sum, or its f32 sum
+    // with k split) and its bytes, the launch's counter of blocks done zeroing (64-bit, never
+    // reset: a multiple of the grid between launches), and per GPU q this GPU's ready word in
+    // q's flags (its own included).
+    unsigned long long zero, zero_bytes, zeroed;
+    unsigned long long announce[MAX_RANKS];
 };
 
 // Per owner q: a tensor map over slot `rank` of q's staging (rows x n, 64 x 64 boxes).
@@ -283,6 +284,18 @@ __device__ __forceinline__ void red_add2(F16, u16* p, unsigned v) {
 }
 __device__ __forceinline__ void red_add2(BF16, u16* p, unsigned v) {
     asm volatile("red.relaxed.sys.global.add.noftz.bf16x2 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+// Add 8 16-bit values (one 16-byte vector) to 8 in global memory (any GPU's).
+__device__ __forceinline__ void red_add8(F16, u16* p, uint4 v) {
+    asm volatile("red.relaxed.sys.global.add.noftz.v4.f16x2 [%0], {%1, %2, %3, %4};" ::"l"(p),
+                 "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
+}
+__device__ __forceinline__ void red_add8(BF16, u16* p, uint4 v) {
+    asm volatile("red.relaxed.sys.global.add.noftz.v4.bf16x2 [%0], {%1, %2, %3, %4};" ::"l"(p),
+                 "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
 }
 
 // Vectors per thread in flight in the sums (one GPU's partials at a time, summed in rank order
@@ -350,9 +363,36 @@ __device__ __forceinline__ void fused_reduce(const TpFusedRs& f, int c, int nblk
     }
 }
 
+// `fused-reduce:0`'s start, by the consumer warpgroups of every block once the block is set up
+// (RsGate::start; the producer goes on to its first loads): this GPU's rows of the sum (or its f32 sum) zeroed, a share each; the last block
+// to be done (by `zeroed`) announces the call's epoch in every GPU's flags, this GPU's own
+// included, so that every GPU's tiles (this GPU's too) may be added into the rows from then on.
+// In place of a memset and a ready word per peer written by the host on the stream before the
+// launch (one operation each on the GPU's stream). With every thread in it before the block's
+// set-up, the first loads waited for the fences: 1 us slower at M 16-64 on one H200 than the
+// memset.
+__device__ __forceinline__ void rs_zero_announce(const TpFusedRs& f, int world, unsigned epoch) {
+    if (f.zero_bytes == 0) return;  // zeroed, and the ready words written, by the host
+    const unsigned long long nv = f.zero_bytes / 16;  // whole vectors: n is a multiple of 8
+    const unsigned threads = blockDim.x - 128;
+    uint4* z = (uint4*)f.zero;
+    for (unsigned long long x = (unsigned long long)blockIdx.x * threads + threadIdx.x - 128;
+         x < nv; x += (unsigned long long)gridDim.x * threads) {
+        z[x] = make_uint4(0, 0, 0, 0);
+    }
+    asm volatile("bar.sync 3, %0;" ::"r"(threads) : "memory");
+    if (threadIdx.x == 128) {
+        __threadfence_system();
+        if (atomicAdd((unsigned long long*)f.zeroed, 1ull) % gridDim.x == gridDim.x - 1) {
+            __threadfence_system();
+            for (int q = 0; q < world; ++q) st_release_sys((unsigned*)f.announce[q], epoch);
+        }
+    }
+}
+
 // The GEMM's tile order and epilogue in the fused reduce-scatter (see above). With ADD
 // (`fused-reduce:0`) the half-tiles are added into the owner's rows of the sum instead (which the
-// owner zeroed before its ready word), by tensor-memory reductions, and there are no sums.
+// owner zeroes at the launch's start), by tensor-memory reductions, and there are no sums.
 template <bool ADD>
 struct RsGate {
     const TpFusedRs* f;
@@ -368,7 +408,12 @@ struct RsGate {
         }
         return t;
     }
+    __device__ __forceinline__ bool may_wait() const { return false; }
     __device__ __forceinline__ void wait(int) {}
+    // The consumers' start (ADD): this GPU's rows of the sum zeroed, the ready words written.
+    __device__ __forceinline__ void start() {
+        if (ADD) rs_zero_announce(*f, world, epoch);
+    }
     // The last unit's stores are complete: count its chunks in each owner's done words.
     __device__ __forceinline__ void flush() {
         asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
@@ -381,19 +426,26 @@ struct RsGate {
         }
     }
     // The owners of the warpgroup's rows from row0, ready for this call's stores (the lead
-    // waits; the others wait for it at the barrier before they store).
+    // waits; the others wait for it at the barrier before they store). With ADD this GPU's own
+    // word too where its rows are zeroed in the launch (rs_zero_announce; zero_bytes 0: by the
+    // host before it).
     __device__ __forceinline__ int owners_ready(int row0, bool lead) {
         const int q0 = row0 / rows, q1 = (min(row0 + 64, m) - 1) / rows;
+        bool fresh = false;
         for (int q = q0; q <= q1; ++q) {
-            if (q != rank && !((readied >> q) & 1u)) {
+            if ((q != rank || (ADD && f->zero_bytes != 0)) && !((readied >> q) & 1u)) {
                 if (lead) wait_epoch((const unsigned*)f->ready + q, epoch);
                 readied |= 1u << q;
+                fresh = true;
             }
         }
+        // The zeros were written through the generic proxy, the reductions add through the
+        // async one.
+        if (ADD && fresh && lead) asm volatile("fence.proxy.async.global;" ::: "memory");
         return q0;
     }
     // A split's partial (`fused-reduce:0:K`): added into the owners' f32 sums (which they
-    // zeroed before their ready words) by tensor-memory reductions through `dst` (maps of 32 x
+    // zero at the launch's start) by tensor-memory reductions through `dst` (maps of 32 x
     // 64 f32 boxes over each owner's sum) where each GPU's rows are whole 64-row halves, else
     // pair by pair (red.add.f32, fenced before the lead counts them, as below).
     template <int BN>
@@ -449,18 +501,86 @@ struct RsGate {
         pending = tile_m;
         pending_chunks = (min(BN, n - col0) + 63) / 64;
     }
+    // The swapped GEMM (gemm_tma_swap, `fused-reduce:0` at M <= 64: every GPU's rows in its
+    // one token tile, tile row 0): the warpgroup's MT x 64 block of C, staged in `buf`, added
+    // into the rows of its first row's owner by one tensor-memory reduction through `dst` (maps
+    // of MT x 64 boxes over each owner's rows of the sum, clipped at the owner's last row), and
+    // into the later owners' rows 16 bytes at a time (red.add.noftz.v4, from `buf`; fenced
+    // before the lead counts them, as the pairs above). The first version stored the later
+    // owners' rows by tensor-memory reductions too, at a negative row of their maps (clipped
+    // there); between two H200s it stopped with an illegal instruction (which part, not
+    // established; this one not yet run between GPUs: fused.rs, in_launch). A block holds every
+    // row of tile row 0: it counts its 64 columns twice, as the two 64-row halves of a 128-row
+    // tile do (the owners' target is the same).
+    template <typename TT, int MT>
+    __device__ __forceinline__ void store_swap(const float* d, u16* buf, const TensorMap*,
+                                               int tok0, int col0, int bar_id, int tile_m,
+                                               int n) {
+        const bool lead = (threadIdx.x & 127) == 0;
+        // Past the flush the box's last store has completed (read too).
+        if (pending >= 0 && lead) flush();
+        const int q0 = owners_ready(tok0, lead);
+        asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+        swap_stage<TT, MT>(d, buf);
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+        if (lead) tma_store_box<true>(dst + q0, col0, tok0 - q0 * rows, buf);
+        // The later owners' rows of the box: r0 to r1 (of MT), 8 chunks of 16 bytes a row.
+        const int r0 = (q0 + 1) * rows - tok0, r1 = min(MT, m - tok0);
+        if (r0 < r1) {
+            for (int x = threadIdx.x & 127; x < (r1 - r0) * 8; x += 128) {
+                const int r = r0 + x / 8, c = x % 8, row = tok0 + r, q = row / rows;
+                if (col0 + 8 * c >= n) continue;
+                const uint4 v = *(const uint4*)(buf + r * 64 + ((c ^ (r & 7)) << 3));
+                u16* p = (u16*)f->slot[q] + (long long)(row - q * rows) * n + col0 + 8 * c;
+                red_add8(TT(), p, v);
+            }
+            __threadfence_system();
+            asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+        }
+        pending = tile_m;
+        pending_chunks = col0 < n ? 2 : 0;
+    }
+    // A split's partial of the swapped GEMM (`fused-reduce:0:K` at M <= 64): each value added in
+    // f32 into its owner's f32 sum (red.add.f32), fenced before the lead counts them (as the
+    // pairs above), counted as store_swap's.
+    template <int MT>
+    __device__ __forceinline__ void store_swap_split(const float* d, float*, int, int n,
+                                                     int tok0, int col0, int, int bar_id,
+                                                     int tile_m) {
+        const bool lead = (threadIdx.x & 127) == 0;
+        if (pending >= 0 && lead) flush();
+        owners_ready(tok0, lead);
+        asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+        swap_values<MT>(d, m, n, tok0, col0, [&](int r, int c, float x) {
+            const int q = r / rows;
+            float* p = (float*)f->acc[q] + (long long)(r - q * rows) * n + c;
+            asm volatile("red.relaxed.sys.global.add.f32 [%0], %1;" ::"l"(p), "f"(x) : "memory");
+        });
+        __threadfence_system();
+        asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+        pending = tile_m;
+        pending_chunks = col0 < n ? 2 : 0;
+    }
     __device__ __forceinline__ void finish() {
         if (pending >= 0 && (threadIdx.x & 127) == 0) flush();
     }
 };
 
-template <typename TT, int BN, bool ADD>
+// SWAP = 1 (gemm_tma_rsa_swap_*, ADD only, M <= BN: every GPU's rows in one token tile):
+// gemm_tma_swap with token tiles BN rows high, its blocks stored by RsGate's store_swap*.
+template <typename TT, int BN, bool ADD, int SWAP = 0>
 __device__ __forceinline__ void gemm_tma_rs(int m, int n, int k, const TensorMap* tma,
                                             const TensorMap* tmb, const TpMaps& maps,
                                             const TpFusedRs& f, int rank, int world, int rows,
                                             int reduce_blocks, int splits, int kt_per,
                                             unsigned epoch, unsigned target) {
-    const int r = block_role(f.tickets);
+    // The summing blocks wait for the GEMM's, so roles go by ticket to blocks that are running;
+    // with ADD no block waits for another's role (the final wait is for every block's counts),
+    // and the ticket's round trip holds the producer's first loads back (with it the launch was
+    // 2% slower at M 16-1024 on one H200). Where the host zeroed the sum (zero_bytes 0: between
+    // GPUs, not yet run there) by ticket still, as before.
+    const int r = ADD && f.zero_bytes != 0 ? (int)blockIdx.x : block_role(f.tickets);
     const int tiles_m = (m + WG_BM - 1) / WG_BM;
     if (r < reduce_blocks) {
         fused_reduce<TT>(f, r, reduce_blocks, rank, world, rows, n, tiles_m, target);
@@ -479,8 +599,13 @@ __device__ __forceinline__ void gemm_tma_rs(int m, int n, int k, const TensorMap
     g.pending_chunks = 0;
     g.readied = 0;
     // k split in `splits` ranges of kt_per steps only with ADD (the partials added in f32).
-    gemm_tma<TT, BN>(m, n, k, tma, tmb, &maps.dst[rank], splits, kt_per, nullptr,
-                     r - reduce_blocks, gridDim.x - reduce_blocks, g);
+    if constexpr (SWAP) {
+        gemm_tma_swap<TT, BN>(m, n, k, tma, tmb, &maps.dst[rank], splits, kt_per, nullptr,
+                              r - reduce_blocks, gridDim.x - reduce_blocks, g);
+    } else {
+        gemm_tma<TT, BN>(m, n, k, tma, tmb, &maps.dst[rank], splits, kt_per, nullptr,
+                         r - reduce_blocks, gridDim.x - reduce_blocks, g);
+    }
     if (ADD && r == 0 && threadIdx.x == 0) {
         // The launch ends once every GPU's tiles of this GPU's rows were added (and counted):
         // one block waits for it (the launch ends with its last block), the others exit.
@@ -513,3 +638,14 @@ __device__ __forceinline__ void gemm_tma_rs(int m, int n, int k, const TensorMap
     extern "C" __global__ void gemm_tma_rsa_##TY##_##BN(TMA_RS_ARGS) { __trap(); }
 #endif
 AUGUR_TMA_INSTANCES(AUGUR_TMA_RS)
+#ifdef AUGUR_WGMMA
+#define AUGUR_TMA_RSA_SWAP(T, TY, MT)                                                               \
+    extern "C" __global__ void __launch_bounds__(384, 1) gemm_tma_rsa_swap_##TY##_##MT(TMA_RS_ARGS) { \
+        gemm_tma_rs<T, MT, true, 1>(m, n, k, &tma, &tmb, maps, f, rank, world, rows, 0, splits,     \
+                                    kt_per, epoch, target);                                         \
+    }
+#else
+#define AUGUR_TMA_RSA_SWAP(T, TY, MT) \
+    extern "C" __global__ void gemm_tma_rsa_swap_##TY##_##MT(TMA_RS_ARGS) { __trap(); }
+#endif
+AUGUR_TMA_SWAP_INSTANCES(AUGUR_TMA_RSA_SWAP)

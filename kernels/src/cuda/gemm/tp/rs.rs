@@ -33,8 +33,14 @@
 //! - `fused-reduce:0` (`gemm_tma_rsa_*`): the same launch with no staging and no summing block:
 //!   each half-tile is *added* into the owner's rows of the sum by a tensor-memory reduction
 //!   (`cp.reduce.async.bulk.tensor .add`, in the 16-bit type; pairs by `red.add.noftz` where a
-//!   GPU's rows are not whole halves). The owner zeroes its rows before its ready word; its launch
-//!   ends once every GPU has counted all of its tile rows. On 2 GPUs each element is 0 + a + b,
+//!   GPU's rows are not whole halves). The owner zeroes its rows before its ready word: on one
+//!   GPU (and between GPUs with `AUGUR_TP_UNVERIFIED` set, until a run there has checked it) in
+//!   its launch, which then writes the ready words, its own too; otherwise by a memset and
+//!   host-written words before the launch. Its launch ends once every GPU has counted all of its
+//!   tile rows. At M <= 64 (every GPU's rows in one token tile), where the launch zeroes, the
+//!   GEMM is the swapped one (`gemm_tma_rsa_swap_*`: 128 columns of the partial by a 32- or
+//!   64-row token tile a unit, added into its first row's owner by one tensor-memory reduction,
+//!   into the later owners' rows 16 bytes at a time). On 2 GPUs each element is 0 + a + b,
 //!   rounded as the summing blocks round it (the sum of two 16-bit values is exact in f32); on
 //!   more the additions come in arrival order, so the last bit may differ from call to call.
 //! - `ll-bulk`: the GEMM, then comm.cu's `tp_reduce_scatter_ll_*` (the `ll` module): each GPU
@@ -113,7 +119,8 @@ struct Reduce {
     /// The fused kernel per count of summing blocks, when a pattern runs it.
     fused: Vec<FusedRsLaunch>,
     /// The fused kernel's words: the done counts ([world][tiles_m] u32: GPU q's of tile row
-    /// g; peers add to them), then each launch's tickets (one u64 per entry of `fused`).
+    /// g; peers add to them), then per entry of `fused` its launch's tickets and its count of
+    /// blocks done zeroing (`fused-reduce:0`), a u64 each.
     done: Option<DeviceBuffer>,
     /// What the done counts reach by the end of the fused calls so far: each call adds 2
     /// ceil(N / 64) per k split.
@@ -137,6 +144,14 @@ impl Reduce {
     /// be pushed into).
     fn announce(&self, gpu: &Gpu) -> Result<u32, KernelError> {
         super::announce(gpu, &self.epoch, PUBLISHED_FLAGS, ready(gpu.rank))
+    }
+
+    /// The next call's epoch, announced by the caller's kernel (`fused-reduce:0` writes the
+    /// ready words itself once its rows of the sum are zeroed).
+    fn next_epoch(&self) -> u32 {
+        let e = self.epoch.get().wrapping_add(1);
+        self.epoch.set(e);
+        e
     }
 }
 
@@ -271,11 +286,11 @@ impl Rs {
                 .collect::<Result<Vec<_>, _>>()?;
             let words = MAX_RANKS * MAX_PIECES + MAX_RANKS;
             let flags = DeviceBuffer::zeroed(&g.ctx, 4 * words)?;
-            let fused = fused_rs_launches(g, patterns, (m, n, kp), dtype, [a, b])?;
+            let fused = fused_rs_launches(g, patterns, world, (m, n, kp), dtype, [a, b])?;
             let done = if fused.is_empty() {
                 None
             } else {
-                let bytes = tickets_at(world, m) + 8 * fused.len();
+                let bytes = tickets_at(world, m) + 16 * fused.len();
                 Some(DeviceBuffer::zeroed(&g.ctx, bytes)?)
             };
             Some(Reduce {

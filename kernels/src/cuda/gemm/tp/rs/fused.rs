@@ -4,11 +4,14 @@
 
 use cudarc::driver::{CudaFunction, DeviceRepr, PushKernelArg};
 
-use super::{ready, Rs, PUBLISHED_ACC, PUBLISHED_DONE, PUBLISHED_OUT, PUBLISHED_STAGING};
+use super::{
+    ready, Rs, PUBLISHED_ACC, PUBLISHED_DONE, PUBLISHED_FLAGS, PUBLISHED_OUT, PUBLISHED_STAGING,
+};
 use crate::cuda::comm::MAX_RANKS;
 use crate::cuda::gemm::tp;
 use crate::cuda::gemm::{
-    drv, tensor_map, tensor_map_f32, tma_estimate_us, CudaGemm, TensorMapArg, TMA_WIDTHS,
+    drv, swap_token_tile, tensor_map, tensor_map_f32, tma_estimate_us, tma_swap_smem, CudaGemm,
+    TensorMapArg, TMA_WIDTHS,
 };
 use crate::gemm::GemmShape;
 use crate::KernelError;
@@ -21,6 +24,8 @@ pub(super) struct FusedRsLaunch {
     reduce_blocks: usize,
     splits: usize,
     kt_per: usize,
+    /// The swapped GEMM's token tile (`gemm_tma_rsa_swap_*`, M <= 64), or None: 128-row tiles.
+    swap: Option<usize>,
     f: CudaFunction,
     maps: (TensorMapArg, TensorMapArg),
     grid: u32,
@@ -46,6 +51,10 @@ struct TpFusedRs {
     out: u64,
     tickets: u64,
     acc: [u64; MAX_RANKS],
+    zero: u64,
+    zero_bytes: u64,
+    zeroed: u64,
+    announce: [u64; MAX_RANKS],
 }
 
 // SAFETY: plain old data laid out as the C struct.
@@ -54,7 +63,8 @@ unsafe impl DeviceRepr for TpFusedRs {}
 impl Rs {
     /// Enqueue one call of `fused-reduce:sms` (see the module docs and gemm_fused.cu) on the
     /// compute stream: the call's epoch announced to the peers first (this GPU's staging may be
-    /// stored into: its last call's sums are done).
+    /// stored into: its last call's sums are done), or, with `sms` 0, by the kernel once it has
+    /// zeroed this GPU's rows of the sum.
     pub(super) fn fused_reduce(
         &self,
         gpu: &Gpu,
@@ -101,26 +111,35 @@ impl Rs {
             None => {
                 let mut maps = [TensorMapArg([0; 16]); MAX_RANKS];
                 for (q, map) in maps.iter_mut().enumerate().take(world) {
+                    // The swapped GEMM stores boxes as high as its token tile.
+                    let high = l.swap.unwrap_or(64) as u32;
                     *map = match acc_of(q) {
                         Some(at) => tensor_map_f32(at, self.rows, self.n, 64)?,
-                        None => tensor_map(slot(q), self.rows, self.n, 64, self.dtype)?,
+                        None => tensor_map(slot(q), self.rows, self.n, high, self.dtype)?,
                     };
                 }
                 cache.get_or_init(|| Box::new(DstMaps(maps)))
             }
         };
-        if add {
-            // The sum starts from zero, before the peers may add to it (the ready word below).
-            let (at, bytes) = match acc {
-                Some(a) => (a.0.ptr(), self.rows * self.n * 4),
-                None => (self.out, self.rows * self.n * 2),
-            };
-            // SAFETY: this GPU's rows of the sum (halves, or f32 with splits), on this
-            // stream's GPU.
-            unsafe { cudarc::driver::result::memset_d8_async(at, 0, bytes, s.cu_stream()) }
-                .map_err(drv("cuMemsetD8Async"))?;
-        }
-        let e = r.announce(gpu)?;
+        // This GPU's rows of the sum (halves, or f32 with k split): with `add` zeroed before any
+        // GPU adds into them, by the kernel (which then writes the ready words, its own
+        // included) where `in_launch`, else by a memset here before the ready words.
+        let sum = match acc {
+            Some(a) => (a.0.ptr(), self.rows * self.n * 4),
+            None => (self.out, self.rows * self.n * 2),
+        };
+        let (e, (zero, zero_bytes)) = if add && in_launch(world) {
+            (r.next_epoch(), sum)
+        } else {
+            if add {
+                // SAFETY: this GPU's rows of the sum, on this stream's GPU.
+                unsafe { cudarc::driver::result::memset_d8_async(sum.0, 0, sum.1, s.cu_stream()) }
+                    .map_err(drv("cuMemsetD8Async"))?;
+            }
+            // This GPU's staging may be stored into (its last call's sums are done), or its
+            // rows of the sum added into.
+            (r.announce(gpu)?, (0, 0))
+        };
         let target = r
             .fused_target
             .get()
@@ -130,13 +149,17 @@ impl Rs {
             ready: r.flags.ptr() + 4 * ready(0),
             staging: r.staging.ptr(),
             out: self.out,
-            tickets: done.ptr() + (tickets_at(world, m) + 8 * i) as u64,
+            tickets: done.ptr() + (tickets_at(world, m) + 16 * i) as u64,
+            zero,
+            zero_bytes: zero_bytes as u64,
+            zeroed: done.ptr() + (tickets_at(world, m) + 16 * i + 8) as u64,
             ..TpFusedRs::default()
         };
         for q in 0..world {
             t.slot[q] = slot(q);
             t.done[q] = of(q, done.ptr(), PUBLISHED_DONE);
             t.acc[q] = acc_of(q).unwrap_or(0);
+            t.announce[q] = of(q, r.flags.ptr(), PUBLISHED_FLAGS) + 4 * ready(me);
         }
         let (mi, ni, ki) = (m as i32, self.n as i32, self.kp as i32);
         let ints = [
@@ -157,7 +180,8 @@ impl Rs {
         b.arg(&e).arg(&target);
         // SAFETY: the arguments match gemm_tma_rs_* (m, n, k, tensor maps of this GPU's A (M x
         // kp) and B (n x kp), of its slot in every GPU's staging (rows x n; peer access on),
-        // the addresses (live buffers of this GPU or of a peer), rank, world, rows per GPU,
+        // the addresses (live buffers of this GPU or of a peer; `zero`: zero_bytes, a multiple
+        // of 16, of this GPU's; the counters in `done`, per launch), rank, world, rows per GPU,
         // summing blocks (fewer than the grid), k splits and steps per split, epoch, target);
         // the grid is at most one block per SM, so every block runs at once.
         unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
@@ -186,6 +210,16 @@ impl Rs {
     }
 }
 
+/// Whether `fused-reduce:0` on `world` GPUs zeroes its rows of the sum and writes the ready
+/// words in its launch, and takes the swapped GEMM at M <= 64: on one GPU, where it was checked
+/// and timed (bench/results/fused-reduce-swap-h200-2026-11-29/); between GPUs only with
+/// AUGUR_TP_UNVERIFIED set, until a run on several GPUs has checked it (no machine of 2 or more
+/// GPUs was lent after the first version, which stopped with an illegal instruction on two).
+/// Otherwise the host's memset and ready words, and 128-row tiles, as before.
+pub(super) fn in_launch(world: usize) -> bool {
+    world == 1 || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
+}
+
 /// Where the fused kernel's tickets lie in its words: after the done counts of `world` GPUs
 /// for M rows in tiles of 128, 8-byte aligned.
 pub(super) fn tickets_at(world: usize, m: usize) -> usize {
@@ -199,6 +233,7 @@ pub(super) fn tickets_at(world: usize, m: usize) -> usize {
 pub(super) fn fused_rs_launches(
     g: &CudaGemm,
     patterns: &[TpPattern],
+    world: usize,
     (m, n, kp): (usize, usize, usize),
     dtype: augur_features::attention::Dtype,
     [a, b]: [u64; 2],
@@ -226,6 +261,26 @@ pub(super) fn fused_rs_launches(
                 t(x).total_cmp(&t(y))
             })
             .unwrap_or(256);
+        // `fused-reduce:0` with every GPU's rows in one token tile (M <= 64): the swapped
+        // GEMM (gemm.cu's gemm_tma_swap), 128 columns of C by the token tile a unit.
+        if reduce_blocks == 0 && m <= 64 && in_launch(world) {
+            let mt = swap_token_tile(m);
+            let (f, smem) = tp::fused_function_with(g, "rsa_swap", dtype, mt, tma_swap_smem(mt))?;
+            let units = n.div_ceil(128) * splits;
+            return Ok(FusedRsLaunch {
+                reduce_blocks,
+                splits,
+                kt_per,
+                swap: Some(mt),
+                f,
+                maps: (
+                    tensor_map(a, m, kp, mt as u32, dtype)?,
+                    tensor_map(b, n, kp, 128, dtype)?,
+                ),
+                grid: units.min(sms) as u32,
+                smem: smem as u32,
+            });
+        }
         let kind = if reduce_blocks == 0 { "rsa" } else { "rs" };
         let (f, smem) = tp::fused_function(g, kind, dtype, bn)?;
         let units = m.div_ceil(128) * n.div_ceil(bn) * splits;
@@ -233,6 +288,7 @@ pub(super) fn fused_rs_launches(
             reduce_blocks,
             splits,
             kt_per,
+            swap: None,
             f,
             maps: (
                 tensor_map(a, m, kp, 128, dtype)?,

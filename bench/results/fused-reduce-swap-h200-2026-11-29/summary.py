@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Tables of bench/results/fused-reduce-swap-h200-2026-11-29 (run from that folder):
+one-gpu/ (the swapped fused-reduce:0 against a10ecef and cuBLASLt), the three zero runs (the
+launch-zeroed sum against the host's memset), first-x2/rs-2.csv (a10ecef on 2 GPUs)."""
+import collections, math, os, statistics as st
+
+
+def gm(v):
+    return math.exp(sum(map(math.log, v)) / len(v))
+
+
+def load(path):
+    """Rows prefixed `build,` or `build,round,`: (build, m, n, k, pattern) -> [us]."""
+    d = collections.defaultdict(list)
+    hdr = None
+    for line in open(path):
+        p = line.rstrip("\n").split(",")
+        at = p.index("device") if "device" in p else None
+        if at is not None:
+            hdr, skip = p[at:], at
+            continue
+        r = dict(zip(hdr, p[skip:]))
+        d[(p[0], int(r["m"]), int(r["n"]), int(r["k"]), r["pattern"])].append(float(r["us"]))
+    return d
+
+
+def one_gpu():
+    new, old = load("one-gpu/rs.csv"), load("one-gpu/rs-old.csv")
+    print("one-gpu: fused-reduce:0 on one H200, us (median of two rounds); cuBLASLt = the gemm pattern")
+    print(f"{'M x N x K':>18} {'cuBLASLt':>8} {'a10ecef :0':>10} {'a10ecef :0:4':>12} {'new :0':>7} {':0:2':>6} {':0:4':>6} {':0:8':>6}  cuBLASLt/new best (a10ecef)")
+    rat, rat_old = [], []
+    for s in sorted({k[1:4] for k in new}):
+        g = st.median(new[("new",) + s + ("gemm",)] + old[("old",) + s + ("gemm",)])
+        o = [st.median(old[("old",) + s + (p,)]) for p in ["fused-reduce:0", "fused-reduce:0:4"]]
+        n = [st.median(new[("new",) + s + (p,)]) for p in
+             ["fused-reduce:0", "fused-reduce:0:2", "fused-reduce:0:4", "fused-reduce:0:8"]]
+        rat.append(g / min(n))
+        rat_old.append(g / min(o))
+        print(f"{'x'.join(map(str, s)):>18} {g:8.1f} {o[0]:10.1f} {o[1]:12.1f} {n[0]:7.1f} {n[1]:6.1f} {n[2]:6.1f} {n[3]:6.1f}  {g / min(n):.2f} ({g / min(o):.2f})")
+    print(f"geomean cuBLASLt over the best split: new {gm(rat):.3f}, a10ecef {gm(rat_old):.3f}; least new {min(rat):.2f}\n")
+
+
+def zero(folder):
+    d = load(os.path.join(folder, "zero.csv"))
+    print(f"{folder}: fused-reduce:0, host memset + ready words (old) vs zeroed in the launch (new), us")
+    by = collections.defaultdict(list)
+    for s in sorted({k[1:4] for k in d}):
+        g = lambda b, p: st.median(d[(b,) + s + (p,)])
+        o0, n0, o4, n4 = (g("old", "fused-reduce:0"), g("new", "fused-reduce:0"),
+                          g("old", "fused-reduce:0:4"), g("new", "fused-reduce:0:4"))
+        by["M <= 64" if s[0] <= 64 else "M >= 128"].append(o0 / n0)
+        print(f"{'x'.join(map(str, s)):>16}  :0 {o0:6.1f} -> {n0:6.1f}   :0:4 {o4:6.1f} -> {n4:6.1f}")
+    print("  old over new (:0), geomean: " + ", ".join(f"{k} {gm(v):.3f}" for k, v in by.items()) + "\n")
+
+
+def two_gpu():
+    d = load("first-x2/rs-2.csv")
+    print("first-x2/rs-2.csv: a10ecef on 2 H200s (the swapped builds stopped), us")
+    for s in sorted({k[1:4] for k in d}):
+        v = {p: d[("head",) + s + (p,)][0] for p in ["bulk", "fused-reduce:0", "fused-reduce:0:4"]}
+        print(f"{'x'.join(map(str, s)):>16}  bulk {v['bulk']:6.1f}  :0 {v['fused-reduce:0']:6.1f}  :0:4 {v['fused-reduce:0:4']:6.1f}")
+
+
+if __name__ == "__main__":
+    one_gpu()
+    for f in ["first-x2/zero-all-threads", "zero-consumers", "zero-final"]:
+        zero(f)
+    two_gpu()
