@@ -571,43 +571,40 @@ __device__ __forceinline__ void wait_rows(const unsigned* flags, int rows_per_fl
     if (first == seen) seen = last + 1;
 }
 
-// The plain row gate of `arrive` (and no gate when rows_per_flag is 0): tiles in the order the
-// schedule gives them.
 // The swapped kernel's (gemm_tma_swap, below) accumulators: a consumer warpgroup's 64 x MT
 // block of Cᵀ, register 4 j + e at Cᵀ's row (column of C) 16 wq + g (+ 8 for e >= 2) and its
 // column (row of C) 8 j + 2 t + e % 2 (wq: the warp in the warpgroup, g, t: lane / 4, lane % 4).
-// swap_stage writes it transposed, rounded to TT, into an MT x 64 box of C in shared memory
-// (128-byte rows, swizzled as the tensor maps' boxes).
-template <typename TT, int MT>
-__device__ __forceinline__ void swap_stage(const float* d, u16* buf) {
+// swap_each gives each value with its row and column of C in the block (tr < MT, cn < 64).
+template <int MT, typename Put>
+__device__ __forceinline__ void swap_each(const float* d, Put put) {
     const int lane = threadIdx.x & 31, wq = (threadIdx.x >> 5) & 3;
     const int g = lane >> 2, t = lane & 3;
 #pragma unroll
     for (int j = 0; j < MT / 8; ++j) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-            const int tr = 8 * j + 2 * t + (e & 1), cn = 16 * wq + g + (e >> 1) * 8;
-            buf[tr * 64 + (((cn >> 3) ^ (tr & 7)) << 3) + (cn & 7)] =
-                (u16)(TT::pack(d[4 * j + e], 0.0f) & 0xFFFF);
+            put(8 * j + 2 * t + (e & 1), 16 * wq + g + (e >> 1) * 8, d[4 * j + e]);
         }
     }
+}
+
+// The block rounded to TT into an MT x 64 box of C in shared memory (128-byte rows, swizzled as
+// the tensor maps' boxes).
+template <typename TT, int MT>
+__device__ __forceinline__ void swap_stage(const float* d, u16* buf) {
+    swap_each<MT>(d, [&](int tr, int cn, float x) {
+        buf[tr * 64 + (((cn >> 3) ^ (tr & 7)) << 3) + (cn & 7)] =
+            (u16)(TT::pack(x, 0.0f) & 0xFFFF);
+    });
 }
 
 // Each value of the block with its row and column of C (tok0 + tr, col0 + cn), inside M x N.
 template <int MT, typename Put>
 __device__ __forceinline__ void swap_values(const float* d, int m, int n, int tok0, int col0,
                                             Put put) {
-    const int lane = threadIdx.x & 31, wq = (threadIdx.x >> 5) & 3;
-    const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-    for (int j = 0; j < MT / 8; ++j) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            const int tr = tok0 + 8 * j + 2 * t + (e & 1);
-            const int cn = col0 + 16 * wq + g + (e >> 1) * 8;
-            if (tr < m && cn < n) put(tr, cn, d[4 * j + e]);
-        }
-    }
+    swap_each<MT>(d, [&](int tr, int cn, float x) {
+        if (tok0 + tr < m && col0 + cn < n) put(tok0 + tr, col0 + cn, x);
+    });
 }
 
 // The block into C at (tok0, col0) by one tensor-memory store through `tmc` (MT x 64 boxes;
@@ -658,6 +655,8 @@ struct PlainStores {
     __device__ __forceinline__ void finish() {}
 };
 
+// The plain row gate of `arrive` (and no gate when rows_per_flag is 0): tiles in the order the
+// schedule gives them.
 struct RowGate : PlainStores {
     const unsigned* flags;
     int rows_per_flag, m, seen;
