@@ -382,9 +382,18 @@ __device__ __forceinline__ void rs_zero_announce(const TpFusedRs& f, int world, 
     }
     asm volatile("bar.sync 3, %0;" ::"r"(threads) : "memory");
     if (threadIdx.x == 128) {
-        __threadfence_system();
-        if (atomicAdd((unsigned long long*)f.zeroed, 1ull) % gridDim.x == gridDim.x - 1) {
+        // On one GPU nothing outside it reads the zeros or the word: GPU scope.
+        if (world > 1) {
             __threadfence_system();
+        } else {
+            __threadfence();
+        }
+        if (atomicAdd((unsigned long long*)f.zeroed, 1ull) % gridDim.x == gridDim.x - 1) {
+            if (world > 1) {
+                __threadfence_system();
+            } else {
+                __threadfence();
+            }
             for (int q = 0; q < world; ++q) st_release_sys((unsigned*)f.announce[q], epoch);
         }
     }
@@ -421,8 +430,16 @@ struct RsGate {
         const int t0 = pending * WG_BM, t1 = min(t0 + WG_BM, m);
         for (int q = t0 / rows; q <= (t1 - 1) / rows; ++q) {
             unsigned* w = (unsigned*)f->done[q] + rank * tiles_m + pending;
-            asm volatile("red.release.sys.global.add.u32 [%0], %1;" ::"l"(w), "r"(pending_chunks)
-                         : "memory");
+            // This GPU's own rows at GPU scope: their writes and the owner's wait are on it.
+            if (q == rank) {
+                asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(w),
+                             "r"(pending_chunks)
+                             : "memory");
+            } else {
+                asm volatile("red.release.sys.global.add.u32 [%0], %1;" ::"l"(w),
+                             "r"(pending_chunks)
+                             : "memory");
+            }
         }
     }
     // The owners of the warpgroup's rows from row0, ready for this call's stores (the lead

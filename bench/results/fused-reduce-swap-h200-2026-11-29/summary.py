@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Tables of bench/results/fused-reduce-swap-h200-2026-11-29 (run from that folder):
 one-gpu/ (the swapped fused-reduce:0 against a10ecef and cuBLASLt), the three zero runs (the
-launch-zeroed sum against the host's memset), first-x2/rs-2.csv (a10ecef on 2 GPUs)."""
+launch-zeroed sum against the host's memset), scope/ (the own rows' counts at GPU scope),
+first-x2/rs-2.csv (a10ecef on 2 GPUs)."""
 import collections, math, os, statistics as st
 
 
@@ -40,9 +41,10 @@ def one_gpu():
     print(f"geomean cuBLASLt over the best split: new {gm(rat):.3f}, a10ecef {gm(rat_old):.3f}; least new {min(rat):.2f}\n")
 
 
-def zero(folder):
-    d = load(os.path.join(folder, "zero.csv"))
-    print(f"{folder}: fused-reduce:0, host memset + ready words (old) vs zeroed in the launch (new), us")
+def zero(folder, name="zero.csv",
+         what="host memset + ready words (old) vs zeroed in the launch (new)"):
+    d = load(os.path.join(folder, name))
+    print(f"{folder}: fused-reduce:0, {what}, us")
     by = collections.defaultdict(list)
     for s in sorted({k[1:4] for k in d}):
         g = lambda b, p: st.median(d[(b,) + s + (p,)])
@@ -65,4 +67,5 @@ if __name__ == "__main__":
     one_gpu()
     for f in ["first-x2/zero-all-threads", "zero-consumers", "zero-final"]:
         zero(f)
+    zero("scope", "scope.csv", "3ae08ce (old) vs the own rows counted at GPU scope (new)")
     two_gpu()
