@@ -63,8 +63,8 @@ unsafe impl DeviceRepr for TpFusedRs {}
 impl Rs {
     /// Enqueue one call of `fused-reduce:sms` (see the module docs and gemm_fused.cu) on the
     /// compute stream: the call's epoch announced to the peers first (this GPU's staging may be
-    /// stored into: its last call's sums are done), or, with `sms` 0, by the kernel once it has
-    /// zeroed this GPU's rows of the sum.
+    /// stored into: its last call's sums are done), or, with `sms` 0 where [`in_launch`], by the
+    /// kernel once it has zeroed this GPU's rows of the sum.
     pub(super) fn fused_reduce(
         &self,
         gpu: &Gpu,
