@@ -643,8 +643,9 @@ struct PlainStores {
         swap_store<TT, MT>(d, buf, tmc, tok0, col0, bar_id);
     }
     template <int MT>
-    __device__ __forceinline__ void store_swap_split(const float* d, float* ws, int m, int n,
-                                                     int tok0, int col0, int split, int, int) {
+    __device__ __forceinline__ void store_swap_split(const float* d, float* ws, u16*, int m,
+                                                     int n, int tok0, int col0, int split, int,
+                                                     int) {
         float* W = ws + (long long)split * m * n;
         swap_values<MT>(d, m, n, tok0, col0,
                         [&](int r, int c, float x) { W[(long long)r * n + c] = x; });
@@ -903,7 +904,7 @@ __device__ __forceinline__ void gemm_tma_swap(int m, int n, int k, const TensorM
         if (splits == 1) {
             gate.template store_swap<TT, MT>(d, buf, tmc, tok0, col0, 1 + cw, w.tile_m, n);
         } else {
-            gate.template store_swap_split<MT>(d, ws, m, n, tok0, col0, w.split, 1 + cw,
+            gate.template store_swap_split<MT>(d, ws, buf, m, n, tok0, col0, w.split, 1 + cw,
                                                w.tile_m);
         }
     }

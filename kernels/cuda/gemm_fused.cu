@@ -558,22 +558,38 @@ struct RsGate {
         pending = tile_m;
         pending_chunks = col0 < n ? 2 : 0;
     }
-    // A split's partial of the swapped GEMM (`fused-reduce:0:K` at M <= 64): each value added in
-    // f32 into its owner's f32 sum (red.add.f32), fenced before the lead counts them (as the
-    // pairs above), counted as store_swap's.
+    // A split's partial of the swapped GEMM (`fused-reduce:0:K` at M <= 64): added in f32 into
+    // its owners' f32 sums 16 bytes at a time (red.add.v4.f32), from `buf` in two halves of 32
+    // columns (MT x 32 f32: the box's bytes), fenced before the lead counts them (as the pairs
+    // above), counted as store_swap's.
     template <int MT>
-    __device__ __forceinline__ void store_swap_split(const float* d, float*, int, int n,
-                                                     int tok0, int col0, int, int bar_id,
+    __device__ __forceinline__ void store_swap_split(const float* d, float*, u16* buf, int,
+                                                     int n, int tok0, int col0, int, int bar_id,
                                                      int tile_m) {
         const bool lead = (threadIdx.x & 127) == 0;
         if (pending >= 0 && lead) flush();
         owners_ready(tok0, lead);
-        asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
-        swap_values<MT>(d, m, n, tok0, col0, [&](int r, int c, float x) {
-            const int q = r / rows;
-            float* p = (float*)f->acc[q] + (long long)(r - q * rows) * n + c;
-            asm volatile("red.relaxed.sys.global.add.f32 [%0], %1;" ::"l"(p), "f"(x) : "memory");
-        });
+        float* fb = (float*)buf;
+        const int r1 = min(MT, m - tok0);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            // The box is free (the last half's reads are done); the warps holding columns 32 h
+            // to 32 h + 31 (warps 2 h and 2 h + 1) write them.
+            asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+            swap_each<MT>(d, [&](int tr, int cn, float x) {
+                if ((cn >> 5) == h) fb[tr * 32 + (cn & 31)] = x;
+            });
+            asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+            for (int x = threadIdx.x & 127; x < r1 * 8; x += 128) {
+                const int r = x / 8, c = 32 * h + 4 * (x % 8), row = tok0 + r, q = row / rows;
+                if (col0 + c >= n) continue;
+                const float4 v = *(const float4*)(fb + r * 32 + c - 32 * h);
+                float* p = (float*)f->acc[q] + (long long)(row - q * rows) * n + col0 + c;
+                asm volatile("red.relaxed.sys.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p),
+                             "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
+                             : "memory");
+            }
+        }
         __threadfence_system();
         asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
         pending = tile_m;

@@ -55,6 +55,25 @@ def zero(folder, name="zero.csv",
     print("  old over new (:0), geomean: " + ", ".join(f"{k} {gm(v):.3f}" for k, v in by.items()) + "\n")
 
 
+def split():
+    d = load("split/split.csv")
+    pats = ["fused-reduce:0", "fused-reduce:0:2", "fused-reduce:0:4", "fused-reduce:0:8"]
+    print("split/: 28db7c9 (old, red.add.f32) vs v4 (new, red.add.v4.f32), us")
+    by = collections.defaultdict(list)
+    best = collections.defaultdict(list)
+    for s in sorted({k[1:4] for k in d}):
+        g = lambda b, p: st.median(d[(b,) + s + (p,)])
+        cub = st.median(d[("new",) + s + ("gemm",)] + d[("old",) + s + ("gemm",)])
+        print(f"{'x'.join(map(str, s)):>16}  cuBLASLt {cub:5.1f}  " + "  ".join(
+            f"{p[13:] or ':0'} {g('old', p):5.1f} -> {g('new', p):5.1f}" for p in pats))
+        for p in pats[1:]:
+            by[p].append(g("old", p) / g("new", p))
+        for b in ("old", "new"):
+            best[b].append(cub / min(g(b, p) for p in pats))
+    print("  old over new: " + ", ".join(f"{p} {gm(v):.3f}" for p, v in by.items()))
+    print(f"  cuBLASLt over the fastest: old {gm(best['old']):.3f}, new {gm(best['new']):.3f}\n")
+
+
 def two_gpu():
     d = load("first-x2/rs-2.csv")
     print("first-x2/rs-2.csv: a10ecef on 2 H200s (the swapped builds stopped), us")
@@ -68,4 +87,5 @@ if __name__ == "__main__":
     for f in ["first-x2/zero-all-threads", "zero-consumers", "zero-final"]:
         zero(f)
     zero("scope", "scope.csv", "3ae08ce (old) vs the own rows counted at GPU scope (new)")
+    split()
     two_gpu()
