@@ -74,6 +74,34 @@ def split():
     print(f"  cuBLASLt over the fastest: old {gm(best['old']):.3f}, new {gm(best['new']):.3f}\n")
 
 
+def bar():
+    """bar/: bench/fused-one-gpu.sh's 20 layers, against the sixteenth session's run of it."""
+    import csv
+    old_dir = "../held-start-h200-2026-11-28/one-gpu/"
+
+    def rows(path):
+        d = collections.defaultdict(dict)
+        for r in csv.DictReader(open(path)):
+            d[(int(r["m"]), int(r["n"]), int(r["k"]))][r["pattern"]] = float(r["us"])
+        return d
+
+    print("bar/: cuBLASLt alone over the fused kernel on one GPU, 20 layers (bench/fused-one-gpu.sh);"
+          " the sixteenth session's run (held-start-h200-2026-11-28/one-gpu/) -> now")
+    for op, pats in [("all-gather", ["fused-push:1:8", "fused-push:2:16"]),
+                     ("reduce-scatter", ["fused-reduce:0", "fused-reduce:16", "fused-reduce:32"])]:
+        new, old = rows(f"bar/one-gpu-{op}.csv"), rows(old_dir + f"one-gpu-{op}.csv")
+        for p in pats:
+            def part(d, keep):
+                return [d[s]["gemm"] / d[s][p] for s in d if keep(s[0])]
+            line = f"  {p:<16}"
+            for name, keep in [("all", lambda m: True), ("M < 1024", lambda m: m < 1024),
+                               ("M >= 1024", lambda m: m >= 1024)]:
+                o, n = part(old, keep), part(new, keep)
+                line += f" {name}: {gm(o):.3f} -> {gm(n):.3f} (>= 0.8: {sum(x >= 0.8 for x in o)} -> {sum(x >= 0.8 for x in n)} of {len(n)});"
+            print(line)
+    print()
+
+
 def two_gpu():
     d = load("first-x2/rs-2.csv")
     print("first-x2/rs-2.csv: a10ecef on 2 H200s (the swapped builds stopped), us")
@@ -88,4 +116,5 @@ if __name__ == "__main__":
         zero(f)
     zero("scope", "scope.csv", "3ae08ce (old) vs the own rows counted at GPU scope (new)")
     split()
+    bar()
     two_gpu()
