@@ -598,28 +598,15 @@ __device__ __forceinline__ void swap_stage(const float* d, u16* buf) {
     });
 }
 
-// Each value of the block with its row and column of C (tok0 + tr, col0 + cn), inside M x N.
-template <int MT, typename Put>
-__device__ __forceinline__ void swap_values(const float* d, int m, int n, int tok0, int col0,
-                                            Put put) {
-    swap_each<MT>(d, [&](int tr, int cn, float x) {
-        if (tok0 + tr < m && col0 + cn < n) put(tok0 + tr, col0 + cn, x);
-    });
-}
-
-// The block into C at (tok0, col0) by one tensor-memory store through `tmc` (MT x 64 boxes;
-// clipped at the edges), from the warpgroup's staging box `buf` (barrier `bar_id`).
+// The block staged in `buf` for the tensor-memory unit, between the warpgroup's barriers
+// (`bar_id`): every thread's values written (swap_stage), then fenced for the async proxy. The
+// caller makes sure nothing still reads `buf` before.
 template <typename TT, int MT>
-__device__ __forceinline__ void swap_store(const float* d, u16* buf, const TensorMap* tmc,
-                                           int tok0, int col0, int bar_id) {
-    const bool wg_lead = (threadIdx.x & 127) == 0;
-    // The store from this box one unit before must have read it.
-    if (wg_lead) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+__device__ __forceinline__ void swap_box(const float* d, u16* buf, int bar_id) {
     asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
     swap_stage<TT, MT>(d, buf);
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
-    if (wg_lead) tma_store_box<false>(tmc, col0, tok0, buf);
 }
 
 // The stores of gemm_tma (store, store_split) and gemm_tma_swap (store_swap, store_swap_split)
@@ -637,18 +624,27 @@ struct PlainStores {
                                                 int row0, int col0, int split, int, int) {
         wg_store_f32<BN>(d, ws + (long long)split * m * n, m, n, row0, col0);
     }
+    // The swapped kernel's block into C at (tok0, col0) by one tensor-memory store through
+    // `tmc` (MT x 64 boxes; clipped at the edges), from the warpgroup's staging box `buf`.
     template <typename TT, int MT>
     __device__ __forceinline__ void store_swap(const float* d, u16* buf, const TensorMap* tmc,
                                                int tok0, int col0, int bar_id, int, int) {
-        swap_store<TT, MT>(d, buf, tmc, tok0, col0, bar_id);
+        const bool wg_lead = (threadIdx.x & 127) == 0;
+        // The store from this box one unit before must have read it.
+        if (wg_lead) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+        swap_box<TT, MT>(d, buf, bar_id);
+        if (wg_lead) tma_store_box<false>(tmc, col0, tok0, buf);
     }
+    // A split's block: each value inside M x N into its plane of the f32 workspace.
     template <int MT>
     __device__ __forceinline__ void store_swap_split(const float* d, float* ws, u16*, int m,
                                                      int n, int tok0, int col0, int split, int,
                                                      int) {
         float* W = ws + (long long)split * m * n;
-        swap_values<MT>(d, m, n, tok0, col0,
-                        [&](int r, int c, float x) { W[(long long)r * n + c] = x; });
+        swap_each<MT>(d, [&](int tr, int cn, float x) {
+            const int r = tok0 + tr, c = col0 + cn;
+            if (r < m && c < n) W[(long long)r * n + c] = x;
+        });
     }
     // The consumer warpgroups' start, once the block is set up (gemm_fused.cu's reduce-scatter
     // zeroes its rows of the sum there).

@@ -364,9 +364,10 @@ __device__ __forceinline__ void fused_reduce(const TpFusedRs& f, int c, int nblk
 }
 
 // `fused-reduce:0`'s start, by the consumer warpgroups of every block once the block is set up
-// (RsGate::start; the producer goes on to its first loads): this GPU's rows of the sum (or its f32 sum) zeroed, a share each; the last block
-// to be done (by `zeroed`) announces the call's epoch in every GPU's flags, this GPU's own
-// included, so that every GPU's tiles (this GPU's too) may be added into the rows from then on.
+// (RsGate::start; the producer goes on to its first loads): this GPU's rows of the sum (or its
+// f32 sum) zeroed, a share each; the last block to be done (by `zeroed`) announces the call's
+// epoch in every GPU's flags, this GPU's own included, so that every GPU's tiles (this GPU's
+// too) may be added into the rows from then on.
 // In place of a memset and a ready word per peer written by the host on the stream before the
 // launch (one operation each on the GPU's stream). With every thread in it before the block's
 // set-up, the first loads waited for the fences: 1 us slower at M 16-64 on one H200 than the
@@ -383,17 +384,16 @@ __device__ __forceinline__ void rs_zero_announce(const TpFusedRs& f, int world, 
     asm volatile("bar.sync 3, %0;" ::"r"(threads) : "memory");
     if (threadIdx.x == 128) {
         // On one GPU nothing outside it reads the zeros or the word: GPU scope.
-        if (world > 1) {
-            __threadfence_system();
-        } else {
-            __threadfence();
-        }
-        if (atomicAdd((unsigned long long*)f.zeroed, 1ull) % gridDim.x == gridDim.x - 1) {
+        auto fence = [&] {
             if (world > 1) {
                 __threadfence_system();
             } else {
                 __threadfence();
             }
+        };
+        fence();
+        if (atomicAdd((unsigned long long*)f.zeroed, 1ull) % gridDim.x == gridDim.x - 1) {
+            fence();
             for (int q = 0; q < world; ++q) st_release_sys((unsigned*)f.announce[q], epoch);
         }
     }
@@ -537,10 +537,7 @@ struct RsGate {
         // Past the flush the box's last store has completed (read too).
         if (pending >= 0 && lead) flush();
         const int q0 = owners_ready(tok0, lead);
-        asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
-        swap_stage<TT, MT>(d, buf);
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+        swap_box<TT, MT>(d, buf, bar_id);
         if (lead) tma_store_box<true>(dst + q0, col0, tok0 - q0 * rows, buf);
         // The later owners' rows of the box: r0 to r1 (of MT), 8 chunks of 16 bytes a row.
         const int r0 = (q0 + 1) * rows - tok0, r1 = min(MT, m - tok0);

@@ -26,6 +26,9 @@ pub(super) struct FusedRsLaunch {
     kt_per: usize,
     /// The swapped GEMM's token tile (`gemm_tma_rsa_swap_*`, M <= 64), or None: 128-row tiles.
     swap: Option<usize>,
+    /// `fused-reduce:0` zeroing its rows of the sum and writing the ready words in the launch
+    /// ([`in_launch`], decided once at set-up).
+    zeroes: bool,
     f: CudaFunction,
     maps: (TensorMapArg, TensorMapArg),
     grid: u32,
@@ -63,8 +66,8 @@ unsafe impl DeviceRepr for TpFusedRs {}
 impl Rs {
     /// Enqueue one call of `fused-reduce:sms` (see the module docs and gemm_fused.cu) on the
     /// compute stream: the call's epoch announced to the peers first (this GPU's staging may be
-    /// stored into: its last call's sums are done), or, with `sms` 0 where [`in_launch`], by the
-    /// kernel once it has zeroed this GPU's rows of the sum.
+    /// stored into: its last call's sums are done), or, where the launch zeroes ([`in_launch`]),
+    /// by the kernel once it has zeroed this GPU's rows of the sum.
     pub(super) fn fused_reduce(
         &self,
         gpu: &Gpu,
@@ -110,9 +113,9 @@ impl Rs {
             Some(d) => d,
             None => {
                 let mut maps = [TensorMapArg([0; 16]); MAX_RANKS];
+                // The swapped GEMM stores boxes as high as its token tile.
+                let high = l.swap.unwrap_or(64) as u32;
                 for (q, map) in maps.iter_mut().enumerate().take(world) {
-                    // The swapped GEMM stores boxes as high as its token tile.
-                    let high = l.swap.unwrap_or(64) as u32;
                     *map = match acc_of(q) {
                         Some(at) => tensor_map_f32(at, self.rows, self.n, 64)?,
                         None => tensor_map(slot(q), self.rows, self.n, high, self.dtype)?,
@@ -123,12 +126,12 @@ impl Rs {
         };
         // This GPU's rows of the sum (halves, or f32 with k split): with `add` zeroed before any
         // GPU adds into them, by the kernel (which then writes the ready words, its own
-        // included) where `in_launch`, else by a memset here before the ready words.
+        // included) where it zeroes (`l.zeroes`), else by a memset here before the ready words.
         let sum = match acc {
             Some(a) => (a.0.ptr(), self.rows * self.n * 4),
             None => (self.out, self.rows * self.n * 2),
         };
-        let (e, (zero, zero_bytes)) = if add && in_launch(world) {
+        let (e, (zero, zero_bytes)) = if l.zeroes {
             (r.next_epoch(), sum)
         } else {
             if add {
@@ -145,14 +148,17 @@ impl Rs {
             .get()
             .wrapping_add((2 * self.n.div_ceil(64) * l.splits) as u32);
         r.fused_target.set(target);
+        // This launch's words after the done counts: its tickets, then its count of blocks done
+        // zeroing.
+        let words = done.ptr() + (tickets_at(world, m) + 16 * i) as u64;
         let mut t = TpFusedRs {
             ready: r.flags.ptr() + 4 * ready(0),
             staging: r.staging.ptr(),
             out: self.out,
-            tickets: done.ptr() + (tickets_at(world, m) + 16 * i) as u64,
+            tickets: words,
             zero,
             zero_bytes: zero_bytes as u64,
-            zeroed: done.ptr() + (tickets_at(world, m) + 16 * i + 8) as u64,
+            zeroed: words + 8,
             ..TpFusedRs::default()
         };
         for q in 0..world {
@@ -263,7 +269,8 @@ pub(super) fn fused_rs_launches(
             .unwrap_or(256);
         // `fused-reduce:0` with every GPU's rows in one token tile (M <= 64): the swapped
         // GEMM (gemm.cu's gemm_tma_swap), 128 columns of C by the token tile a unit.
-        if reduce_blocks == 0 && m <= 64 && in_launch(world) {
+        let zeroes = reduce_blocks == 0 && in_launch(world);
+        if zeroes && m <= 64 {
             let mt = swap_token_tile(m);
             let (f, smem) = tp::fused_function_with(g, "rsa_swap", dtype, mt, tma_swap_smem(mt))?;
             let units = n.div_ceil(128) * splits;
@@ -272,6 +279,7 @@ pub(super) fn fused_rs_launches(
                 splits,
                 kt_per,
                 swap: Some(mt),
+                zeroes,
                 f,
                 maps: (
                     tensor_map(a, m, kp, mt as u32, dtype)?,
@@ -289,6 +297,7 @@ pub(super) fn fused_rs_launches(
             splits,
             kt_per,
             swap: None,
+            zeroes,
             f,
             maps: (
                 tensor_map(a, m, kp, 128, dtype)?,
