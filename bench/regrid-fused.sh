@@ -6,7 +6,7 @@
 # third set at M 32-12288), one bench/tp-grid.sh call per set (both operations). A whole grid
 # with every pattern takes 200-280 s per operation and GPU count; the fused patterns and bulk
 # about a fifth of it. Then bench/splice-grid.py puts the new rows into the committed grids
-# (bench/results/ll-bulk-h200-2026-11-28/, third-weights-h200-2026-11-28/) for
+# (bench/results/ll-bulk-h200-2026-11-28/, third-weights-h200-2026-11-28/; OLD NEW OUT) for
 # `augur overlap train`. Through the device tool with carry [".carry/augur.xz"]:
 #   GPUS=2 bash bench/regrid-fused.sh      (writes $OUT/<set>/grid-<gpus>-<op>.csv and .err)
 # F replaces the patterns (default: the grids' fused ones).
