@@ -524,9 +524,11 @@ struct RsGate {
     // of MT x 64 boxes over each owner's rows of the sum, clipped at the owner's last row), and
     // into the later owners' rows 16 bytes at a time (red.add.noftz.v4, from `buf`; fenced
     // before the lead counts them, as the pairs above). The first version stored the later
-    // owners' rows by tensor-memory reductions too, at a negative row of their maps (clipped
-    // there); between two H200s it stopped with an illegal instruction (which part, not
-    // established; this one not yet run between GPUs: fused.rs, in_launch). A block holds every
+    // owners' rows by tensor-memory reductions too, at a negative row of their maps; between two
+    // H200s it stopped with an illegal instruction: a tensor-memory store or reduction at a
+    // negative coordinate is one, on one H200 too (a map clips past its end, never before its
+    // start; bench/results/tma-negative-h200-2026-11-29/). Every box here starts at a row >= 0
+    // of its map. This version has not run between GPUs (fused.rs, in_launch). A block holds every
     // row of tile row 0: it counts its 64 columns twice, as the two 64-row halves of a 128-row
     // tile do (the owners' target is the same).
     template <typename TT, int MT>

@@ -220,8 +220,10 @@ impl Rs {
 /// words in its launch, and takes the swapped GEMM at M <= 64: on one GPU, where it was checked
 /// and timed (bench/results/fused-reduce-swap-h200-2026-11-29/); between GPUs only with
 /// AUGUR_TP_UNVERIFIED set, until a run on several GPUs has checked it (no machine of 2 or more
-/// GPUs was lent after the first version, which stopped with an illegal instruction on two).
-/// Otherwise the host's memset and ready words, and 128-row tiles, as before.
+/// GPUs was lent after the first version, which stopped with an illegal instruction on two: its
+/// tensor-memory reductions at a negative row of a later owner's map, an illegal instruction on
+/// one H200 too; bench/results/tma-negative-h200-2026-11-29/). Otherwise the host's memset and
+/// ready words, and 128-row tiles, as before.
 pub(super) fn in_launch(world: usize) -> bool {
     world == 1 || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
 }
