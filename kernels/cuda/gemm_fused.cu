@@ -231,8 +231,9 @@ AUGUR_TMA_SWAP_INSTANCES(AUGUR_TMA_AG_SWAP)
 // `splits` ranges (`fused-reduce:0:K`, small M: more units than tiles), each range's partial is
 // added in f32 (tensor-memory reductions of f32 boxes, or pair by pair by red.add.f32) into the
 // owner's f32 sum `acc` (the one zeroed then) and counted the same way; the owner converts `acc`
-// to `out` after the launch (gemm.cu's gemm_splitk_*, one plane): one rounding to the 16-bit
-// type in all. At M <= 64 (every GPU's rows in one token tile), where the host says so, the GEMM
+// to `out`, at the launch's end where the launch zeroed it (rs_convert: every block a share of
+// each tile row once it is counted), else after the launch (gemm.cu's gemm_splitk_*, one
+// plane): one rounding to the 16-bit type in all. At M <= 64 (every GPU's rows in one token tile), where the host says so, the GEMM
 // is the swapped one (gemm_tma_rsa_swap_{f16,bf16}_{32,64}; RsGate's store_swap*).
 
 struct TpFusedRs {
@@ -395,6 +396,37 @@ __device__ __forceinline__ void rs_zero_announce(const TpFusedRs& f, int world, 
         if (atomicAdd((unsigned long long*)f.zeroed, 1ull) % gridDim.x == gridDim.x - 1) {
             fence();
             for (int q = 0; q < world; ++q) st_release_sys((unsigned*)f.announce[q], epoch);
+        }
+    }
+}
+
+// `fused-reduce:0:K` where the launch zeroed its f32 sum (zero_bytes > 0): every block of the
+// launch, all its threads, once every GPU's partials of one of this GPU's tile rows are counted,
+// rounds its share of that tile row of the f32 sum into `out`, tile row by tile row. In place of
+// the launch of gemm_splitk_* after this one (its launch and its wait for every tile row at
+// once); a sum by each tile's last partial was slower for the standalone k split (the whole
+// tile's sum on one SM: gemm.cu), so here every block takes a share of every tile row.
+template <typename TT>
+__device__ __forceinline__ void rs_convert(const TpFusedRs& f, int rank, int world, int rows,
+                                           int n, int tiles_m, unsigned target) {
+    const unsigned* done = (const unsigned*)f.done[rank];
+    const int lo = rank * rows, hi = lo + rows;
+    const uint4* acc = (const uint4*)f.acc[rank];  // 4 f32 a vector
+    uint2* out = (uint2*)f.out;                     // 4 halves
+    const unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;
+    for (int t = lo / WG_BM; t <= (hi - 1) / WG_BM; ++t) {
+        if (threadIdx.x == 0) {
+            for (int q = 0; q < world; ++q) wait_epoch(done + q * tiles_m + t, target);
+        }
+        __syncthreads();
+        // This tile row's rows of this GPU, in vectors of 4 (n is a multiple of 8).
+        const unsigned long long v0 = (unsigned long long)(max(t * WG_BM, lo) - lo) * n / 4;
+        const unsigned long long v1 = (unsigned long long)(min(t * WG_BM + WG_BM, hi) - lo) * n / 4;
+        for (unsigned long long x = v0 + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+             x < v1; x += step) {
+            const uint4 v = ld_cg(acc + x);
+            out[x] = make_uint2(TT::pack(__uint_as_float(v.x), __uint_as_float(v.y)),
+                                TT::pack(__uint_as_float(v.z), __uint_as_float(v.w)));
         }
     }
 }
@@ -639,7 +671,11 @@ __device__ __forceinline__ void gemm_tma_rs(int m, int n, int k, const TensorMap
         gemm_tma<TT, BN>(m, n, k, tma, tmb, &maps.dst[rank], splits, kt_per, nullptr,
                          r - reduce_blocks, gridDim.x - reduce_blocks, g);
     }
-    if (ADD && r == 0 && threadIdx.x == 0) {
+    if (ADD && splits > 1 && f.zero_bytes != 0) {
+        // Every thread of every block is here (the producer warpgroup's too, its loads issued):
+        // the launch ends with this GPU's rows of the sum rounded from the f32 sum.
+        rs_convert<TT>(f, rank, world, rows, n, tiles_m, target);
+    } else if (ADD && r == 0 && threadIdx.x == 0) {
         // The launch ends once every GPU's tiles of this GPU's rows were added (and counted):
         // one block waits for it (the launch ends with its last block), the others exit.
         const unsigned* done = (const unsigned*)f.done[rank];

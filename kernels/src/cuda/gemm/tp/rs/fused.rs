@@ -191,7 +191,9 @@ impl Rs {
         // summing blocks (fewer than the grid), k splits and steps per split, epoch, target);
         // the grid is at most one block per SM, so every block runs at once.
         unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
-        if let Some((sum, convert)) = acc {
+        // Where the launch zeroed the f32 sum it also rounds it into the rows of the sum at its
+        // end (gemm_fused.cu's rs_convert).
+        if let Some((sum, convert)) = acc.filter(|_| !l.zeroes) {
             // The launch ended with every GPU's partials of this GPU's rows added: round the
             // f32 sum once into the rows of the sum (gemm_splitk_*, one plane).
             let quads = self.rows * self.n / 4;
