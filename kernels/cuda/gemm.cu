@@ -817,7 +817,8 @@ __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* t
 // producer loads B's tiles of its first unit's first steps (up to SWAP_STAGES) before it waits
 // for A's rows, then their A tiles. The
 // gate's `wait(row0)` holds it for 128 rows from row0, more than MT: correct; its tile order is
-// not used, so a gate that orders tile rows takes M <= MT (one token tile).
+// not used, so a gate whose tile order matters takes M <= MT (one token tile; the fused
+// reduce-scatter's order only times its owners' tiles and it takes larger M).
 #ifndef SWAP_STAGES
 #error "SWAP_STAGES comes from the host as -DSWAP_STAGES=... (kernels/src/cuda/gemm/mod.rs; kernels/src/cuda/module.rs)"
 #endif

@@ -233,8 +233,9 @@ AUGUR_TMA_SWAP_INSTANCES(AUGUR_TMA_AG_SWAP)
 // owner's f32 sum `acc` (the one zeroed then) and counted the same way; the owner converts `acc`
 // to `out`, at the launch's end where the launch zeroed it (rs_convert: every block a share of
 // each tile row once it is counted), else after the launch (gemm.cu's gemm_splitk_*, one
-// plane): one rounding to the 16-bit type in all. At M <= 64 (every GPU's rows in one token tile), where the host says so, the GEMM
-// is the swapped one (gemm_tma_rsa_swap_{f16,bf16}_{32,64}; RsGate's store_swap*).
+// plane): one rounding to the 16-bit type in all. Where the host says so (M <= 64, or the
+// swapped GEMM's 64-row token tiles fit in one wave), the GEMM is the swapped one
+// (gemm_tma_rsa_swap_{f16,bf16}_{32,64}; RsGate's store_swap*).
 
 struct TpFusedRs {
     // Per owner q: its done counts ([world][tiles_m] u32; GPU r's of tile row g at r x tiles_m
@@ -550,8 +551,21 @@ struct RsGate {
         pending = tile_m;
         pending_chunks = (min(BN, n - col0) + 63) / 64;
     }
-    // The swapped GEMM (gemm_tma_swap, `fused-reduce:0` at M <= 64: every GPU's rows in its
-    // one token tile, tile row 0): the warpgroup's MT x 64 block of C, staged in `buf`, added
+    // The unit just stored by the swapped GEMM (token tile from row tok0, the warpgroup's 64
+    // columns from col0) pending its count: its 128-row tile row, and per 64 columns 2 / (the
+    // token tiles in that tile row), so that a tile row's count per 64 columns is 2, as the two
+    // 64-row halves of a 128-row tile make it (the owners' target is the same): 2 where one
+    // token tile holds the tile row's rows (M <= MT, or a last tile row of at most MT rows), 1
+    // for each of two 64-row token tiles. The host takes 32-row token tiles only at M <= 32.
+    template <int MT>
+    __device__ __forceinline__ void swap_pending(int tok0, int col0, int n) {
+        pending = tok0 / WG_BM;
+        const int in_row = (min(pending * WG_BM + WG_BM, m) - pending * WG_BM + MT - 1) / MT;
+        pending_chunks = col0 < n ? 2 / in_row : 0;
+    }
+    // The swapped GEMM (gemm_tma_swap, `fused-reduce:0` at M <= 64, where every GPU's rows are
+    // in one token tile, and beyond in 64-row token tiles where they fit in one wave: fused.rs):
+    // the warpgroup's MT x 64 block of C, staged in `buf`, added
     // into the rows of its first row's owner by one tensor-memory reduction through `dst` (maps
     // of MT x 64 boxes over each owner's rows of the sum, clipped at the owner's last row), and
     // into the later owners' rows 16 bytes at a time (red.add.noftz.v4, from `buf`; fenced
@@ -560,12 +574,11 @@ struct RsGate {
     // H200s it stopped with an illegal instruction: a tensor-memory store or reduction at a
     // negative coordinate is one, on one H200 too (a map clips past its end, never before its
     // start; bench/results/tma-negative-h200-2026-11-29/). Every box here starts at a row >= 0
-    // of its map. This version has not run between GPUs (fused.rs, in_launch). A block holds every
-    // row of tile row 0: it counts its 64 columns twice, as the two 64-row halves of a 128-row
-    // tile do (the owners' target is the same).
+    // of its map. This version has not run between GPUs (fused.rs, in_launch). Counted as
+    // swap_pending says.
     template <typename TT, int MT>
     __device__ __forceinline__ void store_swap(const float* d, u16* buf, const TensorMap*,
-                                               int tok0, int col0, int bar_id, int tile_m,
+                                               int tok0, int col0, int bar_id, int /*tile_m*/,
                                                int n) {
         const bool lead = (threadIdx.x & 127) == 0;
         // Past the flush the box's last store has completed (read too).
@@ -586,17 +599,16 @@ struct RsGate {
             __threadfence_system();
             asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
         }
-        pending = tile_m;
-        pending_chunks = col0 < n ? 2 : 0;
+        swap_pending<MT>(tok0, col0, n);
     }
-    // A split's partial of the swapped GEMM (`fused-reduce:0:K` at M <= 64): added in f32 into
+    // A split's partial of the swapped GEMM (`fused-reduce:0:K`, as store_swap): added in f32 into
     // its owners' f32 sums 16 bytes at a time (red.add.v4.f32), from `buf` in two halves of 32
     // columns (MT x 32 f32: the box's bytes), fenced before the lead counts them (as the pairs
     // above), counted as store_swap's.
     template <int MT>
     __device__ __forceinline__ void store_swap_split(const float* d, float*, u16* buf, int,
                                                      int n, int tok0, int col0, int, int bar_id,
-                                                     int tile_m) {
+                                                     int /*tile_m*/) {
         const bool lead = (threadIdx.x & 127) == 0;
         if (pending >= 0 && lead) flush();
         owners_ready(tok0, lead);
@@ -623,16 +635,17 @@ struct RsGate {
         }
         __threadfence_system();
         asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
-        pending = tile_m;
-        pending_chunks = col0 < n ? 2 : 0;
+        swap_pending<MT>(tok0, col0, n);
     }
     __device__ __forceinline__ void finish() {
         if (pending >= 0 && (threadIdx.x & 127) == 0) flush();
     }
 };
 
-// SWAP = 1 (gemm_tma_rsa_swap_*, ADD only, M <= BN: every GPU's rows in one token tile):
-// gemm_tma_swap with token tiles BN rows high, its blocks stored by RsGate's store_swap*.
+// SWAP = 1 (gemm_tma_rsa_swap_*, ADD only: M <= 64, or 64-row token tiles that fit in one
+// wave): gemm_tma_swap with token tiles BN rows high, its blocks stored by RsGate's store_swap*
+// (in the kernel's unit order: RsGate's tile row order, which only times the owners' tiles, is
+// not used).
 template <typename TT, int BN, bool ADD, int SWAP = 0>
 __device__ __forceinline__ void gemm_tma_rs(int m, int n, int k, const TensorMap* tma,
                                             const TensorMap* tmb, const TpMaps& maps,

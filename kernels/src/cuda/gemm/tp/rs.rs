@@ -37,10 +37,12 @@
 //!   GPU (and between GPUs with `AUGUR_TP_UNVERIFIED` set, until a run there has checked it) in
 //!   its launch, which then writes the ready words, its own too; otherwise by a memset and
 //!   host-written words before the launch. Its launch ends once every GPU has counted all of its
-//!   tile rows. At M <= 64 (every GPU's rows in one token tile), where the launch zeroes, the
-//!   GEMM is the swapped one (`gemm_tma_rsa_swap_*`: 128 columns of the partial by a 32- or
-//!   64-row token tile a unit, added into its first row's owner by one tensor-memory reduction,
-//!   into the later owners' rows 16 bytes at a time). On 2 GPUs each element is 0 + a + b,
+//!   tile rows. Where the launch zeroes, at M <= 64 (every GPU's rows in one token tile) and
+//!   beyond where 64-row token tiles x 128 columns x the k split fit in one wave, the GEMM is
+//!   the swapped one (`gemm_tma_rsa_swap_*`: 128 columns of the partial by a 32- or 64-row
+//!   token tile a unit, added into its first row's owner by one tensor-memory reduction, into
+//!   the later owners' rows 16 bytes at a time); with k split the launch also rounds the f32
+//!   sum at its end. On 2 GPUs each element is 0 + a + b,
 //!   rounded as the summing blocks round it (the sum of two 16-bit values is exact in f32); on
 //!   more the additions come in arrival order, so the last bit may differ from call to call.
 //! - `ll-bulk`: the GEMM, then comm.cu's `tp_reduce_scatter_ll_*` (the `ll` module): each GPU

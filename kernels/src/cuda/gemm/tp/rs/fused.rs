@@ -24,7 +24,7 @@ pub(super) struct FusedRsLaunch {
     reduce_blocks: usize,
     splits: usize,
     kt_per: usize,
-    /// The swapped GEMM's token tile (`gemm_tma_rsa_swap_*`, M <= 64), or None: 128-row tiles.
+    /// The swapped GEMM's token tile (`gemm_tma_rsa_swap_*`), or None: 128-row tiles.
     swap: Option<usize>,
     /// `fused-reduce:0` zeroing its rows of the sum and writing the ready words in the launch
     /// ([`in_launch`], decided once at set-up).
@@ -219,8 +219,10 @@ impl Rs {
 }
 
 /// Whether `fused-reduce:0` on `world` GPUs zeroes its rows of the sum and writes the ready
-/// words in its launch, and takes the swapped GEMM at M <= 64: on one GPU, where it was checked
-/// and timed (bench/results/fused-reduce-swap-h200-2026-11-29/); between GPUs only with
+/// words in its launch (and, with k split, rounds its f32 sum at its end), and takes the
+/// swapped GEMM at small M: on one GPU, where it was checked and timed
+/// (bench/results/fused-reduce-swap-h200-2026-11-29/, split-convert-h200-2026-11-29/,
+/// swap-mid-h200-2026-11-29/); between GPUs only with
 /// AUGUR_TP_UNVERIFIED set, until a run on several GPUs has checked it (no machine of 2 or more
 /// GPUs was lent after the first version, which stopped with an illegal instruction on two: its
 /// tensor-memory reductions at a negative row of a later owner's map, an illegal instruction on
@@ -271,13 +273,16 @@ pub(super) fn fused_rs_launches(
                 t(x).total_cmp(&t(y))
             })
             .unwrap_or(256);
-        // `fused-reduce:0` with every GPU's rows in one token tile (M <= 64): the swapped
-        // GEMM (gemm.cu's gemm_tma_swap), 128 columns of C by the token tile a unit.
+        // `fused-reduce:0[:K]` at M <= 64 (every GPU's rows in one token tile), and beyond
+        // where its units (64-row token tiles x 128 columns x K) fit in one wave: the swapped
+        // GEMM (gemm.cu's gemm_tma_swap), 128 columns of C by a token tile a unit. On one H200
+        // at M 96-256 (bench/results/swap-mid-h200-2026-11-29): 1.17x faster than the 128-row
+        // tiles where they fit (0.96-1.54x), 0.57-0.91x where a split's units did not.
         let zeroes = reduce_blocks == 0 && in_launch(world);
-        if zeroes && m <= 64 {
+        if zeroes && (m <= 64 || m.div_ceil(64) * n.div_ceil(128) * splits <= sms) {
             let mt = swap_token_tile(m);
             let (f, smem) = tp::fused_function_with(g, "rsa_swap", dtype, mt, tma_swap_smem(mt))?;
-            let units = n.div_ceil(128) * splits;
+            let units = m.div_ceil(mt) * n.div_ceil(128) * splits;
             return Ok(FusedRsLaunch {
                 reduce_blocks,
                 splits,
