@@ -646,8 +646,9 @@ struct PlainStores {
             if (r < m && c < n) W[(long long)r * n + c] = x;
         });
     }
-    // The consumer warpgroups' start, once the block is set up (gemm_fused.cu's reduce-scatter
-    // zeroes its rows of the sum there).
+    // The producer warpgroup's other three warps (96 threads), once the block is set up, while
+    // its first warp loads and the consumers multiply (gemm_fused.cu's reduce-scatter zeroes its
+    // rows of the sum there).
     __device__ __forceinline__ void start() {}
     __device__ __forceinline__ void finish() {}
 };
@@ -753,12 +754,13 @@ __device__ __forceinline__ void gemm_tma(int m, int n, int k, const TensorMap* t
                     tma_load(smem_addr(st + A_TILE), tmb, kt * WG_BK, w.tile_n * BN, full(s));
                 }
             }
+        } else if (threadIdx.x >= 32) {
+            gate.start();
         }
         return;
     }
     const int cw = wg - 1;  // consumer warpgroup: rows 64 cw .. 64 cw + 63 of the tile
     const bool lead = (threadIdx.x & 31) == 0;
-    gate.start();
     float d[BN / 2];
     int it = 0;
     for (int u = vblock; u < units; u += nblocks) {
@@ -884,12 +886,13 @@ __device__ __forceinline__ void gemm_tma_swap(int m, int n, int k, const TensorM
                     tma_load(smem_addr(st + B_TILE), tma, kt * WG_BK, w.tile_m * MT, full(s));
                 }
             }
+        } else if (threadIdx.x >= 32) {
+            gate.start();
         }
         return;
     }
     const int cw = wg - 1;  // consumer warpgroup: columns 64 cw .. 64 cw + 63 of the unit
     const bool lead = (threadIdx.x & 31) == 0, wg_lead = (threadIdx.x & 127) == 0;
-    gate.start();
     u16* buf = cstage + cw * MT * 64;
     float d[MT / 2];
     int it = 0;

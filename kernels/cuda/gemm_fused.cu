@@ -365,26 +365,28 @@ __device__ __forceinline__ void fused_reduce(const TpFusedRs& f, int c, int nblk
     }
 }
 
-// `fused-reduce:0`'s start, by the consumer warpgroups of every block once the block is set up
-// (RsGate::start; the producer goes on to its first loads): this GPU's rows of the sum (or its
-// f32 sum) zeroed, a share each; the last block to be done (by `zeroed`) announces the call's
-// epoch in every GPU's flags, this GPU's own included, so that every GPU's tiles (this GPU's
-// too) may be added into the rows from then on.
+// `fused-reduce:0`'s start, by the producer warpgroup's other three warps of every block once
+// the block is set up (RsGate::start; its first warp goes on to the loads, the consumers to the
+// products): this GPU's rows of the sum (or its f32 sum) zeroed, a share each; the last block to
+// be done (by `zeroed`) announces the call's epoch in every GPU's flags, this GPU's own
+// included, so that every GPU's tiles (this GPU's too) may be added into the rows from then on.
 // In place of a memset and a ready word per peer written by the host on the stream before the
 // launch (one operation each on the GPU's stream). With every thread in it before the block's
 // set-up, the first loads waited for the fences: 1 us slower at M 16-64 on one H200 than the
-// memset.
+// memset. By the consumers after the set-up, their first products waited for the zeroing and
+// its fence and count: 1.1 us at 16 x 4096 x 1024, 4 us at 1024 x 4096 x 3584 (timed inside
+// the launch on one H200: bench/results/phases-h200-2026-11-29/).
 __device__ __forceinline__ void rs_zero_announce(const TpFusedRs& f, int world, unsigned epoch) {
     if (f.zero_bytes == 0) return;  // zeroed, and the ready words written, by the host
     const unsigned long long nv = f.zero_bytes / 16;  // whole vectors: n is a multiple of 8
-    const unsigned threads = blockDim.x - 128;
+    const unsigned threads = 96;                      // warps 1-3
     uint4* z = (uint4*)f.zero;
-    for (unsigned long long x = (unsigned long long)blockIdx.x * threads + threadIdx.x - 128;
+    for (unsigned long long x = (unsigned long long)blockIdx.x * threads + threadIdx.x - 32;
          x < nv; x += (unsigned long long)gridDim.x * threads) {
         z[x] = make_uint4(0, 0, 0, 0);
     }
     asm volatile("bar.sync 3, %0;" ::"r"(threads) : "memory");
-    if (threadIdx.x == 128) {
+    if (threadIdx.x == 32) {
         // On one GPU nothing outside it reads the zeros or the word: GPU scope.
         auto fence = [&] {
             if (world > 1) {
@@ -452,7 +454,8 @@ struct RsGate {
     }
     __device__ __forceinline__ bool may_wait() const { return false; }
     __device__ __forceinline__ void wait(int) {}
-    // The consumers' start (ADD): this GPU's rows of the sum zeroed, the ready words written.
+    // The producer warpgroup's other warps' start (ADD): this GPU's rows of the sum zeroed,
+    // the ready words written.
     __device__ __forceinline__ void start() {
         if (ADD) rs_zero_announce(*f, world, epoch);
     }
