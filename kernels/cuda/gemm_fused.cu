@@ -577,7 +577,7 @@ struct RsGate {
     // H200s it stopped with an illegal instruction: a tensor-memory store or reduction at a
     // negative coordinate is one, on one H200 too (a map clips past its end, never before its
     // start; bench/results/tma-negative-h200-2026-11-29/). Every box here starts at a row >= 0
-    // of its map. This version has not run between GPUs (fused.rs, in_launch). Counted as
+    // of its map. This version ran between two H200s (fused.rs, in_launch). Counted as
     // swap_pending says.
     template <typename TT, int MT>
     __device__ __forceinline__ void store_swap(const float* d, u16* buf, const TensorMap*,

@@ -52,8 +52,8 @@ pub enum TpPattern {
     /// once every GPU's tiles of its rows were added. `splits` > 1 (`fused-reduce:0:K`, with
     /// `sms` 0 only): k cut in K ranges, more work units than tiles where M is small; each
     /// range's partial is added in f32 into the owner's f32 sum, which the owner rounds to the
-    /// 16-bit type once: at the launch's end where the launch zeroes the sum (one GPU, see
-    /// `rs::fused`'s `in_launch`), else in a launch after it.
+    /// 16-bit type once: at the launch's end where the launch zeroes the sum (one or two GPUs,
+    /// see `rs::fused`'s `in_launch`), else in a launch after it.
     FusedReduce {
         sms: usize,
         splits: usize,

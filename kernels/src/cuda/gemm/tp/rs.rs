@@ -34,7 +34,7 @@
 //!   each half-tile is *added* into the owner's rows of the sum by a tensor-memory reduction
 //!   (`cp.reduce.async.bulk.tensor .add`, in the 16-bit type; pairs by `red.add.noftz` where a
 //!   GPU's rows are not whole halves). The owner zeroes its rows before its ready word: on one
-//!   GPU (and between GPUs with `AUGUR_TP_UNVERIFIED` set, until a run there has checked it) in
+//!   or two GPUs (on more with `AUGUR_TP_UNVERIFIED` set, until a run there has checked it) in
 //!   its launch, which then writes the ready words, its own too; otherwise by a memset and
 //!   host-written words before the launch. Its launch ends once every GPU has counted all of its
 //!   tile rows. Where the launch zeroes, at M <= 64 (every GPU's rows in one token tile) and

@@ -220,16 +220,18 @@ impl Rs {
 
 /// Whether `fused-reduce:0` on `world` GPUs zeroes its rows of the sum and writes the ready
 /// words in its launch (and, with k split, rounds its f32 sum at its end), and takes the
-/// swapped GEMM at small M: on one GPU, where it was checked and timed
-/// (bench/results/fused-reduce-swap-h200-2026-11-29/, split-convert-h200-2026-11-29/,
-/// swap-mid-h200-2026-11-29/); between GPUs only with
-/// AUGUR_TP_UNVERIFIED set, until a run on several GPUs has checked it (no machine of 2 or more
-/// GPUs was lent after the first version, which stopped with an illegal instruction on two: its
-/// tensor-memory reductions at a negative row of a later owner's map, an illegal instruction on
-/// one H200 too; bench/results/tma-negative-h200-2026-11-29/). Otherwise the host's memset and
-/// ready words, and 128-row tiles, as before.
+/// swapped GEMM at small M: on one and two GPUs, where it was checked and timed (one H200:
+/// bench/results/fused-reduce-swap-h200-2026-11-29/, split-convert-h200-2026-11-29/,
+/// swap-mid-h200-2026-11-29/, zero-helpers-h200-2026-11-29/; two H200s, every check passed and
+/// 1.05-1.80x faster than the host's way: fused-rs-2gpu-h200-2026-11-29/); on more only with
+/// AUGUR_TP_UNVERIFIED set, until a run on them has checked it (with more than two GPUs a box
+/// of the swapped GEMM may hold rows of three owners or more, a case two GPUs never make). The
+/// first version stopped with an illegal instruction on two GPUs: its tensor-memory reductions
+/// at a negative row of a later owner's map, an illegal instruction on one H200 too
+/// (bench/results/tma-negative-h200-2026-11-29/). Otherwise the host's memset and ready words,
+/// 128-row tiles and a second launch for the f32 sum, as before.
 pub(super) fn in_launch(world: usize) -> bool {
-    world == 1 || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
+    world <= 2 || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
 }
 
 /// Where the fused kernel's tickets lie in its words: after the done counts of `world` GPUs
@@ -321,6 +323,15 @@ pub(super) fn fused_rs_launches(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_launch_zeroes_on_the_gpu_counts_it_was_checked_on() {
+        // Checked on one and two H200s; on four only when asked for.
+        assert!(super::in_launch(1) && super::in_launch(2));
+        let asked = std::env::var_os("AUGUR_TP_UNVERIFIED").is_some();
+        assert_eq!(super::in_launch(4), asked);
+        assert_eq!(super::in_launch(8), asked);
+    }
+
     #[test]
     fn the_fused_kernels_tickets_follow_the_done_counts_aligned() {
         // 3 GPUs x 1 tile row: 12 bytes of counts, the tickets (u64) at 16.
