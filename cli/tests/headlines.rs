@@ -107,6 +107,45 @@ fn shipped_models_are_what_their_committed_runs_train() {
     }
 }
 
+/// The shipped overlap model (issue 24) and the committed grids it was trained on: the 2- and
+/// 4-GPU grids of three weight sets, the 2-GPU reduce-scatter ones with the fused patterns
+/// re-timed and spliced in (bench/results/fused-rs-2gpu-h200-2026-11-29/README.md).
+const OVERLAP_GRIDS: [&str; 12] = [
+    "bench/results/ll-bulk-h200-2026-11-28/grid-2/grid-2-all-gather.csv",
+    "bench/results/ll-bulk-h200-2026-11-28/grid-more-2/grid-2-all-gather.csv",
+    "bench/results/third-weights-h200-2026-11-28/grid-2/grid-2-all-gather.csv",
+    "bench/results/fused-rs-2gpu-h200-2026-11-29/regrid/spliced-first-grid-2-reduce-scatter.csv",
+    "bench/results/fused-rs-2gpu-h200-2026-11-29/regrid/spliced-second-grid-2-reduce-scatter.csv",
+    "bench/results/fused-rs-2gpu-h200-2026-11-29/regrid/spliced-third-grid-2-reduce-scatter.csv",
+    "bench/results/ll-bulk-h200-2026-11-28/grid-4/grid-4-all-gather.csv",
+    "bench/results/ll-bulk-h200-2026-11-28/grid-4/grid-4-reduce-scatter.csv",
+    "bench/results/ll-bulk-h200-2026-11-28/grid-more-4/grid-4-all-gather.csv",
+    "bench/results/ll-bulk-h200-2026-11-28/grid-more-4/grid-4-reduce-scatter.csv",
+    "bench/results/third-weights-h200-2026-11-28/grid-4/grid-4-all-gather.csv",
+    "bench/results/third-weights-h200-2026-11-28/grid-4/grid-4-reduce-scatter.csv",
+];
+
+#[test]
+fn the_shipped_overlap_model_is_what_its_committed_grids_train() {
+    let dir = temp_dir("shipped-overlap");
+    let out = dir.join("overlap.json");
+    let grids: Vec<String> = OVERLAP_GRIDS.iter().map(|g| path(g)).collect();
+    let mut args = vec!["overlap", "train"];
+    args.extend(grids.iter().map(String::as_str));
+    args.extend(["--out", out.to_str().unwrap()]);
+    let o = augur(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let shipped: Value = serde_json::from_str(
+        &std::fs::read_to_string(path("models/trained/overlap-h200.json")).unwrap(),
+    )
+    .unwrap();
+    let again: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert!(
+        stable(&again) == stable(&shipped),
+        "models/trained/overlap-h200.json: its committed grids train another model"
+    );
+}
+
 /// The summary group `name` of an attention or comm `eval --json`.
 fn group<'a>(v: &'a Value, name: &str) -> &'a Value {
     v["summary"]
