@@ -4,35 +4,28 @@ same build, `host` (AUGUR_TP_UNVERIFIED unset: the host's memset and ready words
 tiles, the f32 sum rounded by a second launch) and `launch` (set: all of it in the launch, the
 swapped GEMM); bulk (NCCL + cuBLASLt) and ll-bulk the fastest of both modes' runs (they do not
 depend on it). Usage: python3 summary.py [ab2.csv]"""
-import collections, csv, math, sys
+import collections, os, sys
 
-path = sys.argv[1] if len(sys.argv) > 1 else "ab2.csv"
-d, hdr, ok = collections.defaultdict(list), None, True
-for r in csv.reader(open(path)):
-    if r[2] == "device":
-        hdr = r[2:]
-        continue
-    x = dict(zip(hdr, r[2:]))
-    ok &= x["passed"] == "true"
-    d[(r[0], int(x["m"]), int(x["n"]), int(x["k"]), x["pattern"])].append(float(x["us"]))
-gm = lambda v: math.exp(sum(map(math.log, v)) / len(v))
-print("every check passed:", ok)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from ab_rows import geomean as gm, read  # noqa: E402
+
+runs = read(sys.argv[1] if len(sys.argv) > 1 else "ab2.csv")
+pats = ["fused-reduce:0", "fused-reduce:0:2"]
+both = lambda s, p: min(runs.best("host", s, p), runs.best("launch", s, p))
+print("every check passed:", runs.all_passed)
 gain, vs_bulk, best_h, best_l = collections.defaultdict(list), collections.defaultdict(list), [], []
-for s in sorted({k[1:4] for k in d}):
-    bulk = min(d[("host",) + s + ("bulk",)] + d[("launch",) + s + ("bulk",)])
-    ll = min(d[("host",) + s + ("ll-bulk",)] + d[("launch",) + s + ("ll-bulk",)])
+for s in runs.layers():
+    bulk, ll = both(s, "bulk"), both(s, "ll-bulk")
     cells = []
-    for p in ["fused-reduce:0", "fused-reduce:0:2"]:
-        h, l = min(d[("host",) + s + (p,)]), min(d[("launch",) + s + (p,)])
+    for p in pats:
+        h, l = runs.best("host", s, p), runs.best("launch", s, p)
         band = "M <= 64" if s[0] <= 64 else "M 128-256" if s[0] <= 256 else "M 1024"
         gain[band].append(h / l)
         vs_bulk[(band, p, "host")].append(bulk / h)
         vs_bulk[(band, p, "launch")].append(bulk / l)
         cells.append(f"{p[12:]:>4} {h:7.2f} -> {l:7.2f} ({h / l:.2f}); bulk over it {bulk / h:.2f} -> {bulk / l:.2f}")
-    hb = min(bulk, ll, *(min(d[("host",) + s + (p,)]) for p in ["fused-reduce:0", "fused-reduce:0:2"]))
-    lb = min(bulk, ll, *(min(d[("launch",) + s + (p,)]) for p in ["fused-reduce:0", "fused-reduce:0:2"]))
-    best_h.append(bulk / hb)
-    best_l.append(bulk / lb)
+    best_h.append(bulk / min(bulk, ll, *(runs.best("host", s, p) for p in pats)))
+    best_l.append(bulk / min(bulk, ll, *(runs.best("launch", s, p) for p in pats)))
     print(f"{s[0]:5d} x {s[1]:5d} x {s[2]:5d}  bulk {bulk:7.2f}  ll-bulk {ll:7.2f} | " + " | ".join(cells))
 print()
 for band, v in gain.items():

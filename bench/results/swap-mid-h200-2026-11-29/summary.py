@@ -5,27 +5,21 @@ rounds; base (169a72d: 128-row tiles beyond M 64) over new (the run's build: the
 which also counts the split's units (ceil(M/64) x ceil(N/128) x K <= 132; elsewhere the 128-row
 kernel, whose PTX is the base build's). cuBLASLt (`gemm`) over the fastest pattern per layer.
 Usage: python3 summary.py [swap.csv]"""
-import collections, csv, math, sys
+import os, sys
 
-path = sys.argv[1] if len(sys.argv) > 1 else "swap.csv"
-d, hdr, ok = collections.defaultdict(list), None, True
-for r in csv.reader(open(path)):
-    if r[2] == "device":
-        hdr = r[2:]
-        continue
-    x = dict(zip(hdr, r[2:]))
-    ok &= x["passed"] == "true"
-    d[(r[0], int(x["m"]), int(x["n"]), int(x["k"]), x["pattern"])].append(float(x["us"]))
-gm = lambda v: math.exp(sum(map(math.log, v)) / len(v))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from ab_rows import geomean as gm, read  # noqa: E402
+
+runs = read(sys.argv[1] if len(sys.argv) > 1 else "swap.csv")
 pats = {"fused-reduce:0": 1, "fused-reduce:0:2": 2, "fused-reduce:0:4": 4}
-t = lambda b, s, p: min(d[(b,) + s + (p,)])
-print("every check passed:", ok)
+t = runs.best
+print("every check passed:", runs.all_passed)
 print("layer            cuBLASLt | base -> run's build (base over it) per pattern | "
       "cuBLASLt over the fastest: base, committed rule")
 swapped, lt_b, lt_r = [], [], []
-for s in sorted({k[1:4] for k in d}):
+for s in runs.layers():
     m, n, _ = s
-    g = min(d[("new",) + s + ("gemm",)] + d[("base",) + s + ("gemm",)])
+    g = min(t("new", s, "gemm"), t("base", s, "gemm"))
     cells, rule = [], {}
     for p, K in pats.items():
         sw = m <= 64 or -(-m // 64) * -(-n // 128) * K <= 132
@@ -44,12 +38,6 @@ print(f"base over new where the committed rule swaps at M > 64: {len(swapped)} c
       f"{gm(swapped):.3f}, {min(swapped):.2f}-{max(swapped):.2f}")
 print(f"cuBLASLt over the fastest pattern, geomean over {len(lt_b)} layers: base {gm(lt_b):.3f}, "
       f"committed rule {gm(lt_r):.3f}")
-one = {}
-for r in csv.reader(open(path)):
-    if r[2] == "device":
-        continue
-    x = dict(zip(hdr, r[2:]))
-    one[(r[0], r[1], x["m"], x["n"], x["k"], x["pattern"])] = float(x["us"])
 for b in ["base", "new"]:
-    v = [one[(b, "1") + k[2:]] / one[(b, "2") + k[2:]] for k in one if k[:2] == (b, "1")]
+    v = [runs.one(b, "1", l, p) / runs.one(b, "2", l, p) for l, p in runs.round_keys(b, "1")]
     print(f"{b}: round 1 over round 2, geomean {gm(v):.3f}, range {min(v):.3f}-{max(v):.3f}")
