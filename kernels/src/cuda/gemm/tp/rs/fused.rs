@@ -279,7 +279,7 @@ pub(super) fn fused_rs_launches(
         // where its units (64-row token tiles x 128 columns x K) fit in one wave: the swapped
         // GEMM (gemm.cu's gemm_tma_swap), 128 columns of C by a token tile a unit. On one H200
         // at M 96-256 (bench/results/swap-mid-h200-2026-11-29): 1.17x faster than the 128-row
-        // tiles where they fit (0.96-1.54x), 0.57-0.91x where a split's units did not.
+        // tiles where they fit (0.96-1.54x), 0.52-0.96x where a split's units did not.
         let zeroes = reduce_blocks == 0 && in_launch(world);
         if zeroes && (m <= 64 || m.div_ceil(64) * n.div_ceil(128) * splits <= sms) {
             let mt = swap_token_tile(m);
