@@ -9,11 +9,13 @@
 # (bench/results/ll-bulk-h200-2026-11-28/, third-weights-h200-2026-11-28/; OLD NEW OUT) for
 # `augur overlap train`. Through the device tool with carry [".carry/augur.xz"]:
 #   GPUS=2 bash bench/regrid-fused.sh      (writes $OUT/<set>/grid-<gpus>-<op>.csv and .err)
-# F replaces the patterns (default: the grids' fused ones).
+# F replaces the patterns (default: the grids' fused ones, and `fused-reduce:0:2`, which the
+# grids do not have yet: every layer's k / P of the three sets is an even count of 64-steps on 2
+# and 4 GPUs; splice-grid.py adds its rows).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/out}
-F=${F:-bulk,fused-pull:1:8,fused-push:1:8,fused-pull:2:8,fused-push:2:8,fused-push:2:16,fused-reduce:0,fused-reduce:8,fused-reduce:16,fused-reduce:32}
+F=${F:-bulk,fused-pull:1:8,fused-push:1:8,fused-pull:2:8,fused-push:2:8,fused-push:2:16,fused-reduce:0,fused-reduce:0:2,fused-reduce:8,fused-reduce:16,fused-reduce:32}
 for set in ${SETS:-first second third}; do
   case "$set" in
     first) ms="16 64 256 1024 2048 4096 8192 16384"; ag="6144,4096 28672,4096 10240,8192 57344,8192"
