@@ -300,6 +300,15 @@ __device__ __forceinline__ void red_add8(BF16, u16* p, uint4 v) {
                  : "memory");
 }
 
+// Wait until every GPU has counted its whole partial of this GPU's tile row t (`done`: this
+// GPU's counts, GPU q's of tile row t at q x tiles_m + t): the summing blocks before they sum a
+// tile row, `fused-reduce:0:K` before it rounds one, `fused-reduce:0`'s block 0 before the
+// launch ends.
+__device__ __forceinline__ void wait_row_counted(const unsigned* done, int world, int tiles_m,
+                                                 int t, unsigned target) {
+    for (int q = 0; q < world; ++q) wait_epoch(done + q * tiles_m + t, target);
+}
+
 // Vectors per thread in flight in the sums (one GPU's partials at a time, summed in rank order
 // into RS_UNROLL x 8 f32 accumulators).
 #define RS_UNROLL 8
@@ -317,9 +326,7 @@ __device__ __forceinline__ void fused_reduce(const TpFusedRs& f, int c, int nblk
     const uint4* st = (const uint4*)f.staging;
     uint4* out = (uint4*)f.out;
     for (int g = lo / WG_BM; g <= (hi - 1) / WG_BM; ++g) {
-        if (threadIdx.x == 0) {
-            for (int q = 0; q < world; ++q) wait_epoch(done + q * tiles_m + g, target);
-        }
+        if (threadIdx.x == 0) wait_row_counted(done, world, tiles_m, g, target);
         __syncthreads();
         const int r0 = max(g * WG_BM, lo) - lo, r1 = min(g * WG_BM + WG_BM, hi) - lo;
         const unsigned long long nv = (unsigned long long)(r1 - r0) * n / 8;
@@ -418,9 +425,7 @@ __device__ __forceinline__ void rs_convert(const TpFusedRs& f, int rank, int wor
     uint2* out = (uint2*)f.out;                     // 4 halves
     const unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;
     for (int t = lo / WG_BM; t <= (hi - 1) / WG_BM; ++t) {
-        if (threadIdx.x == 0) {
-            for (int q = 0; q < world; ++q) wait_epoch(done + q * tiles_m + t, target);
-        }
+        if (threadIdx.x == 0) wait_row_counted(done, world, tiles_m, t, target);
         __syncthreads();
         // This tile row's rows of this GPU, in vectors of 4 (n is a multiple of 8).
         const unsigned long long v0 = (unsigned long long)(max(t * WG_BM, lo) - lo) * n / 4;
@@ -659,8 +664,8 @@ __device__ __forceinline__ void gemm_tma_rs(int m, int n, int k, const TensorMap
     // with ADD no block waits for another's role (the final wait is for every block's counts),
     // and the ticket's round trip holds the producer's first loads back (on one H200, against
     // the same memset build in two runs, 1.034x / 1.037x with the ticket and 1.055x / 1.044x
-    // without, at M <= 64 / >= 128). Where the host zeroed the sum (zero_bytes 0: between GPUs,
-    // not yet run there) by ticket still, as before.
+    // without, at M <= 64 / >= 128). Where the host zeroed the sum (zero_bytes 0: on more than
+    // two GPUs, fused.rs's in_launch) by ticket still, as before.
     const int r = ADD && f.zero_bytes != 0 ? (int)blockIdx.x : block_role(f.tickets);
     const int tiles_m = (m + WG_BM - 1) / WG_BM;
     if (r < reduce_blocks) {
@@ -697,7 +702,7 @@ __device__ __forceinline__ void gemm_tma_rs(int m, int n, int k, const TensorMap
         const unsigned* done = (const unsigned*)f.done[rank];
         const int lo = rank * rows, hi = lo + rows;
         for (int t = lo / WG_BM; t <= (hi - 1) / WG_BM; ++t) {
-            for (int q = 0; q < world; ++q) wait_epoch(done + q * tiles_m + t, target);
+            wait_row_counted(done, world, tiles_m, t, target);
         }
     }
 }

@@ -603,6 +603,14 @@ pub(super) fn write_word(st: &CudaStream, word: u64, e: u32) -> Result<(), Kerne
     })
 }
 
+/// A pattern's next call's epoch (`epoch` advanced, wrapping): the same on every GPU, as they
+/// make the same calls.
+fn next_epoch(epoch: &std::cell::Cell<u32>) -> u32 {
+    let e = epoch.get().wrapping_add(1);
+    epoch.set(e);
+    e
+}
+
 /// Start a call of a pattern whose peers wait for it: its epoch (`epoch`'s next, the same on
 /// every GPU: they make the same calls), written on the compute stream, after everything before
 /// it there, into this GPU's ready word of every peer: the word `ready` (an index) of the
@@ -613,8 +621,7 @@ fn announce(
     published: usize,
     ready: u64,
 ) -> Result<u32, KernelError> {
-    let e = epoch.get().wrapping_add(1);
-    epoch.set(e);
+    let e = next_epoch(epoch);
     let s = gpu.stream();
     for q in (0..gpu.world).filter(|&q| q != gpu.rank) {
         // Peer access on.

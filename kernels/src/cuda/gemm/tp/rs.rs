@@ -151,9 +151,7 @@ impl Reduce {
     /// The next call's epoch, announced by the caller's kernel (`fused-reduce:0` writes the
     /// ready words itself once its rows of the sum are zeroed).
     fn next_epoch(&self) -> u32 {
-        let e = self.epoch.get().wrapping_add(1);
-        self.epoch.set(e);
-        e
+        super::next_epoch(&self.epoch)
     }
 }
 

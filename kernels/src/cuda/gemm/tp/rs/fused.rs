@@ -263,18 +263,6 @@ pub(super) fn fused_rs_launches(
         // tp::check said it first; the launch's counts depend on it.
         let kt_per = tp::split_ranges(kp, splits)
             .map_err(|e| KernelError::Invalid(format!("fused-reduce:0:{splits}: {e}")))?;
-        // The tile width by the GEMM's estimate at this split (the f32 additions not in it).
-        let bn = TMA_WIDTHS
-            .into_iter()
-            .min_by(|&x, &y| {
-                let t = |bn| {
-                    tma_estimate_us(shape, bn, splits, sms)
-                        .or_else(|| tma_estimate_us(shape, bn, 1, sms))
-                        .unwrap_or(f64::INFINITY)
-                };
-                t(x).total_cmp(&t(y))
-            })
-            .unwrap_or(256);
         // `fused-reduce:0[:K]` at M <= 64 (every GPU's rows in one token tile), and beyond
         // where its units (64-row token tiles x 128 columns x K) fit in one wave: the swapped
         // GEMM (gemm.cu's gemm_tma_swap), 128 columns of C by a token tile a unit. On one H200
@@ -300,6 +288,19 @@ pub(super) fn fused_rs_launches(
                 smem: smem as u32,
             });
         }
+        // Otherwise 128-row tiles, their width by the GEMM's estimate at this split (the f32
+        // additions not in it).
+        let bn = TMA_WIDTHS
+            .into_iter()
+            .min_by(|&x, &y| {
+                let t = |bn| {
+                    tma_estimate_us(shape, bn, splits, sms)
+                        .or_else(|| tma_estimate_us(shape, bn, 1, sms))
+                        .unwrap_or(f64::INFINITY)
+                };
+                t(x).total_cmp(&t(y))
+            })
+            .unwrap_or(256);
         let kind = if reduce_blocks == 0 { "rsa" } else { "rs" };
         let (f, smem) = tp::fused_function(g, kind, dtype, bn)?;
         let units = m.div_ceil(128) * n.div_ceil(bn) * splits;
