@@ -20,6 +20,6 @@ ops=${OPS:-all-gather reduce-scatter}
   --patterns gemm,fused-push:1:8,fused-push:2:16 "${ag[@]}" > "$OUT/one-gpu-all-gather.csv" 2> "$OUT/one-gpu-all-gather.err"
 echo "all-gather rc=$?"; tail -2 "$OUT/one-gpu-all-gather.err"; }
 [[ $ops == *reduce-scatter* ]] && { timeout 200 .carry/augur overlap tp --gpus 1 --ops reduce-scatter --samples 7 \
-  --patterns gemm,fused-reduce:0,fused-reduce:16,fused-reduce:32 "${rs[@]}" > "$OUT/one-gpu-reduce-scatter.csv" 2> "$OUT/one-gpu-reduce-scatter.err"
+  --patterns gemm,fused-reduce:0,fused-reduce:0:2,fused-reduce:0:4,fused-reduce:16,fused-reduce:32 "${rs[@]}" > "$OUT/one-gpu-reduce-scatter.csv" 2> "$OUT/one-gpu-reduce-scatter.err"
 echo "reduce-scatter rc=$?"; tail -2 "$OUT/one-gpu-reduce-scatter.err"; }
 true

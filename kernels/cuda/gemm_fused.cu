@@ -233,7 +233,9 @@ AUGUR_TMA_SWAP_INSTANCES(AUGUR_TMA_AG_SWAP)
 // owner's f32 sum `acc` (the one zeroed then) and counted the same way; the owner converts `acc`
 // to `out`, at the launch's end where the launch zeroed it (rs_convert: every block a share of
 // each tile row once it is counted), else after the launch (gemm.cu's gemm_splitk_*, one
-// plane): one rounding to the 16-bit type in all. Where the host says so (M <= 64, or the
+// plane): one rounding to the 16-bit type in all. With `prezeroed` (fused.rs: one GPU, until
+// checked between GPUs) each GPU has two f32 sums taken in turn, each zeroed by rs_convert as it
+// rounds it, two calls before: the launch neither zeroes nor waits for a ready word. Where the host says so (M <= 64, or the
 // swapped GEMM's 64-row token tiles fit in one wave), the GEMM is the swapped one
 // (gemm_tma_rsa_swap_{f16,bf16}_{32,64}; RsGate's store_swap*).
 
@@ -256,6 +258,11 @@ struct TpFusedRs {
     // q's flags (its own included).
     unsigned long long zero, zero_bytes, zeroed;
     unsigned long long announce[MAX_RANKS];
+    // `fused-reduce:0:K` on two f32 sums a GPU, calls in turn (non-zero; `acc` then points at
+    // this call's): the call's sums were zeroed by the call before the last, as it rounded them
+    // (rs_convert), so nothing is zeroed and no ready word waited for (see rs_convert); and the
+    // swapped GEMM adds its partials by tensor-memory reductions (store_swap_split).
+    unsigned long long prezeroed;
 };
 
 // Per owner q: a tensor map over slot `rank` of q's staging (rows x n, 64 x 64 boxes).
@@ -384,7 +391,8 @@ __device__ __forceinline__ void fused_reduce(const TpFusedRs& f, int c, int nblk
 // its fence and count: 1.1 us at 16 x 4096 x 1024, 4 us at 1024 x 4096 x 3584 (timed inside
 // the launch on one H200: bench/results/phases-h200-2026-11-29/).
 __device__ __forceinline__ void rs_zero_announce(const TpFusedRs& f, int world, unsigned epoch) {
-    if (f.zero_bytes == 0) return;  // zeroed, and the ready words written, by the host
+    // Zeroed, and the ready words written, by the host; or zeroed two calls before.
+    if (f.zero_bytes == 0 || f.prezeroed) return;
     const unsigned long long nv = f.zero_bytes / 16;  // whole vectors: n is a multiple of 8
     const unsigned threads = 96;                      // warps 1-3
     uint4* z = (uint4*)f.zero;
@@ -410,12 +418,21 @@ __device__ __forceinline__ void rs_zero_announce(const TpFusedRs& f, int world, 
     }
 }
 
-// `fused-reduce:0:K` where the launch zeroed its f32 sum (zero_bytes > 0): every block of the
-// launch, all its threads, once every GPU's partials of one of this GPU's tile rows are counted,
-// rounds its share of that tile row of the f32 sum into `out`, tile row by tile row. In place of
-// the launch of gemm_splitk_* after this one (its launch and its wait for every tile row at
-// once); a sum by each tile's last partial was slower for the standalone k split (the whole
-// tile's sum on one SM: gemm.cu), so here every block takes a share of every tile row.
+// `fused-reduce:0:K` where the launch zeroed its f32 sum (zero_bytes > 0) or it was zeroed
+// before (prezeroed): every block of the launch, all its threads, once every GPU's partials of
+// one of this GPU's tile rows are counted, rounds its share of that tile row of the f32 sum into
+// `out`, tile row by tile row, and (prezeroed) puts zeros back. In place of the launch of
+// gemm_splitk_* after this one (its launch and its wait for every tile row at once); a sum by
+// each tile's last partial was slower for the standalone k split (the whole tile's sum on one
+// SM: gemm.cu), so here every block takes a share of every tile row.
+//
+// Prezeroed, each GPU has two f32 sums and the calls take them in turn, so a call's sums were
+// zeroed by the call before the last, here. A peer adds into this GPU's sum of call c only
+// once it has begun call c, so once its call c - 1 has ended, which waited for this GPU's
+// partials of call c - 1, which this GPU made after its call c - 2 ended: no peer adds into a
+// sum before it is zeroed, or while it is being read, and the launch neither zeroes nor waits
+// for a ready word. Zeroing in the launch, its first stores waited 0.5-3.3 us for the last
+// block's count and ready word at M 16 on one H200 (bench/results/split-phases-h200-2026-11-29/).
 template <typename TT>
 __device__ __forceinline__ void rs_convert(const TpFusedRs& f, int rank, int world, int rows,
                                            int n, int tiles_m, unsigned target) {
@@ -435,6 +452,7 @@ __device__ __forceinline__ void rs_convert(const TpFusedRs& f, int rank, int wor
             const uint4 v = ld_cg(acc + x);
             out[x] = make_uint2(TT::pack(__uint_as_float(v.x), __uint_as_float(v.y)),
                                 TT::pack(__uint_as_float(v.z), __uint_as_float(v.w)));
+            if (f.prezeroed) ((uint4*)acc)[x] = make_uint4(0, 0, 0, 0);
         }
     }
 }
@@ -489,6 +507,7 @@ struct RsGate {
     // host before it).
     __device__ __forceinline__ int owners_ready(int row0, bool lead) {
         const int q0 = row0 / rows, q1 = (min(row0 + 64, m) - 1) / rows;
+        if (f->prezeroed) return q0;  // nothing to wait for (rs_convert)
         bool fresh = false;
         for (int q = q0; q <= q1; ++q) {
             if ((q != rank || (ADD && f->zero_bytes != 0)) && !((readied >> q) & 1u)) {
@@ -609,40 +628,61 @@ struct RsGate {
         }
         swap_pending<MT>(tok0, col0, n);
     }
-    // A split's partial of the swapped GEMM (`fused-reduce:0:K`, as store_swap): added in f32 into
-    // its owners' f32 sums 16 bytes at a time (red.add.v4.f32), from `buf` in two halves of 32
-    // columns (MT x 32 f32: the box's bytes), fenced before the lead counts them (as the pairs
-    // above), counted as store_swap's.
+    // A split's partial of the swapped GEMM (`fused-reduce:0:K`, as store_swap): added in f32
+    // into its owners' f32 sums from `buf`, in two halves of 32 columns (MT x 32 f32: the box's
+    // bytes). With `prezeroed` (the way checked on one GPU only: fused.rs) the halves are
+    // 128-byte swizzled as the maps' boxes and each goes into its first row's owner by a tensor-memory reduction
+    // through `dst` (maps of MT x 32 f32 boxes over each owner's sum, clipped at the owner's
+    // last row), whose completion the lead waits for at the next unit's store or the end
+    // (flush), before it counts it, as store_swap's, and only the later owners' rows go 16
+    // bytes at a time (red.add.v4.f32), fenced before the lead counts them; otherwise every row
+    // goes so, fenced before the next products: on one H200 a split unit's additions and fence
+    // took 2.4 us so (bench/results/split-phases-h200-2026-11-29/). Counted as store_swap's.
     template <int MT>
     __device__ __forceinline__ void store_swap_split(const float* d, float*, u16* buf, int,
                                                      int n, int tok0, int col0, int, int bar_id,
                                                      int /*tile_m*/) {
         const bool lead = (threadIdx.x & 127) == 0;
+        // Past the flush the box's last reductions have completed (read too).
         if (pending >= 0 && lead) flush();
-        owners_ready(tok0, lead);
+        const int q0 = owners_ready(tok0, lead);
+        const bool tma = f->prezeroed != 0;
         float* fb = (float*)buf;
-        const int r1 = min(MT, m - tok0);
+        // The rows added 16 bytes at a time (with `tma` the later owners'): r0 to r1 (of MT), 8
+        // chunks of 16 bytes a half row.
+        const int r0 = tma ? (q0 + 1) * rows - tok0 : 0, r1 = min(MT, m - tok0);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            // The box is free (the last half's reads are done); the warps holding columns 32 h
-            // to 32 h + 31 (warps 2 h and 2 h + 1) write them.
+            // The box is free (the last half's reads are done: the lead waited for the
+            // reduction's, every thread did its own); the warps holding columns 32 h to
+            // 32 h + 31 (warps 2 h and 2 h + 1) write them.
             asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
             swap_each<MT>(d, [&](int tr, int cn, float x) {
-                if ((cn >> 5) == h) fb[tr * 32 + (cn & 31)] = x;
+                // Swizzled as the maps' boxes only for the tensor-memory unit.
+                if ((cn >> 5) == h) {
+                    fb[tr * 32 + ((((cn & 31) >> 2) ^ (tma ? tr & 7 : 0)) << 2) + (cn & 3)] = x;
+                }
             });
+            // The tensor-memory reduction reads shared memory through the async proxy.
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
             asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
-            for (int x = threadIdx.x & 127; x < r1 * 8; x += 128) {
-                const int r = x / 8, c = 32 * h + 4 * (x % 8), row = tok0 + r, q = row / rows;
-                if (col0 + c >= n) continue;
-                const float4 v = *(const float4*)(fb + r * 32 + c - 32 * h);
-                float* p = (float*)f->acc[q] + (long long)(row - q * rows) * n + col0 + c;
+            if (tma && lead) tma_store_box<true>(dst + q0, col0 + 32 * h, tok0 - q0 * rows, fb);
+            for (int x = threadIdx.x & 127; x < max(r1 - r0, 0) * 8; x += 128) {
+                const int r = r0 + x / 8, c = x % 8, row = tok0 + r, q = row / rows;
+                if (col0 + 32 * h + 4 * c >= n) continue;
+                const float4 v = *(const float4*)(fb + r * 32 + ((c ^ (tma ? r & 7 : 0)) << 2));
+                float* p =
+                    (float*)f->acc[q] + (long long)(row - q * rows) * n + col0 + 32 * h + 4 * c;
                 asm volatile("red.relaxed.sys.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p),
                              "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
                              : "memory");
             }
+            if (tma && lead) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
         }
-        __threadfence_system();
-        asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+        if (r0 < r1) {
+            __threadfence_system();
+            asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
+        }
         swap_pending<MT>(tok0, col0, n);
     }
     __device__ __forceinline__ void finish() {
@@ -666,7 +706,8 @@ __device__ __forceinline__ void gemm_tma_rs(int m, int n, int k, const TensorMap
     // the same memset build in two runs, 1.034x / 1.037x with the ticket and 1.055x / 1.044x
     // without, at M <= 64 / >= 128). Where the host zeroed the sum (zero_bytes 0: on more than
     // two GPUs, fused.rs's in_launch) by ticket still, as before.
-    const int r = ADD && f.zero_bytes != 0 ? (int)blockIdx.x : block_role(f.tickets);
+    const bool in_launch = ADD && (f.zero_bytes != 0 || f.prezeroed);
+    const int r = in_launch ? (int)blockIdx.x : block_role(f.tickets);
     const int tiles_m = (m + WG_BM - 1) / WG_BM;
     if (r < reduce_blocks) {
         fused_reduce<TT>(f, r, reduce_blocks, rank, world, rows, n, tiles_m, target);
@@ -692,7 +733,7 @@ __device__ __forceinline__ void gemm_tma_rs(int m, int n, int k, const TensorMap
         gemm_tma<TT, BN>(m, n, k, tma, tmb, &maps.dst[rank], splits, kt_per, nullptr,
                          r - reduce_blocks, gridDim.x - reduce_blocks, g);
     }
-    if (ADD && splits > 1 && f.zero_bytes != 0) {
+    if (in_launch && splits > 1) {
         // Every thread of every block is here (the producer warpgroup's too, its loads issued):
         // the launch ends with this GPU's rows of the sum rounded from the f32 sum.
         rs_convert<TT>(f, rank, world, rows, n, tiles_m, target);

@@ -42,7 +42,10 @@
 //!   the swapped one (`gemm_tma_rsa_swap_*`: 128 columns of the partial by a 32- or 64-row
 //!   token tile a unit, added into its first row's owner by one tensor-memory reduction, into
 //!   the later owners' rows 16 bytes at a time); with k split the launch also rounds the f32
-//!   sum at its end. On 2 GPUs each element is 0 + a + b,
+//!   sum at its end, and on one GPU (between GPUs with `AUGUR_TP_UNVERIFIED` set, until a run
+//!   there has checked it) takes two f32 sums in turn, each zeroed as it is rounded two calls
+//!   before (no zeroing, no ready word in the launch), the swapped GEMM adding its partials by
+//!   tensor-memory reductions. On 2 GPUs each element is 0 + a + b,
 //!   rounded as the summing blocks round it (the sum of two 16-bit values is exact in f32); on
 //!   more the additions come in arrival order, so the last bit may differ from call to call.
 //! - `ll-bulk`: the GEMM, then comm.cu's `tp_reduce_scatter_ll_*` (the `ll` module): each GPU
@@ -74,7 +77,7 @@ use crate::gemm::{GemmProblem, GemmShape};
 use crate::KernelError;
 
 mod fused;
-use fused::{fused_rs_launches, tickets_at, DstMaps, FusedRsLaunch};
+use fused::{fused_rs_launches, tickets_at, FusedRsLaunch};
 
 /// One GPU's buffers (device addresses, the partial product its own) and plans.
 pub(super) struct Rs {
@@ -128,15 +131,11 @@ struct Reduce {
     /// ceil(N / 64) per k split.
     fused_target: Cell<u32>,
     /// `fused-reduce:0:K`'s f32 sum of this GPU's rows (rows x N f32; cuMemAlloc: peers add
-    /// into it), and gemm.cu's conversion to the 16-bit type (`gemm_splitk_*`, one plane).
+    /// into it; two of them, zeroed, where the launch zeroes: fused.rs), and gemm.cu's
+    /// conversion to the 16-bit type (`gemm_splitk_*`, one plane).
     acc: Option<(DeviceBuffer, CudaFunction)>,
-    /// The tensor maps over slot `rank` of every GPU's staging (`fused-reduce:S`), and over
-    /// every GPU's rows of the sum (`fused-reduce:0`), each made at its first call once the
-    /// peers' addresses are known.
-    dst_maps: std::cell::OnceCell<Box<DstMaps>>,
-    add_maps: std::cell::OnceCell<Box<DstMaps>>,
-    /// Over every GPU's f32 sum (`fused-reduce:0:K`).
-    acc_maps: std::cell::OnceCell<Box<DstMaps>>,
+    /// The split calls so far, where they take the two f32 sums in turn.
+    acc_calls: Cell<u32>,
 }
 
 impl Reduce {
@@ -270,7 +269,14 @@ impl Rs {
                     .module
                     .load_function(name)
                     .map_err(drv("cuModuleGetFunction"))?;
-                Some((DeviceBuffer::new(&g.ctx, rows * n * 4)?, f))
+                // Where the launch zeroes, two sums taken in turn, zeroed here for the first two
+                // calls and then by the calls themselves (fused.rs).
+                let sums = if fused::in_launch(world) && fused::prezeroed(world) {
+                    2
+                } else {
+                    1
+                };
+                Some((DeviceBuffer::zeroed(&g.ctx, sums * rows * n * 4)?, f))
             } else {
                 None
             };
@@ -305,9 +311,7 @@ impl Rs {
                 done,
                 fused_target: Cell::new(0),
                 acc,
-                dst_maps: std::cell::OnceCell::new(),
-                add_maps: std::cell::OnceCell::new(),
-                acc_maps: std::cell::OnceCell::new(),
+                acc_calls: Cell::new(0),
             })
         } else {
             None
@@ -691,58 +695,69 @@ pub fn gemm_reduce_scatter(
             )
         }
     };
-    let body = |gpu: &Gpu, st: &mut Rs| {
+    // One call of `pat` on poisoned outputs, its sampled rows checked: the worst error over
+    // them relative to the bound.
+    let check_call = |gpu: &Gpu, st: &mut Rs, pat: TpPattern| -> Result<f64, KernelError> {
         let own = gpu.rank * rows..(gpu.rank + 1) * rows;
+        let bound = sum_roundings(pat, world) as f64 * rounding_bound(p.dtype);
+        st.poison(gpu)?;
+        st.enqueue(gpu, pat)?;
+        let s = gpu.stream();
+        gpu.settle(&s, "the checked call")?;
+        let mut worst = 0.0f64;
+        // The GEMM alone leaves its partial in A's row order: checked against the
+        // partial of this GPU's columns would need another reference, so it is checked
+        // only for not being NaN where the sum is checked for its value.
+        for (ri, &i) in at.iter().enumerate() {
+            let v = if pat == TpPattern::GemmAlone {
+                s.clone_dtoh(&st.part.slice(i * n..(i + 1) * n))
+                    .map_err(drv("download"))?
+            } else if own.contains(&i) {
+                let out = &st.owned.as_ref().expect("the harness's own buffers").out;
+                let mut v = vec![0u16; n];
+                let at = out.ptr() + ((i - own.start) * n * 2) as u64;
+                // SAFETY: row i - own.start of this GPU's rows of the sum (rows x n
+                // halves, cuMemAlloc'd), into a host buffer of n halves; the stream has
+                // settled.
+                unsafe { sys::cuMemcpyDtoH_v2(v.as_mut_ptr() as *mut c_void, at, n * 2) }
+                    .result()
+                    .map_err(drv("download"))?;
+                v
+            } else {
+                continue;
+            };
+            for (c, h) in v.into_iter().enumerate() {
+                let g = from_half_bits(p.dtype, h) as f64;
+                let ratio = if pat == TpPattern::GemmAlone {
+                    if g.is_nan() {
+                        f64::INFINITY
+                    } else {
+                        0.0
+                    }
+                } else {
+                    sum_error(g, want[ri][c], bound * magnitude[ri][c])
+                };
+                worst = worst.max(ratio);
+            }
+        }
+        Ok(worst)
+    };
+    let body = |gpu: &Gpu, st: &mut Rs| {
         let mut out = Vec::new();
         for &pat in patterns {
-            let bound = sum_roundings(pat, world) as f64 * rounding_bound(p.dtype);
-            let err = if pat.computes() {
-                st.poison(gpu)?;
-                st.enqueue(gpu, pat)?;
-                let s = gpu.stream();
-                gpu.settle(&s, "the checked call")?;
-                let mut worst = 0.0f64;
-                // The GEMM alone leaves its partial in A's row order: checked against the
-                // partial of this GPU's columns would need another reference, so it is checked
-                // only for not being NaN where the sum is checked for its value.
-                for (ri, &i) in at.iter().enumerate() {
-                    let v = if pat == TpPattern::GemmAlone {
-                        s.clone_dtoh(&st.part.slice(i * n..(i + 1) * n))
-                            .map_err(drv("download"))?
-                    } else if own.contains(&i) {
-                        let out = &st.owned.as_ref().expect("the harness's own buffers").out;
-                        let mut v = vec![0u16; n];
-                        let at = out.ptr() + ((i - own.start) * n * 2) as u64;
-                        // SAFETY: row i - own.start of this GPU's rows of the sum (rows x n
-                        // halves, cuMemAlloc'd), into a host buffer of n halves; the stream has
-                        // settled.
-                        unsafe { sys::cuMemcpyDtoH_v2(v.as_mut_ptr() as *mut c_void, at, n * 2) }
-                            .result()
-                            .map_err(drv("download"))?;
-                        v
-                    } else {
-                        continue;
-                    };
-                    for (c, h) in v.into_iter().enumerate() {
-                        let g = from_half_bits(p.dtype, h) as f64;
-                        let ratio = if pat == TpPattern::GemmAlone {
-                            if g.is_nan() {
-                                f64::INFINITY
-                            } else {
-                                0.0
-                            }
-                        } else {
-                            sum_error(g, want[ri][c], bound * magnitude[ri][c])
-                        };
-                        worst = worst.max(ratio);
-                    }
-                }
-                Some(worst)
-            } else {
-                None
-            };
+            // Checked before its timed calls and again after them: a pattern that keeps state
+            // from call to call (`fused-reduce:0:K`'s f32 sums, zeroed by the call two before)
+            // must leave it right.
+            let before = pat
+                .computes()
+                .then(|| check_call(gpu, st, pat))
+                .transpose()?;
             let t = gpu.time(timing, || st.enqueue(gpu, pat))?;
-            out.push((err, t));
+            let after = pat
+                .computes()
+                .then(|| check_call(gpu, st, pat))
+                .transpose()?;
+            out.push((before.zip(after).map(|(b, a)| b.max(a)), t));
         }
         Ok(out)
     };

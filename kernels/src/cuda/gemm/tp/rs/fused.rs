@@ -33,6 +33,10 @@ pub(super) struct FusedRsLaunch {
     maps: (TensorMapArg, TensorMapArg),
     grid: u32,
     smem: u32,
+    /// The tensor maps of where its tiles go in every GPU (its slot of their staging, their
+    /// rows of the sum, or their f32 sums, per plane of them; boxes as high as its tiles'
+    /// stores), made at its first call once the peers' addresses are known.
+    dst: [std::cell::OnceCell<Box<DstMaps>>; 2],
 }
 
 /// Per GPU q, a tensor map over this GPU's slot of q's staging (struct TpMaps in gemm_fused.cu).
@@ -58,6 +62,7 @@ struct TpFusedRs {
     zero_bytes: u64,
     zeroed: u64,
     announce: [u64; MAX_RANKS],
+    prezeroed: u64,
 }
 
 // SAFETY: plain old data laid out as the C struct.
@@ -102,37 +107,44 @@ impl Rs {
         } else {
             None
         };
-        // GPU q's f32 sum of its rows (`fused-reduce:0:K`).
-        let acc_of = |q: usize| acc.map(|a| of(q, a.0.ptr(), PUBLISHED_ACC));
-        let cache = match (acc.is_some(), add) {
-            (true, _) => &r.acc_maps,
-            (false, true) => &r.add_maps,
-            (false, false) => &r.dst_maps,
+        // Where the launch zeroes, each GPU has two f32 sums and the split calls take them in
+        // turn, each zeroed by the call two before as it rounds it (gemm_fused.cu's rs_convert):
+        // every GPU makes the same calls, so all take the same one.
+        let prezeroed = l.zeroes && acc.is_some() && prezeroed(world);
+        let plane = if prezeroed {
+            let c = r.acc_calls.get();
+            r.acc_calls.set(c.wrapping_add(1));
+            (c & 1) as usize
+        } else {
+            0
         };
-        let dst = match cache.get() {
+        let plane_bytes = (plane * self.rows * self.n * 4) as u64;
+        // GPU q's f32 sum of its rows for this call (`fused-reduce:0:K`).
+        let acc_of = |q: usize| acc.map(|a| of(q, a.0.ptr(), PUBLISHED_ACC) + plane_bytes);
+        let dst = match l.dst[plane].get() {
             Some(d) => d,
             None => {
                 let mut maps = [TensorMapArg([0; 16]); MAX_RANKS];
-                // The swapped GEMM stores boxes as high as its token tile.
+                // The swapped GEMM stores (and adds) boxes as high as its token tile.
                 let high = l.swap.unwrap_or(64) as u32;
                 for (q, map) in maps.iter_mut().enumerate().take(world) {
                     *map = match acc_of(q) {
-                        Some(at) => tensor_map_f32(at, self.rows, self.n, 64)?,
+                        Some(at) => tensor_map_f32(at, self.rows, self.n, high)?,
                         None => tensor_map(slot(q), self.rows, self.n, high, self.dtype)?,
                     };
                 }
-                cache.get_or_init(|| Box::new(DstMaps(maps)))
+                l.dst[plane].get_or_init(|| Box::new(DstMaps(maps)))
             }
         };
         // This GPU's rows of the sum (halves, or f32 with k split): with `add` zeroed before any
         // GPU adds into them, by the kernel (which then writes the ready words, its own
         // included) where it zeroes (`l.zeroes`), else by a memset here before the ready words.
         let sum = match acc {
-            Some(a) => (a.0.ptr(), self.rows * self.n * 4),
+            Some(a) => (a.0.ptr() + plane_bytes, self.rows * self.n * 4),
             None => (self.out, self.rows * self.n * 2),
         };
         let (e, (zero, zero_bytes)) = if l.zeroes {
-            (r.next_epoch(), sum)
+            (r.next_epoch(), if prezeroed { (0, 0) } else { sum })
         } else {
             if add {
                 // SAFETY: this GPU's rows of the sum, on this stream's GPU.
@@ -159,6 +171,7 @@ impl Rs {
             zero,
             zero_bytes: zero_bytes as u64,
             zeroed: words + 8,
+            prezeroed: prezeroed as u64,
             ..TpFusedRs::default()
         };
         for q in 0..world {
@@ -234,6 +247,17 @@ pub(super) fn in_launch(world: usize) -> bool {
     world <= 2 || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
 }
 
+/// Whether `fused-reduce:0:K` where the launch zeroes ([`in_launch`]) takes two f32 sums a GPU
+/// in turn, each zeroed by the call two before as it rounds it, instead of zeroing one in the
+/// launch and writing the ready words (and the swapped GEMM adds its partials by tensor-memory
+/// reductions, their completion waited for at its next store, instead of 16 bytes at a time
+/// fenced before its next products): on one GPU, where it was checked and timed (one H200,
+/// 1.10-1.26x faster by split at M 16-1024: bench/results/split-prezeroed-h200-2026-11-29/);
+/// between GPUs only with AUGUR_TP_UNVERIFIED set, until a run there has checked it.
+pub(super) fn prezeroed(world: usize) -> bool {
+    world == 1 || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
+}
+
 /// Where the fused kernel's tickets lie in its words: after the done counts of `world` GPUs
 /// for M rows in tiles of 128, 8-byte aligned.
 pub(super) fn tickets_at(world: usize, m: usize) -> usize {
@@ -286,6 +310,7 @@ pub(super) fn fused_rs_launches(
                 ),
                 grid: units.min(sms) as u32,
                 smem: smem as u32,
+                dst: Default::default(),
             });
         }
         // Otherwise 128-row tiles, their width by the GEMM's estimate at this split (the f32
@@ -317,6 +342,7 @@ pub(super) fn fused_rs_launches(
             ),
             grid: (reduce_blocks + units.min(sms)) as u32,
             smem: smem as u32,
+            dst: Default::default(),
         })
     })
     .collect()
@@ -331,6 +357,15 @@ mod tests {
         let asked = std::env::var_os("AUGUR_TP_UNVERIFIED").is_some();
         assert_eq!(super::in_launch(4), asked);
         assert_eq!(super::in_launch(8), asked);
+    }
+
+    #[test]
+    fn the_split_sums_are_zeroed_ahead_on_the_gpu_counts_it_was_checked_on() {
+        // Checked on one H200; between GPUs only when asked for.
+        assert!(super::prezeroed(1));
+        let asked = std::env::var_os("AUGUR_TP_UNVERIFIED").is_some();
+        assert_eq!(super::prezeroed(2), asked);
+        assert_eq!(super::prezeroed(4), asked);
     }
 
     #[test]
