@@ -1,6 +1,7 @@
 // The fused GEMM + collective kernels of issue 24 (tensor-parallel layers across GPUs), on
-// gemm.cu's persistent TMA GEMM (gemm_tma and its gates, the TMA kernels' argument macros and
-// instances): kernels/src/cuda/module.rs appends this text to gemm.cu's, one module.
+// gemm_tma.cu's persistent TMA GEMM (gemm_tma and its gates, the TMA kernels' argument macros
+// and instances): kernels/src/cuda/module.rs appends this text to gemm.cu's and gemm_tma.cu's,
+// one module.
 
 // ---- Fused all-gather + GEMM (issue 24's fused pattern, `fused-pull:C:S`, `fused-push:C:S`) ---
 //
@@ -232,7 +233,7 @@ AUGUR_TMA_SWAP_INSTANCES(AUGUR_TMA_AG_SWAP)
 // added in f32 (tensor-memory reductions of f32 boxes, or pair by pair by red.add.f32) into the
 // owner's f32 sum `acc` (the one zeroed then) and counted the same way; the owner converts `acc`
 // to `out`, at the launch's end where the launch zeroed it (rs_convert: every block a share of
-// each tile row once it is counted), else after the launch (gemm.cu's gemm_splitk_*, one
+// each tile row once it is counted), else after the launch (gemm_tma.cu's gemm_splitk_*, one
 // plane): one rounding to the 16-bit type in all. With `prezeroed` (fused.rs: one GPU, until
 // checked between GPUs) each GPU has two f32 sums taken in turn, each zeroed by rs_convert as it
 // rounds it, two calls before: the launch neither zeroes nor waits for a ready word. Where the host says so (M <= 64, or the
@@ -424,7 +425,7 @@ __device__ __forceinline__ void rs_zero_announce(const TpFusedRs& f, int world, 
 // `out`, tile row by tile row, and (prezeroed) puts zeros back. In place of the launch of
 // gemm_splitk_* after this one (its launch and its wait for every tile row at once); a sum by
 // each tile's last partial was slower for the standalone k split (the whole tile's sum on one
-// SM: gemm.cu), so here every block takes a share of every tile row.
+// SM: gemm_tma.cu), so here every block takes a share of every tile row.
 //
 // Prezeroed, each GPU has two f32 sums and the calls take them in turn, so a call's sums were
 // zeroed by the call before the last, here. A peer adds into this GPU's sum of call c only

@@ -38,8 +38,8 @@ pub const PORTABLE: &str = include_str!("../../cuda/portable.h");
 /// for f16 and bf16, cp.async, ldmatrix).
 pub const MMA: &str = include_str!("../../cuda/mma.h");
 
-/// The GEMM's prelude: [`PORTABLE`]'s flag, load and clock helpers (its NVIDIA half: gemm.cu is
-/// NVIDIA-only), then [`MMA`].
+/// The GEMM's prelude: [`PORTABLE`]'s flag, load and clock helpers (its NVIDIA half: the GEMM's
+/// sources are NVIDIA-only), then [`MMA`].
 const PORTABLE_AND_MMA: &str = concat!(
     include_str!("../../cuda/portable.h"),
     "\n",
@@ -126,9 +126,11 @@ pub const ATTENTION: Source = Source {
 /// Dense GEMM on tensor cores (issue 24), loaded by `gemm::CudaGemm`.
 pub const GEMM: Source = Source {
     name: "gemm",
-    // The fused kernels (gemm_fused.cu) build on gemm.cu's TMA GEMM: one text, one module.
+    // The TMA GEMMs (gemm_tma.cu) build on gemm.cu's types and wgmma helpers, the fused
+    // kernels (gemm_fused.cu) on the TMA GEMM: one text, one module.
     text: concat!(
         include_str!("../../cuda/gemm.cu"),
+        include_str!("../../cuda/gemm_tma.cu"),
         include_str!("../../cuda/gemm_fused.cu")
     ),
     defines: &[

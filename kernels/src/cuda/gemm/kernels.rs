@@ -12,7 +12,7 @@ pub enum GemmKernel {
     /// gemm.cu's wgmma kernel (Hopper only): 128 x `bn` tiles (bn = 128 or 256), two
     /// warpgroups.
     Wgmma { bn: usize },
-    /// gemm.cu's TMA kernel (Hopper only), persistent: 128 x `bn` tiles (bn: one of
+    /// gemm_tma.cu's TMA kernel (Hopper only), persistent: 128 x `bn` tiles (bn: one of
     /// [`TMA_WIDTHS`]), a producer warpgroup issuing tensor-memory copies, two consumer warpgroups multiplying with
     /// wgmma; k cut into `splits` ranges (1 to 16) whose f32 partials a second kernel sums.
     Tma { bn: usize, splits: usize },
@@ -21,7 +21,7 @@ pub enum GemmKernel {
     /// 16; the others whole), so that their ranges spread over the SMs the part-filled wave
     /// would leave idle; a second kernel sums those tiles' partials.
     TmaTail { bn: usize, splits: usize },
-    /// gemm.cu's swapped TMA kernel (Hopper only) for small M: tiles of `mt` rows of C (mt = 32
+    /// gemm_tma.cu's swapped TMA kernel (Hopper only) for small M: tiles of `mt` rows of C (mt = 32
     /// or 64) by 128 columns, B's rows wgmma's M and A's its N; k cut as for [`GemmKernel::Tma`].
     TmaSwap { mt: usize, splits: usize },
     /// The TMA kernel (either) with the tile and split count [`tma_auto`] picks for the shape.
@@ -141,10 +141,10 @@ impl GemmKernel {
     }
 }
 
-/// The TMA kernel's tile widths (its tiles are 128 x bn): gemm.cu's `gemm_tma_*_{256,192,128}`.
+/// The TMA kernel's tile widths (its tiles are 128 x bn): gemm_tma.cu's `gemm_tma_*_{256,192,128}`.
 pub const TMA_WIDTHS: [usize; 3] = [256, 192, 128];
 
-/// The swapped TMA kernel's token tiles (its tiles are mt x 128): gemm.cu's
+/// The swapped TMA kernel's token tiles (its tiles are mt x 128): gemm_tma.cu's
 /// `gemm_tma_swap_*_{32,64}` (`AUGUR_TMA_SWAP_INSTANCES`).
 pub const SWAP_TILES: [usize; 2] = [32, 64];
 

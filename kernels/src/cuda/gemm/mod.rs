@@ -1,11 +1,12 @@
 //! Dense GEMM C = A Bᵀ on one GPU (issue 24; B a linear layer's \[out\]\[in\] weight): augur's
-//! tensor-core kernels (`kernels/cuda/gemm.cu`: mma.sync with two tile heights; on Hopper wgmma,
-//! and the persistent TMA kernel with a split of k and a row gate) and cuBLASLt (through cudarc,
-//! loaded at run time, `lt_plan.rs`), on the same device buffers, so that they are checked and timed
-//! the same way. `kernels.rs` names the kernels and picks the TMA kernel's tile and split for a
-//! shape; `arrive.rs` makes A's rows arrive on one GPU for the producer/consumer overlap. The GEMM +
-//! collective overlap patterns build on these; the fused pattern needs a GEMM of augur's own,
-//! which must reach 0.8 of cuBLASLt on a shape for that pattern to count there.
+//! tensor-core kernels (`kernels/cuda/gemm.cu`: mma.sync with two tile heights; on Hopper wgmma;
+//! `gemm_tma.cu`: the persistent TMA kernel with a split of k and a row gate) and cuBLASLt
+//! (through cudarc, loaded at run time, `lt_plan.rs`), on the same device buffers, so that they
+//! are checked and timed the same way. `kernels.rs` names the kernels and picks the TMA kernel's
+//! tile and split for a shape; `arrive.rs` makes A's rows arrive on one GPU for the
+//! producer/consumer overlap. The GEMM + collective overlap patterns build on these; the fused
+//! pattern needs a GEMM of augur's own, which must reach 0.8 of cuBLASLt on a shape for that
+//! pattern to count there.
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -53,16 +54,16 @@ pub struct DeviceGemm {
     c: CudaSlice<u16>,
 }
 
-/// A CUtensorMap as a kernel argument (passed by value, `__grid_constant__` in gemm.cu).
+/// A CUtensorMap as a kernel argument (passed by value, `__grid_constant__` in gemm_tma.cu).
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct TensorMapArg([u64; 16]);
 
-// SAFETY: plain bytes, laid out as gemm.cu's TensorMap (16 x u64, 64-byte aligned).
+// SAFETY: plain bytes, laid out as gemm_tma.cu's TensorMap (16 x u64, 64-byte aligned).
 unsafe impl cudarc::driver::DeviceRepr for TensorMapArg {}
 
 /// A 2-D tensor map over a row-major [rows][k] matrix of 16-bit values at `ptr`, boxes of 64 x
-/// `box_rows` (k innermost), 128-byte swizzle (the layout gemm.cu's wgmma descriptors read).
+/// `box_rows` (k innermost), 128-byte swizzle (the layout gemm_tma.cu's wgmma descriptors read).
 fn tensor_map(
     ptr: u64,
     rows: usize,
@@ -137,8 +138,8 @@ fn encode_map(
     Ok(TensorMapArg(unsafe { tm.assume_init() }.opaque))
 }
 
-/// One of gemm.cu's kernels made ready: the function, its grid, threads and dynamic shared
-/// memory, and the TMA kernel's part.
+/// One of gemm.cu's or gemm_tma.cu's kernels made ready: the function, its grid, threads and
+/// dynamic shared memory, and the TMA kernel's part.
 struct Launch {
     f: CudaFunction,
     grid: (u32, u32, u32),
@@ -272,7 +273,8 @@ fn check_gate(m: usize, rows_per_flag: usize, flags: usize) -> Result<(), Kernel
     Ok(())
 }
 
-/// A kernel made ready for one [`DeviceGemm`]: one of gemm.cu's, or cuBLASLt's plan.
+/// A kernel made ready for one [`DeviceGemm`]: one of gemm.cu's or gemm_tma.cu's, or
+/// cuBLASLt's plan.
 pub struct GemmPrepared {
     pub kernel: GemmKernel,
     run: Result<Launch, LtPlan>,
@@ -503,15 +505,15 @@ impl CudaGemm {
             }
             _ => {
                 return Err(KernelError::Invalid(format!(
-                    "gemm.cu's TMA kernels have tiles 128 x 256, 128 x 192, 128 x 128, 32 x 128 \
-                     and 64 x 128, not {}",
+                    "gemm_tma.cu's TMA kernels have tiles 128 x 256, 128 x 192, 128 x 128, \
+                     32 x 128 and 64 x 128, not {}",
                     kernel.name()
                 )))
             }
         };
         if !(1..=MAX_SPLITS).contains(&splits) {
             return Err(KernelError::Invalid(format!(
-                "gemm.cu's TMA kernels cut k in 1 to {MAX_SPLITS} ranges, not {splits}"
+                "gemm_tma.cu's TMA kernels cut k in 1 to {MAX_SPLITS} ranges, not {splits}"
             )));
         }
         // Equal ranges of whole steps of 64; fewer splits when the last would be empty.
@@ -649,13 +651,13 @@ impl CudaGemm {
                         l.arg(from);
                     }
                 }
-                // SAFETY: gemm.cu's (m, n, k, A, B, C), or for gemm_tma (m, n, k, tensor maps of
-                // A, B and C, splits, steps per split, partials (splits x m x n floats, or a
-                // tail split's, as tma_parts sized them), row flags (ceil(m / rows_per_flag) of
-                // them, checked above; unread when rows_per_flag is 0), rows_per_flag, and for
-                // gemm_tma_tail_* the first cut tile), with A m x k, B n x k, C m x n halves
-                // (the maps describe this DeviceGemm's A, B and C); the shape was validated (n,
-                // k multiples of 8).
+                // SAFETY: gemm.cu's (m, n, k, A, B, C), or for gemm_tma.cu's gemm_tma (m, n, k,
+                // tensor maps of A, B and C, splits, steps per split, partials (splits x m x n
+                // floats, or a tail split's, as tma_parts sized them), row flags (ceil(m /
+                // rows_per_flag) of them, checked above; unread when rows_per_flag is 0),
+                // rows_per_flag, and for gemm_tma_tail_* the first cut tile), with A m x k, B n x
+                // k, C m x n halves (the maps describe this DeviceGemm's A, B and C); the shape
+                // was validated (n, k multiples of 8).
                 unsafe { l.launch(cfg) }.map_err(drv("gemm launch"))?;
                 if let Some(t) = &launch.tma {
                     let (c, _g) = d.c.device_ptr_mut(s);

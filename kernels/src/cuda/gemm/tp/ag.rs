@@ -779,7 +779,7 @@ fn fused_launches(
     .map(|copy_blocks| {
         let sms = super::fused_sms(g, copy_blocks, "copy")?;
         let shape = GemmShape { m, n: n_r, k };
-        // Every GPU's rows in one token tile (M <= 64): the swapped GEMM (gemm.cu's
+        // Every GPU's rows in one token tile (M <= 64): the swapped GEMM (gemm_tma.cu's
         // gemm_tma_swap), else the 128-row tiles.
         let kernel = if m <= 64 {
             let mt = swap_token_tile(m);

@@ -131,7 +131,7 @@ struct Reduce {
     /// ceil(N / 64) per k split.
     fused_target: Cell<u32>,
     /// `fused-reduce:0:K`'s f32 sum of this GPU's rows (rows x N f32; cuMemAlloc: peers add
-    /// into it; two of them, zeroed, where the launch zeroes: fused.rs), and gemm.cu's
+    /// into it; two of them, zeroed, where the launch zeroes: fused.rs), and gemm_tma.cu's
     /// conversion to the 16-bit type (`gemm_splitk_*`, one plane).
     acc: Option<(DeviceBuffer, CudaFunction)>,
     /// The split calls so far, where they take the two f32 sums in turn.

@@ -289,7 +289,7 @@ pub(super) fn fused_rs_launches(
             .map_err(|e| KernelError::Invalid(format!("fused-reduce:0:{splits}: {e}")))?;
         // `fused-reduce:0[:K]` at M <= 64 (every GPU's rows in one token tile), and beyond
         // where its units (64-row token tiles x 128 columns x K) fit in one wave: the swapped
-        // GEMM (gemm.cu's gemm_tma_swap), 128 columns of C by a token tile a unit. On one H200
+        // GEMM (gemm_tma.cu's gemm_tma_swap), 128 columns of C by a token tile a unit. On one H200
         // at M 96-256 (bench/results/swap-mid-h200-2026-11-29): 1.17x faster than the 128-row
         // tiles where they fit (0.96-1.54x), 0.52-0.96x where a split's units did not.
         let zeroes = reduce_blocks == 0 && in_launch(world);
