@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Issue 24, GPUS (default 2) H200s, one call (not yet run: written on a session with one-GPU
+# machines only): `fused-reduce:0:K` with its partials by tensor-memory reductions and its f32
+# sums zeroed two calls ahead (fused.rs's prezeroed, on between GPUs only with
+# AUGUR_TP_UNVERIFIED=1; on four GPUs that also turns the launch's own zeroing on, in_launch):
+# odd shapes in both types first (M 16, 40, 64 and 64 + GPUS: token tiles holding several GPUs'
+# rows, the first owner's by the tensor-memory unit, the later ones' 16 bytes at a time; 136,
+# 200: 64-row token tiles), every pattern checked before and after its timed calls; then the same
+# build with and without the variable, alternating, two rounds; then the library's plan. From
+# the repository root with .carry/augur.xz of the current build:
+#   GPUS=2 bash bench/results/split-prezeroed-h200-2026-11-29/verify-gpus.sh
+#   (writes $OUT/odd<G>-{f16,bf16}.csv, $OUT/ab<G>.csv, $OUT/run<G>.csv)
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+source bench/unpack-carry.sh
+G=${GPUS:-2}
+T0=$SECONDS
+for t in f16 bf16; do
+  AUGUR_TP_UNVERIFIED=1 timeout 75 .carry/augur overlap tp --gpus $G --dtype $t --ops reduce-scatter \
+    --patterns bulk,fused-reduce:0,fused-reduce:0:2,fused-reduce:0:4 \
+    16,1032,$((1024 * G)) 40,2056,$((1024 * G)) 64,4096,$((1024 * G)) $((64 + G)),4096,$((1024 * G)) \
+    136,2056,$((1024 * G)) 200,1032,$((1024 * G)) > "$OUT/odd$G-$t.csv" 2>> "$OUT/verify.err"
+  echo "odd $t rc=$? $((SECONDS - T0)) s"
+done
+S=()
+for m in ${MS:-16 32 64 128 256}; do
+  for w in 4096,4096 8192,8192 4096,14336; do S+=("$m,$w"); done
+done
+for round in 1 2; do
+  for mode in off on; do
+    if [ $mode = on ]; then export AUGUR_TP_UNVERIFIED=1; else unset AUGUR_TP_UNVERIFIED; fi
+    timeout ${LIMIT:-90} .carry/augur overlap tp --gpus $G --ops reduce-scatter \
+      --patterns bulk,ll-bulk,fused-reduce:0,fused-reduce:0:2,fused-reduce:0:4 "${S[@]}" \
+      | sed "s/^/$mode,$round,/" >> "$OUT/ab$G.csv" 2>> "$OUT/verify.err"
+    echo "$mode $round rc=${PIPESTATUS[0]} $((SECONDS - T0)) s"
+  done
+done
+AUGUR_TP_UNVERIFIED=1 timeout 60 .carry/augur overlap run --gpus $G --op reduce-scatter \
+  --pattern fused-reduce:0:2 16,4096,4096 64,8192,8192 256,8192,8192 > "$OUT/run$G.csv" 2>> "$OUT/verify.err"
+echo "run rc=$? end $((SECONDS - T0)) s"
