@@ -234,8 +234,8 @@ AUGUR_TMA_SWAP_INSTANCES(AUGUR_TMA_AG_SWAP)
 // owner's f32 sum `acc` (the one zeroed then) and counted the same way; the owner converts `acc`
 // to `out`, at the launch's end where the launch zeroed it (rs_convert: every block a share of
 // each tile row once it is counted), else after the launch (gemm_tma.cu's gemm_splitk_*, one
-// plane): one rounding to the 16-bit type in all. With `prezeroed` (fused.rs: one GPU, until
-// checked between GPUs) each GPU has two f32 sums taken in turn, each zeroed by rs_convert as it
+// plane): one rounding to the 16-bit type in all. With `prezeroed` (fused.rs: one and two
+// GPUs, where it was checked) each GPU has two f32 sums taken in turn, each zeroed by rs_convert as it
 // rounds it, two calls before: the launch neither zeroes nor waits for a ready word. Where the host says so (M <= 64, or the
 // swapped GEMM's 64-row token tiles fit in one wave), the GEMM is the swapped one
 // (gemm_tma_rsa_swap_{f16,bf16}_{32,64}; RsGate's store_swap*).
@@ -631,14 +631,17 @@ struct RsGate {
     }
     // A split's partial of the swapped GEMM (`fused-reduce:0:K`, as store_swap): added in f32
     // into its owners' f32 sums from `buf`, in two halves of 32 columns (MT x 32 f32: the box's
-    // bytes). With `prezeroed` (the way checked on one GPU only: fused.rs) the halves are
-    // 128-byte swizzled as the maps' boxes and each goes into its first row's owner by a tensor-memory reduction
-    // through `dst` (maps of MT x 32 f32 boxes over each owner's sum, clipped at the owner's
-    // last row), whose completion the lead waits for at the next unit's store or the end
-    // (flush), before it counts it, as store_swap's, and only the later owners' rows go 16
-    // bytes at a time (red.add.v4.f32), fenced before the lead counts them; otherwise every row
-    // goes so, fenced before the next products: on one H200 a split unit's additions and fence
-    // took 2.4 us so (bench/results/split-phases-h200-2026-11-29/). Counted as store_swap's.
+    // bytes). With `prezeroed` (fused.rs: on one and two GPUs, where it was checked) the halves
+    // are 128-byte swizzled as the maps' boxes and each goes into its first row's owner by a
+    // tensor-memory reduction through `dst` (maps of MT x 32 f32 boxes over each owner's sum,
+    // clipped at the owner's last row), whose completion the lead waits for at the next unit's
+    // store or the end (flush), before it counts it, as store_swap's, and only the later owners'
+    // rows go 16 bytes at a time (red.add.v4.f32), fenced before the lead counts them;
+    // otherwise every row goes so, fenced before the next products: on one H200 a split unit's
+    // additions and fence took 2.2-2.8 us so (bench/results/split-phases-h200-2026-11-29/).
+    // Counted as store_swap's. Staging both halves at once (a second box per warpgroup) was
+    // 1.03-1.05x faster by split but `fused-reduce:0` 1% slower, 105 -> 125 registers: not kept
+    // (bench/results/split-prezeroed-h200-2026-11-29/staged/).
     template <int MT>
     __device__ __forceinline__ void store_swap_split(const float* d, float*, u16* buf, int,
                                                      int n, int tok0, int col0, int, int bar_id,

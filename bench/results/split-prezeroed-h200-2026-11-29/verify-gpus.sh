@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Issue 24, GPUS (default 2) H200s, one call (not yet run: written on a session with one-GPU
-# machines only): `fused-reduce:0:K` with its partials by tensor-memory reductions and its f32
-# sums zeroed two calls ahead (fused.rs's prezeroed, on between GPUs only with
-# AUGUR_TP_UNVERIFIED=1; on four GPUs that also turns the launch's own zeroing on, in_launch):
+# Issue 24, GPUS (default 2) H200s, one call (run with GPUS=2 MS="16 64 256": gpus2/; never with
+# GPUS=4): `fused-reduce:0:K` with its partials by tensor-memory reductions and its f32 sums
+# zeroed two calls ahead (fused.rs's prezeroed, on more than one GPU at first only with
+# AUGUR_TP_UNVERIFIED=1, now on for two; on four GPUs the variable also turns the launch's own
+# zeroing on, in_launch):
 # odd shapes in both types first (M 16, 40, 64 and 64 + GPUS: token tiles holding several GPUs'
 # rows, the first owner's by the tensor-memory unit, the later ones' 16 bytes at a time; 136,
 # 200: 64-row token tiles), every pattern checked before and after its timed calls; then the same

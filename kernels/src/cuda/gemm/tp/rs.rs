@@ -42,8 +42,8 @@
 //!   the swapped one (`gemm_tma_rsa_swap_*`: 128 columns of the partial by a 32- or 64-row
 //!   token tile a unit, added into its first row's owner by one tensor-memory reduction, into
 //!   the later owners' rows 16 bytes at a time); with k split the launch also rounds the f32
-//!   sum at its end, and on one GPU (between GPUs with `AUGUR_TP_UNVERIFIED` set, until a run
-//!   there has checked it) takes two f32 sums in turn, each zeroed as it is rounded two calls
+//!   sum at its end, and (on one and two GPUs; on more with `AUGUR_TP_UNVERIFIED` set, until a
+//!   run there has checked it) takes two f32 sums in turn, each zeroed as it is rounded two calls
 //!   before (no zeroing, no ready word in the launch), the swapped GEMM adding its partials by
 //!   tensor-memory reductions. On 2 GPUs each element is 0 + a + b,
 //!   rounded as the summing blocks round it (the sum of two 16-bit values is exact in f32); on

@@ -251,11 +251,12 @@ pub(super) fn in_launch(world: usize) -> bool {
 /// in turn, each zeroed by the call two before as it rounds it, instead of zeroing one in the
 /// launch and writing the ready words (and the swapped GEMM adds its partials by tensor-memory
 /// reductions, their completion waited for at its next store, instead of 16 bytes at a time
-/// fenced before its next products): on one GPU, where it was checked and timed (one H200,
-/// 1.10-1.26x faster by split at M 16-1024: bench/results/split-prezeroed-h200-2026-11-29/);
-/// between GPUs only with AUGUR_TP_UNVERIFIED set, until a run there has checked it.
+/// fenced before its next products): on one and two GPUs, where it was checked and timed (one
+/// H200, 1.10-1.26x faster by split at M 16-1024; two H200s, every check passed and `:0:2` /
+/// `:0:4` 1.05x / 1.12x faster at M 16-256: bench/results/split-prezeroed-h200-2026-11-29/); on
+/// more only with AUGUR_TP_UNVERIFIED set, until a run there has checked it (as [`in_launch`]).
 pub(super) fn prezeroed(world: usize) -> bool {
-    world == 1 || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
+    world <= 2 || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
 }
 
 /// Where the fused kernel's tickets lie in its words: after the done counts of `world` GPUs
@@ -361,11 +362,11 @@ mod tests {
 
     #[test]
     fn the_split_sums_are_zeroed_ahead_on_the_gpu_counts_it_was_checked_on() {
-        // Checked on one H200; between GPUs only when asked for.
-        assert!(super::prezeroed(1));
+        // Checked on one and two H200s; on four only when asked for.
+        assert!(super::prezeroed(1) && super::prezeroed(2));
         let asked = std::env::var_os("AUGUR_TP_UNVERIFIED").is_some();
-        assert_eq!(super::prezeroed(2), asked);
         assert_eq!(super::prezeroed(4), asked);
+        assert_eq!(super::prezeroed(8), asked);
     }
 
     #[test]
