@@ -253,7 +253,7 @@ pub(super) fn in_launch(world: usize) -> bool {
 /// reductions, their completion waited for at its next store, instead of 16 bytes at a time
 /// fenced before its next products): on one and two GPUs, where it was checked and timed (one
 /// H200, 1.10-1.26x faster by split at M 16-1024; two H200s, every check passed and `:0:2` /
-/// `:0:4` 1.05x / 1.12x faster at M 16-256: bench/results/split-prezeroed-h200-2026-11-29/); on
+/// `:0:4` 1.03x / 1.07x faster at M 16-256: bench/results/split-prezeroed-h200-2026-11-29/); on
 /// more only with AUGUR_TP_UNVERIFIED set, until a run there has checked it (as [`in_launch`]).
 pub(super) fn prezeroed(world: usize) -> bool {
     world <= 2 || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
