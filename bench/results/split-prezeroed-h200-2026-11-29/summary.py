@@ -1,6 +1,8 @@
-"""ab.sh's rows: base (a19d04b) over new per layer and pattern (fastest median over two rounds),
-geomeans by pattern, within-round spread, cuBLASLt over the fastest fused pattern; the odd
-shapes' checks.   python3 summary.py  (from this folder)"""
+"""ab.sh's rows (this folder: a19d04b over the change) or staged/ab.sh's (a folder given as the
+first argument, staged/first, staged/runtime-stride or staged/final-layout: a52ca1b over each
+variant): base over new per layer and pattern (fastest median over two rounds), geomeans by
+pattern, within-round spread, cuBLASLt over the fastest fused pattern; the odd shapes' checks.
+    python3 summary.py [FOLDER]  (from this folder)"""
 import csv
 import glob
 import os
@@ -9,6 +11,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "../.."))
 import ab_rows  # noqa: E402
+
+if len(sys.argv) > 1:
+    HERE = os.path.join(HERE, sys.argv[1])
 
 odd = [r for f in sorted(glob.glob(os.path.join(HERE, "odd-*.csv"))) for r in csv.DictReader(open(f))]
 r = ab_rows.read(os.path.join(HERE, "ab.csv"))
