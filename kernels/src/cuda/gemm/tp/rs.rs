@@ -271,11 +271,7 @@ impl Rs {
                     .map_err(drv("cuModuleGetFunction"))?;
                 // Where the launch zeroes, two sums taken in turn, zeroed here for the first two
                 // calls and then by the calls themselves (fused.rs).
-                let sums = if fused::in_launch(world) && fused::prezeroed(world) {
-                    2
-                } else {
-                    1
-                };
+                let sums = if fused::in_launch(world) { 2 } else { 1 };
                 Some((DeviceBuffer::zeroed(&g.ctx, sums * rows * n * 4)?, f))
             } else {
                 None

@@ -110,7 +110,7 @@ impl Rs {
         // Where the launch zeroes, each GPU has two f32 sums and the split calls take them in
         // turn, each zeroed by the call two before as it rounds it (gemm_fused.cu's rs_convert):
         // every GPU makes the same calls, so all take the same one.
-        let prezeroed = l.zeroes && acc.is_some() && prezeroed(world);
+        let prezeroed = l.zeroes && acc.is_some();
         let plane = if prezeroed {
             let c = r.acc_calls.get();
             r.acc_calls.set(c.wrapping_add(1));
@@ -243,19 +243,15 @@ impl Rs {
 /// at a negative row of a later owner's map, an illegal instruction on one H200 too
 /// (bench/results/tma-negative-h200-2026-11-29/). Otherwise the host's memset and ready words,
 /// 128-row tiles and a second launch for the f32 sum, as before.
+///
+/// Where it holds, `fused-reduce:0:K` also takes two f32 sums a GPU in turn, each zeroed by the
+/// call two before as it rounds it, instead of zeroing one in the launch and writing the ready
+/// words, and the swapped GEMM adds its partials by tensor-memory reductions, their completion
+/// waited for at its next store (gemm_fused.cu's `prezeroed`): checked and timed on one and two
+/// GPUs too (one H200, 1.10-1.26x faster by split at M 16-1024; two H200s, every check passed
+/// and `:0:2` / `:0:4` 1.03x / 1.07x faster at M 16-256:
+/// bench/results/split-prezeroed-h200-2026-11-29/).
 pub(super) fn in_launch(world: usize) -> bool {
-    world <= 2 || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
-}
-
-/// Whether `fused-reduce:0:K` where the launch zeroes ([`in_launch`]) takes two f32 sums a GPU
-/// in turn, each zeroed by the call two before as it rounds it, instead of zeroing one in the
-/// launch and writing the ready words (and the swapped GEMM adds its partials by tensor-memory
-/// reductions, their completion waited for at its next store, instead of 16 bytes at a time
-/// fenced before its next products): on one and two GPUs, where it was checked and timed (one
-/// H200, 1.10-1.26x faster by split at M 16-1024; two H200s, every check passed and `:0:2` /
-/// `:0:4` 1.03x / 1.07x faster at M 16-256: bench/results/split-prezeroed-h200-2026-11-29/); on
-/// more only with AUGUR_TP_UNVERIFIED set, until a run there has checked it (as [`in_launch`]).
-pub(super) fn prezeroed(world: usize) -> bool {
     world <= 2 || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
 }
 
@@ -353,20 +349,12 @@ pub(super) fn fused_rs_launches(
 mod tests {
     #[test]
     fn the_launch_zeroes_on_the_gpu_counts_it_was_checked_on() {
-        // Checked on one and two H200s; on four only when asked for.
+        // Checked on one and two H200s (the split's sums zeroed two calls ahead too); on four
+        // only when asked for.
         assert!(super::in_launch(1) && super::in_launch(2));
         let asked = std::env::var_os("AUGUR_TP_UNVERIFIED").is_some();
         assert_eq!(super::in_launch(4), asked);
         assert_eq!(super::in_launch(8), asked);
-    }
-
-    #[test]
-    fn the_split_sums_are_zeroed_ahead_on_the_gpu_counts_it_was_checked_on() {
-        // Checked on one and two H200s; on four only when asked for.
-        assert!(super::prezeroed(1) && super::prezeroed(2));
-        let asked = std::env::var_os("AUGUR_TP_UNVERIFIED").is_some();
-        assert_eq!(super::prezeroed(4), asked);
-        assert_eq!(super::prezeroed(8), asked);
     }
 
     #[test]
