@@ -1,5 +1,5 @@
 //! Helpers shared by augur's end-to-end tests (`tests/e2e/`) and the CLI tests of the `augur`
-//! package (`cli/tests/cli.rs`, which needs Cargo to build the `augur` binary beside it).
+//! package (`cli/tests/cli/`, which needs Cargo to build the `augur` binary beside it).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
