@@ -129,3 +129,27 @@ pub(crate) fn check_header(
     this.check_same(schema)
         .map_err(|e| format!("{e}; retrain the model with this augur"))
 }
+
+/// One trained tree of a model file against its schema (`schema_len` features): its `classes`
+/// (named `noun` in the error: patterns, schedules) not empty, one input name per feature index,
+/// every index inside the schema, and the tree itself ([`tree::Tree::validate`]). The error
+/// starts with `label` (which tree of the file) where there is one.
+pub(crate) fn check_tree(
+    label: Option<&str>,
+    tree: &tree::Tree,
+    (features, inputs): (&[usize], &[String]),
+    (classes, noun): (usize, &str),
+    schema_len: usize,
+) -> Result<(), String> {
+    let at = |e: String| match label {
+        Some(l) => format!("{l}: {e}"),
+        None => e,
+    };
+    if classes == 0 || inputs.len() != features.len() {
+        return Err(at(format!("no {noun}, or inputs unlike features")));
+    }
+    if let Some(f) = features.iter().find(|&&f| f >= schema_len) {
+        return Err(at(format!("feature index {f} beyond the schema")));
+    }
+    tree.validate(features.len(), classes).map_err(at)
+}

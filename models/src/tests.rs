@@ -810,3 +810,57 @@ fn one_loader_tells_domains_apart_by_format_alone() {
         "{e}"
     );
 }
+
+#[test]
+fn damaged_trees_of_the_shipped_models_are_named_by_their_files_label() {
+    use crate::attention::AttentionModel;
+    use crate::comm::CommModel;
+    use crate::overlap::OverlapModel;
+    let comm: CommModel = serde_json::from_str(include_str!("../trained/comm-h200.json")).unwrap();
+    let attention: AttentionModel =
+        serde_json::from_str(include_str!("../trained/attention-h200.json")).unwrap();
+    let overlap: OverlapModel =
+        serde_json::from_str(include_str!("../trained/overlap-h200.json")).unwrap();
+    assert_eq!(comm.validate(), Ok(()));
+    assert_eq!(attention.validate(), Ok(()));
+    assert_eq!(overlap.validate(), Ok(()));
+
+    let mut c = comm.clone();
+    c.trees[0].features[0] = 999;
+    let e = c.validate().unwrap_err();
+    assert!(
+        e.starts_with(&format!("{}: ", c.trees[0].collective))
+            && e.contains("feature index 999 beyond the schema"),
+        "{e}"
+    );
+    let mut c = comm;
+    c.trees[0].patterns.clear();
+    let e = c.validate().unwrap_err();
+    assert!(e.contains("no patterns, or inputs unlike features"), "{e}");
+
+    let mut a = attention;
+    a.inputs.pop();
+    let e = a.validate().unwrap_err();
+    assert_eq!(e, "no schedules, or inputs unlike features");
+
+    let mut o = overlap.clone();
+    o.trees[0].features[0] = 999;
+    let e = o.validate().unwrap_err();
+    assert!(
+        e.starts_with(&format!("{}: ", o.trees[0].op))
+            && e.contains("feature index 999 beyond the schema"),
+        "{e}"
+    );
+    // A tree whose leaf picks a pattern past the file's list.
+    let mut o = overlap;
+    let past = o.trees[0].patterns.len();
+    o.trees[0].tree = Tree {
+        nodes: vec![Node::Leaf {
+            class: past,
+            samples: 1,
+            mean_regret: 0.0,
+        }],
+    };
+    let e = o.validate().unwrap_err();
+    assert!(e.starts_with(&format!("{}: ", o.trees[0].op)), "{e}");
+}

@@ -81,15 +81,13 @@ impl AttentionModel {
             &self.schema,
             &AttentionFeatures::schema(),
         )?;
-        if self.schedules.is_empty() || self.inputs.len() != self.features.len() {
-            return Err("no schedules, or inputs unlike features".into());
-        }
-        let n = self.schema.features.len();
-        if let Some(f) = self.features.iter().find(|&&f| f >= n) {
-            return Err(format!("feature index {f} beyond the schema"));
-        }
-        self.tree
-            .validate(self.features.len(), self.schedules.len())
+        crate::check_tree(
+            None,
+            &self.tree,
+            (&self.features, &self.inputs),
+            (self.schedules.len(), "schedules"),
+            self.schema.features.len(),
+        )
     }
 
     pub(super) fn class_tree(&self) -> crate::export::ClassTree<'_> {

@@ -109,21 +109,13 @@ impl CommModel {
             if Collective::parse(&t.collective).is_none() {
                 return Err(format!("unknown collective `{}`", t.collective));
             }
-            if t.patterns.is_empty() || t.inputs.len() != t.features.len() {
-                return Err(format!(
-                    "{}: no patterns, or inputs unlike features",
-                    t.collective
-                ));
-            }
-            if let Some(f) = t.features.iter().find(|&&f| f >= n) {
-                return Err(format!(
-                    "{}: feature index {f} beyond the schema",
-                    t.collective
-                ));
-            }
-            t.tree
-                .validate(t.features.len(), t.patterns.len())
-                .map_err(|e| format!("{}: {e}", t.collective))?;
+            crate::check_tree(
+                Some(&t.collective),
+                &t.tree,
+                (&t.features, &t.inputs),
+                (t.patterns.len(), "patterns"),
+                n,
+            )?;
         }
         Ok(())
     }

@@ -359,15 +359,13 @@ impl OverlapModel {
             if OverlapOp::parse(&t.op).is_none() {
                 return Err(format!("unknown operation `{}`", t.op));
             }
-            if t.patterns.is_empty() || t.inputs.len() != t.features.len() {
-                return Err(format!("{}: no patterns, or inputs unlike features", t.op));
-            }
-            if t.features.iter().any(|&f| f >= n) {
-                return Err(format!("{}: a feature index beyond the schema", t.op));
-            }
-            t.tree
-                .validate(t.features.len(), t.patterns.len())
-                .map_err(|e| format!("{}: {e}", t.op))?;
+            crate::check_tree(
+                Some(&t.op),
+                &t.tree,
+                (&t.features, &t.inputs),
+                (t.patterns.len(), "patterns"),
+                n,
+            )?;
             if t.start != "held" && t.start != "barrier" {
                 return Err(format!("{}: start `{}`: held or barrier", t.op, t.start));
             }
