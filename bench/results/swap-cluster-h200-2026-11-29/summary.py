@@ -1,8 +1,11 @@
 """Base over the variant (graph medians, the faster of two rounds) per kernel and layer, and
-cuBLASLt over each: python3 summary.py PREFIX_BASE PREFIX_NEW (e.g. split-base split-cs)."""
+cuBLASLt over each: python3 summary.py PREFIX_BASE PREFIX_NEW [DIR] (e.g. split-base split-cs;
+DIR: where the CSVs are, this folder by default)."""
 import csv, collections, math, sys, os
 here = os.path.dirname(os.path.abspath(__file__))
 base, new = (sys.argv[1:3] if len(sys.argv) > 2 else ("split-base", "split-cs"))
+if len(sys.argv) > 3:
+    here = os.path.join(here, sys.argv[3])
 def load(f):
     return {(r['m'], r['n'], r['k'], r['kernel']): (float(r['graph_us']), r['passed'], r['tma_choice'])
             for r in csv.DictReader(open(os.path.join(here, f)))}
