@@ -95,8 +95,10 @@ pub struct TpArgs {
     /// (one launch of augur's TMA GEMM whose first S blocks move the rows), pc-reduce:C:S (the
     /// reduce-scatter's producer/consumer), fused-reduce:S (the TMA GEMM's tiles stored into
     /// their owners' staging, summed there by S blocks; fused-reduce:0: added into their
-    /// owners' rows by tensor-memory reductions, no summing blocks; fused-reduce:0:K: k split in
-    /// K ranges, the partials added in f32 into the owners' f32 sums, rounded once after);
+    /// owners' rows by tensor-memory reductions, no summing blocks, on one and two GPUs run as
+    /// fused-reduce:0:2 or :0:4 where its units would leave half the SMs idle; fused-reduce:0:K:
+    /// k split in K ranges, the partials added in f32 into the owners' f32 sums, rounded once
+    /// after);
     /// gemm and comm are the parts alone. The
     /// default: the best of each kind on 2 and 4 H200s (bench/results/tp-grid-h200-2026-11-27/),
     /// the best fused patterns on 2 (bench/results/fused-h200-2026-11-28/), and the shipped

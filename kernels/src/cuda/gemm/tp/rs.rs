@@ -136,6 +136,20 @@ struct Reduce {
     acc: Option<(DeviceBuffer, CudaFunction)>,
     /// The split calls so far, where they take the two f32 sums in turn.
     acc_calls: Cell<u32>,
+    /// The k split `fused-reduce:0` takes here ([`fused::auto_splits`]; 1: none).
+    auto_splits: usize,
+}
+
+/// `pattern` as it runs: `fused-reduce:0` as `fused-reduce:0:K` with the k split it takes by
+/// itself (`auto_splits`, 1 for none); every other pattern as it is.
+fn resolve(pattern: TpPattern, auto_splits: usize) -> TpPattern {
+    match pattern {
+        TpPattern::FusedReduce { sms: 0, splits: 1 } => TpPattern::FusedReduce {
+            sms: 0,
+            splits: auto_splits,
+        },
+        q => q,
+    }
 }
 
 impl Reduce {
@@ -258,6 +272,12 @@ impl Rs {
                 TpPattern::FusedReduce { sms, .. } => *sms > 0,
                 _ => false,
             });
+            // `fused-reduce:0` as it runs here: split by itself where its units would leave the
+            // SMs idle (fused::auto_splits), set up as that `fused-reduce:0:K`.
+            let auto_splits = fused::auto_splits(world, (m, n, kp), g.multiprocessors);
+            let resolved: Vec<TpPattern> =
+                patterns.iter().map(|&q| resolve(q, auto_splits)).collect();
+            let patterns = &resolved[..];
             let split =
                 |q: &TpPattern| matches!(q, TpPattern::FusedReduce { splits, .. } if *splits > 1);
             let acc = if patterns.iter().any(split) {
@@ -308,6 +328,7 @@ impl Rs {
                 fused_target: Cell::new(0),
                 acc,
                 acc_calls: Cell::new(0),
+                auto_splits,
             })
         } else {
             None

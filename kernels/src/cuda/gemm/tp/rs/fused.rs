@@ -80,6 +80,12 @@ impl Rs {
         splits: usize,
     ) -> Result<(), KernelError> {
         let r = tp::set_up(&self.reduce, "fused-reduce")?;
+        // `fused-reduce:0` with the split it takes by itself (auto_splits).
+        let splits = if sms == 0 && splits == 1 {
+            r.auto_splits
+        } else {
+            splits
+        };
         let (i, l, done) = tp::fused_launch(
             &r.fused,
             |l| (l.reduce_blocks, l.splits),
@@ -255,6 +261,29 @@ pub(super) fn in_launch(world: usize) -> bool {
     world <= 2 || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
 }
 
+/// The k split `fused-reduce:0` takes by itself on `world` GPUs for this GPU's product (its
+/// rows of every GPU, M = world x rows, by n, over kp) on `sms` SMs: where the launch zeroes
+/// ([`in_launch`], so the split's f32 sums are zeroed two calls ahead) and the swapped GEMM
+/// runs unsplit (M <= 64, or its 64-row units fit in one wave), 2 or 4 (the most) where that
+/// many times its units still fit in one wave and k / P cuts into that many ranges of 8 or more
+/// whole steps of 64; else 1. It runs exactly `fused-reduce:0:K`'s launch. On the layers where
+/// it splits, `fused-reduce:0:K` ran 1.21x faster than `fused-reduce:0` on one H200 (4 of the
+/// one-GPU bar's 20 layers, all at M 16: bench/results/split-prezeroed-h200-2026-11-29/bar/) and
+/// 1.10x between two (21 of the 2-GPU grids' 92 layers, M 16-128, 0.90-1.55:
+/// split-prezeroed-h200-2026-11-29/regrid-2gpu/), where its unsplit units left half the SMs or
+/// more idle.
+pub(super) fn auto_splits(world: usize, (m, n, kp): (usize, usize, usize), sms: usize) -> usize {
+    let units = m.div_ceil(swap_token_tile(m)) * n.div_ceil(128);
+    if !in_launch(world) || !(m <= 64 || m.div_ceil(64) * n.div_ceil(128) <= sms) {
+        return 1;
+    }
+    let steps = kp.div_ceil(64);
+    [4, 2]
+        .into_iter()
+        .find(|&s| units * s <= sms && kp % 64 == 0 && steps % s == 0 && steps / s >= 8)
+        .unwrap_or(1)
+}
+
 /// Where the fused kernel's tickets lie in its words: after the done counts of `world` GPUs
 /// for M rows in tiles of 128, 8-byte aligned.
 pub(super) fn tickets_at(world: usize, m: usize) -> usize {
@@ -355,6 +384,31 @@ mod tests {
         let asked = std::env::var_os("AUGUR_TP_UNVERIFIED").is_some();
         assert_eq!(super::in_launch(4), asked);
         assert_eq!(super::in_launch(8), asked);
+    }
+
+    #[test]
+    fn fused_reduce_0_splits_k_where_its_units_leave_the_sms_idle() {
+        use super::auto_splits;
+        // One GPU, M 16 (token tiles of 32): 32 units of 128 columns; k 2048 = 32 steps.
+        assert_eq!(auto_splits(1, (16, 4096, 2048), 132), 4);
+        // 64 units: two of each fit.
+        assert_eq!(auto_splits(1, (16, 8192, 4096), 132), 2);
+        // 128 units fill the wave already; past one wave the 128-row tiles run.
+        assert_eq!(auto_splits(1, (256, 4096, 2048), 132), 1);
+        assert_eq!(auto_splits(1, (256, 8192, 4096), 132), 1);
+        // Too few steps for 4 ranges of 8 (16 steps): 2; for 2 (8 steps): none.
+        assert_eq!(auto_splits(2, (16, 3584, 1024), 132), 2);
+        assert_eq!(auto_splits(2, (16, 3584, 512), 132), 1);
+        // k / P not in whole steps, or steps not cut evenly (14 steps in 4): the next that is.
+        assert_eq!(auto_splits(2, (16, 3584, 1000), 132), 1);
+        assert_eq!(auto_splits(2, (16, 3584, 896), 132), 1);
+        assert_eq!(auto_splits(2, (16, 3584, 1792), 132), 2);
+        // Not where the launch does not zero (four GPUs unless asked).
+        let asked = std::env::var_os("AUGUR_TP_UNVERIFIED").is_some();
+        assert_eq!(
+            auto_splits(4, (16, 4096, 2048), 132),
+            if asked { 4 } else { 1 }
+        );
     }
 
     #[test]
