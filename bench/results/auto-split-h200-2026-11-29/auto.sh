@@ -14,6 +14,14 @@ export NCCL_NVLS_ENABLE=0
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; W=$(mktemp -d)
 source bench/unpack-carry.sh
 T0=$SECONDS
+if [ -n "${RUN_ONLY:-}" ]; then
+  for g in 2 1; do
+    timeout 90 .carry/augur overlap run --gpus $g --op reduce-scatter --pattern fused-reduce:0 \
+      16,4096,4096 16,3584,18944 64,4096,14336 256,4096,4096 > "$OUT/run$g.csv" 2>> "$OUT/run.err"
+    echo "run $g rc=$? $((SECONDS - T0)) s"
+  done
+  exit 0
+fi
 ODD=(16,1032,4096 40,2056,4096 66,4096,4096 64,4096,4096 136,2056,4096 16,3584,1792)
 for g in 2 1; do
   base=bulk; [ $g = 1 ] && base=gemm
@@ -37,3 +45,6 @@ for set in first second third; do
   echo "regrid $set rc=$? $((SECONDS - T0)) s"
 done
 tar czf "$OUT/auto.tgz" -C "$W" .
+# 4. (A second call.) Through the library's plan (`augur::overlap::LayerPlan`, `overlap run`) where
+#    it splits, on 2 GPUs and 1:
+#    RUN_ONLY=1 bash bench/results/auto-split-h200-2026-11-29/auto.sh
