@@ -266,12 +266,12 @@ pub(super) fn in_launch(world: usize) -> bool {
 /// ([`in_launch`], so the split's f32 sums are zeroed two calls ahead) and the swapped GEMM
 /// runs unsplit (M <= 64, or its 64-row units fit in one wave), 2 or 4 (the most) where that
 /// many times its units still fit in one wave and k / P cuts into that many ranges of 8 or more
-/// whole steps of 64; else 1. It runs exactly `fused-reduce:0:K`'s launch. On the layers where
-/// it splits, `fused-reduce:0:K` ran 1.21x faster than `fused-reduce:0` on one H200 (4 of the
-/// one-GPU bar's 20 layers, all at M 16: bench/results/split-prezeroed-h200-2026-11-29/bar/) and
-/// 1.10x between two (21 of the 2-GPU grids' 92 layers, M 16-128, 0.90-1.55:
-/// split-prezeroed-h200-2026-11-29/regrid-2gpu/), where its unsplit units left half the SMs or
-/// more idle.
+/// whole steps of 64; else 1. It runs exactly `fused-reduce:0:K`'s launch. Chosen on the last
+/// runs of both (where it splits, `:0:K` 1.21x faster than `:0` on 4 of the one-GPU bar's 20
+/// layers, all at M 16: bench/results/split-prezeroed-h200-2026-11-29/bar/; 1.10x on 21 of the
+/// 2-GPU grids' 92 layers, M 16-128: regrid-2gpu/ there), then run between two H200s: every check
+/// passed and `fused-reduce:0` 1.103x faster on those 21 layers (0.89-1.35;
+/// bench/results/auto-split-h200-2026-11-29/).
 pub(super) fn auto_splits(world: usize, (m, n, kp): (usize, usize, usize), sms: usize) -> usize {
     let units = m.div_ceil(swap_token_tile(m)) * n.div_ceil(128);
     if !in_launch(world) || !(m <= 64 || m.div_ceil(64) * n.div_ceil(128) <= sms) {
