@@ -140,18 +140,6 @@ struct Reduce {
     auto_splits: usize,
 }
 
-/// `pattern` as it runs: `fused-reduce:0` as `fused-reduce:0:K` with the k split it takes by
-/// itself (`auto_splits`, 1 for none); every other pattern as it is.
-fn resolve(pattern: TpPattern, auto_splits: usize) -> TpPattern {
-    match pattern {
-        TpPattern::FusedReduce { sms: 0, splits: 1 } => TpPattern::FusedReduce {
-            sms: 0,
-            splits: auto_splits,
-        },
-        q => q,
-    }
-}
-
 impl Reduce {
     /// Start a call of a pattern that pushes partials into the peers' staging: its epoch (the
     /// next), written into this GPU's ready word in every peer's flags on the compute stream,
@@ -275,8 +263,16 @@ impl Rs {
             // `fused-reduce:0` as it runs here: split by itself where its units would leave the
             // SMs idle (fused::auto_splits), set up as that `fused-reduce:0:K`.
             let auto_splits = fused::auto_splits(world, (m, n, kp), g.multiprocessors);
-            let resolved: Vec<TpPattern> =
-                patterns.iter().map(|&q| resolve(q, auto_splits)).collect();
+            let resolved: Vec<TpPattern> = patterns
+                .iter()
+                .map(|&q| match q {
+                    TpPattern::FusedReduce { sms, splits } => TpPattern::FusedReduce {
+                        sms,
+                        splits: fused::splits_run(sms, splits, auto_splits),
+                    },
+                    q => q,
+                })
+                .collect();
             let patterns = &resolved[..];
             let split =
                 |q: &TpPattern| matches!(q, TpPattern::FusedReduce { splits, .. } if *splits > 1);

@@ -80,12 +80,7 @@ impl Rs {
         splits: usize,
     ) -> Result<(), KernelError> {
         let r = tp::set_up(&self.reduce, "fused-reduce")?;
-        // `fused-reduce:0` with the split it takes by itself (auto_splits).
-        let splits = if sms == 0 && splits == 1 {
-            r.auto_splits
-        } else {
-            splits
-        };
+        let splits = splits_run(sms, splits, r.auto_splits);
         let (i, l, done) = tp::fused_launch(
             &r.fused,
             |l| (l.reduce_blocks, l.splits),
@@ -273,15 +268,26 @@ pub(super) fn in_launch(world: usize) -> bool {
 /// passed and `fused-reduce:0` 1.103x faster on those 21 layers (0.89-1.35;
 /// bench/results/auto-split-h200-2026-11-29/).
 pub(super) fn auto_splits(world: usize, (m, n, kp): (usize, usize, usize), sms: usize) -> usize {
-    let units = m.div_ceil(swap_token_tile(m)) * n.div_ceil(128);
-    if !in_launch(world) || !(m <= 64 || m.div_ceil(64) * n.div_ceil(128) <= sms) {
+    if !in_launch(world) || kp % 64 != 0 || !(m <= 64 || m.div_ceil(64) * n.div_ceil(128) <= sms) {
         return 1;
     }
-    let steps = kp.div_ceil(64);
+    let units = m.div_ceil(swap_token_tile(m)) * n.div_ceil(128);
+    let steps = kp / 64;
     [4, 2]
         .into_iter()
-        .find(|&s| units * s <= sms && kp % 64 == 0 && steps % s == 0 && steps / s >= 8)
+        .find(|&s| units * s <= sms && steps % s == 0 && steps / s >= 8)
         .unwrap_or(1)
+}
+
+/// The k split a `fused-reduce` pattern of `sms` summing blocks and `splits` ranges runs with:
+/// `fused-reduce:0` with the one it takes by itself (`auto`, [`auto_splits`]), every other as
+/// it asks.
+pub(super) fn splits_run(sms: usize, splits: usize, auto: usize) -> usize {
+    if sms == 0 && splits == 1 {
+        auto
+    } else {
+        splits
+    }
 }
 
 /// Where the fused kernel's tickets lie in its words: after the done counts of `world` GPUs
