@@ -110,7 +110,9 @@ fn shipped_models_are_what_their_committed_runs_train() {
 /// The shipped overlap model (issue 24) and the committed grids it was trained on: the 2- and
 /// 4-GPU grids of three weight sets, the 2-GPU reduce-scatter ones with the fused patterns
 /// re-timed and spliced in (bench/results/fused-rs-2gpu-h200-2026-11-29/README.md), then the
-/// k splits of `fused-reduce:0` added (bench/results/split-prezeroed-h200-2026-11-29/README.md).
+/// k splits of `fused-reduce:0` added (bench/results/split-prezeroed-h200-2026-11-29/README.md),
+/// the 4-GPU ones' fused patterns re-timed once the launch zeroes there too
+/// (bench/results/fused-4gpu-h200-2026-11-29/README.md).
 const OVERLAP_GRIDS: [&str; 12] = [
     "bench/results/ll-bulk-h200-2026-11-28/grid-2/grid-2-all-gather.csv",
     "bench/results/ll-bulk-h200-2026-11-28/grid-more-2/grid-2-all-gather.csv",
@@ -118,12 +120,12 @@ const OVERLAP_GRIDS: [&str; 12] = [
     "bench/results/auto-split-h200-2026-11-29/spliced-first-grid-2-reduce-scatter.csv",
     "bench/results/auto-split-h200-2026-11-29/spliced-second-grid-2-reduce-scatter.csv",
     "bench/results/auto-split-h200-2026-11-29/spliced-third-grid-2-reduce-scatter.csv",
-    "bench/results/ll-bulk-h200-2026-11-28/grid-4/grid-4-all-gather.csv",
-    "bench/results/ll-bulk-h200-2026-11-28/grid-4/grid-4-reduce-scatter.csv",
-    "bench/results/ll-bulk-h200-2026-11-28/grid-more-4/grid-4-all-gather.csv",
-    "bench/results/ll-bulk-h200-2026-11-28/grid-more-4/grid-4-reduce-scatter.csv",
-    "bench/results/third-weights-h200-2026-11-28/grid-4/grid-4-all-gather.csv",
-    "bench/results/third-weights-h200-2026-11-28/grid-4/grid-4-reduce-scatter.csv",
+    "bench/results/fused-4gpu-h200-2026-11-29/spliced-first-grid-4-all-gather.csv",
+    "bench/results/fused-4gpu-h200-2026-11-29/spliced-first-grid-4-reduce-scatter.csv",
+    "bench/results/fused-4gpu-h200-2026-11-29/spliced-second-grid-4-all-gather.csv",
+    "bench/results/fused-4gpu-h200-2026-11-29/spliced-second-grid-4-reduce-scatter.csv",
+    "bench/results/fused-4gpu-h200-2026-11-29/spliced-third-grid-4-all-gather.csv",
+    "bench/results/fused-4gpu-h200-2026-11-29/spliced-third-grid-4-reduce-scatter.csv",
 ];
 
 #[test]

@@ -444,22 +444,27 @@ extern "C" __global__ void __launch_bounds__(512)
     tp_copy_pieces(TpPieces p, int rank, int world, u64 bytes, int pieces, unsigned epoch,
                    int remote_src) {
     u64 nv = bytes / 16;  // the host checks that pieces are whole 16-byte vectors
-    u64 chunk = (u64)blockDim.x * TP_UNROLL;
+    // Every thread of the grid takes every T-th vector (T threads in all), TP_UNROLL of them in
+    // flight: each block has a share of every piece however small. (Blocks of TP_UNROLL x
+    // blockDim consecutive vectors left most of a one-block-per-SM grid idle below 8 MiB a
+    // piece: a 2 MiB piece was 32 blocks' work.)
+    u64 t = (u64)gridDim.x * blockDim.x;
+    u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     for (int j = 0; j < pieces; j++) {
         for (int i = 1; i < world; i++) {
             int q = (rank + i) % world;
             const uint4* s = (const uint4*)(p.src[q] + (u64)j * bytes);
             uint4* d = (uint4*)(p.dst[q] + (u64)j * bytes);
-            for (u64 c0 = (u64)blockIdx.x * chunk; c0 < nv; c0 += (u64)gridDim.x * chunk) {
+            for (u64 c0 = first; c0 < nv; c0 += t * TP_UNROLL) {
                 uint4 v[TP_UNROLL];
 #pragma unroll
                 for (int u = 0; u < TP_UNROLL; u++) {
-                    u64 x = c0 + (u64)u * blockDim.x + threadIdx.x;
+                    u64 x = c0 + (u64)u * t;
                     if (x < nv) v[u] = remote_src ? ld_cg(s + x) : s[x];
                 }
 #pragma unroll
                 for (int u = 0; u < TP_UNROLL; u++) {
-                    u64 x = c0 + (u64)u * blockDim.x + threadIdx.x;
+                    u64 x = c0 + (u64)u * t;
                     if (x < nv) d[x] = v[u];
                 }
             }

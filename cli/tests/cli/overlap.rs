@@ -69,7 +69,8 @@ fn overlap_plan_picks_and_explains_without_a_gpu() {
         o.contains("gemm+reduce-scatter 16x6144x4096 on 4 GPUs: ll-bulk"),
         "{o}"
     );
-    assert!(o.contains("    m = 16 < "), "{o}");
+    // The path: each GPU's shard of the 16-token layer under the trees' threshold.
+    assert!(o.contains("    shard_bytes = 32768 < "), "{o}");
     let out = augur(&["overlap", "plan", "--gpus", "4", "8190,6144,4096"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(

@@ -33,21 +33,22 @@
 //! - `fused-reduce:0` (`gemm_tma_rsa_*`): the same launch with no staging and no summing block:
 //!   each half-tile is *added* into the owner's rows of the sum by a tensor-memory reduction
 //!   (`cp.reduce.async.bulk.tensor .add`, in the 16-bit type; pairs by `red.add.noftz` where a
-//!   GPU's rows are not whole halves). The owner zeroes its rows before its ready word: on one
-//!   or two GPUs (on more with `AUGUR_TP_UNVERIFIED` set, until a run there has checked it) in
-//!   its launch, which then writes the ready words, its own too; otherwise by a memset and
-//!   host-written words before the launch. Its launch ends once every GPU has counted all of its
-//!   tile rows. Where the launch zeroes, at M <= 64 (every GPU's rows in one token tile) and
-//!   beyond where 64-row token tiles x 128 columns x the k split fit in one wave, the GEMM is
-//!   the swapped one (`gemm_tma_rsa_swap_*`: 128 columns of the partial by a 32- or 64-row
-//!   token tile a unit, added into its first row's owner by one tensor-memory reduction, into
-//!   the later owners' rows 16 bytes at a time); with k split the launch also rounds the f32
-//!   sum at its end, and (on one and two GPUs; on more with `AUGUR_TP_UNVERIFIED` set, until a
-//!   run there has checked it) takes two f32 sums in turn, each zeroed as it is rounded two calls
-//!   before (no zeroing, no ready word in the launch), the swapped GEMM adding its partials by
-//!   tensor-memory reductions. On 2 GPUs each element is 0 + a + b,
-//!   rounded as the summing blocks round it (the sum of two 16-bit values is exact in f32); on
-//!   more the additions come in arrival order, so the last bit may differ from call to call.
+//!   GPU's rows are not whole halves). The owner zeroes its rows before its ready word: on one,
+//!   two or four GPUs (on other counts with `AUGUR_TP_UNVERIFIED` set, until a run there has
+//!   checked it) in its launch, which then writes the ready words, its own too; otherwise by a
+//!   memset and host-written words before the launch. Its launch ends once every GPU has
+//!   counted all of its tile rows. Where the launch zeroes, at M <= 64 (every GPU's rows in one
+//!   token tile) and beyond where 64-row token tiles x 128 columns x the k split fit in one
+//!   wave, the GEMM is the swapped one (`gemm_tma_rsa_swap_*`: 128 columns of the partial by a
+//!   32- or 64-row token tile a unit, added into its first row's owner by one tensor-memory
+//!   reduction, into the later owners' rows 16 bytes at a time); with k split the launch also
+//!   rounds the f32 sum at its end, and (on one, two and four GPUs; on other counts with
+//!   `AUGUR_TP_UNVERIFIED` set, until a run there has checked it) takes two f32 sums in turn,
+//!   each zeroed as it is rounded two calls before (no zeroing, no ready word in the launch),
+//!   the swapped GEMM adding its partials by tensor-memory reductions. On 2 GPUs each element
+//!   is 0 + a + b, rounded as the summing blocks round it (the sum of two 16-bit values is
+//!   exact in f32); on more the additions come in arrival order, so the last bit may differ
+//!   from call to call.
 //! - `ll-bulk`: the GEMM, then comm.cu's `tp_reduce_scatter_ll_*` (the `ll` module): each GPU
 //!   sends its partial of every peer's rows word by word with the call's epoch into that peer's
 //!   LL staging, and sums its own rows' P partials in f32, rank order, rounded once.

@@ -234,26 +234,28 @@ impl Rs {
 
 /// Whether `fused-reduce:0` on `world` GPUs zeroes its rows of the sum and writes the ready
 /// words in its launch (and, with k split, rounds its f32 sum at its end), and takes the
-/// swapped GEMM at small M: on one and two GPUs, where it was checked and timed (one H200:
-/// bench/results/fused-reduce-swap-h200-2026-11-29/, split-convert-h200-2026-11-29/,
+/// swapped GEMM at small M: on one, two and four GPUs, where it was checked and timed (one
+/// H200: bench/results/fused-reduce-swap-h200-2026-11-29/, split-convert-h200-2026-11-29/,
 /// swap-mid-h200-2026-11-29/, zero-helpers-h200-2026-11-29/; two H200s, every check passed and
-/// 1.05-1.80x faster than the host's way: fused-rs-2gpu-h200-2026-11-29/); on more only with
-/// AUGUR_TP_UNVERIFIED set, until a run on them has checked it (with more than two GPUs a box
-/// of the swapped GEMM may hold rows of three owners or more, a case two GPUs never make). The
-/// first version stopped with an illegal instruction on two GPUs: its tensor-memory reductions
-/// at a negative row of a later owner's map, an illegal instruction on one H200 too
+/// 1.05-1.80x faster than the host's way: fused-rs-2gpu-h200-2026-11-29/; four H200s, with
+/// boxes of the swapped GEMM holding three and four owners' rows, every check passed and
+/// 1.03-2.29x faster: fused-4gpu-h200-2026-11-29/); on other counts only with
+/// AUGUR_TP_UNVERIFIED set, until a run on them has checked it. The first version stopped
+/// with an illegal instruction on two GPUs: its tensor-memory reductions at a negative row of
+/// a later owner's map, an illegal instruction on one H200 too
 /// (bench/results/tma-negative-h200-2026-11-29/). Otherwise the host's memset and ready words,
 /// 128-row tiles and a second launch for the f32 sum, as before.
 ///
 /// Where it holds, `fused-reduce:0:K` also takes two f32 sums a GPU in turn, each zeroed by the
 /// call two before as it rounds it, instead of zeroing one in the launch and writing the ready
 /// words, and the swapped GEMM adds its partials by tensor-memory reductions, their completion
-/// waited for at its next store (gemm_fused.cu's `prezeroed`): checked and timed on one and two
-/// GPUs too (one H200, 1.10-1.26x faster by split at M 16-1024; two H200s, every check passed
-/// and `:0:2` / `:0:4` 1.03x / 1.07x faster at M 16-256:
-/// bench/results/split-prezeroed-h200-2026-11-29/).
+/// waited for at its next store (gemm_fused.cu's `prezeroed`): checked and timed on one, two
+/// and four GPUs too (one H200, 1.10-1.26x faster by split at M 16-1024; two H200s, every check
+/// passed and `:0:2` / `:0:4` 1.03x / 1.07x faster at M 16-256:
+/// bench/results/split-prezeroed-h200-2026-11-29/; four H200s, every check passed, 1.79x /
+/// 1.64x faster than with the host's zeroing at M 16-256: fused-4gpu-h200-2026-11-29/).
 pub(super) fn in_launch(world: usize) -> bool {
-    world <= 2 || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
+    matches!(world, 1 | 2 | 4) || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
 }
 
 /// The k split `fused-reduce:0` takes by itself on `world` GPUs for this GPU's product (its
@@ -384,11 +386,11 @@ pub(super) fn fused_rs_launches(
 mod tests {
     #[test]
     fn the_launch_zeroes_on_the_gpu_counts_it_was_checked_on() {
-        // Checked on one and two H200s (the split's sums zeroed two calls ahead too); on four
-        // only when asked for.
-        assert!(super::in_launch(1) && super::in_launch(2));
+        // Checked on one, two and four H200s (the split's sums zeroed two calls ahead too); on
+        // three or eight only when asked for.
+        assert!(super::in_launch(1) && super::in_launch(2) && super::in_launch(4));
         let asked = std::env::var_os("AUGUR_TP_UNVERIFIED").is_some();
-        assert_eq!(super::in_launch(4), asked);
+        assert_eq!(super::in_launch(3), asked);
         assert_eq!(super::in_launch(8), asked);
     }
 
@@ -409,10 +411,12 @@ mod tests {
         assert_eq!(auto_splits(2, (16, 3584, 1000), 132), 1);
         assert_eq!(auto_splits(2, (16, 3584, 896), 132), 1);
         assert_eq!(auto_splits(2, (16, 3584, 1792), 132), 2);
-        // Not where the launch does not zero (four GPUs unless asked).
+        // Four GPUs (M 16: 4 rows a GPU, one token tile): as on one.
+        assert_eq!(auto_splits(4, (16, 4096, 2048), 132), 4);
+        // Not where the launch does not zero (eight GPUs unless asked).
         let asked = std::env::var_os("AUGUR_TP_UNVERIFIED").is_some();
         assert_eq!(
-            auto_splits(4, (16, 4096, 2048), 132),
+            auto_splits(8, (16, 4096, 2048), 132),
             if asked { 4 } else { 1 }
         );
     }
