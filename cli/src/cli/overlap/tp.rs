@@ -95,8 +95,9 @@ pub struct TpArgs {
     /// (one launch of augur's TMA GEMM whose first S blocks move the rows), pc-reduce:C:S (the
     /// reduce-scatter's producer/consumer), fused-reduce:S (the TMA GEMM's tiles stored into
     /// their owners' staging, summed there by S blocks; fused-reduce:0: added into their
-    /// owners' rows by tensor-memory reductions, no summing blocks, on one and two GPUs run as
-    /// fused-reduce:0:2 or :0:4 where its units would leave half the SMs idle; fused-reduce:0:K:
+    /// owners' rows by tensor-memory reductions, no summing blocks, on one, two and four GPUs
+    /// run as fused-reduce:0:2 or :0:4 where its units would leave half the SMs idle;
+    /// fused-reduce:0:K:
     /// k split in K ranges, the partials added in f32 into the owners' f32 sums, rounded once
     /// after);
     /// gemm and comm are the parts alone. The
