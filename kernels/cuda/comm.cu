@@ -425,7 +425,8 @@ extern "C" __global__ void __launch_bounds__(512)
 // done reading the last call's) with stream waits, and the receiver's GEMMs after the arrival
 // words likewise; or (`own-bulk`: TpPieces' `ready` and `mine` set) the kernel spins on the
 // ready words itself and its block 0 on this GPU's arrival words before the launch ends, so the
-// GEMM only follows the launch: each stream wait cost about 13 us a call on four H200s.
+// GEMM only follows the launch: own-bulk's six stream waits cost about 13 us a call on four
+// H200s. (`pc-push` / `pc-pull` with AUGUR_TP_UNVERIFIED: `ready` only.)
 #ifndef TP_MAX_PIECES
 #error "TP_MAX_PIECES comes from the host as -DTP_MAX_PIECES=... (kernels/src/cuda/module.rs)"
 #endif

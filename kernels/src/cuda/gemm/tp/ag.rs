@@ -19,7 +19,9 @@
 //!   kernel (comm.cu's `tp_copy_pieces`, S blocks on the communication stream, NVLink writes or
 //!   reads by SMs, each piece's arrival word written by its last block), while cuBLASLt's GEMMs
 //!   target the other SMs (`CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET`), each piece's after its
-//!   arrival word.
+//!   arrival word. With `AUGUR_TP_UNVERIFIED` set the copy kernel spins on the peers' ready
+//!   words itself instead of the communication stream waiting for them (as `own-bulk`'s does;
+//!   not yet run between GPUs for these patterns).
 //! - `fused-push:C:S`, `fused-pull:C:S`: one launch of augur's TMA GEMM (gemm_fused.cu's
 //!   `gemm_tma_ag_*`) whose first S blocks to start move the rows (pushed or pulled, C pieces
 //!   per peer, each piece's arrival word written by the last of them), while its other blocks
@@ -154,6 +156,17 @@ pub(super) struct TpPieces {
 
 // SAFETY: plain old data laid out as the C struct.
 unsafe impl DeviceRepr for TpPieces {}
+
+/// Which of a call's waits the copy kernel makes itself ([`Ag::kernel_copies`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CopyWaits {
+    /// None: stream waits before the launch (the ready words) and before each GEMM (arrivals).
+    Stream,
+    /// The peers' ready words, spun on before the first copy.
+    Ready,
+    /// Those, and (pushed) every peer's rows' arrival before the launch ends.
+    ReadyAndArrivals,
+}
 
 /// Threads per block of the copy kernel (its __launch_bounds__).
 const COPY_THREADS: u32 = 512;
@@ -441,17 +454,18 @@ impl Ag {
     /// after the compute stream's work so far and every peer's ready word: pushed, this GPU's
     /// rows into every peer's A; pulled, every peer's rows into this GPU's; in `pieces` pieces
     /// per peer, each piece's arrival word (the receiver's flags) set to the call's epoch.
-    /// `in_kernel` (pushed only): the kernel itself spins on the peers' ready words before its
-    /// first copy and ends only once every peer's rows have arrived here (so a stream that
-    /// joins the communication stream may read them), in place of the stream waits
-    /// (cuStreamWaitValue32), which cost about 13 us a call on four H200s.
+    /// `waits`: which of the call's waits the kernel makes itself, spinning, in place of the
+    /// stream waits (cuStreamWaitValue32; own-bulk's six cost about 13 us a call on four
+    /// H200s): the peers' ready words before its first copy, and (pushed only) every peer's
+    /// rows' arrival here before the launch ends, so that a stream joining the communication
+    /// stream may read them.
     fn kernel_copies(
         &self,
         gpu: &Gpu,
         pieces: usize,
         blocks: usize,
         push: bool,
-        in_kernel: bool,
+        waits: CopyWaits,
     ) -> Result<(), KernelError> {
         let (f, counters) = set_up(&self.copy_kernel, "the copy kernel's pattern")?;
         let e = self.announce(gpu)?;
@@ -460,8 +474,8 @@ impl Ag {
         // before this call (pushed).
         cs.join(&s).map_err(drv("join"))?;
         let shard = (self.rows * self.k * 2) as u64;
-        let waits = in_kernel && push;
-        if !waits {
+        let arrivals = waits == CopyWaits::ReadyAndArrivals && push;
+        if waits == CopyWaits::Stream {
             for q in (0..world).filter(|&q| q != me) {
                 self.wait_ready(cs, q, e)?;
             }
@@ -472,8 +486,12 @@ impl Ag {
             dst,
             flag,
             counters: counters.ptr(),
-            ready: if waits { self.flags.ptr() } else { 0 },
-            mine: if waits {
+            ready: if waits == CopyWaits::Stream {
+                0
+            } else {
+                self.flags.ptr()
+            },
+            mine: if arrivals {
                 self.flags.ptr() + 4 * arrival(world, 0, 0)
             } else {
                 0
@@ -622,7 +640,14 @@ impl Ag {
                         arrival_order(gpu, false)
                     }
                     TpPattern::Pc { sms, push, .. } => {
-                        self.kernel_copies(gpu, pieces, sms, push, false)?;
+                        // The ready words in the kernel: not yet timed or checked between
+                        // GPUs (own-bulk's are), so only when asked for.
+                        let waits = if std::env::var_os("AUGUR_TP_UNVERIFIED").is_some() {
+                            CopyWaits::Ready
+                        } else {
+                            CopyWaits::Stream
+                        };
+                        self.kernel_copies(gpu, pieces, sms, push, waits)?;
                         arrival_order(gpu, push)
                     }
                     TpPattern::PcLl { sms, .. } => {
@@ -678,7 +703,7 @@ impl Ag {
                 // The copy kernel waits for the peers' ready words and this GPU's arrival
                 // words itself; the GEMM follows it (no stream waits: bench/results/
                 // fused-4gpu-h200-2026-11-29/copy-grid/, 1.06-1.27x faster on four GPUs).
-                self.kernel_copies(gpu, 1, self.sms, true, true)?;
+                self.kernel_copies(gpu, 1, self.sms, true, CopyWaits::ReadyAndArrivals)?;
                 gpu.join()?;
                 unsafe { self.full.run_on(a, b, c, &s) }?;
                 gpu.join()
