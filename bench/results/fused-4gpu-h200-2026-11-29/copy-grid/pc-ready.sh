@@ -14,7 +14,7 @@ source bench/unpack-carry.sh
 G=${GPUS:-4}
 T0=$SECONDS
 AUGUR_TP_UNVERIFIED=1 timeout 60 .carry/augur overlap tp --gpus $G --ops all-gather \
-  --patterns bulk,pc-push:1:8,pc-pull:1:8,pc-push:2:8,pc-pull:2:8 \
+  --patterns bulk,pc-push:1:8,pc-pull:1:8,pc-push:1:16 \
   16,2048,4096 40,4096,4096 $((64 + G)),6144,4096 200,2048,2056 > "$OUT/pc-odd$G.csv" 2>> "$OUT/pc.err"
 echo "odd rc=$? $((SECONDS - T0)) s"
 L=()
