@@ -61,6 +61,16 @@ __device__ __forceinline__ void check_wait(unsigned& spins, u64& since) {
     }
 }
 
+// Wait (one thread) until the word at `w` reaches `value` (wrapping), as a peer writes it (a
+// release store, or its stream's write); gives up after WAIT_LIMIT_NS.
+__device__ __forceinline__ void wait_geq(const unsigned* w, unsigned value) {
+    unsigned spins = 0;
+    u64 since = 0;
+    while ((int)(ld_acquire_sys(w) - value) < 0) {
+        check_wait(spins, since);
+    }
+}
+
 // Block b of this rank meets block b of every rank: every write of this block before the
 // barrier is visible to every rank's block b after it.
 __device__ void barrier(const Peers& p, int rank, int world, unsigned value) {
@@ -70,12 +80,7 @@ __device__ void barrier(const Peers& p, int rank, int world, unsigned value) {
         // Release at system scope is cumulative: the block's writes ordered before it by
         // __syncthreads are visible to whoever acquires the flag.
         st_release_sys((unsigned*)p.sig[q] + blockIdx.x * MAX_RANKS + rank, value);
-        const unsigned* mine = (const unsigned*)p.sig[rank] + blockIdx.x * MAX_RANKS + q;
-        unsigned spins = 0;
-        u64 since = 0;
-        while ((int)(ld_acquire_sys(mine) - value) < 0) {
-            check_wait(spins, since);
-        }
+        wait_geq((const unsigned*)p.sig[rank] + blockIdx.x * MAX_RANKS + q, value);
     }
     __syncthreads();
 }
@@ -463,9 +468,7 @@ extern "C" __global__ void __launch_bounds__(512)
     if (p.ready) {
         if (threadIdx.x == 0) {
             for (int q = 0; q < world; q++) {
-                if (q == rank) continue;
-                while ((int)(ld_acquire_sys((const unsigned*)p.ready + q) - epoch) < 0) {
-                }
+                if (q != rank) wait_geq((const unsigned*)p.ready + q, epoch);
             }
         }
         __syncthreads();
@@ -505,11 +508,8 @@ extern "C" __global__ void __launch_bounds__(512)
     }
     if (p.mine && blockIdx.x == 0 && threadIdx.x == 0) {
         for (int q = 0; q < world; q++) {
-            if (q == rank) continue;
-            for (int j = 0; j < pieces; j++) {
-                const unsigned* w = (const unsigned*)p.mine + q * TP_MAX_PIECES + j;
-                while ((int)(ld_acquire_sys(w) - epoch) < 0) {
-                }
+            for (int j = 0; q != rank && j < pieces; j++) {
+                wait_geq((const unsigned*)p.mine + q * TP_MAX_PIECES + j, epoch);
             }
         }
     }

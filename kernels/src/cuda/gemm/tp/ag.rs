@@ -96,6 +96,10 @@ pub(super) struct Ag {
     copy_kernel: Option<(CudaFunction, DeviceBuffer)>,
     /// The GPU's SMs (the copy kernel's grid in `own-bulk`).
     sms: usize,
+    /// Which waits the copy kernel of `pc-push` / `pc-pull` makes itself: the ready words with
+    /// `AUGUR_TP_UNVERIFIED` set (not yet run between GPUs for them; `own-bulk`'s are), else
+    /// none. Decided once at set-up.
+    pc_waits: CopyWaits,
     /// The fused kernel per count of copy blocks, when a pattern runs it, and its words: the
     /// copy blocks' counters ([MAX_RANKS][MAX_PIECES] u32, zero between calls), then each
     /// launch's tickets (one u64 per entry of `fused`: a launch takes as many as its grid has
@@ -283,6 +287,11 @@ impl Ag {
             epoch: Cell::new(0),
             copy_kernel,
             sms: g.multiprocessors,
+            pc_waits: if std::env::var_os("AUGUR_TP_UNVERIFIED").is_some() {
+                CopyWaits::Ready
+            } else {
+                CopyWaits::Stream
+            },
             fused,
             fused_words,
             ll,
@@ -640,14 +649,7 @@ impl Ag {
                         arrival_order(gpu, false)
                     }
                     TpPattern::Pc { sms, push, .. } => {
-                        // The ready words in the kernel: not yet timed or checked between
-                        // GPUs (own-bulk's are), so only when asked for.
-                        let waits = if std::env::var_os("AUGUR_TP_UNVERIFIED").is_some() {
-                            CopyWaits::Ready
-                        } else {
-                            CopyWaits::Stream
-                        };
-                        self.kernel_copies(gpu, pieces, sms, push, waits)?;
+                        self.kernel_copies(gpu, pieces, sms, push, self.pc_waits)?;
                         arrival_order(gpu, push)
                     }
                     TpPattern::PcLl { sms, .. } => {
@@ -704,9 +706,10 @@ impl Ag {
                 // words itself; the GEMM follows it (no stream waits: bench/results/
                 // fused-4gpu-h200-2026-11-29/copy-grid/, 1.06-1.27x faster on four GPUs).
                 self.kernel_copies(gpu, 1, self.sms, true, CopyWaits::ReadyAndArrivals)?;
+                // The launch ends once every row is here, and is the communication stream's
+                // last work of the call.
                 gpu.join()?;
-                unsafe { self.full.run_on(a, b, c, &s) }?;
-                gpu.join()
+                unsafe { self.full.run_on(a, b, c, &s) }
             }
             TpPattern::LlBulk => {
                 let ll = set_up(&self.ll, "ll-bulk")?;
