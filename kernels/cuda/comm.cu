@@ -431,7 +431,7 @@ extern "C" __global__ void __launch_bounds__(512)
 // words likewise; or (`own-bulk`: TpPieces' `ready` and `mine` set) the kernel spins on the
 // ready words itself and its block 0 on this GPU's arrival words before the launch ends, so the
 // GEMM only follows the launch: own-bulk's six stream waits cost about 13 us a call on four
-// H200s. (`pc-push` / `pc-pull` with AUGUR_TP_UNVERIFIED: `ready` only.)
+// H200s. (`pc-push` / `pc-pull` on two and four GPUs: `ready` only.)
 #ifndef TP_MAX_PIECES
 #error "TP_MAX_PIECES comes from the host as -DTP_MAX_PIECES=... (kernels/src/cuda/module.rs)"
 #endif

@@ -19,9 +19,10 @@
 //!   kernel (comm.cu's `tp_copy_pieces`, S blocks on the communication stream, NVLink writes or
 //!   reads by SMs, each piece's arrival word written by its last block), while cuBLASLt's GEMMs
 //!   target the other SMs (`CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET`), each piece's after its
-//!   arrival word. With `AUGUR_TP_UNVERIFIED` set the copy kernel spins on the peers' ready
-//!   words itself instead of the communication stream waiting for them (as `own-bulk`'s does;
-//!   not yet run between GPUs for these patterns).
+//!   arrival word. On two and four GPUs (other counts with `AUGUR_TP_UNVERIFIED` set) the
+//!   copy kernel spins on the peers' ready words itself instead of the communication stream
+//!   waiting for them, as `own-bulk`'s does: 1.025x faster with one piece on four H200s (up
+//!   to 1.09x; bench/results/own-bulk-grid-h200-2026-11-29/), even with two.
 //! - `fused-push:C:S`, `fused-pull:C:S`: one launch of augur's TMA GEMM (gemm_fused.cu's
 //!   `gemm_tma_ag_*`) whose first S blocks to start move the rows (pushed or pulled, C pieces
 //!   per peer, each piece's arrival word written by the last of them), while its other blocks
@@ -96,8 +97,8 @@ pub(super) struct Ag {
     copy_kernel: Option<(CudaFunction, DeviceBuffer)>,
     /// The GPU's SMs (the copy kernel's grid in `own-bulk`).
     sms: usize,
-    /// Which waits the copy kernel of `pc-push` / `pc-pull` makes itself: the ready words with
-    /// `AUGUR_TP_UNVERIFIED` set (not yet run between GPUs for them; `own-bulk`'s are), else
+    /// Which waits the copy kernel of `pc-push` / `pc-pull` makes itself: the ready words on
+    /// two and four GPUs, where that was checked (or with `AUGUR_TP_UNVERIFIED` set), else
     /// none. Decided once at set-up.
     pc_waits: CopyWaits,
     /// The fused kernel per count of copy blocks, when a pattern runs it, and its words: the
@@ -287,7 +288,9 @@ impl Ag {
             epoch: Cell::new(0),
             copy_kernel,
             sms: g.multiprocessors,
-            pc_waits: if std::env::var_os("AUGUR_TP_UNVERIFIED").is_some() {
+            pc_waits: if matches!(world, 2 | 4)
+                || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
+            {
                 CopyWaits::Ready
             } else {
                 CopyWaits::Stream

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Issue 24: `pc-push:C:S` / `pc-pull:C:S` with the copy kernel spinning on the peers' ready words
+# (the default on two and four GPUs since this build) checked on odd shapes on two and four
+# H200s, both types (checked before and after their timed calls). From the repository root with
+# .carry/augur.xz:   bash bench/results/own-bulk-grid-h200-2026-11-29/pc-check.sh
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0
+unset AUGUR_TP_UNVERIFIED
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+source bench/unpack-carry.sh
+T0=$SECONDS
+for g in ${GPUS:-2 4}; do
+  for t in bf16 f16; do
+    timeout 60 .carry/augur overlap tp --gpus $g --dtype $t --ops all-gather \
+      --patterns bulk,pc-push:1:8,pc-pull:1:8,pc-push:2:8,pc-pull:2:16 \
+      16,2048,4096 40,4096,4096 $((64 + 2 * g)),6144,4096 200,2048,2056 1024,6144,4096 \
+      > "$OUT/pc-odd$g-$t.csv" 2>> "$OUT/pc-check.err"
+    echo "$g GPUs $t rc=$? $((SECONDS - T0)) s"
+  done
+done
