@@ -112,19 +112,21 @@ fn shipped_models_are_what_their_committed_runs_train() {
 /// re-timed and spliced in (bench/results/fused-rs-2gpu-h200-2026-11-29/README.md), then the
 /// k splits of `fused-reduce:0` added (bench/results/split-prezeroed-h200-2026-11-29/README.md),
 /// the 4-GPU ones' fused patterns re-timed once the launch zeroes there too
-/// (bench/results/fused-4gpu-h200-2026-11-29/README.md).
+/// (bench/results/fused-4gpu-h200-2026-11-29/README.md), and the all-gather's `own-bulk`
+/// re-timed on both counts once its copy kernel waits itself
+/// (bench/results/own-bulk-grid-h200-2026-11-29/README.md).
 const OVERLAP_GRIDS: [&str; 12] = [
-    "bench/results/ll-bulk-h200-2026-11-28/grid-2/grid-2-all-gather.csv",
-    "bench/results/ll-bulk-h200-2026-11-28/grid-more-2/grid-2-all-gather.csv",
-    "bench/results/third-weights-h200-2026-11-28/grid-2/grid-2-all-gather.csv",
+    "bench/results/own-bulk-grid-h200-2026-11-29/spliced-first-grid-2-all-gather.csv",
+    "bench/results/own-bulk-grid-h200-2026-11-29/spliced-second-grid-2-all-gather.csv",
+    "bench/results/own-bulk-grid-h200-2026-11-29/spliced-third-grid-2-all-gather.csv",
     "bench/results/auto-split-h200-2026-11-29/spliced-first-grid-2-reduce-scatter.csv",
     "bench/results/auto-split-h200-2026-11-29/spliced-second-grid-2-reduce-scatter.csv",
     "bench/results/auto-split-h200-2026-11-29/spliced-third-grid-2-reduce-scatter.csv",
-    "bench/results/fused-4gpu-h200-2026-11-29/spliced-first-grid-4-all-gather.csv",
+    "bench/results/own-bulk-grid-h200-2026-11-29/spliced-first-grid-4-all-gather.csv",
     "bench/results/fused-4gpu-h200-2026-11-29/spliced-first-grid-4-reduce-scatter.csv",
-    "bench/results/fused-4gpu-h200-2026-11-29/spliced-second-grid-4-all-gather.csv",
+    "bench/results/own-bulk-grid-h200-2026-11-29/spliced-second-grid-4-all-gather.csv",
     "bench/results/fused-4gpu-h200-2026-11-29/spliced-second-grid-4-reduce-scatter.csv",
-    "bench/results/fused-4gpu-h200-2026-11-29/spliced-third-grid-4-all-gather.csv",
+    "bench/results/own-bulk-grid-h200-2026-11-29/spliced-third-grid-4-all-gather.csv",
     "bench/results/fused-4gpu-h200-2026-11-29/spliced-third-grid-4-reduce-scatter.csv",
 ];
 
