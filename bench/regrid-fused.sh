@@ -9,6 +9,7 @@
 # (bench/results/ll-bulk-h200-2026-11-28/, third-weights-h200-2026-11-28/; OLD NEW OUT) for
 # `augur overlap train`. Through the device tool with carry [".carry/augur.xz"]:
 #   GPUS=2 bash bench/regrid-fused.sh      (writes $OUT/<set>/grid-<gpus>-<op>.csv and .err)
+# MIN_M (say 1024) keeps only the sets' M values from it on (splice-grid.py keeps the other rows).
 # F replaces the patterns (default: the grids' fused ones, and `fused-reduce:0:2`, which the
 # grids do not have yet: every layer's k / P of the three sets is an even count of 64-steps on 2
 # and 4 GPUs; splice-grid.py adds its rows).
@@ -26,6 +27,9 @@ for set in ${SETS:-first second third}; do
       rs="3584,4096 5120,14336 7168,7168 7168,20480" ;;
     *) echo "SETS: first, second or third, not $set" >&2; exit 2 ;;
   esac
+  if [ -n "${MIN_M:-}" ]; then
+    ms=$(for m in $ms; do [ "$m" -ge "$MIN_M" ] && echo -n "$m "; done)
+  fi
   t0=$SECONDS
   OUT=$OUT/$set MS="$ms" AG_W="$ag" RS_W="$rs" GPUS="${GPUS:-2}" LIMIT=${LIMIT:-120} \
     TP_ARGS="--patterns $F" bash bench/tp-grid.sh
