@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 24, GPUS (default 4) H200s, one call (written after this folder's device time ran out;
 # run the next session: ../../own-bulk-grid-h200-2026-11-29/pc-ready-4/): `pc-push:C:S` /
-# `pc-pull:C:S` with the copy kernel spinning on the peers' ready words itself (AUGUR_TP_UNVERIFIED=1, `on`) against the communication stream waiting for them
-# (`off`), same build, alternating, two rounds, the all-gather's layers where the shipped
+# `pc-pull:C:S` with the copy kernel spinning on the peers' ready words itself
+# (AUGUR_TP_UNVERIFIED=1, `on`) against the communication stream waiting for them (`off`), same
+# build, alternating, two rounds, the all-gather's layers where the shipped
 # selector picks `pc-push:1:8` (M 2048-16384) and the middle band; odd shapes checked first.
 # From the repository root with .carry/augur.xz of the current build:
 #   GPUS=4 bash bench/results/fused-4gpu-h200-2026-11-29/copy-grid/pc-ready.sh

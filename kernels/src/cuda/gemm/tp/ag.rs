@@ -288,8 +288,7 @@ impl Ag {
             epoch: Cell::new(0),
             copy_kernel,
             sms: g.multiprocessors,
-            pc_waits: if matches!(world, 2 | 4)
-                || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
+            pc_waits: if matches!(world, 2 | 4) || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
             {
                 CopyWaits::Ready
             } else {
