@@ -7,12 +7,7 @@
 # first with the new build (own-bulk on 4 and 2 GPUs, both types; the pc patterns, whose copy
 # kernel announces too with AUGUR_TP_UNVERIFIED). From the repository root:
 #   bash bench/results/announce-4gpu-h200-2026-11-29/ab.sh   (writes $OUT/odd*.csv, $OUT/ab.csv)
-set -uo pipefail
-export NCCL_NVLS_ENABLE=0
-unset AUGUR_TP_UNVERIFIED
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-source bench/unpack-carry.sh
-T0=$SECONDS
+source bench/tp-env.sh
 for t in bf16 f16; do
   timeout 60 .carry/augur overlap tp --gpus 4 --dtype $t --ops all-gather --patterns bulk,own-bulk \
     16,2048,4096 40,4096,4096 68,6144,4096 200,2048,2056 > "$OUT/odd4-$t.csv" 2>> "$OUT/ab.err"

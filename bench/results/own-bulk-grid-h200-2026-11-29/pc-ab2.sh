@@ -3,12 +3,7 @@
 # the peer's ready word (.carry/augur.xz, this build) against the communication stream waiting
 # for it (.carry/old.xz, ea4a214's build), alternating, two rounds, 12 all-gather layers.
 # From the repository root:   bash bench/results/own-bulk-grid-h200-2026-11-29/pc-ab2.sh
-set -uo pipefail
-export NCCL_NVLS_ENABLE=0
-unset AUGUR_TP_UNVERIFIED
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-source bench/unpack-carry.sh
-T0=$SECONDS
+source bench/tp-env.sh
 L=()
 for m in 1024 2048 4096 16384; do for w in 6144,4096 10240,8192 28672,4096; do L+=("$m,$w"); done; done
 for round in 1 2; do

@@ -3,12 +3,7 @@
 # (the default on two and four GPUs since this build) checked on odd shapes on two and four
 # H200s, both types (checked before and after their timed calls). From the repository root with
 # .carry/augur.xz:   bash bench/results/own-bulk-grid-h200-2026-11-29/pc-check.sh
-set -uo pipefail
-export NCCL_NVLS_ENABLE=0
-unset AUGUR_TP_UNVERIFIED
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-source bench/unpack-carry.sh
-T0=$SECONDS
+source bench/tp-env.sh
 for g in ${GPUS:-2 4}; do
   for t in bf16 f16; do
     timeout 60 .carry/augur overlap tp --gpus $g --dtype $t --ops all-gather \
