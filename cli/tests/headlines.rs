@@ -114,11 +114,13 @@ fn shipped_models_are_what_their_committed_runs_train() {
 /// the 4-GPU ones' fused patterns re-timed once the launch zeroes there too
 /// (bench/results/fused-4gpu-h200-2026-11-29/README.md), and the all-gather's `own-bulk`
 /// re-timed on both counts once its copy kernel waits itself
-/// (bench/results/own-bulk-grid-h200-2026-11-29/README.md).
+/// (bench/results/own-bulk-grid-h200-2026-11-29/README.md), and on two GPUs the one-piece pc
+/// patterns re-timed once the last piece's GEMMs take every SM
+/// (bench/results/pc-tail-h200-2026-11-29/README.md).
 const OVERLAP_GRIDS: [&str; 12] = [
-    "bench/results/own-bulk-grid-h200-2026-11-29/spliced-first-grid-2-all-gather.csv",
-    "bench/results/own-bulk-grid-h200-2026-11-29/spliced-second-grid-2-all-gather.csv",
-    "bench/results/own-bulk-grid-h200-2026-11-29/spliced-third-grid-2-all-gather.csv",
+    "bench/results/pc-tail-h200-2026-11-29/spliced-first-grid-2-all-gather.csv",
+    "bench/results/pc-tail-h200-2026-11-29/spliced-second-grid-2-all-gather.csv",
+    "bench/results/pc-tail-h200-2026-11-29/spliced-third-grid-2-all-gather.csv",
     "bench/results/auto-split-h200-2026-11-29/spliced-first-grid-2-reduce-scatter.csv",
     "bench/results/auto-split-h200-2026-11-29/spliced-second-grid-2-reduce-scatter.csv",
     "bench/results/auto-split-h200-2026-11-29/spliced-third-grid-2-reduce-scatter.csv",

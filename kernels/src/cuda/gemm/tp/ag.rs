@@ -22,7 +22,9 @@
 //!   arrival word. On two and four GPUs (other counts with `AUGUR_TP_UNVERIFIED` set) the
 //!   copy kernel spins on the peers' ready words itself instead of the communication stream
 //!   waiting for them, as `own-bulk`'s does: 1.025x faster with one piece on four H200s (up
-//!   to 1.09x; bench/results/own-bulk-grid-h200-2026-11-29/), even with two.
+//!   to 1.09x; two pieces unchanged: bench/results/own-bulk-grid-h200-2026-11-29/). On two GPUs
+//!   (others with the variable) the last piece's GEMMs, which follow the copy kernel's end,
+//!   take every SM (1.035x with one piece on two H200s: bench/results/pc-tail-h200-2026-11-29/).
 //! - `fused-push:C:S`, `fused-pull:C:S`: one launch of augur's TMA GEMM (gemm_fused.cu's
 //!   `gemm_tma_ag_*`) whose first S blocks to start move the rows (pushed or pulled, C pieces
 //!   per peer, each piece's arrival word written by the last of them), while its other blocks
@@ -101,6 +103,12 @@ pub(super) struct Ag {
     /// two and four GPUs, where that was checked (or with `AUGUR_TP_UNVERIFIED` set), else
     /// none. Decided once at set-up.
     pc_waits: CopyWaits,
+    /// Whether the GEMMs of `pc-push` / `pc-pull`'s last piece take every SM (plans without
+    /// an SM target; they follow the piece's arrival, which the copy kernel writes as it ends):
+    /// on two GPUs, where that was timed (1.035x with one piece on two H200s:
+    /// bench/results/pc-tail-h200-2026-11-29/), or with `AUGUR_TP_UNVERIFIED` set. Decided
+    /// once at set-up.
+    pc_tail: bool,
     /// The fused kernel per count of copy blocks, when a pattern runs it, and its words: the
     /// copy blocks' counters ([MAX_RANKS][MAX_PIECES] u32, zero between calls), then each
     /// launch's tickets (one u64 per entry of `fused`: a launch takes as many as its grid has
@@ -294,6 +302,7 @@ impl Ag {
             } else {
                 CopyWaits::Stream
             },
+            pc_tail: world == 2 || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some(),
             fused,
             fused_words,
             ll,
@@ -663,11 +672,17 @@ impl Ag {
                         arrival_order(gpu, true)
                     }
                 };
-                let gemm = |r0: usize| unsafe {
+                // pc-push / pc-pull: the last piece's GEMMs follow its arrival, written by the
+                // copy kernel's last block as it ends, so they may take every SM (`pc_tail`).
+                let last = match p {
+                    TpPattern::Pc { .. } if self.pc_tail => plan_for(&self.pieces, pieces, 0)?.0,
+                    _ => plan,
+                };
+                let gemm = |plan: &LtPlan, r0: usize| unsafe {
                     plan.run_on(a + r0 as u64 * row, b, c + r0 as u64 * c_row, &s)
                 };
                 for j in 0..pieces {
-                    gemm(me * self.rows + j * piece)?;
+                    gemm(plan, me * self.rows + j * piece)?;
                 }
                 let e = self.epoch.get();
                 for j in 0..pieces {
@@ -677,7 +692,10 @@ impl Ag {
                         } else {
                             s.wait(&events[q * pieces + j]).map_err(drv("wait"))?;
                         }
-                        gemm(q * self.rows + j * piece)?;
+                        gemm(
+                            if j + 1 == pieces { last } else { plan },
+                            q * self.rows + j * piece,
+                        )?;
                     }
                 }
                 match p {

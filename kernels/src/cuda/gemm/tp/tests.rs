@@ -303,4 +303,9 @@ fn patterns_parse_and_shapes_split() {
         ]),
         vec![(2, 0), (4, 0)]
     );
+    // pc-push / pc-pull: the last piece's GEMMs on every SM too.
+    assert_eq!(
+        pieces_of(&[pc(1, 8), pc(2, 16)]),
+        vec![(1, 0), (1, 8), (2, 0), (2, 16)]
+    );
 }
