@@ -172,13 +172,32 @@ unsafe impl DeviceRepr for TpPieces {}
 
 /// Which of a call's waits the copy kernel makes itself ([`Ag::kernel_copies`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum CopyWaits {
+pub(super) enum CopyWaits {
     /// None: stream waits before the launch (the ready words) and before each GEMM (arrivals).
     Stream,
     /// The peers' ready words, spun on before the first copy.
     Ready,
     /// Those, and (pushed) every peer's rows' arrival before the launch ends.
     ReadyAndArrivals,
+}
+
+/// The waits `pc-push` / `pc-pull`'s copy kernel makes itself on `world` GPUs: the peers' ready
+/// words on two and four, where that was checked and timed
+/// (bench/results/own-bulk-grid-h200-2026-11-29/), on other counts only with
+/// `AUGUR_TP_UNVERIFIED` set; else the communication stream waits for them.
+pub(super) fn pc_waits(world: usize) -> CopyWaits {
+    if matches!(world, 2 | 4) || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some() {
+        CopyWaits::Ready
+    } else {
+        CopyWaits::Stream
+    }
+}
+
+/// Whether `pc-push` / `pc-pull`'s last piece's GEMMs take every SM on `world` GPUs: on two,
+/// where that was timed (bench/results/pc-tail-h200-2026-11-29/), on other counts only with
+/// `AUGUR_TP_UNVERIFIED` set.
+pub(super) fn pc_tail(world: usize) -> bool {
+    world == 2 || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
 }
 
 /// Threads per block of the copy kernel (its __launch_bounds__).
@@ -296,13 +315,8 @@ impl Ag {
             epoch: Cell::new(0),
             copy_kernel,
             sms: g.multiprocessors,
-            pc_waits: if matches!(world, 2 | 4) || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
-            {
-                CopyWaits::Ready
-            } else {
-                CopyWaits::Stream
-            },
-            pc_tail: world == 2 || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some(),
+            pc_waits: pc_waits(world),
+            pc_tail: pc_tail(world),
             fused,
             fused_words,
             ll,

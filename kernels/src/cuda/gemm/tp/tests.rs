@@ -303,6 +303,20 @@ fn patterns_parse_and_shapes_split() {
         ]),
         vec![(2, 0), (4, 0)]
     );
+    // pc-push / pc-pull: the copy kernel's own waits on two and four GPUs, the last piece's
+    // GEMMs on every SM on two (other counts only when asked).
+    let asked = std::env::var_os("AUGUR_TP_UNVERIFIED").is_some();
+    use super::ag::{pc_tail, pc_waits, CopyWaits};
+    assert_eq!(pc_waits(2), CopyWaits::Ready);
+    assert_eq!(pc_waits(4), CopyWaits::Ready);
+    let other = if asked {
+        CopyWaits::Ready
+    } else {
+        CopyWaits::Stream
+    };
+    assert_eq!((pc_waits(3), pc_waits(8)), (other, other));
+    assert!(pc_tail(2));
+    assert_eq!((pc_tail(4), pc_tail(8)), (asked, asked));
     // pc-push / pc-pull: the last piece's GEMMs on every SM too.
     assert_eq!(
         pieces_of(&[pc(1, 8), pc(2, 16)]),
