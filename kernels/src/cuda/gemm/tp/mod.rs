@@ -819,7 +819,7 @@ fn plan_for(
 /// pieces or moves it whole before a GEMM of its own (`pull-bulk`: (1, 0)); not `own-bulk`,
 /// whose GEMM is the whole one, nor the fused patterns, whose GEMM is augur's own. The
 /// all-gather's `pc-push` / `pc-pull` need both (C, S) and (C, 0): the GEMMs of the last piece
-/// run once the copy kernel is done, on every SM.
+/// run once the copy kernel is done, on every SM where `ag::pc_tail` holds (unused elsewhere).
 fn pieces_of(patterns: &[TpPattern]) -> Vec<(usize, usize)> {
     let mut v: Vec<(usize, usize)> = patterns
         .iter()
