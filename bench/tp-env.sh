@@ -9,3 +9,44 @@ unset AUGUR_TP_UNVERIFIED
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source bench/unpack-carry.sh
 T0=$SECONDS
+
+# layers "M..." "N,K...": every layer M,N,K of those M values and weights, into the array L.
+layers() {
+  L=()
+  local m w
+  for m in $1; do for w in $2; do L+=("$m,$w"); done; done
+}
+
+# odd NAME ERR SECONDS ARGS...: `augur overlap tp ARGS` in bf16 and in f16 (the checks before and
+# after the timed calls are the point), into $OUT/NAME-<type>.csv, errors to $OUT/ERR.err.
+odd() {
+  local name=$1 err=$2 limit=$3 t
+  shift 3
+  for t in bf16 f16; do
+    timeout "$limit" .carry/augur overlap tp --dtype $t "$@" > "$OUT/$name-$t.csv" 2>> "$OUT/$err.err"
+    echo "$name $t rc=$? $((SECONDS - T0)) s"
+  done
+}
+
+# ab NAME RUN SECONDS "LABEL..." ARGS...: two rounds of `RUN LABEL SECONDS ARGS...` per label in
+# turn (alternating), every row prefixed "LABEL,ROUND," into $OUT/NAME.csv, errors to
+# $OUT/NAME.err. RUN: by_build (LABEL a carried build, .carry/LABEL) or by_variable (LABEL on:
+# AUGUR_TP_UNVERIFIED=1, else unset; the build .carry/augur).
+ab() {
+  local name=$1 run=$2 limit=$3 labels=$4 round l
+  shift 4
+  for round in 1 2; do
+    for l in $labels; do
+      $run "$l" "$limit" "$@" | sed "s/^/$l,$round,/" >> "$OUT/$name.csv" 2>> "$OUT/$name.err"
+      echo "$l $round rc=${PIPESTATUS[0]} $((SECONDS - T0)) s"
+    done
+  done
+}
+by_build() { timeout "$2" ".carry/$1" overlap tp "${@:3}"; }
+by_variable() {
+  if [ "$1" = on ]; then
+    AUGUR_TP_UNVERIFIED=1 timeout "$2" .carry/augur overlap tp "${@:3}"
+  else
+    timeout "$2" .carry/augur overlap tp "${@:3}"
+  fi
+}

@@ -8,11 +8,8 @@
 # kernel announces too with AUGUR_TP_UNVERIFIED). From the repository root:
 #   bash bench/results/announce-4gpu-h200-2026-11-29/ab.sh   (writes $OUT/odd*.csv, $OUT/ab.csv)
 source bench/tp-env.sh
-for t in bf16 f16; do
-  timeout 60 .carry/augur overlap tp --gpus 4 --dtype $t --ops all-gather --patterns bulk,own-bulk \
-    16,2048,4096 40,4096,4096 68,6144,4096 200,2048,2056 > "$OUT/odd4-$t.csv" 2>> "$OUT/ab.err"
-  echo "odd 4 $t rc=$? $((SECONDS - T0)) s"
-done
+odd odd4 ab 60 --gpus 4 --ops all-gather --patterns bulk,own-bulk \
+  16,2048,4096 40,4096,4096 68,6144,4096 200,2048,2056
 timeout 40 .carry/augur overlap tp --gpus 2 --ops all-gather --patterns bulk,own-bulk \
   16,2048,4096 40,4096,4096 66,6144,4096 200,2048,2056 > "$OUT/odd2.csv" 2>> "$OUT/ab.err"
 echo "odd 2 rc=$? $((SECONDS - T0)) s"
@@ -20,12 +17,5 @@ AUGUR_TP_UNVERIFIED=1 timeout 60 .carry/augur overlap tp --gpus 4 --ops all-gath
   --patterns bulk,pc-push:1:8,pc-pull:1:8,pc-push:2:16 \
   16,2048,4096 40,4096,4096 68,6144,4096 200,2048,2056 > "$OUT/odd4-pc.csv" 2>> "$OUT/ab.err"
 echo "odd pc rc=$? $((SECONDS - T0)) s"
-L=()
-for m in 64 512 1024 2048; do for w in 6144,4096 10240,8192 28672,4096; do L+=("$m,$w"); done; done
-for round in 1 2; do
-  for build in old augur; do
-    timeout 90 .carry/$build overlap tp --gpus 4 --ops all-gather --patterns gemm,bulk,own-bulk "${L[@]}" \
-      | sed "s/^/$build,$round,/" >> "$OUT/ab.csv" 2>> "$OUT/ab.err"
-    echo "$build $round rc=${PIPESTATUS[0]} $((SECONDS - T0)) s"
-  done
-done
+layers "64 512 1024 2048" "6144,4096 10240,8192 28672,4096"
+ab ab by_build 90 "old augur" --gpus 4 --ops all-gather --patterns gemm,bulk,own-bulk "${L[@]}"

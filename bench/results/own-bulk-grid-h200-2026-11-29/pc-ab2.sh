@@ -4,13 +4,6 @@
 # for it (.carry/old.xz, ea4a214's build), alternating, two rounds, 12 all-gather layers.
 # From the repository root:   bash bench/results/own-bulk-grid-h200-2026-11-29/pc-ab2.sh
 source bench/tp-env.sh
-L=()
-for m in 1024 2048 4096 16384; do for w in 6144,4096 10240,8192 28672,4096; do L+=("$m,$w"); done; done
-for round in 1 2; do
-  for build in old augur; do
-    timeout ${LIMIT:-90} .carry/$build overlap tp --gpus 2 --ops all-gather \
-      --patterns bulk,pc-push:1:8,pc-pull:1:8,pc-push:2:8 "${L[@]}" \
-      | sed "s/^/$build,$round,/" >> "$OUT/pc-ab2.csv" 2>> "$OUT/pc-ab2.err"
-    echo "$build $round rc=${PIPESTATUS[0]} $((SECONDS - T0)) s"
-  done
-done
+layers "1024 2048 4096 16384" "6144,4096 10240,8192 28672,4096"
+ab pc-ab2 by_build ${LIMIT:-90} "old augur" --gpus 2 --ops all-gather \
+  --patterns bulk,pc-push:1:8,pc-pull:1:8,pc-push:2:8 "${L[@]}"

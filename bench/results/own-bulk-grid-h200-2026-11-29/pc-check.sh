@@ -5,11 +5,7 @@
 # .carry/augur.xz:   bash bench/results/own-bulk-grid-h200-2026-11-29/pc-check.sh
 source bench/tp-env.sh
 for g in ${GPUS:-2 4}; do
-  for t in bf16 f16; do
-    timeout 60 .carry/augur overlap tp --gpus $g --dtype $t --ops all-gather \
-      --patterns bulk,pc-push:1:8,pc-pull:1:8,pc-push:2:8,pc-pull:2:16 \
-      16,2048,4096 40,4096,4096 $((64 + 2 * g)),6144,4096 200,2048,2056 1024,6144,4096 \
-      > "$OUT/pc-odd$g-$t.csv" 2>> "$OUT/pc-check.err"
-    echo "$g GPUs $t rc=$? $((SECONDS - T0)) s"
-  done
+  odd pc-odd$g pc-check 60 --gpus $g --ops all-gather \
+    --patterns bulk,pc-push:1:8,pc-pull:1:8,pc-push:2:8,pc-pull:2:16 \
+    16,2048,4096 40,4096,4096 $((64 + 2 * g)),6144,4096 200,2048,2056 1024,6144,4096
 done
