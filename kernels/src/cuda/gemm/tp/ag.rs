@@ -248,7 +248,8 @@ impl Ag {
         owned: Option<Owned>,
     ) -> Result<(Ag, Vec<u64>), KernelError> {
         let m = world * rows;
-        let pieces = pieces_of(patterns);
+        let tail = pc_tail(world);
+        let pieces = pieces_of(patterns, tail);
         let copying = patterns.iter().any(|q| q.copies());
         let words = world * (1 + MAX_PIECES);
         let flags = DeviceBuffer::zeroed(&g.ctx, 4 * words)?;
@@ -316,7 +317,7 @@ impl Ag {
             copy_kernel,
             sms: g.multiprocessors,
             pc_waits: pc_waits(world),
-            pc_tail: pc_tail(world),
+            pc_tail: tail,
             fused,
             fused_words,
             ll,

@@ -817,19 +817,21 @@ fn plan_for(
 
 /// (pieces, SMs left to the copy kernel) of every pattern in `patterns` that cuts the work in
 /// pieces or moves it whole before a GEMM of its own (`pull-bulk`: (1, 0)); not `own-bulk`,
-/// whose GEMM is the whole one, nor the fused patterns, whose GEMM is augur's own. The
-/// all-gather's `pc-push` / `pc-pull` need both (C, S) and (C, 0): the GEMMs of the last piece
-/// run once the copy kernel is done, on every SM where `ag::pc_tail` holds (unused elsewhere).
-fn pieces_of(patterns: &[TpPattern]) -> Vec<(usize, usize)> {
+/// whose GEMM is the whole one, nor the fused patterns, whose GEMM is augur's own. With
+/// `pc_tail` (`ag::pc_tail`), the all-gather's `pc-push` / `pc-pull` need (C, 0) too: the GEMMs
+/// of their last piece run once the copy kernel is done, on every SM.
+fn pieces_of(patterns: &[TpPattern], pc_tail: bool) -> Vec<(usize, usize)> {
     let mut v: Vec<(usize, usize)> = patterns
         .iter()
         .filter(|q| **q != TpPattern::OwnBulk && !matches!(q, TpPattern::Fused { .. }))
         .filter_map(|q| q.pieces().map(|c| (c, q.kernel_sms())))
         .collect();
-    v.extend(patterns.iter().filter_map(|q| match q {
-        TpPattern::Pc { pieces, .. } => Some((*pieces, 0)),
-        _ => None,
-    }));
+    if pc_tail {
+        v.extend(patterns.iter().filter_map(|q| match q {
+            TpPattern::Pc { pieces, .. } => Some((*pieces, 0)),
+            _ => None,
+        }));
+    }
     v.sort_unstable();
     v.dedup();
     v

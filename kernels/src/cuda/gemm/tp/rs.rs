@@ -219,7 +219,8 @@ impl Rs {
     ) -> Result<(Rs, Vec<u64>), KernelError> {
         let s = &g.stream;
         let m = world * rows;
-        let pieces = pieces_of(patterns);
+        // No pc-push / pc-pull here (tp::check refuses them for the reduce-scatter).
+        let pieces = pieces_of(patterns, false);
         let part = s.alloc_zeros::<u16>(m * n).map_err(drv("alloc"))?;
         let full = LtPlan::for_shape(s, GemmShape { m, n, k: kp }, dtype, 0)?;
         let plans = piece_plans(

@@ -260,17 +260,20 @@ fn patterns_parse_and_shapes_split() {
     assert!(e.contains("at most 64 pieces"), "{e}");
     assert!(check(TpOp::AllGatherGemm, odd_k, 4, &[TpPattern::Push(1)]).is_ok());
     assert_eq!(
-        pieces_of(&[
-            pc(2, 16),
-            TpPattern::OwnBulk,
-            TpPattern::Push(2),
-            pc(2, 16),
-            TpPattern::Fused {
-                pieces: 4,
-                sms: 8,
-                push: false
-            }
-        ]),
+        pieces_of(
+            &[
+                pc(2, 16),
+                TpPattern::OwnBulk,
+                TpPattern::Push(2),
+                pc(2, 16),
+                TpPattern::Fused {
+                    pieces: 4,
+                    sms: 8,
+                    push: false
+                }
+            ],
+            false
+        ),
         vec![(2, 0), (2, 16)]
     );
     // The fused launches: one per distinct count of blocks, in order.
@@ -296,11 +299,14 @@ fn patterns_parse_and_shapes_split() {
         .to_string();
     assert!(e.contains("fused-reduce run without its set-up"), "{e}");
     assert_eq!(
-        pieces_of(&[
-            TpPattern::Chunked(4),
-            TpPattern::Bulk,
-            TpPattern::Chunked(2)
-        ]),
+        pieces_of(
+            &[
+                TpPattern::Chunked(4),
+                TpPattern::Bulk,
+                TpPattern::Chunked(2)
+            ],
+            false
+        ),
         vec![(2, 0), (4, 0)]
     );
     // pc-push / pc-pull: the copy kernel's own waits on two and four GPUs, the last piece's
@@ -317,9 +323,13 @@ fn patterns_parse_and_shapes_split() {
     assert_eq!((pc_waits(3), pc_waits(8)), (other, other));
     assert!(pc_tail(2));
     assert_eq!((pc_tail(4), pc_tail(8)), (asked, asked));
-    // pc-push / pc-pull: the last piece's GEMMs on every SM too.
+    // pc-push / pc-pull: with pc_tail the last piece's GEMMs on every SM too, else not.
     assert_eq!(
-        pieces_of(&[pc(1, 8), pc(2, 16)]),
+        pieces_of(&[pc(1, 8), pc(2, 16)], true),
         vec![(1, 0), (1, 8), (2, 0), (2, 16)]
+    );
+    assert_eq!(
+        pieces_of(&[pc(1, 8), pc(2, 16)], false),
+        vec![(1, 8), (2, 16)]
     );
 }
