@@ -28,23 +28,23 @@ odd() {
   done
 }
 
-# ab NAME RUN SECONDS "LABEL..." ARGS...: two rounds of `RUN LABEL SECONDS ARGS...` per label in
-# turn (alternating), every row prefixed "LABEL,ROUND," into $OUT/NAME.csv, errors to
-# $OUT/NAME.err. RUN: by_build (LABEL a carried build, .carry/LABEL) or by_variable (LABEL on:
-# AUGUR_TP_UNVERIFIED=1, else unset; the build .carry/augur).
+# ab NAME ERR RUN SECONDS "LABEL..." ARGS...: two rounds of `RUN LABEL SECONDS ARGS...` per label
+# in turn (alternating), every row prefixed "LABEL,ROUND," into $OUT/NAME.csv, errors to
+# $OUT/ERR.err. RUN: by_build (LABEL a carried build, .carry/LABEL) or by_variable (LABEL `on`
+# or `launch`: AUGUR_TP_UNVERIFIED=1, else unset; the build .carry/augur).
 ab() {
-  local name=$1 run=$2 limit=$3 labels=$4 round l
-  shift 4
+  local name=$1 err=$2 run=$3 limit=$4 labels=$5 round l
+  shift 5
   for round in 1 2; do
     for l in $labels; do
-      $run "$l" "$limit" "$@" | sed "s/^/$l,$round,/" >> "$OUT/$name.csv" 2>> "$OUT/$name.err"
+      $run "$l" "$limit" "$@" | sed "s/^/$l,$round,/" >> "$OUT/$name.csv" 2>> "$OUT/$err.err"
       echo "$l $round rc=${PIPESTATUS[0]} $((SECONDS - T0)) s"
     done
   done
 }
 by_build() { timeout "$2" ".carry/$1" overlap tp "${@:3}"; }
 by_variable() {
-  if [ "$1" = on ]; then
+  if [ "$1" = on ] || [ "$1" = launch ]; then
     AUGUR_TP_UNVERIFIED=1 timeout "$2" .carry/augur overlap tp "${@:3}"
   else
     timeout "$2" .carry/augur overlap tp "${@:3}"

@@ -18,4 +18,4 @@ AUGUR_TP_UNVERIFIED=1 timeout 60 .carry/augur overlap tp --gpus 4 --ops all-gath
   16,2048,4096 40,4096,4096 68,6144,4096 200,2048,2056 > "$OUT/odd4-pc.csv" 2>> "$OUT/ab.err"
 echo "odd pc rc=$? $((SECONDS - T0)) s"
 layers "64 512 1024 2048" "6144,4096 10240,8192 28672,4096"
-ab ab by_build 90 "old augur" --gpus 4 --ops all-gather --patterns gemm,bulk,own-bulk "${L[@]}"
+ab ab ab by_build 90 "old augur" --gpus 4 --ops all-gather --patterns gemm,bulk,own-bulk "${L[@]}"

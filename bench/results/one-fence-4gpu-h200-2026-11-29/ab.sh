@@ -11,5 +11,5 @@ odd odd ab 60 --gpus $G --ops all-gather \
   --patterns bulk,own-bulk,pc-push:1:8,pc-pull:1:8,pc-push:2:8,pc-pull:2:16 \
   16,2048,4096 40,4096,4096 $((64 + 2 * G)),6144,4096 200,2048,2056
 layers "512 1024 2048 4096" "6144,4096 10240,8192 28672,4096"
-ab ab by_build ${LIMIT:-100} "old augur" --gpus $G --ops all-gather \
+ab ab ab by_build ${LIMIT:-100} "old augur" --gpus $G --ops all-gather \
   --patterns gemm,bulk,own-bulk,pc-push:1:8,pc-pull:1:8,pc-push:2:8 "${L[@]}"

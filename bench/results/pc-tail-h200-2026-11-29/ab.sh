@@ -12,5 +12,5 @@ odd odd ab 60 --gpus $G --ops all-gather \
   --patterns bulk,pc-push:1:8,pc-pull:1:8,pc-push:2:8,pc-pull:2:16 \
   16,2048,4096 40,4096,4096 $((64 + 2 * G)),6144,4096 200,2048,2056 1024,6144,4096
 layers "1024 2048 4096 8192 16384" "6144,4096 10240,8192 28672,4096"
-ab ab by_build ${LIMIT:-110} "old augur" --gpus $G --ops all-gather \
+ab ab ab by_build ${LIMIT:-110} "old augur" --gpus $G --ops all-gather \
   --patterns gemm,bulk,pc-push:1:8,pc-pull:1:8,pc-push:2:8,pc-pull:2:8 "${L[@]}"

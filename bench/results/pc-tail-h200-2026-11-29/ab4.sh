@@ -14,5 +14,5 @@ AUGUR_TP_UNVERIFIED=1 odd odd4 ab4 60 --gpus 4 --ops all-gather \
   16,2048,4096 40,4096,4096 72,6144,4096 200,2048,2056 1024,6144,4096
 unset AUGUR_TP_UNVERIFIED
 layers "1024 2048 4096 8192 16384" "6144,4096 10240,8192 28672,4096"
-ab ab4 by_variable ${LIMIT:-120} "off on" --gpus 4 --ops all-gather \
+ab ab4 ab4 by_variable ${LIMIT:-120} "off on" --gpus 4 --ops all-gather \
   --patterns gemm,bulk,pc-push:1:8,pc-pull:1:8,pc-push:2:8,pc-pull:2:8 "${L[@]}"

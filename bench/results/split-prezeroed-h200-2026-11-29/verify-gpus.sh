@@ -11,32 +11,15 @@
 # the repository root with .carry/augur.xz of the current build:
 #   GPUS=2 bash bench/results/split-prezeroed-h200-2026-11-29/verify-gpus.sh
 #   (writes $OUT/odd<G>-{f16,bf16}.csv, $OUT/ab<G>.csv, $OUT/run<G>.csv)
-set -uo pipefail
-export NCCL_NVLS_ENABLE=0
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-source bench/unpack-carry.sh
+source bench/tp-env.sh
 G=${GPUS:-2}
-T0=$SECONDS
-for t in f16 bf16; do
-  AUGUR_TP_UNVERIFIED=1 timeout 75 .carry/augur overlap tp --gpus $G --dtype $t --ops reduce-scatter \
-    --patterns bulk,fused-reduce:0,fused-reduce:0:2,fused-reduce:0:4 \
-    16,1032,$((1024 * G)) 40,2056,$((1024 * G)) 64,4096,$((1024 * G)) $((64 + G)),4096,$((1024 * G)) \
-    136,2056,$((1024 * G)) 200,1032,$((1024 * G)) > "$OUT/odd$G-$t.csv" 2>> "$OUT/verify.err"
-  echo "odd $t rc=$? $((SECONDS - T0)) s"
-done
-S=()
-for m in ${MS:-16 32 64 128 256}; do
-  for w in 4096,4096 8192,8192 4096,14336; do S+=("$m,$w"); done
-done
-for round in 1 2; do
-  for mode in off on; do
-    if [ $mode = on ]; then export AUGUR_TP_UNVERIFIED=1; else unset AUGUR_TP_UNVERIFIED; fi
-    timeout ${LIMIT:-90} .carry/augur overlap tp --gpus $G --ops reduce-scatter \
-      --patterns bulk,ll-bulk,fused-reduce:0,fused-reduce:0:2,fused-reduce:0:4 "${S[@]}" \
-      | sed "s/^/$mode,$round,/" >> "$OUT/ab$G.csv" 2>> "$OUT/verify.err"
-    echo "$mode $round rc=${PIPESTATUS[0]} $((SECONDS - T0)) s"
-  done
-done
+AUGUR_TP_UNVERIFIED=1 odd odd$G verify 75 --gpus $G --ops reduce-scatter \
+  --patterns bulk,fused-reduce:0,fused-reduce:0:2,fused-reduce:0:4 \
+  16,1032,$((1024 * G)) 40,2056,$((1024 * G)) 64,4096,$((1024 * G)) $((64 + G)),4096,$((1024 * G)) \
+  136,2056,$((1024 * G)) 200,1032,$((1024 * G))
+layers "${MS:-16 32 64 128 256}" "4096,4096 8192,8192 4096,14336"
+ab ab$G verify by_variable ${LIMIT:-90} "off on" --gpus $G --ops reduce-scatter \
+  --patterns bulk,ll-bulk,fused-reduce:0,fused-reduce:0:2,fused-reduce:0:4 "${L[@]}"
 AUGUR_TP_UNVERIFIED=1 timeout 60 .carry/augur overlap run --gpus $G --op reduce-scatter \
   --pattern fused-reduce:0:2 16,4096,4096 64,8192,8192 256,8192,8192 > "$OUT/run$G.csv" 2>> "$OUT/verify.err"
 echo "run rc=$? end $((SECONDS - T0)) s"

@@ -6,12 +6,8 @@
 # rounds, on the all-gather's middle band (M 256-4096) and the reduce-scatter's pc pattern. From
 # the repository root:
 #   GPUS=4 bash bench/results/fused-4gpu-h200-2026-11-29/copy-grid/ab.sh   (writes $OUT/ab-ag.csv, ab-rs.csv)
-set -uo pipefail
-export NCCL_NVLS_ENABLE=0
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-source bench/unpack-carry.sh
+source bench/tp-env.sh
 G=${GPUS:-4}
-T0=$SECONDS
 AG=(); RS=()
 for m in ${MS:-256 1024 2048 4096}; do
   for w in 6144,4096 10240,8192 57344,8192 28672,4096; do AG+=("$m,$w"); done

@@ -8,24 +8,12 @@
 # From the repository root with .carry/augur.xz of the current build:
 #   GPUS=4 bash bench/results/fused-4gpu-h200-2026-11-29/copy-grid/pc-ready.sh
 #   (writes $OUT/pc-odd<G>.csv, $OUT/pc-ab<G>.csv; summary: ab_rows.read, builds `off` / `on`)
-set -uo pipefail
-export NCCL_NVLS_ENABLE=0
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-source bench/unpack-carry.sh
+source bench/tp-env.sh
 G=${GPUS:-4}
-T0=$SECONDS
 AUGUR_TP_UNVERIFIED=1 timeout 60 .carry/augur overlap tp --gpus $G --ops all-gather \
   --patterns bulk,pc-push:1:8,pc-pull:1:8,pc-push:1:16 \
   16,2048,4096 40,4096,4096 $((64 + G)),6144,4096 200,2048,2056 > "$OUT/pc-odd$G.csv" 2>> "$OUT/pc.err"
 echo "odd rc=$? $((SECONDS - T0)) s"
-L=()
-for m in 1024 2048 4096 16384; do for w in 6144,4096 10240,8192 28672,4096; do L+=("$m,$w"); done; done
-for round in 1 2; do
-  for mode in off on; do
-    if [ $mode = on ]; then export AUGUR_TP_UNVERIFIED=1; else unset AUGUR_TP_UNVERIFIED; fi
-    timeout ${LIMIT:-150} .carry/augur overlap tp --gpus $G --ops all-gather \
-      --patterns bulk,own-bulk,pc-push:1:8,pc-pull:1:8,pc-push:2:8 "${L[@]}" \
-      | sed "s/^/$mode,$round,/" >> "$OUT/pc-ab$G.csv" 2>> "$OUT/pc.err"
-    echo "$mode $round rc=${PIPESTATUS[0]} $((SECONDS - T0)) s"
-  done
-done
+layers "1024 2048 4096 16384" "6144,4096 10240,8192 28672,4096"
+ab pc-ab$G pc by_variable ${LIMIT:-150} "off on" --gpus $G --ops all-gather \
+  --patterns bulk,own-bulk,pc-push:1:8,pc-pull:1:8,pc-push:2:8 "${L[@]}"
