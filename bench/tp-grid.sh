@@ -12,7 +12,7 @@
 # K 18944) and hidden-5120 models (Llama-2-13B QKV N 15360 and down K 13824; Qwen2.5-32B QKV N
 # 7168; O K 5120):
 #   AG_W="4608,3584 37888,3584 15360,5120 7168,5120" RS_W="3584,3584 3584,18944 5120,5120 5120,13824"
-# OPS (default "all-gather reduce-scatter") picks the operations; TP_ARGS (say --patterns) must
+# OPS (default "all-gather reduce-scatter"; all-reduce runs the RS_W weights) picks the operations; TP_ARGS (say --patterns) must
 # not name --ops (clap appends it: every shape would run twice). Run 2026-11-27 on 4 H200s:
 # bench/results/tp-grid-h200-2026-11-27/ (from a barrier); on 2 H200s from a held start:
 # bench/results/held-start-h200-2026-11-28/; on 4 from a held start, every pattern:

@@ -8,6 +8,8 @@
 //!   it gathers all of A and makes C's N / P columns.
 //! - **GEMM + reduce-scatter** (row-parallel): A and B cut along K (K / P each); each GPU makes a
 //!   partial M x N product, and the sum's rows are scattered, M / P to each GPU.
+//! - **GEMM + all-reduce** (row-parallel without sequence parallelism): cut as the
+//!   reduce-scatter, but every GPU receives the whole M x N sum.
 
 use serde::{Deserialize, Serialize};
 
@@ -18,13 +20,15 @@ use crate::spec::SpecParams;
 use crate::FeatureError;
 
 /// Version of the overlap feature schema.
-pub const OVERLAP_SCHEMA_VERSION: u32 = 1;
+/// 2: `all_reduce`, the GEMM + all-reduce's flag (the reduce-scatter's features are otherwise
+/// the same).
+pub const OVERLAP_SCHEMA_VERSION: u32 = 2;
 
 /// The tile the wave count assumes (rows x columns of C per thread block: cuBLASLt's and augur's
 /// common 128 x 128).
 pub const WAVE_TILE: usize = 128;
 
-/// The two operations of a tensor-parallel layer.
+/// The operations of a tensor-parallel layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum OverlapOp {
@@ -32,6 +36,8 @@ pub enum OverlapOp {
     AllGatherGemm,
     /// Row-parallel: the GEMM, then reduce-scatter of C.
     GemmReduceScatter,
+    /// Row-parallel without sequence parallelism: the GEMM, then all-reduce of C.
+    GemmAllReduce,
 }
 
 impl OverlapOp {
@@ -39,20 +45,37 @@ impl OverlapOp {
         match self {
             OverlapOp::AllGatherGemm => "all-gather+gemm",
             OverlapOp::GemmReduceScatter => "gemm+reduce-scatter",
+            OverlapOp::GemmAllReduce => "gemm+all-reduce",
         }
+    }
+
+    /// Every operation, in the order models and reports list them.
+    pub const ALL: [OverlapOp; 3] = [
+        OverlapOp::AllGatherGemm,
+        OverlapOp::GemmReduceScatter,
+        OverlapOp::GemmAllReduce,
+    ];
+
+    /// Row-parallel (A and B cut along K, each GPU a partial product summed over the GPUs): the
+    /// reduce-scatter and the all-reduce.
+    pub fn row_parallel(self) -> bool {
+        self != OverlapOp::AllGatherGemm
     }
 
     pub fn parse(s: &str) -> Option<OverlapOp> {
         match s {
             "all-gather+gemm" | "all-gather" => Some(OverlapOp::AllGatherGemm),
             "gemm+reduce-scatter" | "reduce-scatter" => Some(OverlapOp::GemmReduceScatter),
+            "gemm+all-reduce" | "all-reduce" => Some(OverlapOp::GemmAllReduce),
             _ => None,
         }
     }
 
     /// The cut of an M x N x K layer on `world` GPUs: (rows of A per GPU, its share of the cut
-    /// dimension: N / P for the all-gather, K / P for the reduce-scatter), or why it does not
-    /// cut (M and the cut dimension must split evenly, the share a multiple of 8).
+    /// dimension: N / P for the all-gather, K / P for the reduce-scatter and the all-reduce), or
+    /// why it does not cut (M and the cut dimension must split evenly, the share a multiple of
+    /// 8; the all-reduce's M too, as it runs as a reduce-scatter of M / P rows per GPU and an
+    /// all-gather).
     pub fn split(
         self,
         m: usize,
@@ -62,7 +85,7 @@ impl OverlapOp {
     ) -> Result<(usize, usize), String> {
         let (cut, what) = match self {
             OverlapOp::AllGatherGemm => (n, "N"),
-            OverlapOp::GemmReduceScatter => (k, "K"),
+            OverlapOp::GemmReduceScatter | OverlapOp::GemmAllReduce => (k, "K"),
         };
         if world == 0
             || !m.is_multiple_of(world)
@@ -125,14 +148,14 @@ impl OverlapShape {
     }
 
     /// Parse `overlap:op=all-gather,m=8192,n=6144,k=4096,world=4[,dtype=bf16,link=nvlink,sms=132]`
-    /// (`op` all-gather or reduce-scatter; defaults: bf16, NVLink, 132 SMs as on an H100 SXM or
+    /// (`op` all-gather, reduce-scatter or all-reduce; defaults: bf16, NVLink, 132 SMs as on an H100 SXM or
     /// an H200).
     pub fn parse(spec: &str) -> Result<OverlapShape, FeatureError> {
         let mut p = SpecParams::parse(spec, "overlap")?;
         let op_text = p.text("op").ok_or_else(|| p.err("needs `op=`"))?;
         let op = OverlapOp::parse(op_text).ok_or_else(|| {
             p.err(format!(
-                "op `{op_text}` is not all-gather (+ GEMM) or reduce-scatter (GEMM +)"
+                "op `{op_text}` is not all-gather (+ GEMM), reduce-scatter or all-reduce (GEMM +)"
             ))
         })?;
         let dtype = match p.text("dtype") {
@@ -179,13 +202,20 @@ impl OverlapShape {
         // What one GPU multiplies (rows of C x columns x depth) and moves.
         let (c_cols, depth, shard) = match self.op {
             OverlapOp::AllGatherGemm => (n / p, k, rows * k * eb),
-            OverlapOp::GemmReduceScatter => (n, k / p, rows * n * eb),
+            OverlapOp::GemmReduceScatter | OverlapOp::GemmAllReduce => (n, k / p, rows * n * eb),
         };
         let flops = 2.0 * m * c_cols * depth;
-        let moved = (p - 1.0) * shard;
+        // The all-reduce receives P - 1 shards of partials, then P - 1 shards of the sum.
+        let phases = if self.op == OverlapOp::GemmAllReduce {
+            2.0
+        } else {
+            1.0
+        };
+        let moved = phases * (p - 1.0) * shard;
         let tiles = (self.m.div_ceil(WAVE_TILE) * (c_cols as usize).div_ceil(WAVE_TILE)) as f64;
         Ok(OverlapFeatures {
             all_gather: (self.op == OverlapOp::AllGatherGemm) as u8 as f64,
+            all_reduce: (self.op == OverlapOp::GemmAllReduce) as u8 as f64,
             world_size: p,
             link_nvlink: (self.link == LinkType::Nvlink) as u8 as f64,
             elem_bytes: eb,
@@ -208,7 +238,8 @@ impl OverlapShape {
 feature_struct! {
     /// Features of one tensor-parallel layer call, in schema order (all known from the shape).
     OverlapFeatures, "overlap", OVERLAP_SCHEMA_VERSION, {
-        all_gather: "flag", Known, "1 for all-gather + GEMM (column-parallel), 0 for GEMM + reduce-scatter (row-parallel).";
+        all_gather: "flag", Known, "1 for all-gather + GEMM (column-parallel), 0 for GEMM + reduce-scatter or all-reduce (row-parallel).";
+        all_reduce: "flag", Known, "1 for GEMM + all-reduce (row-parallel, every GPU receives the whole sum), else 0.";
         world_size: "GPUs", Known, "GPUs sharing the layer: how many peers each GPU exchanges with.";
         link_nvlink: "flag", Known, "1 when the slowest link between the GPUs is NVLink.";
         elem_bytes: "bytes", Known, "Bytes per element of A, B and C.";
@@ -216,11 +247,11 @@ feature_struct! {
         n: "columns", Known, "N of the whole layer (output features).";
         k: "elements", Known, "K of the whole layer (input features).";
         log2_m: "log2 rows", Known, "log2 M: token counts span 16 to 16384.";
-        rows_per_rank: "rows", Known, "M / P: the rows each GPU owns (of A for the all-gather, of the sum for the reduce-scatter).";
+        rows_per_rank: "rows", Known, "M / P: the rows each GPU owns (of A for the all-gather, of the sum for the reduce-scatter; the all-reduce's reduce-scatter half).";
         gemm_cols: "columns", Known, "Columns of C one GPU makes (N / P for the all-gather, N for the reduce-scatter).";
         gemm_depth: "elements", Known, "The depth of one GPU's product (K, or K / P for the reduce-scatter).";
         shard_bytes: "bytes", Known, "Bytes one GPU contributes to the collective (its rows of A, or one destination's rows of its partial).";
-        moved_bytes: "bytes", Known, "Bytes one GPU receives: (P - 1) shards.";
+        moved_bytes: "bytes", Known, "Bytes one GPU receives: (P - 1) shards (2 (P - 1) for the all-reduce: the partials, then the sums).";
         gemm_flops: "flop", Known, "2 x the multiply-adds of one GPU's product: compute that can hide the transfer.";
         bytes_per_flop: "bytes/flop", Known, "moved_bytes / gemm_flops: the transfer's time over the GEMM's, up to a constant of the device (peak flop/s over link bandwidth).";
         tile_waves: "waves", Known, "Tiles of 128 x 128 of one GPU's C per SM: below one wave a GEMM cut in pieces idles SMs.";
@@ -267,6 +298,19 @@ mod tests {
         assert_eq!(f.bytes_per_flop, f.moved_bytes / f.gemm_flops);
         assert_eq!(f.all_gather, 0.0);
         assert_eq!(OverlapFeatures::schema().features.len(), f.values().len());
+        // The all-reduce: the same product, twice the bytes received.
+        let r = shape(OverlapOp::GemmAllReduce, 8192, 4096, 14336, 2)
+            .features()
+            .unwrap();
+        assert_eq!((r.gemm_cols, r.gemm_depth), (f.gemm_cols, f.gemm_depth));
+        assert_eq!(r.shard_bytes, f.shard_bytes);
+        assert_eq!(r.moved_bytes, 2.0 * f.moved_bytes);
+        assert_eq!((r.all_gather, r.all_reduce, f.all_reduce), (0.0, 1.0, 0.0));
+        let e = shape(OverlapOp::GemmAllReduce, 100, 64, 64, 8)
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("gemm+all-reduce"), "{e}");
     }
 
     #[test]
@@ -296,7 +340,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("op `gather`"), "{e}");
-        for s in ["all-gather+gemm", "gemm+reduce-scatter"] {
+        for s in ["all-gather+gemm", "gemm+reduce-scatter", "gemm+all-reduce"] {
             assert_eq!(OverlapOp::parse(s).unwrap().name(), s);
         }
         assert!(OverlapOp::parse("all-to-all").is_none());

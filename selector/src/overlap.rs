@@ -75,6 +75,18 @@ pub fn choose_pattern(
             "the overlap model was trained on groups of {:?} GPUs, this one has {}",
             model.training.world_sizes, shape.world_size
         ));
+    } else if let Some(w) = model
+        .tree_for(shape.op, shape.world_size)
+        .and_then(|t| t.world_size)
+        .filter(|&w| w != shape.world_size)
+    {
+        // The model has this GPU count, but not for this operation (the all-reduce's tree of
+        // two GPUs, say, picking for four).
+        notes.push(format!(
+            "the overlap model's {} tree was trained on groups of {w} GPUs, this one has {}",
+            shape.op.name(),
+            shape.world_size
+        ));
     }
     let name = model.choose(shape).ok_or_else(|| {
         AugurError::Invalid(format!(
@@ -233,6 +245,21 @@ mod tests {
         let c = choose_pattern(&model, &eight, "").unwrap();
         assert!(
             c.notes.iter().any(|n| n.contains("groups of [2, 4]")),
+            "{c:?}"
+        );
+        // The all-reduce: trees of two GPUs only; picking for four says so.
+        let ar = shape("overlap:op=all-reduce,m=4096,n=8192,k=8192,world=2");
+        let c = choose_pattern(&model, &ar, "NVIDIA H200").unwrap();
+        assert!(c.pattern.applies(ar.op) && c.notes.is_empty(), "{c:?}");
+        let ar4 = OverlapShape {
+            world_size: 4,
+            ..ar
+        };
+        let c = choose_pattern(&model, &ar4, "NVIDIA H200").unwrap();
+        assert!(
+            c.notes
+                .iter()
+                .any(|n| n.contains("gemm+all-reduce tree was trained on groups of 2 GPUs")),
             "{c:?}"
         );
         let odd = OverlapShape { m: 8190, ..big };

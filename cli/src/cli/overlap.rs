@@ -150,7 +150,7 @@ pub struct LayerGroup {
     #[arg(long, default_value_t = 2)]
     gpus: usize,
     /// Operations, comma-separated: all-gather (all-gather + GEMM), reduce-scatter (GEMM +
-    /// reduce-scatter).
+    /// reduce-scatter), all-reduce (GEMM + all-reduce: not in the default).
     #[arg(
         long,
         value_enum,
@@ -170,6 +170,7 @@ impl LayerGroup {
             .map(|o| match o {
                 TpOpArg::AllGather => OverlapOp::AllGatherGemm,
                 TpOpArg::ReduceScatter => OverlapOp::GemmReduceScatter,
+                TpOpArg::AllReduce => OverlapOp::GemmAllReduce,
             })
             .collect()
     }
@@ -213,6 +214,8 @@ pub struct GemmRunArgs {
 pub enum TpOpArg {
     AllGather,
     ReduceScatter,
+    /// The GEMM + all-reduce (row-parallel without sequence parallelism).
+    AllReduce,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -176,12 +176,20 @@ fn overlap_run_refuses_bad_requests_before_looking_for_gpus() {
     for (args, want) in [
         (
             vec!["--pattern", "pc-reduce:2:8"],
-            "pc-reduce:2:8: for the GEMM + reduce-scatter only",
+            "pc-reduce:2:8: for the GEMM + reduce-scatter or all-reduce only",
         ),
         (vec!["--pattern", "gemm"], "a part of a layer"),
         (vec!["--pattern", "fused"], "pattern `fused`"),
         (vec!["--gpus", "4", "8190,6144,4096"], "8190"),
         (vec!["--gpus", "0"], "at least 1"),
+        (
+            vec!["--op", "all-reduce", "--pattern", "own-bulk"],
+            "own-bulk: for the all-gather + GEMM only",
+        ),
+        (
+            vec!["--op", "all-reduce", "--gpus", "4", "4096,4096,4112"],
+            "gemm+all-reduce",
+        ),
     ] {
         let mut a = vec!["overlap", "run"];
         a.extend(args.iter().copied());

@@ -132,8 +132,9 @@ pub fn rows_csv(rows: &[OverlapEvalRow]) -> String {
     out
 }
 
-/// The summary of held-out rows per GPU count, each operation apart (and by M bucket) and both
-/// together:
+/// The summary of held-out rows per GPU count, each operation apart (and by M bucket), `both`
+/// (the all-gather and the reduce-scatter together: the two operations, whose targets
+/// it tracks) and, with the all-reduce too, `all`:
 /// layers, selected / oracle (geomean, worst), bulk / selected (geomean, least), the bound's
 /// gain over bulk (geomean), and the share of that gain the picks took where it is >= 1.2x
 /// (mean; layers counted).
@@ -152,20 +153,25 @@ pub fn summary(rows: &[OverlapEvalRow]) -> String {
             .collect();
         ops.sort_by_key(|o| o.name());
         ops.dedup();
-        let mut groups: Vec<(String, Option<OverlapOp>)> = ops
+        // (name, the operations it covers, whether it is one operation's: then by M bucket too).
+        let mut groups: Vec<(String, Vec<OverlapOp>, bool)> = ops
             .iter()
-            .map(|o| (o.name().to_string(), Some(*o)))
+            .map(|o| (o.name().to_string(), vec![*o], true))
             .collect();
-        if ops.len() > 1 {
-            groups.push(("both".into(), None));
+        let pair = [OverlapOp::AllGatherGemm, OverlapOp::GemmReduceScatter];
+        if pair.iter().all(|o| ops.contains(o)) {
+            groups.push(("both".into(), pair.to_vec(), false));
         }
-        for (name, op) in groups {
+        if ops.len() > 2 {
+            groups.push(("all".into(), ops.clone(), false));
+        }
+        for (name, covered, one) in groups {
             let mine: Vec<&OverlapEvalRow> = rows
                 .iter()
-                .filter(|r| r.shape.world_size == w && op.is_none_or(|o| r.shape.op == o))
+                .filter(|r| r.shape.world_size == w && covered.contains(&r.shape.op))
                 .collect();
             summary_line(&mut out, &name, w, &mine);
-            if op.is_none() {
+            if !one {
                 continue;
             }
             // Every M bucket of the operation as well: where overlap cannot pay (small M) and

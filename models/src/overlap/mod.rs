@@ -131,11 +131,11 @@ pub struct OverlapModel {
     pub training: OverlapTraining,
 }
 
-/// The features a tree reads, and their schema indices: every one but the operation's flag
+/// The features a tree reads, and their schema indices: every one but the operation's flags
 /// (one tree per operation and GPU count; the GPU count stays an input for the trees of older
 /// files, which had one tree per operation).
 fn inputs() -> (Vec<usize>, Vec<String>) {
-    crate::costs::inputs_except(&OverlapFeatures::schema(), &["all_gather"])
+    crate::costs::inputs_except(&OverlapFeatures::schema(), &["all_gather", "all_reduce"])
 }
 
 fn x_of(shape: &OverlapShape, features: &[usize]) -> Option<Vec<f64>> {
@@ -223,7 +223,7 @@ impl CheckedOverlapTrainParams {
         worlds.sort_unstable();
         worlds.dedup();
         // One tree per operation and GPU count, from that GPU count's layers only.
-        let groups = [OverlapOp::AllGatherGemm, OverlapOp::GemmReduceScatter]
+        let groups = OverlapOp::ALL
             .into_iter()
             .flat_map(|op| worlds.iter().map(move |&w| (op, w)));
         for (op, world) in groups {
@@ -398,12 +398,12 @@ impl OverlapModel {
         self.ranges()
             .into_iter()
             .map(|(t, lo, hi)| {
-                let flag = if t.op == OverlapOp::AllGatherGemm.name() {
-                    1.0
-                } else {
-                    0.0
-                };
-                let mut condition = format!("f.all_gather == {flag:.1}");
+                let is = |op: OverlapOp| if t.op == op.name() { 1.0 } else { 0.0 };
+                let mut condition = format!(
+                    "f.all_gather == {:.1} && f.all_reduce == {:.1}",
+                    is(OverlapOp::AllGatherGemm),
+                    is(OverlapOp::GemmAllReduce)
+                );
                 if lo.is_finite() {
                     condition += &format!(" && f.world_size >= {lo:.1}");
                 }

@@ -281,11 +281,11 @@ fn a_tree_per_gpu_count_and_the_nearest_for_others() {
     assert_eq!(model.choose(&shape(8)), Some("bulk"));
     let rust = model.export_rust();
     assert!(
-        rust.contains("if f.all_gather == 1.0 && f.world_size < 3.0 {"),
+        rust.contains("if f.all_gather == 1.0 && f.all_reduce == 0.0 && f.world_size < 3.0 {"),
         "{rust}"
     );
     assert!(
-        rust.contains("if f.all_gather == 1.0 && f.world_size >= 3.0 {"),
+        rust.contains("if f.all_gather == 1.0 && f.all_reduce == 0.0 && f.world_size >= 3.0 {"),
         "{rust}"
     );
     let text = model.export_text();
@@ -323,5 +323,70 @@ fn a_bad_row_names_its_line() {
     std::fs::write(&path, "device,gpus\nX,2\n").unwrap();
     let e = read_layers(&[path], 132).unwrap_err().to_string();
     assert!(e.contains("no column `op`"), "{e}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn the_all_reduce_has_its_own_tree_and_flag() {
+    let dir = std::env::temp_dir().join(format!("augur-overlap-ar-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let two = csv(&dir);
+    // The same weights as GEMM + all-reduce layers (K cut), `fused-reduce:0` the fastest at
+    // large M, bulk at small.
+    let mut t = String::from(
+        "device,gpus,op,dtype,m,n,k,pattern,passed,max_err_over_bound,us,bulk_over_pattern,\
+         share_of_bound\n",
+    );
+    for (n, k) in [(6144, 4096), (8192, 8192), (28672, 4096)] {
+        for m in [512, 16384] {
+            let big = m > 1000;
+            for (p, us) in [
+                ("gemm", 50.0),
+                ("comm", 60.0),
+                ("bulk", if big { 300.0 } else { 100.0 }),
+                ("fused-reduce:0", if big { 200.0 } else { 150.0 }),
+            ] {
+                let _ = writeln!(
+                    t,
+                    "GPU X,2,gemm+all-reduce,bf16,{m},{n},{k},{p},true,0.5,{us},,"
+                );
+            }
+        }
+    }
+    let ar = dir.join("ar.csv");
+    std::fs::write(&ar, t).unwrap();
+    let layers = read_layers(&[two, ar], 132).unwrap();
+    let params = OverlapTrainParams::default().check().unwrap();
+    let model = params.fit(&layers, "test").unwrap();
+    let ops: Vec<&str> = model.trees.iter().map(|t| t.op.as_str()).collect();
+    assert_eq!(ops, ["all-gather+gemm", "gemm+all-reduce"]);
+    let shape = |m| OverlapShape {
+        op: OverlapOp::GemmAllReduce,
+        m,
+        n: 8192,
+        k: 8192,
+        dtype: Dtype::Bf16,
+        world_size: 2,
+        link: LinkType::Nvlink,
+        sms: 132,
+    };
+    assert_eq!(model.choose(&shape(16384)), Some("fused-reduce:0"));
+    assert_eq!(model.choose(&shape(512)), Some("bulk"));
+    // No reduce-scatter tree: none is made up from the all-reduce's.
+    let rs = OverlapShape {
+        op: OverlapOp::GemmReduceScatter,
+        ..shape(16384)
+    };
+    assert_eq!(model.choose(&rs), None);
+    let rust = model.export_rust();
+    assert!(
+        rust.contains("if f.all_gather == 0.0 && f.all_reduce == 1.0 {"),
+        "{rust}"
+    );
+    // Held out: the all-reduce apart; `both` only with the all-gather and the reduce-scatter.
+    let rows = super::eval::evaluate_held_out(&params, &layers).unwrap();
+    let text = super::eval::summary(&rows);
+    assert!(text.contains("gemm+all-reduce"), "{text}");
+    assert!(!text.contains("both") && !text.contains("all  "), "{text}");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -18,7 +18,8 @@ pub struct OverlapRunArgs {
     /// GPUs 0 to N-1 of this machine.
     #[arg(long, default_value_t = 2)]
     gpus: usize,
-    /// The operation: all-gather (all-gather + GEMM) or reduce-scatter (GEMM + reduce-scatter).
+    /// The operation: all-gather (all-gather + GEMM), reduce-scatter (GEMM + reduce-scatter) or
+    /// all-reduce (GEMM + all-reduce).
     #[arg(long, value_enum, default_value = "all-gather")]
     op: super::TpOpArg,
     #[arg(long, value_enum, default_value = "bf16")]
@@ -115,12 +116,17 @@ pub struct TpArgs {
 }
 
 pub(super) fn run_plan(a: OverlapRunArgs) -> anyhow::Result<ExitCode> {
-    use augur_kernels::cuda::gemm::tp::plan::{check_all_gather_gemm, check_gemm_reduce_scatter};
-    use augur_kernels::cuda::gemm::tp::{all_gather_gemm, gemm_reduce_scatter, TpOp, TpPattern};
+    use augur_kernels::cuda::gemm::tp::plan::{
+        check_all_gather_gemm, check_gemm_all_reduce, check_gemm_reduce_scatter,
+    };
+    use augur_kernels::cuda::gemm::tp::{
+        all_gather_gemm, gemm_all_reduce, gemm_reduce_scatter, TpOp, TpPattern,
+    };
     use augur_kernels::KernelError;
     let op = match a.op {
         super::TpOpArg::AllGather => TpOp::AllGatherGemm,
         super::TpOpArg::ReduceScatter => TpOp::GemmReduceScatter,
+        super::TpOpArg::AllReduce => TpOp::GemmAllReduce,
     };
     let mut default = Vec::new();
     for n in [6144, 28672] {
@@ -180,12 +186,14 @@ pub(super) fn run_plan(a: OverlapRunArgs) -> anyhow::Result<ExitCode> {
         let planned = match op {
             TpOp::AllGatherGemm => check_all_gather_gemm(&ordinals, &p, timing, make)?,
             TpOp::GemmReduceScatter => check_gemm_reduce_scatter(&ordinals, &p, timing, make)?,
+            TpOp::GemmAllReduce => check_gemm_all_reduce(&ordinals, &p, timing, make)?,
         };
         let choice = choice.expect("the plan was made");
         // The harness's run of the same pattern, on its own buffers, timed alike.
         let harness = match op {
             TpOp::AllGatherGemm => all_gather_gemm,
             TpOp::GemmReduceScatter => gemm_reduce_scatter,
+            TpOp::GemmAllReduce => gemm_all_reduce,
         }(&ordinals, &p, &[planned.pattern], timing)?;
         let h = harness[0].per_call_s;
         let err = planned.max_err.unwrap_or(f64::INFINITY);
@@ -221,7 +229,7 @@ pub(super) fn run_plan(a: OverlapRunArgs) -> anyhow::Result<ExitCode> {
 
 pub(super) fn tp(a: TpArgs) -> anyhow::Result<ExitCode> {
     use augur_kernels::cuda::gemm::tp::{
-        all_gather_gemm, check, gemm_reduce_scatter, TpOp, TpPattern,
+        all_gather_gemm, check, gemm_all_reduce, gemm_reduce_scatter, TpOp, TpPattern,
     };
     let mut default = Vec::new();
     for (n, k) in [(6144, 4096), (28672, 4096), (8192, 8192)] {
@@ -303,6 +311,7 @@ pub(super) fn tp(a: TpArgs) -> anyhow::Result<ExitCode> {
             let res = match op {
                 TpOp::AllGatherGemm => all_gather_gemm,
                 TpOp::GemmReduceScatter => gemm_reduce_scatter,
+                TpOp::GemmAllReduce => gemm_all_reduce,
             }(&ordinals, &p, &of(op), timing)?;
             let time = |q: TpPattern| res.iter().find(|r| r.pattern == q).map(|r| r.per_call_s);
             let bulk = time(TpPattern::Bulk);

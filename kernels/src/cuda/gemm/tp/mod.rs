@@ -63,7 +63,7 @@ use crate::KernelError;
 pub use ag::all_gather_gemm;
 pub use hold::{TpStart, TpTiming};
 pub use pattern::TpPattern;
-pub use rs::gemm_reduce_scatter;
+pub use rs::{gemm_all_reduce, gemm_reduce_scatter};
 
 /// The two operations (the features' [`OverlapOp`](augur_features::overlap::OverlapOp): the
 /// same enum, one name).
@@ -103,8 +103,8 @@ pub fn check(
                 "pattern {}: for the {} only",
                 pat.name(),
                 match op {
-                    TpOp::AllGatherGemm => "GEMM + reduce-scatter",
-                    TpOp::GemmReduceScatter => "all-gather + GEMM",
+                    TpOp::AllGatherGemm => "GEMM + reduce-scatter or all-reduce",
+                    _ => "all-gather + GEMM",
                 }
             )));
         }
@@ -134,7 +134,7 @@ pub fn check(
         if let TpPattern::Fused { .. } | TpPattern::FusedReduce { .. } = pat {
             let (gk, gn) = match op {
                 TpOp::AllGatherGemm => (shape.k, cut),
-                TpOp::GemmReduceScatter => (cut, shape.n),
+                TpOp::GemmReduceScatter | TpOp::GemmAllReduce => (cut, shape.n),
             };
             if !gk.is_multiple_of(8) || !gn.is_multiple_of(8) {
                 return Err(KernelError::Invalid(format!(
@@ -152,7 +152,7 @@ pub fn check(
                     pat.name()
                 )));
             }
-            if op == TpOp::GemmReduceScatter {
+            if op.row_parallel() {
                 split_ranges(cut, splits)
                     .map_err(|e| KernelError::Invalid(format!("{shape}, {}: {e}", pat.name())))?;
             }
@@ -174,7 +174,7 @@ pub fn check(
         if matches!(pat, TpPattern::LlBulk | TpPattern::PcLl { .. }) {
             let (cols, what) = match op {
                 TpOp::AllGatherGemm => (shape.k, "K"),
-                TpOp::GemmReduceScatter => (shape.n, "N"),
+                TpOp::GemmReduceScatter | TpOp::GemmAllReduce => (shape.n, "N"),
             };
             if !(rows / c * cols).is_multiple_of(2) {
                 return Err(KernelError::Invalid(format!(

@@ -233,12 +233,11 @@ impl TpPattern {
     }
 
     /// Whether it is a pattern of `op` (those moving rows between peers themselves are the
-    /// all-gather's only, the reduce kernel's the reduce-scatter's).
+    /// all-gather's only, the reduce kernel's the row-parallel operations': the reduce-scatter,
+    /// and the all-reduce, which runs any reduce-scatter pattern then NCCL's all-gather).
     pub fn applies(self, op: TpOp) -> bool {
         match self {
-            TpPattern::PcReduce { .. } | TpPattern::FusedReduce { .. } => {
-                op == TpOp::GemmReduceScatter
-            }
+            TpPattern::PcReduce { .. } | TpPattern::FusedReduce { .. } => op.row_parallel(),
             TpPattern::PcLl { .. } => op == TpOp::AllGatherGemm,
             _ => op == TpOp::AllGatherGemm || !self.copies(),
         }

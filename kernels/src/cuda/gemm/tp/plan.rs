@@ -1,8 +1,9 @@
 //! A tensor-parallel layer planned once and run on the caller's buffers (issue 24): the
-//! all-gather + GEMM of [`super::ag`] or the GEMM + reduce-scatter of [`super::rs`] with one
-//! pattern, on device buffers the caller registers at plan time (as TransformerEngine's
+//! all-gather + GEMM of [`super::ag`] or the GEMM + reduce-scatter or all-reduce of [`super::rs`]
+//! with one pattern, on device buffers the caller registers at plan time (as TransformerEngine's
 //! userbuffers are), bf16 or f16 ([`TpBuffers`] says which per operation). The reduce-scatter's
-//! partial product (M x N per GPU) and `pc-reduce`'s staging are the plan's own.
+//! partial product (M x N per GPU) and `pc-reduce`'s staging are the plan's own, and so are the
+//! all-reduce's rows of the sum before its all-gather.
 //!
 //! The plan keeps one thread per GPU for its life, each holding that GPU's context, streams,
 //! NCCL communicator, cuBLASLt plans and flags (opened as the harness opens them: every GPU
@@ -35,19 +36,21 @@ use crate::KernelError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TpBuffers {
     /// All-gather + GEMM: all of A, M x K, this GPU's rows at `rank x M / P` written by the
-    /// caller, the others by the call. GEMM + reduce-scatter: this GPU's columns of A, M x K / P.
+    /// caller, the others by the call. GEMM + reduce-scatter or all-reduce: this GPU's columns
+    /// of A, M x K / P.
     pub a: u64,
-    /// All-gather: this GPU's rows of B, N / P x K. Reduce-scatter: its columns of B, N x K / P.
+    /// All-gather: this GPU's rows of B, N / P x K. Reduce-scatter, all-reduce: its columns of
+    /// B, N x K / P.
     pub b: u64,
     /// All-gather: this GPU's columns of C, M x N / P. Reduce-scatter: its rows of the sum,
-    /// M / P x N.
+    /// M / P x N. All-reduce: the whole sum, M x N.
     pub c: u64,
 }
 
 /// One GPU's part of the layer (its thread's).
 enum Layer {
-    Ag(Ag),
-    Rs(Rs),
+    Ag(Box<Ag>),
+    Rs(Box<Rs>),
 }
 
 impl Layer {
@@ -166,11 +169,23 @@ impl TpPlan {
                                         bufs,
                                         None,
                                     )?;
-                                    (Layer::Ag(ag), published)
+                                    (Layer::Ag(Box::new(ag)), published)
                                 }
-                                TpOp::GemmReduceScatter => {
+                                TpOp::GemmReduceScatter | TpOp::GemmAllReduce => {
                                     let dims = (rows, shape.n, cut);
-                                    let (rs, published) = Rs::new(
+                                    // The all-reduce's rows of the sum are the plan's own
+                                    // (cuMemAlloc: peers add into them); the caller's C is
+                                    // the whole sum.
+                                    let (bufs, all, own) = if op == TpOp::GemmAllReduce {
+                                        let own = crate::cuda::comm::DeviceBuffer::zeroed(
+                                            &g.ctx,
+                                            rows * shape.n * 2,
+                                        )?;
+                                        ([buf.a, buf.b, own.ptr()], Some(buf.c), Some(own))
+                                    } else {
+                                        (bufs, None, None)
+                                    };
+                                    let (mut rs, published) = Rs::new(
                                         g,
                                         rank,
                                         world,
@@ -178,9 +193,13 @@ impl TpPlan {
                                         dtype,
                                         &[pattern],
                                         bufs,
+                                        all,
                                         None,
                                     )?;
-                                    (Layer::Rs(rs), published)
+                                    if let Some(own) = own {
+                                        rs.keep(own);
+                                    }
+                                    (Layer::Rs(Box::new(rs)), published)
                                 }
                             })
                         }
@@ -468,13 +487,36 @@ pub fn check_gemm_reduce_scatter<P: AsRef<TpPlan>>(
     timing: super::TpTiming,
     make: impl FnOnce(&[TpBuffers]) -> Result<P, KernelError>,
 ) -> Result<super::TpResult, KernelError> {
+    check_row_parallel(TpOp::GemmReduceScatter, ordinals, p, timing, make)
+}
+
+/// [`check_gemm_reduce_scatter`] for the GEMM + all-reduce: every GPU's whole sum poisoned and
+/// every sampled row of it compared.
+pub fn check_gemm_all_reduce<P: AsRef<TpPlan>>(
+    ordinals: &[usize],
+    p: &crate::gemm::GemmProblem,
+    timing: super::TpTiming,
+    make: impl FnOnce(&[TpBuffers]) -> Result<P, KernelError>,
+) -> Result<super::TpResult, KernelError> {
+    check_row_parallel(TpOp::GemmAllReduce, ordinals, p, timing, make)
+}
+
+fn check_row_parallel<P: AsRef<TpPlan>>(
+    op: TpOp,
+    ordinals: &[usize],
+    p: &crate::gemm::GemmProblem,
+    timing: super::TpTiming,
+    make: impl FnOnce(&[TpBuffers]) -> Result<P, KernelError>,
+) -> Result<super::TpResult, KernelError> {
     use super::rs::{columns, magnitudes, sum_error, sum_roundings};
     use crate::gemm::{from_half_bits, reference_rows, rounding_bound, to_half_bits};
     let world = ordinals.len();
-    let (rows, kp) = super::split(TpOp::GemmReduceScatter, p.shape, world)?;
+    let (rows, kp) = super::split(op, p.shape, world)?;
     let GemmShape { m, n, k } = p.shape;
     let bits = |v: &[f32]| -> Vec<u16> { v.iter().map(|&x| to_half_bits(p.dtype, x)).collect() };
-    let caller = Caller::new(ordinals, [m * kp * 2, n * kp * 2, rows * n * 2])?;
+    // The all-reduce's C is the whole sum on every GPU.
+    let c_rows = if op == TpOp::GemmAllReduce { m } else { rows };
+    let caller = Caller::new(ordinals, [m * kp * 2, n * kp * 2, c_rows * n * 2])?;
     for rank in 0..world {
         let mine = rank * kp..(rank + 1) * kp;
         caller.write(rank, 0, &bits(&columns(&p.a, k, mine.clone())))?;
@@ -489,7 +531,11 @@ pub fn check_gemm_reduce_scatter<P: AsRef<TpPlan>>(
         let mut worst = 0.0f64;
         let mut row = vec![0u16; n];
         for rank in 0..world {
-            let own = rank * rows..(rank + 1) * rows;
+            let own = if c_rows == m {
+                0..m
+            } else {
+                rank * rows..(rank + 1) * rows
+            };
             for (ri, &i) in at.iter().enumerate().filter(|(_, i)| own.contains(i)) {
                 caller.read(rank, 2, (i - own.start) * n, &mut row)?;
                 for (c, &h) in row.iter().enumerate() {
@@ -563,7 +609,10 @@ mod tests {
         assert!(e.contains("2 GPUs but buffers for 1"), "{e}");
         let rs = TpPattern::parse("pc-reduce:2:8").unwrap();
         let e = refuse(shape, rs, &[buf, buf]);
-        assert!(e.contains("for the GEMM + reduce-scatter only"), "{e}");
+        assert!(
+            e.contains("for the GEMM + reduce-scatter or all-reduce only"),
+            "{e}"
+        );
         let odd = GemmShape { m: 4097, ..shape };
         let e = refuse(odd, TpPattern::Bulk, &[buf, buf]);
         assert!(e.contains("4097"), "{e}");

@@ -104,6 +104,12 @@ pub(super) struct Rs {
     reduce: Option<Reduce>,
     /// `ll-bulk`'s staging and kernel, when it runs.
     ll: Option<super::ll::Ll>,
+    /// The GEMM + all-reduce's whole sum (M x n halves, every GPU's), where the layer is one
+    /// (see [`Rs::enqueue`]); None for the reduce-scatter.
+    all: Option<u64>,
+    /// Buffers the Rs keeps alive for its caller (a plan's rows of the sum, which an all-reduce
+    /// plan makes itself: its caller gives only the whole sum).
+    kept: Vec<DeviceBuffer>,
 }
 
 /// What `pc-reduce` adds: this GPU's partials, the staging its peers push theirs into, the
@@ -163,6 +169,8 @@ pub(super) struct RsOwned {
     _a: CudaSlice<u16>,
     _b: CudaSlice<u16>,
     out: DeviceBuffer,
+    /// The all-reduce's whole sum (M x n halves), when the layer is a GEMM + all-reduce.
+    all: Option<DeviceBuffer>,
 }
 
 /// What each GPU publishes: its staging, its flags, the fused kernel's done counts (0 without a
@@ -201,11 +209,13 @@ unsafe impl DeviceRepr for TpReduce {}
 impl Rs {
     /// This GPU's part of a layer on the buffers at `[a, b, out]` (see [`Rs`]'s fields): its
     /// partial product, the plans for `patterns` and what `pc-reduce` needs; with the addresses
-    /// to publish to the peers (none unless a pattern pushes partials to them).
+    /// to publish to the peers (none unless a pattern pushes partials to them). A GEMM +
+    /// all-reduce gives `all`, its whole sum ([`Rs::enqueue`]).
     ///
     /// # Safety
-    /// `a` must hold `world x rows x kp` halves, `b` `n x kp`, `out` `rows x n`, in `g`'s
-    /// context, live as long as the Rs.
+    /// `a` must hold `world x rows x kp` halves, `b` `n x kp`, `out` `rows x n` (cuMemAlloc'd:
+    /// peers may add into it), `all` (if any) `world x rows x n`, in `g`'s context, live as long
+    /// as the Rs.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn new(
         g: &CudaGemm,
@@ -215,6 +225,7 @@ impl Rs {
         dtype: augur_features::attention::Dtype,
         patterns: &[TpPattern],
         [a, b, out]: [u64; 3],
+        all: Option<u64>,
         owned: Option<RsOwned>,
     ) -> Result<(Rs, Vec<u64>), KernelError> {
         let s = &g.stream;
@@ -363,6 +374,8 @@ impl Rs {
                 pieces: plans,
                 reduce,
                 ll,
+                all,
+                kept: Vec::new(),
             },
             published,
         ))
@@ -394,7 +407,98 @@ impl Rs {
         .map(|_| ())
     }
 
+    /// Keep `buf` alive as long as this Rs (a plan's own rows of the sum).
+    pub(super) fn keep(&mut self, buf: DeviceBuffer) {
+        self.kept.push(buf);
+    }
+
+    /// NCCL's `collective` (all-reduce or all-gather) of `count` values per GPU (the all-reduce
+    /// `count` in all; the all-gather `count` from each) from `src` into `dst`, on `st`.
+    fn collective(
+        &self,
+        gpu: &Gpu,
+        all_reduce: bool,
+        [src, dst]: [u64; 2],
+        count: usize,
+        st: &cudarc::driver::CudaStream,
+    ) -> Result<(), KernelError> {
+        let (ty, cs) = (
+            nccl_half(self.dtype),
+            st.cu_stream() as nccl_sys::cudaStream_t,
+        );
+        // SAFETY: the all-reduce's `src` and `dst` hold `count` values, the all-gather's `src`
+        // `count` and `dst` world x count, on this GPU; every GPU enqueues the same collectives
+        // in the same order.
+        unsafe {
+            if all_reduce {
+                let sum = nccl_sys::ncclRedOp_t::ncclSum;
+                let (s, d) = (src as *const c_void, dst as *mut c_void);
+                nccl::all_reduce(s, d, count, ty, sum, gpu.comm.0, cs)
+                    .map_err(nccl_err("ncclAllReduce"))
+            } else {
+                nccl::all_gather(
+                    src as *const c_void,
+                    dst as *mut c_void,
+                    count,
+                    ty,
+                    gpu.comm.0,
+                    cs,
+                )
+                .map_err(nccl_err("ncclAllGather"))
+            }
+        }
+        .map(|_| ())
+    }
+
+    /// One call of `p`. The reduce-scatter: each pattern as the module docs say. The GEMM +
+    /// all-reduce (`all` set): `comm` and `bulk` with NCCL's all-reduce (of the partial, into
+    /// `all`); `chunked:C` the M rows cut in C pieces, each piece's GEMMs then its all-reduce on
+    /// the communication stream while the next piece's GEMMs run; every other pattern its
+    /// reduce-scatter into this GPU's rows of the sum, then NCCL's all-gather of them into
+    /// `all` (the reduce-scatter overlapped as that pattern overlaps it, the all-gather after).
     pub(super) fn enqueue(&self, gpu: &Gpu, p: TpPattern) -> Result<(), KernelError> {
+        let Some(all) = self.all else {
+            return self.enqueue_rs(gpu, p);
+        };
+        let s = gpu.stream();
+        let part = ptr(&self.part, &s);
+        let (m, n) = (gpu.world * self.rows, self.n);
+        match p {
+            TpPattern::GemmAlone => self.enqueue_rs(gpu, p),
+            TpPattern::CommAlone => self.collective(gpu, true, [part, all], m * n, &s),
+            TpPattern::Bulk => {
+                // SAFETY: `a` is M x kp, `b` n x kp, `part` M x n halves on this GPU.
+                unsafe { self.full.run_on(self.a, self.b, part, &s) }?;
+                self.collective(gpu, true, [part, all], m * n, &s)
+            }
+            TpPattern::Chunked(pieces) => {
+                let (plan, events) = plan_for(&self.pieces, pieces, 0)?;
+                // A piece is M / C rows, made by P GEMMs of the plan's rows / C rows each.
+                let (sub, rows) = (self.rows / pieces, m / pieces);
+                let (a_row, c_row) = ((self.kp * 2) as u64, (n * 2) as u64);
+                let cs = &gpu.comm_stream;
+                for (j, ev) in events.iter().take(pieces).enumerate() {
+                    for q in 0..gpu.world {
+                        let r0 = (j * rows + q * sub) as u64;
+                        // SAFETY: the plan for `sub` rows reads rows r0.. of `a` (M x kp) and
+                        // writes rows r0.. of `part` (M x n), r0 + sub <= M.
+                        unsafe { plan.run_on(self.a + r0 * a_row, self.b, part + r0 * c_row, &s) }?;
+                    }
+                    ev.record(&s).map_err(drv("record"))?;
+                    cs.wait(ev).map_err(drv("wait"))?;
+                    let at = (j * rows) as u64 * c_row;
+                    self.collective(gpu, true, [part + at, all + at], rows * n, cs)?;
+                }
+                gpu.join()
+            }
+            _ => {
+                self.enqueue_rs(gpu, p)?;
+                self.collective(gpu, false, [self.out, all], self.rows * n, &s)
+            }
+        }
+    }
+
+    fn enqueue_rs(&self, gpu: &Gpu, p: TpPattern) -> Result<(), KernelError> {
         let s = gpu.stream();
         let cs = &gpu.comm_stream;
         let (a, b) = (self.a, self.b);
@@ -584,7 +688,8 @@ impl Rs {
         Ok(())
     }
 
-    /// The partial product and this GPU's rows of the sum to NaN (0xFFFF).
+    /// The partial product and this GPU's rows of the sum (and the all-reduce's whole sum) to
+    /// NaN (0xFFFF).
     pub(super) fn poison(&mut self, gpu: &Gpu) -> Result<(), KernelError> {
         let s = gpu.stream();
         let (pb, ob) = (self.part.len() * 2, self.rows * self.n * 2);
@@ -595,6 +700,9 @@ impl Rs {
             use cudarc::driver::result::memset_d8_async;
             memset_d8_async(part, 0xFF, pb, s.cu_stream()).map_err(drv("poison"))?;
             memset_d8_async(out, 0xFF, ob, s.cu_stream()).map_err(drv("poison"))?;
+            if let Some(all) = self.all {
+                memset_d8_async(all, 0xFF, pb, s.cu_stream()).map_err(drv("poison"))?;
+            }
             if let Some(r) = &self.reduce {
                 for buf in [&r.own, &r.staging] {
                     memset_d8_async(buf.ptr(), 0xFF, buf.bytes(), s.cu_stream())
@@ -609,14 +717,17 @@ impl Rs {
 /// How many roundings, each at most half a unit of the 16-bit type of the sum of the partials'
 /// magnitudes, the sum of `world` partials by `pattern` may be off by: each partial rounded once
 /// and the f32 sum once (P + 1), or, where the partials are added into the sum one by one in the
-/// 16-bit type (`fused-reduce:0`), each partial once and each addition but the first (onto zero)
-/// once (2P - 1; on 2 GPUs the same P + 1). `fused-reduce:0:K` adds the partials in f32 and
-/// rounds once (its f32 additions' error is far under a 16-bit unit): P + 1 bounds it.
+/// 16-bit type (`fused-reduce:0`, and NCCL's collectives in `bulk`, `chunked` and `comm`, whose
+/// steps each store their sum in the 16-bit type), each partial once and each addition but the
+/// first (onto zero) once (2P - 1; on 2 GPUs the same P + 1). `fused-reduce:0:K` adds the
+/// partials in f32 and rounds once (its f32 additions' error is far under a 16-bit unit): P + 1
+/// bounds it. The all-reduce's all-gather copies the sums exactly: the same counts.
 pub(super) fn sum_roundings(pattern: TpPattern, world: usize) -> usize {
     match pattern {
-        TpPattern::FusedReduce { sms: 0, splits: 1 } => {
-            (2 * world).saturating_sub(1).max(world + 1)
-        }
+        TpPattern::FusedReduce { sms: 0, splits: 1 }
+        | TpPattern::Bulk
+        | TpPattern::Chunked(_)
+        | TpPattern::CommAlone => (2 * world).saturating_sub(1).max(world + 1),
         _ => world + 1,
     }
 }
@@ -677,8 +788,30 @@ pub fn gemm_reduce_scatter(
     patterns: &[TpPattern],
     timing: super::TpTiming,
 ) -> Result<Vec<TpResult>, KernelError> {
+    row_parallel(TpOp::GemmReduceScatter, ordinals, p, patterns, timing)
+}
+
+/// [`gemm_reduce_scatter`] for the GEMM + all-reduce (every GPU receives the whole sum; the
+/// patterns as [`Rs::enqueue`] says), every GPU's sampled rows of it checked.
+pub fn gemm_all_reduce(
+    ordinals: &[usize],
+    p: &GemmProblem,
+    patterns: &[TpPattern],
+    timing: super::TpTiming,
+) -> Result<Vec<TpResult>, KernelError> {
+    row_parallel(TpOp::GemmAllReduce, ordinals, p, patterns, timing)
+}
+
+fn row_parallel(
+    op: TpOp,
+    ordinals: &[usize],
+    p: &GemmProblem,
+    patterns: &[TpPattern],
+    timing: super::TpTiming,
+) -> Result<Vec<TpResult>, KernelError> {
     let world = ordinals.len();
-    let (rows, kp) = check(TpOp::GemmReduceScatter, p.shape, world, patterns)?;
+    let (rows, kp) = check(op, p.shape, world, patterns)?;
+    let all_reduce = op == TpOp::GemmAllReduce;
     let GemmShape { n, k, .. } = p.shape;
     let at = p.check_rows(256, 24);
     let want = reference_rows(p, &at);
@@ -694,8 +827,19 @@ pub fn gemm_reduce_scatter(
             .clone_htod(&bits(&columns(&p.b, k, mine)))
             .map_err(drv("upload"))?;
         let out = DeviceBuffer::zeroed(&g.ctx, rows * n * 2)?;
+        let all = if all_reduce {
+            Some(DeviceBuffer::zeroed(&g.ctx, world * rows * n * 2)?)
+        } else {
+            None
+        };
         let (a_ptr, b_ptr, out_ptr) = (ptr(&a, s), ptr(&b, s), out.ptr());
-        let owned = RsOwned { _a: a, _b: b, out };
+        let all_ptr = all.as_ref().map(DeviceBuffer::ptr);
+        let owned = RsOwned {
+            _a: a,
+            _b: b,
+            out,
+            all,
+        };
         // SAFETY: the buffers just allocated, of the sizes Rs::new needs, live in `owned`.
         unsafe {
             Rs::new(
@@ -706,6 +850,7 @@ pub fn gemm_reduce_scatter(
                 p.dtype,
                 patterns,
                 [a_ptr, b_ptr, out_ptr],
+                all_ptr,
                 Some(owned),
             )
         }
@@ -727,13 +872,16 @@ pub fn gemm_reduce_scatter(
             let v = if pat == TpPattern::GemmAlone {
                 s.clone_dtoh(&st.part.slice(i * n..(i + 1) * n))
                     .map_err(drv("download"))?
-            } else if own.contains(&i) {
-                let out = &st.owned.as_ref().expect("the harness's own buffers").out;
+            } else if all_reduce || own.contains(&i) {
+                let owned = st.owned.as_ref().expect("the harness's own buffers");
                 let mut v = vec![0u16; n];
-                let at = out.ptr() + ((i - own.start) * n * 2) as u64;
-                // SAFETY: row i - own.start of this GPU's rows of the sum (rows x n
-                // halves, cuMemAlloc'd), into a host buffer of n halves; the stream has
-                // settled.
+                let at = match &owned.all {
+                    Some(all) => all.ptr() + (i * n * 2) as u64,
+                    None => owned.out.ptr() + ((i - own.start) * n * 2) as u64,
+                };
+                // SAFETY: row i of the whole sum (M x n halves) or row i - own.start of this
+                // GPU's rows of it (rows x n), cuMemAlloc'd, into a host buffer of n halves;
+                // the stream has settled.
                 unsafe { sys::cuMemcpyDtoH_v2(v.as_mut_ptr() as *mut c_void, at, n * 2) }
                     .result()
                     .map_err(drv("download"))?;
@@ -799,7 +947,11 @@ mod tests {
         assert_eq!(sum_roundings(summed, 2), 3);
         assert_eq!(sum_roundings(add, 4), 7);
         assert_eq!(sum_roundings(summed, 4), 5);
-        assert_eq!(sum_roundings(TpPattern::Bulk, 8), 9);
+        // NCCL's collectives store each step's sum in the 16-bit type: as `add`.
+        assert_eq!(sum_roundings(TpPattern::Bulk, 8), 15);
+        assert_eq!(sum_roundings(TpPattern::Chunked(2), 4), 7);
+        assert_eq!(sum_roundings(TpPattern::Bulk, 2), 3);
+        assert_eq!(sum_roundings(TpPattern::LlBulk, 4), 5);
         assert_eq!(sum_roundings(add, 1), 2);
     }
 }

@@ -89,7 +89,7 @@ fn patterns_parse_and_shapes_split() {
         TpPattern::parse("pc-reduce:2:8").unwrap(),
     );
     assert!(
-        e.contains("pc-reduce:2:8: for the GEMM + reduce-scatter only"),
+        e.contains("pc-reduce:2:8: for the GEMM + reduce-scatter or all-reduce only"),
         "{e}"
     );
     // N 6148 with 3 rows per GPU: 18444 values, not whole vectors of 8.
@@ -120,6 +120,30 @@ fn patterns_parse_and_shapes_split() {
     assert!(
         e.contains("own-bulk: for the all-gather + GEMM only"),
         "{e}"
+    );
+    // The all-reduce takes the reduce-scatter's patterns (its cut and checks too) and refuses
+    // the all-gather's.
+    let ar = TpOp::GemmAllReduce;
+    for q in [
+        "bulk",
+        "chunked:2",
+        "pc-reduce:2:8",
+        "fused-reduce:0",
+        "fused-reduce:0:2",
+    ] {
+        let q = TpPattern::parse(q).unwrap();
+        assert!(q.applies(ar) && q.applies(TpOp::GemmReduceScatter), "{q:?}");
+    }
+    let e = err(ar, s, TpPattern::Pull(1));
+    assert!(e.contains("pull:1: for the all-gather + GEMM only"), "{e}");
+    let e = err(ar, odd_n, TpPattern::parse("pc-reduce:1:8").unwrap());
+    assert!(
+        e.contains("3 rows x N 6148") && e.contains("16-byte"),
+        "{e}"
+    );
+    assert_eq!(
+        split(ar, s, 4).unwrap(),
+        split(TpOp::GemmReduceScatter, s, 4).unwrap()
     );
     // ll-bulk: both operations, a GPU's share in whole 4-byte words (two 16-bit values).
     let ll = TpPattern::LlBulk;
