@@ -117,7 +117,7 @@ fn shipped_models_are_what_their_committed_runs_train() {
 /// (bench/results/own-bulk-grid-h200-2026-11-29/README.md), and on two GPUs the one-piece pc
 /// patterns re-timed once the last piece's GEMMs take every SM
 /// (bench/results/pc-tail-h200-2026-11-29/README.md); and the GEMM + all-reduce's 2-GPU grids
-/// (bench/results/all-reduce-h200-2026-11-29/README.md).
+/// with `fused-all` spliced in (bench/results/all-reduce-h200-2026-11-29/README.md).
 const OVERLAP_GRIDS: [&str; 15] = [
     "bench/results/pc-tail-h200-2026-11-29/spliced-first-grid-2-all-gather.csv",
     "bench/results/pc-tail-h200-2026-11-29/spliced-second-grid-2-all-gather.csv",
@@ -131,9 +131,9 @@ const OVERLAP_GRIDS: [&str; 15] = [
     "bench/results/fused-4gpu-h200-2026-11-29/spliced-second-grid-4-reduce-scatter.csv",
     "bench/results/own-bulk-grid-h200-2026-11-29/spliced-third-grid-4-all-gather.csv",
     "bench/results/fused-4gpu-h200-2026-11-29/spliced-third-grid-4-reduce-scatter.csv",
-    "bench/results/all-reduce-h200-2026-11-29/first-grid-2-all-reduce.csv",
-    "bench/results/all-reduce-h200-2026-11-29/second-grid-2-all-reduce.csv",
-    "bench/results/all-reduce-h200-2026-11-29/third-grid-2-all-reduce.csv",
+    "bench/results/all-reduce-h200-2026-11-29/spliced-first-grid-2-all-reduce.csv",
+    "bench/results/all-reduce-h200-2026-11-29/spliced-second-grid-2-all-reduce.csv",
+    "bench/results/all-reduce-h200-2026-11-29/spliced-third-grid-2-all-reduce.csv",
 ];
 
 #[test]

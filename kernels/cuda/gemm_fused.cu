@@ -264,6 +264,11 @@ struct TpFusedRs {
     // (rs_convert), so nothing is zeroed and no ready word waited for (see rs_convert); and the
     // swapped GEMM adds its partials by tensor-memory reductions (store_swap_split).
     unsigned long long prezeroed;
+    // `fused-all` (the GEMM + all-reduce; ADD, 128-row tiles, no k split, every GPU's rows whole
+    // 64-row halves): non-zero. Every half-tile is added into every GPU's whole sum (M x n, `dst`
+    // the maps over each GPU's, at the tile's own rows) and counted in every GPU's done words;
+    // `zero` is this GPU's whole sum; the launch ends once every GPU has counted every tile row.
+    unsigned long long all;
 };
 
 // Per owner q: a tensor map over slot `rank` of q's staging (rows x n, 64 x 64 boxes).
@@ -488,7 +493,9 @@ struct RsGate {
         asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
         asm volatile("fence.proxy.async.global;" ::: "memory");
         const int t0 = pending * WG_BM, t1 = min(t0 + WG_BM, m);
-        for (int q = t0 / rows; q <= (t1 - 1) / rows; ++q) {
+        // `fused-all`: every GPU holds every row.
+        const int qa = f->all ? 0 : t0 / rows, qb = f->all ? world - 1 : (t1 - 1) / rows;
+        for (int q = qa; q <= qb; ++q) {
             unsigned* w = (unsigned*)f->done[q] + rank * tiles_m + pending;
             // This GPU's own rows at GPU scope: their writes and the owner's wait are on it.
             if (q == rank) {
@@ -510,7 +517,8 @@ struct RsGate {
         const int q0 = row0 / rows, q1 = (min(row0 + 64, m) - 1) / rows;
         if (f->prezeroed) return q0;  // nothing to wait for (rs_convert)
         bool fresh = false;
-        for (int q = q0; q <= q1; ++q) {
+        // `fused-all`: every GPU's sum is added into.
+        for (int q = f->all ? 0 : q0; q <= (f->all ? world - 1 : q1); ++q) {
             if ((q != rank || (ADD && f->zero_bytes != 0)) && !((readied >> q) & 1u)) {
                 if (lead) wait_epoch((const unsigned*)f->ready + q, epoch);
                 readied |= 1u << q;
@@ -556,7 +564,13 @@ struct RsGate {
         if (pending >= 0 && lead) flush();
         if (row0 < m) {
             const int q0 = owners_ready(row0, lead);
-            if (rows % 64 == 0) {
+            if (ADD && f->all) {
+                // `fused-all`: into every GPU's whole sum, the next GPUs' first, this GPU's last.
+                for (int i = 1; i <= world; ++i) {
+                    wg_store_tma<TT, BN, ADD>(d, stage, dst + (rank + i) % world, row0, col0,
+                                              bar_id);
+                }
+            } else if (rows % 64 == 0) {
                 // One owner; its map clips at its last row.
                 wg_store_tma<TT, BN, ADD>(d, stage, dst + q0, row0 - q0 * rows, col0, bar_id);
             } else {
@@ -745,7 +759,8 @@ __device__ __forceinline__ void gemm_tma_rs(int m, int n, int k, const TensorMap
         // The launch ends once every GPU's tiles of this GPU's rows were added (and counted):
         // one block waits for it (the launch ends with its last block), the others exit.
         const unsigned* done = (const unsigned*)f.done[rank];
-        const int lo = rank * rows, hi = lo + rows;
+        // `fused-all`: every tile row is this GPU's.
+        const int lo = f.all ? 0 : rank * rows, hi = f.all ? m : lo + rows;
         for (int t = lo / WG_BM; t <= (hi - 1) / WG_BM; ++t) {
             wait_row_counted(done, world, tiles_m, t, target);
         }

@@ -68,7 +68,9 @@ __device__ __forceinline__ void tma_load(unsigned dst, const TensorMap* map, int
 // destination holds: a tensor-memory reduction) by one thread at columns col0 + b x BOX_COLS
 // with cp.async.bulk.tensor, which clips at the matrix edges. The stores run on while the
 // warpgroup goes on to its next unit; a buffer is refilled only once the store from it two boxes
-// before has read it, and the kernel waits for its stores at the end.
+// before has read it (with an odd count of boxes, box 0 once every store has read its buffer:
+// the last box of the call before used the same one), and the kernel waits for its stores at
+// the end.
 // One tensor-memory store of the staging box at `buf` to (row0, col0) of the matrix `tmc` maps
 // (with ADD, added to what it holds: a reduction), committed as its own bulk group.
 template <bool ADD>
@@ -99,7 +101,14 @@ __device__ __forceinline__ void wg_tma_boxes(u16* stage, const TensorMap* tmc, i
 #pragma unroll
     for (int b = 0; b < BOXES; ++b) {
         u16* buf = stage + (b & 1) * 64 * 64;
-        if (lead) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+        // With an odd count of boxes, box 0's buffer is the last box's of the call before (the
+        // unit before, or `fused-all`'s store of the same unit to another GPU): wait for all of
+        // its reads. Otherwise the one two boxes back (this call's, or the last but one).
+        if (lead && b == 0 && (BOXES & 1)) {
+            asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+        } else if (lead) {
+            asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+        }
         asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
         fill(b, buf, r, t);
         // The tensor-memory store reads shared memory through the async proxy.

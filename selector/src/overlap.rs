@@ -100,8 +100,25 @@ pub fn choose_pattern(
                 .join(", ")
         ))
     })?;
+    let gemm = augur_kernels::gemm::GemmShape {
+        m: shape.m,
+        n: shape.n,
+        k: shape.k,
+    };
     let pattern = match TpPattern::parse(name) {
-        Ok(p) if p.applies(shape.op) => p,
+        Ok(p) if p.applies(shape.op) => {
+            // A pick the layer's cut does not allow (`fused-all` needs 64-row multiples per
+            // GPU, a chunked one rows that split in its pieces): bulk, noted.
+            match augur_kernels::cuda::gemm::tp::check(shape.op, gemm, shape.world_size, &[p]) {
+                Ok(_) => p,
+                Err(e) => {
+                    notes.push(format!(
+                        "the model picked `{name}`, which cannot run here ({e}): bulk instead"
+                    ));
+                    TpPattern::Bulk
+                }
+            }
+        }
         _ => {
             notes.push(format!(
                 "the model picked `{name}`, which this augur cannot run for {}: bulk instead",
@@ -260,6 +277,16 @@ mod tests {
             c.notes
                 .iter()
                 .any(|n| n.contains("gemm+all-reduce tree was trained on groups of 2 GPUs")),
+            "{c:?}"
+        );
+        // A pick the layer's cut does not allow (`fused-all` at 1000 rows per GPU): bulk, noted.
+        let cut = OverlapShape { m: 2000, ..ar };
+        let c = choose_pattern(&model, &cut, "NVIDIA H200").unwrap();
+        assert_eq!(c.pattern, TpPattern::Bulk, "{c:?}");
+        assert!(
+            c.notes
+                .iter()
+                .any(|n| n.contains("picked `fused-all`, which cannot run here")),
             "{c:?}"
         );
         let odd = OverlapShape { m: 8190, ..big };

@@ -730,7 +730,7 @@ impl Ag {
                 }
             }
             TpPattern::Fused { pieces, sms, push } => self.fused(gpu, pieces, sms, push),
-            TpPattern::PcReduce { .. } | TpPattern::FusedReduce { .. } => {
+            TpPattern::PcReduce { .. } | TpPattern::FusedReduce { .. } | TpPattern::FusedAll => {
                 Err(KernelError::Invalid(format!(
                     "{}: the GEMM + reduce-scatter's pattern (refused by tp::check)",
                     p.name()

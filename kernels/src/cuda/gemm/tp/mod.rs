@@ -102,9 +102,10 @@ pub fn check(
             return Err(KernelError::Invalid(format!(
                 "pattern {}: for the {} only",
                 pat.name(),
-                match op {
-                    TpOp::AllGatherGemm => "GEMM + reduce-scatter or all-reduce",
-                    _ => "all-gather + GEMM",
+                match [TpOp::AllGatherGemm, TpOp::GemmReduceScatter].map(|o| pat.applies(o)) {
+                    [true, _] => "all-gather + GEMM",
+                    [_, true] => "GEMM + reduce-scatter or all-reduce",
+                    _ => "GEMM + all-reduce",
                 }
             )));
         }
@@ -131,7 +132,7 @@ pub fn check(
         }
         // The fused kernels' tensor maps: rows of 16-byte multiples (the GEMM's k and n, and
         // the reduce-scatter's sums in 16-byte vectors).
-        if let TpPattern::Fused { .. } | TpPattern::FusedReduce { .. } = pat {
+        if let TpPattern::Fused { .. } | TpPattern::FusedReduce { .. } | TpPattern::FusedAll = pat {
             let (gk, gn) = match op {
                 TpOp::AllGatherGemm => (shape.k, cut),
                 TpOp::GemmReduceScatter | TpOp::GemmAllReduce => (cut, shape.n),
@@ -141,6 +142,22 @@ pub fn check(
                     "{shape}, {}: each GPU's GEMM is {gn} x {gk} (n x k); the fused kernel needs \
                      both multiples of 8",
                     pat.name()
+                )));
+            }
+        }
+        // fused-all: every GPU's rows whole 64-row halves of the 128-row tiles (no pairs path),
+        // on the GPU counts where its sums were checked (see rs::fused::all_counts).
+        if *pat == TpPattern::FusedAll {
+            if !rows.is_multiple_of(64) {
+                return Err(KernelError::Invalid(format!(
+                    "{shape}, fused-all: {rows} rows per GPU; it needs a multiple of 64"
+                )));
+            }
+            if !rs::all_counts(world) {
+                return Err(KernelError::Invalid(format!(
+                    "fused-all on {world} GPUs: checked on one and two only (on more, the \
+                     copies' additions come in arrival order, so the GPUs' sums may differ in \
+                     the last bit); AUGUR_TP_UNVERIFIED=1 runs it"
                 )));
             }
         }

@@ -86,6 +86,11 @@ pub enum TpPattern {
         sms: usize,
         sm_push: bool,
     },
+    /// All-reduce only, fused (`fused-all`): `fused-reduce:0`'s launch (128-row tiles, no k
+    /// split) with each half-tile added into every GPU's whole sum, not only its rows' owner's,
+    /// by tensor-memory reductions: no all-gather after it; every GPU zeroes its whole sum
+    /// before its ready word, and a launch ends once every GPU's tiles of every row are there.
+    FusedAll,
 }
 
 impl TpPattern {
@@ -112,6 +117,7 @@ impl TpPattern {
             }
             TpPattern::FusedReduce { sms, .. } => format!("fused-reduce:{sms}"),
             TpPattern::OwnBulk => "own-bulk".into(),
+            TpPattern::FusedAll => "fused-all".into(),
             TpPattern::LlBulk => "ll-bulk".into(),
             TpPattern::PcLl { pieces, sms } => format!("pc-ll:{pieces}:{sms}"),
             TpPattern::PcReduce {
@@ -133,6 +139,7 @@ impl TpPattern {
             "pull-bulk" => Ok(TpPattern::PullBulk),
             "own-bulk" => Ok(TpPattern::OwnBulk),
             "ll-bulk" => Ok(TpPattern::LlBulk),
+            "fused-all" => Ok(TpPattern::FusedAll),
             _ if s.starts_with("fused-reduce:") => {
                 let v: Vec<Option<usize>> = s[13..]
                     .split(':')
@@ -200,7 +207,8 @@ impl TpPattern {
                     _ => Err(KernelError::Invalid(format!(
                         "pattern `{s}`: one of gemm, comm, bulk, chunked:C, pull:C, push:C (C >= \
                          1 pieces), pull-bulk, pc-push:C:S, pc-pull:C:S, pc-ll:C:S, own-bulk, \
-                         ll-bulk, pc-reduce:C:S, fused-push:C:S, fused-pull:C:S, fused-reduce:S"
+                         ll-bulk, pc-reduce:C:S, fused-push:C:S, fused-pull:C:S, fused-reduce:S, \
+                         fused-all"
                     ))),
                 }
             }
@@ -239,6 +247,7 @@ impl TpPattern {
         match self {
             TpPattern::PcReduce { .. } | TpPattern::FusedReduce { .. } => op.row_parallel(),
             TpPattern::PcLl { .. } => op == TpOp::AllGatherGemm,
+            TpPattern::FusedAll => op == TpOp::GemmAllReduce,
             _ => op == TpOp::AllGatherGemm || !self.copies(),
         }
     }

@@ -49,6 +49,12 @@
 //!   is 0 + a + b, rounded as the summing blocks round it (the sum of two 16-bit values is
 //!   exact in f32); on more the additions come in arrival order, so the last bit may differ
 //!   from call to call.
+//! - The GEMM + all-reduce (`all`, [`gemm_all_reduce`]): every GPU receives the whole sum.
+//!   `bulk` and `chunked:C` with NCCL's all-reduce; `fused-all`, `fused-reduce:0`'s launch
+//!   with each half-tile added into every GPU's whole sum (each GPU zeroes its own in the launch
+//!   before its ready words, and the launch ends once every GPU has counted every tile row: two
+//!   H200s 1.145x over bulk at M >= 128, bench/results/all-reduce-h200-2026-11-29/); every
+//!   other reduce-scatter pattern, then NCCL's all-gather of the sums.
 //! - `ll-bulk`: the GEMM, then comm.cu's `tp_reduce_scatter_ll_*` (the `ll` module): each GPU
 //!   sends its partial of every peer's rows word by word with the call's epoch into that peer's
 //!   LL staging, and sums its own rows' P partials in f32, rank order, rounded once.
@@ -78,6 +84,7 @@ use crate::gemm::{GemmProblem, GemmShape};
 use crate::KernelError;
 
 mod fused;
+pub(super) use fused::all_counts;
 use fused::{fused_rs_launches, tickets_at, FusedRsLaunch};
 
 /// One GPU's buffers (device addresses, the partial product its own) and plans.
@@ -137,6 +144,9 @@ struct Reduce {
     /// What the done counts reach by the end of the fused calls so far: each call adds 2
     /// ceil(N / 64) per k split.
     fused_target: Cell<u32>,
+    /// The same for `fused-all`'s done counts (after the launches' words in `done`: every GPU
+    /// counts every tile row there, which `fused-reduce`'s calls do not).
+    all_target: Cell<u32>,
     /// `fused-reduce:0:K`'s f32 sum of this GPU's rows (rows x N f32; cuMemAlloc: peers add
     /// into it; two of them, zeroed, where the launch zeroes: fused.rs), and gemm_tma.cu's
     /// conversion to the 16-bit type (`gemm_splitk_*`, one plane).
@@ -182,6 +192,7 @@ const PUBLISHED_DONE: usize = 2;
 const PUBLISHED_OUT: usize = 3;
 const PUBLISHED_ACC: usize = 4;
 const PUBLISHED_LL: usize = 5;
+const PUBLISHED_ALL: usize = 6;
 
 /// The word GPU `from` sets (to the call's epoch) in a destination's flags once its partial of
 /// the destination's piece `j` is there (in the destination's staging, or its own partial).
@@ -249,7 +260,7 @@ impl Rs {
         let reduce = if patterns.iter().any(|q| {
             matches!(
                 q,
-                TpPattern::PcReduce { .. } | TpPattern::FusedReduce { .. }
+                TpPattern::PcReduce { .. } | TpPattern::FusedReduce { .. } | TpPattern::FusedAll
             )
         }) {
             let module = super::comm_module(g)?;
@@ -321,7 +332,8 @@ impl Rs {
             let done = if fused.is_empty() {
                 None
             } else {
-                let bytes = tickets_at(world, m) + 16 * fused.len();
+                // The counts, the launches' words, and `fused-all`'s counts.
+                let bytes = 2 * tickets_at(world, m) + 16 * fused.len();
                 Some(DeviceBuffer::zeroed(&g.ctx, bytes)?)
             };
             Some(Reduce {
@@ -335,6 +347,7 @@ impl Rs {
                 fused,
                 done,
                 fused_target: Cell::new(0),
+                all_target: Cell::new(0),
                 acc,
                 acc_calls: Cell::new(0),
                 auto_splits,
@@ -359,6 +372,11 @@ impl Rs {
         } else {
             None
         };
+        // `fused-all` adds into every GPU's whole sum.
+        if let Some(all) = all.filter(|_| patterns.contains(&TpPattern::FusedAll)) {
+            published.resize(PUBLISHED_ALL, 0);
+            published.push(all);
+        }
         Ok((
             Rs {
                 a,
@@ -471,6 +489,7 @@ impl Rs {
                 unsafe { self.full.run_on(self.a, self.b, part, &s) }?;
                 self.collective(gpu, true, [part, all], m * n, &s)
             }
+            TpPattern::FusedAll => self.fused_all(gpu, all),
             TpPattern::Chunked(pieces) => {
                 let (plan, events) = plan_for(&self.pieces, pieces, 0)?;
                 // A piece is M / C rows, made by P GEMMs of the plan's rows / C rows each.
@@ -551,8 +570,9 @@ impl Rs {
             | TpPattern::Pc { .. }
             | TpPattern::Fused { .. }
             | TpPattern::PcLl { .. }
-            | TpPattern::OwnBulk => Err(KernelError::Invalid(format!(
-                "{}: the all-gather + GEMM's pattern (refused by tp::check)",
+            | TpPattern::OwnBulk
+            | TpPattern::FusedAll => Err(KernelError::Invalid(format!(
+                "{}: not a reduce-scatter pattern (refused by tp::check)",
                 p.name()
             ))),
         }
@@ -725,6 +745,7 @@ impl Rs {
 pub(super) fn sum_roundings(pattern: TpPattern, world: usize) -> usize {
     match pattern {
         TpPattern::FusedReduce { sms: 0, splits: 1 }
+        | TpPattern::FusedAll
         | TpPattern::Bulk
         | TpPattern::Chunked(_)
         | TpPattern::CommAlone => (2 * world).saturating_sub(1).max(world + 1),

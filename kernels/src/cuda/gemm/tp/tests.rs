@@ -145,6 +145,34 @@ fn patterns_parse_and_shapes_split() {
         split(ar, s, 4).unwrap(),
         split(TpOp::GemmReduceScatter, s, 4).unwrap()
     );
+    // fused-all: the all-reduce's only; every GPU's rows whole 64-row halves; on one and two
+    // GPUs (more only with AUGUR_TP_UNVERIFIED, which the tests do not set).
+    let fa = TpPattern::parse("fused-all").unwrap();
+    assert_eq!(fa.name(), "fused-all");
+    assert!(fa.applies(ar) && !fa.applies(TpOp::GemmReduceScatter));
+    let e = err(TpOp::GemmReduceScatter, s, fa);
+    assert!(
+        e.contains("fused-all: for the GEMM + all-reduce only"),
+        "{e}"
+    );
+    let two = GemmShape { m: 256, ..s };
+    assert!(check(ar, two, 2, &[fa]).is_ok());
+    let e = check(ar, GemmShape { m: 192, ..s }, 2, &[fa])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("96 rows per GPU; it needs a multiple of 64"),
+        "{e}"
+    );
+    if std::env::var_os("AUGUR_TP_UNVERIFIED").is_none() {
+        let e = check(ar, GemmShape { m: 512, ..s }, 4, &[fa])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("fused-all on 4 GPUs: checked on one and two only"),
+            "{e}"
+        );
+    }
     // ll-bulk: both operations, a GPU's share in whole 4-byte words (two 16-bit values).
     let ll = TpPattern::LlBulk;
     assert!(ll.applies(TpOp::AllGatherGemm) && ll.applies(TpOp::GemmReduceScatter));

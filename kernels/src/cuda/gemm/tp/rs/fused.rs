@@ -5,7 +5,8 @@
 use cudarc::driver::{CudaFunction, DeviceRepr, PushKernelArg};
 
 use super::{
-    ready, Rs, PUBLISHED_ACC, PUBLISHED_DONE, PUBLISHED_FLAGS, PUBLISHED_OUT, PUBLISHED_STAGING,
+    ready, Rs, PUBLISHED_ACC, PUBLISHED_ALL, PUBLISHED_DONE, PUBLISHED_FLAGS, PUBLISHED_OUT,
+    PUBLISHED_STAGING,
 };
 use crate::cuda::comm::MAX_RANKS;
 use crate::cuda::gemm::tp;
@@ -29,6 +30,8 @@ pub(super) struct FusedRsLaunch {
     /// `fused-reduce:0` zeroing its rows of the sum and writing the ready words in the launch
     /// ([`in_launch`], decided once at set-up).
     zeroes: bool,
+    /// `fused-all`'s launch (128-row tiles, no k split, zeroing in the launch).
+    all: bool,
     f: CudaFunction,
     maps: (TensorMapArg, TensorMapArg),
     grid: u32,
@@ -63,6 +66,7 @@ struct TpFusedRs {
     zeroed: u64,
     announce: [u64; MAX_RANKS],
     prezeroed: u64,
+    all: u64,
 }
 
 // SAFETY: plain old data laid out as the C struct.
@@ -83,8 +87,8 @@ impl Rs {
         let splits = splits_run(sms, splits, r.auto_splits);
         let (i, l, done) = tp::fused_launch(
             &r.fused,
-            |l| (l.reduce_blocks, l.splits),
-            (sms, splits),
+            |l| (l.reduce_blocks, l.splits, l.all),
+            (sms, splits, false),
             r.done.as_ref(),
             "fused-reduce",
         )?;
@@ -232,6 +236,94 @@ impl Rs {
     }
 }
 
+impl Rs {
+    /// Enqueue one call of `fused-all` (the GEMM + all-reduce, see gemm_fused.cu) on the compute
+    /// stream: `fused-reduce:0`'s launch with every half-tile added into every GPU's whole sum
+    /// (`all` here, each peer's as it published it), each GPU's zeroed by its own launch before
+    /// its ready words; the launch ends once every GPU has counted every tile row in this GPU's
+    /// done words (the second set in `done`, after the launches' words).
+    pub(super) fn fused_all(&self, gpu: &Gpu, all: u64) -> Result<(), KernelError> {
+        let r = tp::set_up(&self.reduce, "fused-all")?;
+        let (i, l, done) = tp::fused_launch(
+            &r.fused,
+            |l| (l.reduce_blocks, l.splits, l.all),
+            (0, 1, true),
+            r.done.as_ref(),
+            "fused-all",
+        )?;
+        let (s, me, world) = (gpu.stream(), gpu.rank, gpu.world);
+        let m = world * self.rows;
+        let of = |q: usize, own: u64, which: usize| if q == me { own } else { gpu.peers[q][which] };
+        let dst = match l.dst[0].get() {
+            Some(d) => d,
+            None => {
+                let mut maps = [TensorMapArg([0; 16]); MAX_RANKS];
+                for (q, map) in maps.iter_mut().enumerate().take(world) {
+                    *map = tensor_map(of(q, all, PUBLISHED_ALL), m, self.n, 64, self.dtype)?;
+                }
+                l.dst[0].get_or_init(|| Box::new(DstMaps(maps)))
+            }
+        };
+        let e = r.next_epoch();
+        let target = r
+            .all_target
+            .get()
+            .wrapping_add((2 * self.n.div_ceil(64)) as u32);
+        r.all_target.set(target);
+        let counts = (tickets_at(world, m) + 16 * r.fused.len()) as u64;
+        let words = done.ptr() + (tickets_at(world, m) + 16 * i) as u64;
+        let mut t = TpFusedRs {
+            ready: r.flags.ptr() + 4 * ready(0),
+            staging: r.staging.ptr(),
+            out: self.out,
+            tickets: words,
+            zero: all,
+            zero_bytes: (m * self.n * 2) as u64,
+            zeroed: words + 8,
+            all: 1,
+            ..TpFusedRs::default()
+        };
+        for q in 0..world {
+            t.slot[q] = of(q, all, PUBLISHED_ALL);
+            t.done[q] = of(q, done.ptr(), PUBLISHED_DONE) + counts;
+            t.announce[q] = of(q, r.flags.ptr(), PUBLISHED_FLAGS) + 4 * ready(me);
+        }
+        let (mi, ni, ki) = (m as i32, self.n as i32, self.kp as i32);
+        let ints = [
+            me as i32,
+            world as i32,
+            self.rows as i32,
+            0,
+            1,
+            l.kt_per as i32,
+        ];
+        let cfg = tp::fused_config(l.grid, l.smem);
+        let mut b = s.launch_builder(&l.f);
+        b.arg(&mi).arg(&ni).arg(&ki);
+        b.arg(&l.maps.0).arg(&l.maps.1).arg(&**dst).arg(&t);
+        for v in &ints {
+            b.arg(v);
+        }
+        b.arg(&e).arg(&target);
+        // SAFETY: the arguments match gemm_tma_rsa_* (m, n, k, tensor maps of this GPU's A (M x
+        // kp) and B (n x kp), of every GPU's whole sum (M x n; peer access on), the addresses
+        // (live buffers of this GPU or of a peer; `zero`: this GPU's whole sum, M x n halves, a
+        // multiple of 16 bytes; the counts after the launches' words in `done`), rank, world,
+        // rows per GPU (a multiple of 64: tp::check), no summing blocks, no k split, the steps,
+        // epoch, target); the grid is at most one block per SM, so every block runs at once.
+        unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
+        Ok(())
+    }
+}
+
+/// Whether `fused-all` runs on `world` GPUs: one and two, where every GPU's sum is 0 + each
+/// partial in any order, so the same on every GPU (two 16-bit values' sum rounds alike either
+/// way); on more, the copies' additions come in arrival order and may differ in the last bit
+/// between GPUs, so only with AUGUR_TP_UNVERIFIED set.
+pub(crate) fn all_counts(world: usize) -> bool {
+    matches!(world, 1 | 2) || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
+}
+
 /// Whether `fused-reduce:0` on `world` GPUs zeroes its rows of the sum and writes the ready
 /// words in its launch (and, with k split, rounds its f32 sum at its end), and takes the
 /// swapped GEMM at small M: on one, two and four GPUs, where it was checked and timed (one
@@ -311,11 +403,12 @@ pub(super) fn fused_rs_launches(
     [a, b]: [u64; 2],
 ) -> Result<Vec<FusedRsLaunch>, KernelError> {
     tp::fused_counts(patterns, |p| match p {
-        TpPattern::FusedReduce { sms, splits } => Some((*sms, *splits)),
+        TpPattern::FusedReduce { sms, splits } => Some((*sms, *splits, false)),
+        TpPattern::FusedAll => Some((0, 1, true)),
         _ => None,
     })
     .into_iter()
-    .map(|(reduce_blocks, splits)| {
+    .map(|(reduce_blocks, splits, all)| {
         let sms = tp::fused_sms(g, reduce_blocks, "summing")?;
         let shape = GemmShape { m, n, k: kp };
         // tp::check said it first; the launch's counts depend on it.
@@ -327,7 +420,7 @@ pub(super) fn fused_rs_launches(
         // at M 96-256 (bench/results/swap-mid-h200-2026-11-29): 1.17x faster than the 128-row
         // tiles where they fit (0.96-1.54x), 0.52-0.96x where a split's units did not.
         let zeroes = reduce_blocks == 0 && in_launch(world);
-        if zeroes && (m <= 64 || m.div_ceil(64) * n.div_ceil(128) * splits <= sms) {
+        if zeroes && !all && (m <= 64 || m.div_ceil(64) * n.div_ceil(128) * splits <= sms) {
             let mt = swap_token_tile(m);
             let (f, smem) = tp::fused_function_with(g, "rsa_swap", dtype, mt, tma_swap_smem(mt))?;
             let units = m.div_ceil(mt) * n.div_ceil(128) * splits;
@@ -337,6 +430,7 @@ pub(super) fn fused_rs_launches(
                 kt_per,
                 swap: Some(mt),
                 zeroes,
+                all,
                 f,
                 maps: (
                     tensor_map(a, m, kp, mt as u32, dtype)?,
@@ -369,6 +463,7 @@ pub(super) fn fused_rs_launches(
             kt_per,
             swap: None,
             zeroes,
+            all,
             f,
             maps: (
                 tensor_map(a, m, kp, 128, dtype)?,
