@@ -264,8 +264,8 @@ struct TpFusedRs {
     // (rs_convert), so nothing is zeroed and no ready word waited for (see rs_convert); and the
     // swapped GEMM adds its partials by tensor-memory reductions (store_swap_split).
     unsigned long long prezeroed;
-    // `fused-all` (the GEMM + all-reduce; ADD, 128-row tiles, no k split, every GPU's rows whole
-    // 64-row halves): non-zero. Every half-tile is added into every GPU's whole sum (M x n, `dst`
+    // `fused-all` (the GEMM + all-reduce; ADD, no k split; 128-row tiles or the swapped GEMM as
+    // `fused-reduce:0` takes them): non-zero. Every half-tile is added into every GPU's whole sum (M x n, `dst`
     // the maps over each GPU's, at the tile's own rows) and counted in every GPU's done words;
     // `zero` is this GPU's whole sum; the launch ends once every GPU has counted every tile row.
     unsigned long long all;
@@ -627,6 +627,17 @@ struct RsGate {
         if (pending >= 0 && lead) flush();
         const int q0 = owners_ready(tok0, lead);
         swap_box<TT, MT>(d, buf, bar_id);
+        if (f->all) {
+            // `fused-all`: the box into every GPU's whole sum (maps of MT x 64 boxes over M x n),
+            // the next GPUs' first; no later owners.
+            if (lead) {
+                for (int i = 1; i <= world; ++i) {
+                    tma_store_box<true>(dst + (rank + i) % world, col0, tok0, buf);
+                }
+            }
+            swap_pending<MT>(tok0, col0, n);
+            return;
+        }
         if (lead) tma_store_box<true>(dst + q0, col0, tok0 - q0 * rows, buf);
         // The later owners' rows of the box: r0 to r1 (of MT), 8 chunks of 16 bytes a row.
         const int r0 = (q0 + 1) * rows - tok0, r1 = min(MT, m - tok0);

@@ -145,21 +145,13 @@ pub fn check(
                 )));
             }
         }
-        // fused-all: every GPU's rows whole 64-row halves of the 128-row tiles (no pairs path),
-        // on the GPU counts where its sums were checked (see rs::fused::all_counts).
-        if *pat == TpPattern::FusedAll {
-            if !rows.is_multiple_of(64) {
-                return Err(KernelError::Invalid(format!(
-                    "{shape}, fused-all: {rows} rows per GPU; it needs a multiple of 64"
-                )));
-            }
-            if !rs::all_counts(world) {
-                return Err(KernelError::Invalid(format!(
-                    "fused-all on {world} GPUs: checked on one and two only (on more, the \
-                     copies' additions come in arrival order, so the GPUs' sums may differ in \
-                     the last bit); AUGUR_TP_UNVERIFIED=1 runs it"
-                )));
-            }
+        // fused-all: on the GPU counts where its sums were checked (see rs::fused::all_counts).
+        if *pat == TpPattern::FusedAll && !rs::all_counts(world) {
+            return Err(KernelError::Invalid(format!(
+                "fused-all on {world} GPUs: checked on one and two only (on more, the copies' \
+                 additions come in arrival order, so the GPUs' sums may differ in the last \
+                 bit); AUGUR_TP_UNVERIFIED=1 runs it"
+            )));
         }
         // fused-reduce:0:K: k / P in K ranges of whole 64-steps, none empty.
         if let TpPattern::FusedReduce { sms, splits } = *pat {

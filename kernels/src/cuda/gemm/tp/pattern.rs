@@ -86,8 +86,9 @@ pub enum TpPattern {
         sms: usize,
         sm_push: bool,
     },
-    /// All-reduce only, fused (`fused-all`): `fused-reduce:0`'s launch (128-row tiles, no k
-    /// split) with each half-tile added into every GPU's whole sum, not only its rows' owner's,
+    /// All-reduce only, fused (`fused-all`): `fused-reduce:0`'s launch (its tiles or swapped
+    /// GEMM, no k split) with each half-tile added into every GPU's whole sum, not only its rows'
+    /// owner's,
     /// by tensor-memory reductions: no all-gather after it; every GPU zeroes its whole sum
     /// before its ready word, and a launch ends once every GPU's tiles of every row are there.
     FusedAll,

@@ -51,9 +51,10 @@
 //!   from call to call.
 //! - The GEMM + all-reduce (`all`, [`gemm_all_reduce`]): every GPU receives the whole sum.
 //!   `bulk` and `chunked:C` with NCCL's all-reduce; `fused-all`, `fused-reduce:0`'s launch
-//!   with each half-tile added into every GPU's whole sum (each GPU zeroes its own in the launch
-//!   before its ready words, and the launch ends once every GPU has counted every tile row: two
-//!   H200s 1.145x over bulk at M >= 128, bench/results/all-reduce-h200-2026-11-29/); every
+//!   (its tiles, or the swapped GEMM's boxes, as `fused-reduce:0` takes them, no k split) with
+//!   each added into every GPU's whole sum (each GPU zeroes its own in the launch before its
+//!   ready words, and the launch ends once every GPU has counted every tile row: two H200s
+//!   1.124x over bulk on the grid, bench/results/all-reduce-h200-2026-11-29/); every
 //!   other reduce-scatter pattern, then NCCL's all-gather of the sums.
 //! - `ll-bulk`: the GEMM, then comm.cu's `tp_reduce_scatter_ll_*` (the `ll` module): each GPU
 //!   sends its partial of every peer's rows word by word with the call's epoch into that peer's

@@ -145,8 +145,8 @@ fn patterns_parse_and_shapes_split() {
         split(ar, s, 4).unwrap(),
         split(TpOp::GemmReduceScatter, s, 4).unwrap()
     );
-    // fused-all: the all-reduce's only; every GPU's rows whole 64-row halves; on one and two
-    // GPUs (more only with AUGUR_TP_UNVERIFIED, which the tests do not set).
+    // fused-all: the all-reduce's only; on one and two GPUs (more only with
+    // AUGUR_TP_UNVERIFIED, which the tests do not set).
     let fa = TpPattern::parse("fused-all").unwrap();
     assert_eq!(fa.name(), "fused-all");
     assert!(fa.applies(ar) && !fa.applies(TpOp::GemmReduceScatter));
@@ -157,13 +157,8 @@ fn patterns_parse_and_shapes_split() {
     );
     let two = GemmShape { m: 256, ..s };
     assert!(check(ar, two, 2, &[fa]).is_ok());
-    let e = check(ar, GemmShape { m: 192, ..s }, 2, &[fa])
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.contains("96 rows per GPU; it needs a multiple of 64"),
-        "{e}"
-    );
+    // Any rows per GPU (every map covers the whole sum): 96 here.
+    assert!(check(ar, GemmShape { m: 192, ..s }, 2, &[fa]).is_ok());
     if std::env::var_os("AUGUR_TP_UNVERIFIED").is_none() {
         let e = check(ar, GemmShape { m: 512, ..s }, 4, &[fa])
             .unwrap_err()

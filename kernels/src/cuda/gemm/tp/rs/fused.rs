@@ -30,7 +30,8 @@ pub(super) struct FusedRsLaunch {
     /// `fused-reduce:0` zeroing its rows of the sum and writing the ready words in the launch
     /// ([`in_launch`], decided once at set-up).
     zeroes: bool,
-    /// `fused-all`'s launch (128-row tiles, no k split, zeroing in the launch).
+    /// `fused-all`'s launch (no k split, zeroing in the launch; the swapped GEMM where
+    /// `fused-reduce:0` takes it).
     all: bool,
     f: CudaFunction,
     maps: (TensorMapArg, TensorMapArg),
@@ -258,8 +259,10 @@ impl Rs {
             Some(d) => d,
             None => {
                 let mut maps = [TensorMapArg([0; 16]); MAX_RANKS];
+                // The swapped GEMM adds boxes as high as its token tile.
+                let high = l.swap.unwrap_or(64) as u32;
                 for (q, map) in maps.iter_mut().enumerate().take(world) {
-                    *map = tensor_map(of(q, all, PUBLISHED_ALL), m, self.n, 64, self.dtype)?;
+                    *map = tensor_map(of(q, all, PUBLISHED_ALL), m, self.n, high, self.dtype)?;
                 }
                 l.dst[0].get_or_init(|| Box::new(DstMaps(maps)))
             }
@@ -309,7 +312,7 @@ impl Rs {
         // kp) and B (n x kp), of every GPU's whole sum (M x n; peer access on), the addresses
         // (live buffers of this GPU or of a peer; `zero`: this GPU's whole sum, M x n halves, a
         // multiple of 16 bytes; the counts after the launches' words in `done`), rank, world,
-        // rows per GPU (a multiple of 64: tp::check), no summing blocks, no k split, the steps,
+        // rows per GPU, no summing blocks, no k split, the steps,
         // epoch, target); the grid is at most one block per SM, so every block runs at once.
         unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
         Ok(())
@@ -420,7 +423,7 @@ pub(super) fn fused_rs_launches(
         // at M 96-256 (bench/results/swap-mid-h200-2026-11-29): 1.17x faster than the 128-row
         // tiles where they fit (0.96-1.54x), 0.52-0.96x where a split's units did not.
         let zeroes = reduce_blocks == 0 && in_launch(world);
-        if zeroes && !all && (m <= 64 || m.div_ceil(64) * n.div_ceil(128) * splits <= sms) {
+        if zeroes && (m <= 64 || m.div_ceil(64) * n.div_ceil(128) * splits <= sms) {
             let mt = swap_token_tile(m);
             let (f, smem) = tp::fused_function_with(g, "rsa_swap", dtype, mt, tma_swap_smem(mt))?;
             let units = m.div_ceil(mt) * n.div_ceil(128) * splits;
