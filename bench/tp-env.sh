@@ -18,12 +18,13 @@ layers() {
 }
 
 # odd NAME ERR SECONDS ARGS...: `augur overlap tp ARGS` in bf16 and in f16 (the checks before and
-# after the timed calls are the point), into $OUT/NAME-<type>.csv, errors to $OUT/ERR.err.
+# after the timed calls are the point), into $OUT/NAME-<type>.csv, errors to $OUT/ERR.err; with
+# the carried build .carry/$ODD (default augur).
 odd() {
   local name=$1 err=$2 limit=$3 t
   shift 3
   for t in bf16 f16; do
-    timeout "$limit" .carry/augur overlap tp --dtype $t "$@" > "$OUT/$name-$t.csv" 2>> "$OUT/$err.err"
+    timeout "$limit" ".carry/${ODD:-augur}" overlap tp --dtype $t "$@" > "$OUT/$name-$t.csv" 2>> "$OUT/$err.err"
     echo "$name $t rc=$? $((SECONDS - T0)) s"
   done
 }

@@ -8,15 +8,7 @@
 #   bash bench/results/one-fence-4gpu-h200-2026-11-29/ab.sh   (writes $OUT/odd-*.csv, $OUT/ab.csv)
 source bench/tp-env.sh
 G=${GPUS:-4}
-odd() {  # tp-env.sh's odd, with the new build
-  local name=$1 err=$2 limit=$3 t
-  shift 3
-  for t in bf16 f16; do
-    timeout "$limit" .carry/fence overlap tp --dtype $t "$@" > "$OUT/$name-$t.csv" 2>> "$OUT/$err.err"
-    echo "$name $t rc=$? $((SECONDS - T0)) s"
-  done
-}
-odd odd ab 60 --gpus $G --ops all-gather \
+ODD=fence odd odd ab 60 --gpus $G --ops all-gather \
   --patterns bulk,own-bulk,pc-push:1:8,pc-pull:1:8,pc-push:2:8,pc-pull:2:16 \
   16,2048,4096 40,4096,4096 $((64 + 2 * G)),6144,4096 200,2048,2056
 layers "512 1024 2048 4096" "6144,4096 10240,8192 28672,4096"

@@ -9,6 +9,12 @@ use crate::{AnyModel, ExportFormat, ModelFile};
 /// A CSV of `augur overlap tp`'s first header: two weights, two M, 2 GPUs; `push:1` wins at
 /// the larger M, `bulk` at the smaller.
 fn csv(dir: &Path) -> PathBuf {
+    grid(dir, "tp.csv", "all-gather+gemm", "push:1")
+}
+
+/// [`csv`]'s layers as `op`'s, named `name` in `dir`, with `fast` in `push:1`'s place (and the
+/// failed `pull:1` rows of the all-gather).
+fn grid(dir: &Path, name: &str, op: &str, fast: &str) -> PathBuf {
     let mut t = String::from(
         "device,gpus,op,dtype,m,n,k,pattern,passed,max_err_over_bound,us,bulk_over_pattern,\
          share_of_bound\n",
@@ -20,21 +26,17 @@ fn csv(dir: &Path) -> PathBuf {
                 ("gemm", 50.0),
                 ("comm", 60.0),
                 ("bulk", if big { 300.0 } else { 100.0 }),
-                ("push:1", if big { 200.0 } else { 150.0 }),
+                (fast, if big { 200.0 } else { 150.0 }),
             ] {
-                let _ = writeln!(
-                    t,
-                    "GPU X,2,all-gather+gemm,bf16,{m},{n},{k},{p},true,0.5,{us},,"
-                );
+                let _ = writeln!(t, "GPU X,2,{op},bf16,{m},{n},{k},{p},true,0.5,{us},,");
             }
             // A failed pattern is left out.
-            let _ = writeln!(
-                t,
-                "GPU X,2,all-gather+gemm,bf16,{m},{n},{k},pull:1,false,9,1,,"
-            );
+            if op == "all-gather+gemm" {
+                let _ = writeln!(t, "GPU X,2,{op},bf16,{m},{n},{k},pull:1,false,9,1,,");
+            }
         }
     }
-    let path = dir.join("tp.csv");
+    let path = dir.join(name);
     std::fs::write(&path, t).unwrap();
     path
 }
@@ -333,28 +335,7 @@ fn the_all_reduce_has_its_own_tree_and_flag() {
     let two = csv(&dir);
     // The same weights as GEMM + all-reduce layers (K cut), `fused-reduce:0` the fastest at
     // large M, bulk at small.
-    let mut t = String::from(
-        "device,gpus,op,dtype,m,n,k,pattern,passed,max_err_over_bound,us,bulk_over_pattern,\
-         share_of_bound\n",
-    );
-    for (n, k) in [(6144, 4096), (8192, 8192), (28672, 4096)] {
-        for m in [512, 16384] {
-            let big = m > 1000;
-            for (p, us) in [
-                ("gemm", 50.0),
-                ("comm", 60.0),
-                ("bulk", if big { 300.0 } else { 100.0 }),
-                ("fused-reduce:0", if big { 200.0 } else { 150.0 }),
-            ] {
-                let _ = writeln!(
-                    t,
-                    "GPU X,2,gemm+all-reduce,bf16,{m},{n},{k},{p},true,0.5,{us},,"
-                );
-            }
-        }
-    }
-    let ar = dir.join("ar.csv");
-    std::fs::write(&ar, t).unwrap();
+    let ar = grid(&dir, "ar.csv", "gemm+all-reduce", "fused-reduce:0");
     let layers = read_layers(&[two, ar], 132).unwrap();
     let params = OverlapTrainParams::default().check().unwrap();
     let model = params.fit(&layers, "test").unwrap();

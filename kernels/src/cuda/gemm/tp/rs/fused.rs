@@ -186,30 +186,11 @@ impl Rs {
             t.acc[q] = acc_of(q).unwrap_or(0);
             t.announce[q] = of(q, r.flags.ptr(), PUBLISHED_FLAGS) + 4 * ready(me);
         }
-        let (mi, ni, ki) = (m as i32, self.n as i32, self.kp as i32);
-        let ints = [
-            me as i32,
-            world as i32,
-            self.rows as i32,
-            sms as i32,
-            l.splits as i32,
-            l.kt_per as i32,
-        ];
-        let cfg = tp::fused_config(l.grid, l.smem);
-        let mut b = s.launch_builder(&l.f);
-        b.arg(&mi).arg(&ni).arg(&ki);
-        b.arg(&l.maps.0).arg(&l.maps.1).arg(&**dst).arg(&t);
-        for v in &ints {
-            b.arg(v);
-        }
-        b.arg(&e).arg(&target);
-        // SAFETY: the arguments match gemm_tma_rs_* (m, n, k, tensor maps of this GPU's A (M x
-        // kp) and B (n x kp), of its slot in every GPU's staging (rows x n; peer access on),
-        // the addresses (live buffers of this GPU or of a peer; `zero`: zero_bytes, a multiple
-        // of 16, of this GPU's; the counters in `done`, per launch), rank, world, rows per GPU,
-        // summing blocks (fewer than the grid), k splits and steps per split, epoch, target);
-        // the grid is at most one block per SM, so every block runs at once.
-        unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
+        // SAFETY: `dst` maps this GPU's slot in every GPU's staging (rows x n), or their rows of
+        // the sum, or their f32 sums (peer access on); `t` holds live buffers of this GPU or of
+        // a peer (`zero`: zero_bytes, a multiple of 16, of this GPU's; the counters in `done`,
+        // per launch); `sms` summing blocks are fewer than the grid.
+        unsafe { self.launch_fused(gpu, l, dst, &t, sms, (e, target)) }?;
         // Where the launch zeroed the f32 sum it also rounds it into the rows of the sum at its
         // end (gemm_fused.cu's rs_convert).
         if let Some((sum, convert)) = acc.filter(|_| !l.zeroes) {
@@ -252,7 +233,7 @@ impl Rs {
             r.done.as_ref(),
             "fused-all",
         )?;
-        let (s, me, world) = (gpu.stream(), gpu.rank, gpu.world);
+        let (me, world) = (gpu.rank, gpu.world);
         let m = world * self.rows;
         let of = |q: usize, own: u64, which: usize| if q == me { own } else { gpu.peers[q][which] };
         let dst = match l.dst[0].get() {
@@ -291,30 +272,52 @@ impl Rs {
             t.done[q] = of(q, done.ptr(), PUBLISHED_DONE) + counts;
             t.announce[q] = of(q, r.flags.ptr(), PUBLISHED_FLAGS) + 4 * ready(me);
         }
+        // SAFETY: `dst` maps every GPU's whole sum (M x n; peer access on); `t` holds live
+        // buffers of this GPU or of a peer (`zero`: this GPU's whole sum, M x n halves, a
+        // multiple of 16 bytes; the counts after the launches' words in `done`); no summing
+        // blocks.
+        unsafe { self.launch_fused(gpu, l, dst, &t, 0, (e, target)) }
+    }
+
+    /// `l`'s launch on the compute stream with its tensor maps of this GPU's A (M x kp) and B
+    /// (n x kp), the maps `dst`, the addresses `t`, `sms` summing blocks, the call's epoch and
+    /// the done counts' target.
+    ///
+    /// # Safety
+    /// `dst` and `t` must be what gemm_tma_rs_* / gemm_tma_rsa_* take for this GPU's call (see
+    /// gemm_fused.cu's TpFusedRs), live until the launch ends.
+    unsafe fn launch_fused(
+        &self,
+        gpu: &Gpu,
+        l: &FusedRsLaunch,
+        dst: &DstMaps,
+        t: &TpFusedRs,
+        sms: usize,
+        (e, target): (u32, u32),
+    ) -> Result<(), KernelError> {
+        let m = gpu.world * self.rows;
         let (mi, ni, ki) = (m as i32, self.n as i32, self.kp as i32);
         let ints = [
-            me as i32,
-            world as i32,
+            gpu.rank as i32,
+            gpu.world as i32,
             self.rows as i32,
-            0,
-            1,
+            sms as i32,
+            l.splits as i32,
             l.kt_per as i32,
         ];
-        let cfg = tp::fused_config(l.grid, l.smem);
+        let s = gpu.stream();
         let mut b = s.launch_builder(&l.f);
         b.arg(&mi).arg(&ni).arg(&ki);
-        b.arg(&l.maps.0).arg(&l.maps.1).arg(&**dst).arg(&t);
+        b.arg(&l.maps.0).arg(&l.maps.1).arg(dst).arg(t);
         for v in &ints {
             b.arg(v);
         }
         b.arg(&e).arg(&target);
-        // SAFETY: the arguments match gemm_tma_rsa_* (m, n, k, tensor maps of this GPU's A (M x
-        // kp) and B (n x kp), of every GPU's whole sum (M x n; peer access on), the addresses
-        // (live buffers of this GPU or of a peer; `zero`: this GPU's whole sum, M x n halves, a
-        // multiple of 16 bytes; the counts after the launches' words in `done`), rank, world,
-        // rows per GPU, no summing blocks, no k split, the steps,
-        // epoch, target); the grid is at most one block per SM, so every block runs at once.
-        unsafe { b.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
+        // SAFETY: the arguments match the kernel (m, n, k, the maps, the addresses, rank,
+        // world, rows per GPU, summing blocks (fewer than the grid), k splits and steps per
+        // split, epoch, target; the rest as the caller says); the grid is at most one block per
+        // SM, so every block runs at once.
+        unsafe { b.launch(tp::fused_config(l.grid, l.smem)) }.map_err(drv("cuLaunchKernel"))?;
         Ok(())
     }
 }
