@@ -265,9 +265,10 @@ struct TpFusedRs {
     // swapped GEMM adds its partials by tensor-memory reductions (store_swap_split).
     unsigned long long prezeroed;
     // `fused-all` (the GEMM + all-reduce; ADD, no k split; 128-row tiles or the swapped GEMM as
-    // `fused-reduce:0` takes them): non-zero. Every half-tile is added into every GPU's whole sum (M x n, `dst`
-    // the maps over each GPU's, at the tile's own rows) and counted in every GPU's done words;
-    // `zero` is this GPU's whole sum; the launch ends once every GPU has counted every tile row.
+    // `fused-reduce:0` takes them): non-zero. Every half-tile (or the swapped GEMM's box) is
+    // added into every GPU's whole sum (M x n, `dst` the maps over each GPU's, at the tile's own
+    // rows) and counted in every GPU's done words; `zero` is this GPU's whole sum; the launch
+    // ends once every GPU has counted every tile row.
     unsigned long long all;
 };
 
