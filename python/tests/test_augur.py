@@ -241,3 +241,9 @@ def test_overlap_choice_from_a_spec_string():
     assert any("groups of [2, 4]" in n for n in notes)
     with pytest.raises(ValueError, match="split evenly"):
         m.choose("overlap:op=all-gather,m=8190,n=6144,k=4096,world=4")
+    # The GEMM + all-reduce (two GPUs' tree): the fused all-reduce at a large layer; on four
+    # GPUs it is refused (unverified there), so bulk, noted.
+    pick, path, notes = m.choose("overlap:op=all-reduce,m=4096,n=8192,k=8192,world=2")
+    assert pick == "fused-all" and path and not notes
+    pick, _, notes = m.choose("overlap:op=all-reduce,m=4096,n=8192,k=8192,world=4")
+    assert pick == "bulk" and any("cannot run here" in n for n in notes)
