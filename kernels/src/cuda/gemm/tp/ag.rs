@@ -186,7 +186,7 @@ pub(super) enum CopyWaits {
 /// (bench/results/own-bulk-grid-h200-2026-11-29/), on other counts only with
 /// `AUGUR_TP_UNVERIFIED` set; else the communication stream waits for them.
 pub(super) fn pc_waits(world: usize) -> CopyWaits {
-    if matches!(world, 2 | 4) || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some() {
+    if super::checked_on(world, &[2, 4]) {
         CopyWaits::Ready
     } else {
         CopyWaits::Stream
@@ -197,7 +197,7 @@ pub(super) fn pc_waits(world: usize) -> CopyWaits {
 /// where that was timed (bench/results/pc-tail-h200-2026-11-29/), on other counts only with
 /// `AUGUR_TP_UNVERIFIED` set.
 pub(super) fn pc_tail(world: usize) -> bool {
-    world == 2 || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
+    super::checked_on(world, &[2])
 }
 
 /// Threads per block of the copy kernel (its __launch_bounds__).
@@ -732,7 +732,7 @@ impl Ag {
             TpPattern::Fused { pieces, sms, push } => self.fused(gpu, pieces, sms, push),
             TpPattern::PcReduce { .. } | TpPattern::FusedReduce { .. } | TpPattern::FusedAll => {
                 Err(KernelError::Invalid(format!(
-                    "{}: the GEMM + reduce-scatter's pattern (refused by tp::check)",
+                    "{}: not an all-gather pattern (refused by tp::check)",
                     p.name()
                 )))
             }

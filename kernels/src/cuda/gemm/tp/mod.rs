@@ -612,6 +612,12 @@ pub(super) fn write_word(st: &CudaStream, word: u64, e: u32) -> Result<(), Kerne
     })
 }
 
+/// Whether a way of running that was checked on the GPU counts `counts` runs on `world` GPUs:
+/// on those, or on any with `AUGUR_TP_UNVERIFIED` set (to check it on another count).
+pub(super) fn checked_on(world: usize, counts: &[usize]) -> bool {
+    counts.contains(&world) || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
+}
+
 /// A pattern's next call's epoch (`epoch` advanced, wrapping): the same on every GPU, as they
 /// make the same calls.
 fn next_epoch(epoch: &std::cell::Cell<u32>) -> u32 {

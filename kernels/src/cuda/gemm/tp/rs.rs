@@ -208,6 +208,14 @@ fn ready(from: usize) -> u64 {
     (MAX_RANKS * MAX_PIECES + from) as u64
 }
 
+/// The NCCL collectives the row-parallel patterns run ([`Rs::collective`]).
+#[derive(Debug, Clone, Copy)]
+enum Collective {
+    ReduceScatter,
+    AllReduce,
+    AllGather,
+}
+
 /// The reduce kernel's addresses (struct TpReduce in comm.cu).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
@@ -400,70 +408,36 @@ impl Rs {
         ))
     }
 
-    /// Reduce-scatter `count` values per GPU from `src` (world x count) into `dst`.
-    fn reduce_scatter(
-        &self,
-        gpu: &Gpu,
-        src: u64,
-        dst: u64,
-        count: usize,
-        st: &cudarc::driver::CudaStream,
-    ) -> Result<(), KernelError> {
-        // SAFETY: `src` holds world x count values and `dst` count, on this GPU; every GPU
-        // enqueues the same collectives in the same order.
-        unsafe {
-            nccl::reduce_scatter(
-                src as *const c_void,
-                dst as *mut c_void,
-                count,
-                nccl_half(self.dtype),
-                nccl_sys::ncclRedOp_t::ncclSum,
-                gpu.comm.0,
-                st.cu_stream() as nccl_sys::cudaStream_t,
-            )
-        }
-        .map_err(nccl_err("ncclReduceScatter"))
-        .map(|_| ())
-    }
-
     /// Keep `buf` alive as long as this Rs (a plan's own rows of the sum).
     pub(super) fn keep(&mut self, buf: DeviceBuffer) {
         self.kept.push(buf);
     }
 
-    /// NCCL's `collective` (all-reduce or all-gather) of `count` values per GPU (the all-reduce
-    /// `count` in all; the all-gather `count` from each) from `src` into `dst`, on `st`.
+    /// NCCL's `kind` of collective on `st`, from `src` into `dst`, `count` values a GPU: the
+    /// reduce-scatter's `src` world x count and `dst` count; the all-reduce's both count; the
+    /// all-gather's `src` count and `dst` world x count.
     fn collective(
         &self,
         gpu: &Gpu,
-        all_reduce: bool,
+        kind: Collective,
         [src, dst]: [u64; 2],
         count: usize,
         st: &cudarc::driver::CudaStream,
     ) -> Result<(), KernelError> {
-        let (ty, cs) = (
-            nccl_half(self.dtype),
-            st.cu_stream() as nccl_sys::cudaStream_t,
-        );
-        // SAFETY: the all-reduce's `src` and `dst` hold `count` values, the all-gather's `src`
-        // `count` and `dst` world x count, on this GPU; every GPU enqueues the same collectives
-        // in the same order.
+        let (s, d) = (src as *const c_void, dst as *mut c_void);
+        let (ty, sum) = (nccl_half(self.dtype), nccl_sys::ncclRedOp_t::ncclSum);
+        let (comm, cs) = (gpu.comm.0, st.cu_stream() as nccl_sys::cudaStream_t);
+        // SAFETY: `src` and `dst` hold what `kind` reads and writes (above), on this GPU; every
+        // GPU enqueues the same collectives in the same order.
         unsafe {
-            if all_reduce {
-                let sum = nccl_sys::ncclRedOp_t::ncclSum;
-                let (s, d) = (src as *const c_void, dst as *mut c_void);
-                nccl::all_reduce(s, d, count, ty, sum, gpu.comm.0, cs)
-                    .map_err(nccl_err("ncclAllReduce"))
-            } else {
-                nccl::all_gather(
-                    src as *const c_void,
-                    dst as *mut c_void,
-                    count,
-                    ty,
-                    gpu.comm.0,
-                    cs,
-                )
-                .map_err(nccl_err("ncclAllGather"))
+            match kind {
+                Collective::ReduceScatter => nccl::reduce_scatter(s, d, count, ty, sum, comm, cs)
+                    .map_err(nccl_err("ncclReduceScatter")),
+                Collective::AllReduce => nccl::all_reduce(s, d, count, ty, sum, comm, cs)
+                    .map_err(nccl_err("ncclAllReduce")),
+                Collective::AllGather => {
+                    nccl::all_gather(s, d, count, ty, comm, cs).map_err(nccl_err("ncclAllGather"))
+                }
             }
         }
         .map(|_| ())
@@ -484,11 +458,13 @@ impl Rs {
         let (m, n) = (gpu.world * self.rows, self.n);
         match p {
             TpPattern::GemmAlone => self.enqueue_rs(gpu, p),
-            TpPattern::CommAlone => self.collective(gpu, true, [part, all], m * n, &s),
+            TpPattern::CommAlone => {
+                self.collective(gpu, Collective::AllReduce, [part, all], m * n, &s)
+            }
             TpPattern::Bulk => {
                 // SAFETY: `a` is M x kp, `b` n x kp, `part` M x n halves on this GPU.
                 unsafe { self.full.run_on(self.a, self.b, part, &s) }?;
-                self.collective(gpu, true, [part, all], m * n, &s)
+                self.collective(gpu, Collective::AllReduce, [part, all], m * n, &s)
             }
             TpPattern::FusedAll => self.fused_all(gpu, all),
             TpPattern::Chunked(pieces) => {
@@ -507,13 +483,25 @@ impl Rs {
                     ev.record(&s).map_err(drv("record"))?;
                     cs.wait(ev).map_err(drv("wait"))?;
                     let at = (j * rows) as u64 * c_row;
-                    self.collective(gpu, true, [part + at, all + at], rows * n, cs)?;
+                    self.collective(
+                        gpu,
+                        Collective::AllReduce,
+                        [part + at, all + at],
+                        rows * n,
+                        cs,
+                    )?;
                 }
                 gpu.join()
             }
             _ => {
                 self.enqueue_rs(gpu, p)?;
-                self.collective(gpu, false, [self.out, all], self.rows * n, &s)
+                self.collective(
+                    gpu,
+                    Collective::AllGather,
+                    [self.out, all],
+                    self.rows * n,
+                    &s,
+                )
             }
         }
     }
@@ -529,10 +517,12 @@ impl Rs {
         // GPU; a plan for m rows reads rows [r0, r0 + m) of `a` and writes m rows of `part`.
         match p {
             TpPattern::GemmAlone => unsafe { self.full.run_on(a, b, part, &s) },
-            TpPattern::CommAlone => self.reduce_scatter(gpu, part, out, count, &s),
+            TpPattern::CommAlone => {
+                self.collective(gpu, Collective::ReduceScatter, [part, out], count, &s)
+            }
             TpPattern::Bulk => {
                 unsafe { self.full.run_on(a, b, part, &s) }?;
-                self.reduce_scatter(gpu, part, out, count, &s)
+                self.collective(gpu, Collective::ReduceScatter, [part, out], count, &s)
             }
             TpPattern::Chunked(pieces) => {
                 let (plan, events) = plan_for(&self.pieces, pieces, 0)?;
@@ -547,7 +537,13 @@ impl Rs {
                     cs.wait(ev).map_err(drv("wait"))?;
                     let staged = part + ((j * gpu.world * piece) as u64) * c_row;
                     let mine = out + ((j * piece) as u64) * c_row;
-                    self.reduce_scatter(gpu, staged, mine, piece * self.n, cs)?;
+                    self.collective(
+                        gpu,
+                        Collective::ReduceScatter,
+                        [staged, mine],
+                        piece * self.n,
+                        cs,
+                    )?;
                 }
                 gpu.join()
             }

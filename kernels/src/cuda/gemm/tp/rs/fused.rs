@@ -327,7 +327,7 @@ impl Rs {
 /// way); on more, the copies' additions come in arrival order and may differ in the last bit
 /// between GPUs, so only with AUGUR_TP_UNVERIFIED set.
 pub(crate) fn all_counts(world: usize) -> bool {
-    matches!(world, 1 | 2) || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
+    tp::checked_on(world, &[1, 2])
 }
 
 /// Whether `fused-reduce:0` on `world` GPUs zeroes its rows of the sum and writes the ready
@@ -353,7 +353,7 @@ pub(crate) fn all_counts(world: usize) -> bool {
 /// bench/results/split-prezeroed-h200-2026-11-29/; four H200s, every check passed, 1.79x /
 /// 1.64x faster than with the host's zeroing at M 16-256: fused-4gpu-h200-2026-11-29/).
 pub(super) fn in_launch(world: usize) -> bool {
-    matches!(world, 1 | 2 | 4) || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
+    tp::checked_on(world, &[1, 2, 4])
 }
 
 /// The k split `fused-reduce:0` takes by itself on `world` GPUs for this GPU's product (its
