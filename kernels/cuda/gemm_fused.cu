@@ -264,12 +264,21 @@ struct TpFusedRs {
     // (rs_convert), so nothing is zeroed and no ready word waited for (see rs_convert); and the
     // swapped GEMM adds its partials by tensor-memory reductions (store_swap_split).
     unsigned long long prezeroed;
-    // `fused-all` (the GEMM + all-reduce; ADD, no k split; 128-row tiles or the swapped GEMM as
+    // `fused-all` (the GEMM + all-reduce; ADD; 128-row tiles or the swapped GEMM as
     // `fused-reduce:0` takes them): non-zero. Every half-tile (or the swapped GEMM's box) is
     // added into every GPU's whole sum (M x n, `dst` the maps over each GPU's, at the tile's own
-    // rows) and counted in every GPU's done words; `zero` is this GPU's whole sum; the launch
-    // ends once every GPU has counted every tile row.
+    // rows; each box filled once and reduced into every GPU's) and counted in every GPU's done
+    // words; `zero` is this GPU's whole sum; the launch ends once every GPU has counted every
+    // tile row. With k split (`fused-all:K`, or by itself at small M as `fused-reduce:0`) always
+    // `prezeroed`: the partials go in f32 into every GPU's whole f32 sum (`acc`, a plane of
+    // M x n per k range, two a GPU in turn), and rs_convert rounds all of this GPU's into `out`
+    // (its whole sum).
     unsigned long long all;
+    // `fused-all` with k split: each k range's partials go into a plane of their own of every
+    // GPU's f32 sum (`plane_rows` rows apart, M rounded up to whole 128-row tiles: no box
+    // crosses into the next), so that each f32 value there is 0 + one partial per GPU, the same
+    // on every GPU in either order on two; rs_convert adds the planes in order. 0 otherwise.
+    unsigned long long plane_rows;
 };
 
 // Per owner q: a tensor map over slot `rank` of q's staging (rows x n, 64 x 64 boxes).
@@ -440,11 +449,15 @@ __device__ __forceinline__ void rs_zero_announce(const TpFusedRs& f, int world, 
 // sum before it is zeroed, or while it is being read, and the launch neither zeroes nor waits
 // for a ready word. Zeroing in the launch, its first stores waited 0.5-3.3 us for the last
 // block's count and ready word at M 16 on one H200 (bench/results/split-phases-h200-2026-11-29/).
+//
+// `fused-all` (every row this GPU's, its whole sum): its f32 sum has a plane per k range
+// (`plane_rows` apart), added in order, then rounded.
 template <typename TT>
 __device__ __forceinline__ void rs_convert(const TpFusedRs& f, int rank, int world, int rows,
-                                           int n, int tiles_m, unsigned target) {
+                                           int n, int tiles_m, unsigned target, int splits) {
     const unsigned* done = (const unsigned*)f.done[rank];
-    const int lo = rank * rows, hi = lo + rows;
+    // `fused-all`: every row (its f32 sum and `out` are the whole M x n).
+    const int lo = f.all ? 0 : rank * rows, hi = f.all ? world * rows : lo + rows;
     const uint4* acc = (const uint4*)f.acc[rank];  // 4 f32 a vector
     uint2* out = (uint2*)f.out;                     // 4 halves
     const unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;
@@ -457,9 +470,22 @@ __device__ __forceinline__ void rs_convert(const TpFusedRs& f, int rank, int wor
         for (unsigned long long x = v0 + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
              x < v1; x += step) {
             const uint4 v = ld_cg(acc + x);
-            out[x] = make_uint2(TT::pack(__uint_as_float(v.x), __uint_as_float(v.y)),
-                                TT::pack(__uint_as_float(v.z), __uint_as_float(v.w)));
+            float a = __uint_as_float(v.x), b = __uint_as_float(v.y);
+            float c = __uint_as_float(v.z), e = __uint_as_float(v.w);
             if (f.prezeroed) ((uint4*)acc)[x] = make_uint4(0, 0, 0, 0);
+            if (f.all) {
+                // The later k ranges' planes, in order.
+                const unsigned long long plane = f.plane_rows * n / 4;
+                for (int p = 1; p < splits; ++p) {
+                    const uint4 w = ld_cg(acc + p * plane + x);
+                    a += __uint_as_float(w.x);
+                    b += __uint_as_float(w.y);
+                    c += __uint_as_float(w.z);
+                    e += __uint_as_float(w.w);
+                    if (f.prezeroed) ((uint4*)acc)[p * plane + x] = make_uint4(0, 0, 0, 0);
+                }
+            }
+            out[x] = make_uint2(TT::pack(a, b), TT::pack(c, e));
         }
     }
 }
@@ -537,13 +563,18 @@ struct RsGate {
     // pair by pair (red.add.f32, fenced before the lead counts them, as below).
     template <int BN>
     __device__ __forceinline__ void store_split(const float* d, float*, u16* stage, int, int n,
-                                                int row0, int col0, int, int bar_id,
+                                                int row0, int col0, int split, int bar_id,
                                                 int tile_m) {
         const bool lead = (threadIdx.x & 127) == 0;
         if (pending >= 0 && lead) flush();
         if (row0 < m) {
             const int q0 = owners_ready(row0, lead);
-            if (rows % 64 == 0) {
+            if (f->all) {
+                // `fused-all`: into its k range's plane of every GPU's whole f32 sum, the next
+                // GPUs' first.
+                wg_add_tma_f32<BN>(d, stage, dst, split * (int)f->plane_rows + row0, col0, bar_id,
+                                   world, rank + 1);
+            } else if (rows % 64 == 0) {
                 wg_add_tma_f32<BN>(d, stage, dst + q0, row0 - q0 * rows, col0, bar_id);
             } else {
                 asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
@@ -566,11 +597,9 @@ struct RsGate {
         if (row0 < m) {
             const int q0 = owners_ready(row0, lead);
             if (ADD && f->all) {
-                // `fused-all`: into every GPU's whole sum, the next GPUs' first, this GPU's last.
-                for (int i = 1; i <= world; ++i) {
-                    wg_store_tma<TT, BN, ADD>(d, stage, dst + (rank + i) % world, row0, col0,
-                                              bar_id);
-                }
+                // `fused-all`: into every GPU's whole sum, the next GPUs' first, this GPU's
+                // last; each box filled once.
+                wg_store_tma<TT, BN, ADD>(d, stage, dst, row0, col0, bar_id, world, rank + 1);
             } else if (rows % 64 == 0) {
                 // One owner; its map clips at its last row.
                 wg_store_tma<TT, BN, ADD>(d, stage, dst + q0, row0 - q0 * rows, col0, bar_id);
@@ -633,8 +662,9 @@ struct RsGate {
             // the next GPUs' first; no later owners.
             if (lead) {
                 for (int i = 1; i <= world; ++i) {
-                    tma_store_box<true>(dst + (rank + i) % world, col0, tok0, buf);
+                    tma_issue_box<true>(dst + (rank + i) % world, col0, tok0, buf);
                 }
+                asm volatile("cp.async.bulk.commit_group;" ::: "memory");
             }
             swap_pending<MT>(tok0, col0, n);
             return;
@@ -670,17 +700,18 @@ struct RsGate {
     // (bench/results/split-prezeroed-h200-2026-11-29/staged/).
     template <int MT>
     __device__ __forceinline__ void store_swap_split(const float* d, float*, u16* buf, int,
-                                                     int n, int tok0, int col0, int, int bar_id,
-                                                     int /*tile_m*/) {
+                                                     int n, int tok0, int col0, int split,
+                                                     int bar_id, int /*tile_m*/) {
         const bool lead = (threadIdx.x & 127) == 0;
         // Past the flush the box's last reductions have completed (read too).
         if (pending >= 0 && lead) flush();
         const int q0 = owners_ready(tok0, lead);
         const bool tma = f->prezeroed != 0;
         float* fb = (float*)buf;
-        // The rows added 16 bytes at a time (with `tma` the later owners'): r0 to r1 (of MT), 8
-        // chunks of 16 bytes a half row.
-        const int r0 = tma ? (q0 + 1) * rows - tok0 : 0, r1 = min(MT, m - tok0);
+        // The rows added 16 bytes at a time (with `tma` the later owners'; `fused-all`, always
+        // prezeroed: none): r0 to r1 (of MT), 8 chunks of 16 bytes a half row.
+        const int r1 = min(MT, m - tok0);
+        const int r0 = f->all ? r1 : tma ? (q0 + 1) * rows - tok0 : 0;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             // The box is free (the last half's reads are done: the lead waited for the
@@ -696,7 +727,17 @@ struct RsGate {
             // The tensor-memory reduction reads shared memory through the async proxy.
             asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
             asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
-            if (tma && lead) tma_store_box<true>(dst + q0, col0 + 32 * h, tok0 - q0 * rows, fb);
+            if (tma && lead && f->all) {
+                // `fused-all`: into its k range's plane of every GPU's whole f32 sum, the next
+                // GPUs' first.
+                const int at = split * (int)f->plane_rows + tok0;
+                for (int i = 1; i <= world; ++i) {
+                    tma_issue_box<true>(dst + (rank + i) % world, col0 + 32 * h, at, fb);
+                }
+                asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+            } else if (tma && lead) {
+                tma_store_box<true>(dst + q0, col0 + 32 * h, tok0 - q0 * rows, fb);
+            }
             for (int x = threadIdx.x & 127; x < max(r1 - r0, 0) * 8; x += 128) {
                 const int r = r0 + x / 8, c = x % 8, row = tok0 + r, q = row / rows;
                 if (col0 + 32 * h + 4 * c >= n) continue;
@@ -766,7 +807,7 @@ __device__ __forceinline__ void gemm_tma_rs(int m, int n, int k, const TensorMap
     if (in_launch && splits > 1) {
         // Every thread of every block is here (the producer warpgroup's too, its loads issued):
         // the launch ends with this GPU's rows of the sum rounded from the f32 sum.
-        rs_convert<TT>(f, rank, world, rows, n, tiles_m, target);
+        rs_convert<TT>(f, rank, world, rows, n, tiles_m, target, splits);
     } else if (ADD && r == 0 && threadIdx.x == 0) {
         // The launch ends once every GPU's tiles of this GPU's rows were added (and counted):
         // one block waits for it (the launch ends with its last block), the others exit.

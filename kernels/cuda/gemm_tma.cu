@@ -72,9 +72,9 @@ __device__ __forceinline__ void tma_load(unsigned dst, const TensorMap* map, int
 // the last box of the call before used the same one), and the kernel waits for its stores at
 // the end.
 // One tensor-memory store of the staging box at `buf` to (row0, col0) of the matrix `tmc` maps
-// (with ADD, added to what it holds: a reduction), committed as its own bulk group.
+// (with ADD, added to what it holds: a reduction), not yet committed (tma_store_box commits it).
 template <bool ADD>
-__device__ __forceinline__ void tma_store_box(const TensorMap* tmc, int col0, int row0,
+__device__ __forceinline__ void tma_issue_box(const TensorMap* tmc, int col0, int row0,
                                               const void* buf) {
     if (ADD) {
         asm volatile(
@@ -89,12 +89,23 @@ __device__ __forceinline__ void tma_store_box(const TensorMap* tmc, int col0, in
             "r"(col0), "r"(row0), "r"(smem_addr(buf))
             : "memory");
     }
+}
+
+// tma_issue_box committed as its own bulk group.
+template <bool ADD>
+__device__ __forceinline__ void tma_store_box(const TensorMap* tmc, int col0, int row0,
+                                              const void* buf) {
+    tma_issue_box<ADD>(tmc, col0, row0, buf);
     asm volatile("cp.async.bulk.commit_group;" ::: "memory");
 }
 
+//
+// With `copies` > 1 (`fused-all`: the same tile into every GPU's sum) each box, filled once, goes
+// to `copies` maps, tmc + (first + i) % copies for i from 0, one bulk group a box.
 template <int BOXES, int BOX_COLS, bool ADD, typename Fill>
 __device__ __forceinline__ void wg_tma_boxes(u16* stage, const TensorMap* tmc, int row0, int col0,
-                                             int bar_id, Fill fill) {
+                                             int bar_id, Fill fill, int copies = 1,
+                                             int first = 0) {
     const int lane = threadIdx.x & 31, w = (threadIdx.x >> 5) & 3;
     const int r = w * 16 + (lane >> 2), t = lane & 3;
     const bool lead = (threadIdx.x & 127) == 0;
@@ -114,7 +125,12 @@ __device__ __forceinline__ void wg_tma_boxes(u16* stage, const TensorMap* tmc, i
         // The tensor-memory store reads shared memory through the async proxy.
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         asm volatile("bar.sync %0, 128;" ::"r"(bar_id) : "memory");
-        if (lead) tma_store_box<ADD>(tmc, col0 + b * BOX_COLS, row0, buf);
+        if (lead) {
+            for (int i = 0; i < copies; ++i) {
+                tma_issue_box<ADD>(tmc + (first + i) % copies, col0 + b * BOX_COLS, row0, buf);
+            }
+            asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        }
     }
 }
 
@@ -124,7 +140,8 @@ __device__ __forceinline__ void wg_tma_boxes(u16* stage, const TensorMap* tmc, i
 // j) lies in 16-byte chunk j of its row, half 2 t in it.
 template <typename TT, int N, bool ADD = false>
 __device__ __forceinline__ void wg_store_tma(const float* d, u16* stage, const TensorMap* tmc,
-                                             int row0, int col0, int bar_id) {
+                                             int row0, int col0, int bar_id, int copies = 1,
+                                             int first = 0) {
     wg_tma_boxes<N / 64, 64, ADD>(stage, tmc, row0, col0, bar_id,
                                   [&](int c, u16* buf, int r, int t) {
 #pragma unroll
@@ -135,7 +152,7 @@ __device__ __forceinline__ void wg_store_tma(const float* d, u16* stage, const T
             *(unsigned*)(buf + (r + 8) * 64 + ((j ^ (r & 7)) << 3) + 2 * t) =
                 TT::pack(d[4 * q + 2], d[4 * q + 3]);
         }
-    });
+    }, copies, first);
 }
 
 // A warpgroup's 64 x N f32 accumulators added into an f32 matrix (fused-reduce:0:K: the owner's
@@ -146,7 +163,8 @@ __device__ __forceinline__ void wg_store_tma(const float* d, u16* stage, const T
 // 2 (t % 2) in it.
 template <int N>
 __device__ __forceinline__ void wg_add_tma_f32(const float* d, u16* stage, const TensorMap* tmc,
-                                               int row0, int col0, int bar_id) {
+                                               int row0, int col0, int bar_id, int copies = 1,
+                                               int first = 0) {
     wg_tma_boxes<N / 32, 32, true>(stage, tmc, row0, col0, bar_id,
                                    [&](int b, u16* half, int r, int t) {
         float* buf = (float*)half;
@@ -159,7 +177,7 @@ __device__ __forceinline__ void wg_add_tma_f32(const float* d, u16* stage, const
             *(float2*)(buf + (r + 8) * 32 + ((ch ^ (r & 7)) << 2) + 2 * (t & 1)) =
                 make_float2(d[4 * q + 2], d[4 * q + 3]);
         }
-    });
+    }, copies, first);
 }
 
 // A warpgroup's 64 x N f32 accumulators at (row0, col0) into the row-major 64 x N f32 block at

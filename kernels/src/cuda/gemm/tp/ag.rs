@@ -730,12 +730,12 @@ impl Ag {
                 }
             }
             TpPattern::Fused { pieces, sms, push } => self.fused(gpu, pieces, sms, push),
-            TpPattern::PcReduce { .. } | TpPattern::FusedReduce { .. } | TpPattern::FusedAll => {
-                Err(KernelError::Invalid(format!(
-                    "{}: not an all-gather pattern (refused by tp::check)",
-                    p.name()
-                )))
-            }
+            TpPattern::PcReduce { .. }
+            | TpPattern::FusedReduce { .. }
+            | TpPattern::FusedAll { .. } => Err(KernelError::Invalid(format!(
+                "{}: not an all-gather pattern (refused by tp::check)",
+                p.name()
+            ))),
             TpPattern::OwnBulk => {
                 // The copy kernel waits for the peers' ready words and this GPU's arrival
                 // words itself; the GEMM follows it (no stream waits: bench/results/

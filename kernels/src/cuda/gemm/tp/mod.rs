@@ -132,7 +132,10 @@ pub fn check(
         }
         // The fused kernels' tensor maps: rows of 16-byte multiples (the GEMM's k and n, and
         // the reduce-scatter's sums in 16-byte vectors).
-        if let TpPattern::Fused { .. } | TpPattern::FusedReduce { .. } | TpPattern::FusedAll = pat {
+        if let TpPattern::Fused { .. }
+        | TpPattern::FusedReduce { .. }
+        | TpPattern::FusedAll { .. } = pat
+        {
             let (gk, gn) = match op {
                 TpOp::AllGatherGemm => (shape.k, cut),
                 TpOp::GemmReduceScatter | TpOp::GemmAllReduce => (cut, shape.n),
@@ -146,12 +149,20 @@ pub fn check(
             }
         }
         // fused-all: on the GPU counts where its sums were checked (see rs::fused::all_counts).
-        if *pat == TpPattern::FusedAll && !rs::all_counts(world) {
-            return Err(KernelError::Invalid(format!(
-                "fused-all on {world} GPUs: checked on one and two only (on more, the copies' \
-                 additions come in arrival order, so the GPUs' sums may differ in the last \
-                 bit); AUGUR_TP_UNVERIFIED=1 runs it"
-            )));
+        if let TpPattern::FusedAll { splits } = *pat {
+            if !rs::all_counts(world) {
+                return Err(KernelError::Invalid(format!(
+                    "{} on {world} GPUs: checked on one and two only (on more, the copies' \
+                     additions come in arrival order, so the GPUs' sums may differ in the last \
+                     bit); AUGUR_TP_UNVERIFIED=1 runs it",
+                    pat.name()
+                )));
+            }
+            // fused-all:K: k / P in K ranges of whole 64-steps, none empty.
+            if splits > 1 {
+                split_ranges(cut, splits)
+                    .map_err(|e| KernelError::Invalid(format!("{shape}, {}: {e}", pat.name())))?;
+            }
         }
         // fused-reduce:0:K: k / P in K ranges of whole 64-steps, none empty.
         if let TpPattern::FusedReduce { sms, splits } = *pat {

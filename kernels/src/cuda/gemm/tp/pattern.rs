@@ -87,11 +87,16 @@ pub enum TpPattern {
         sm_push: bool,
     },
     /// All-reduce only, fused (`fused-all`): `fused-reduce:0`'s launch (its tiles or swapped
-    /// GEMM, no k split) with each half-tile added into every GPU's whole sum, not only its rows'
-    /// owner's,
+    /// GEMM) with each half-tile added into every GPU's whole sum, not only its rows' owner's,
     /// by tensor-memory reductions: no all-gather after it; every GPU zeroes its whole sum
     /// before its ready word, and a launch ends once every GPU's tiles of every row are there.
-    FusedAll,
+    /// `splits`: 0 (`fused-all`) k split as `fused-reduce:0` splits it by itself (at small M,
+    /// where its units leave SMs idle); K >= 1 (`fused-all:K`) in K ranges, 1 none. Split, the
+    /// partials go in f32 into every GPU's whole f32 sum (two a GPU, taken in turn, each zeroed
+    /// by the call two before as it rounds it into the whole sum at its launch's end).
+    FusedAll {
+        splits: usize,
+    },
 }
 
 impl TpPattern {
@@ -118,7 +123,8 @@ impl TpPattern {
             }
             TpPattern::FusedReduce { sms, .. } => format!("fused-reduce:{sms}"),
             TpPattern::OwnBulk => "own-bulk".into(),
-            TpPattern::FusedAll => "fused-all".into(),
+            TpPattern::FusedAll { splits: 0 } => "fused-all".into(),
+            TpPattern::FusedAll { splits } => format!("fused-all:{splits}"),
             TpPattern::LlBulk => "ll-bulk".into(),
             TpPattern::PcLl { pieces, sms } => format!("pc-ll:{pieces}:{sms}"),
             TpPattern::PcReduce {
@@ -140,7 +146,14 @@ impl TpPattern {
             "pull-bulk" => Ok(TpPattern::PullBulk),
             "own-bulk" => Ok(TpPattern::OwnBulk),
             "ll-bulk" => Ok(TpPattern::LlBulk),
-            "fused-all" => Ok(TpPattern::FusedAll),
+            "fused-all" => Ok(TpPattern::FusedAll { splits: 0 }),
+            _ if s.starts_with("fused-all:") => match s[10..].parse::<usize>() {
+                Ok(splits) if splits >= 1 => Ok(TpPattern::FusedAll { splits }),
+                _ => Err(KernelError::Invalid(format!(
+                    "pattern `{s}`: fused-all (k split where its units leave SMs idle) or \
+                     fused-all:K (k split in K >= 1 ranges, 1: none)"
+                ))),
+            },
             _ if s.starts_with("fused-reduce:") => {
                 let v: Vec<Option<usize>> = s[13..]
                     .split(':')
@@ -209,7 +222,7 @@ impl TpPattern {
                         "pattern `{s}`: one of gemm, comm, bulk, chunked:C, pull:C, push:C (C >= \
                          1 pieces), pull-bulk, pc-push:C:S, pc-pull:C:S, pc-ll:C:S, own-bulk, \
                          ll-bulk, pc-reduce:C:S, fused-push:C:S, fused-pull:C:S, fused-reduce:S, \
-                         fused-all"
+                         fused-all, fused-all:K"
                     ))),
                 }
             }
@@ -248,7 +261,7 @@ impl TpPattern {
         match self {
             TpPattern::PcReduce { .. } | TpPattern::FusedReduce { .. } => op.row_parallel(),
             TpPattern::PcLl { .. } => op == TpOp::AllGatherGemm,
-            TpPattern::FusedAll => op == TpOp::GemmAllReduce,
+            TpPattern::FusedAll { .. } => op == TpOp::GemmAllReduce,
             _ => op == TpOp::AllGatherGemm || !self.copies(),
         }
     }

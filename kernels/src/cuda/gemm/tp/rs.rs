@@ -51,11 +51,15 @@
 //!   from call to call.
 //! - The GEMM + all-reduce (`all`, [`gemm_all_reduce`]): every GPU receives the whole sum.
 //!   `bulk` and `chunked:C` with NCCL's all-reduce; `fused-all`, `fused-reduce:0`'s launch
-//!   (its tiles, or the swapped GEMM's boxes, as `fused-reduce:0` takes them, no k split) with
-//!   each added into every GPU's whole sum (each GPU zeroes its own in the launch before its
-//!   ready words, and the launch ends once every GPU has counted every tile row: two H200s
-//!   1.124x over bulk on the grid, bench/results/all-reduce-h200-2026-11-29/); every
-//!   other reduce-scatter pattern, then NCCL's all-gather of the sums.
+//!   (its tiles, or the swapped GEMM's boxes, as `fused-reduce:0` takes them) with each added
+//!   into every GPU's whole sum (each GPU zeroes its own in the launch before its ready words,
+//!   and the launch ends once every GPU has counted every tile row: two H200s 1.124x over bulk
+//!   on the grid, bench/results/all-reduce-h200-2026-11-29/); with k split (`fused-all:K`, or
+//!   by itself where `fused-reduce:0` splits) each k range's partials in f32 into a plane of
+//!   its own of every GPU's f32 sum (0 + one partial per GPU: the same on both of two GPUs),
+//!   the planes added in order and rounded at the launch's end; every other reduce-scatter
+//!   pattern, then NCCL's all-gather of the sums. Every GPU's sampled rows are checked to be
+//!   the same bits too.
 //! - `ll-bulk`: the GEMM, then comm.cu's `tp_reduce_scatter_ll_*` (the `ll` module): each GPU
 //!   sends its partial of every peer's rows word by word with the call's epoch into that peer's
 //!   LL staging, and sums its own rows' P partials in f32, rank order, rounded once.
@@ -154,6 +158,12 @@ struct Reduce {
     acc: Option<(DeviceBuffer, CudaFunction)>,
     /// The split calls so far, where they take the two f32 sums in turn.
     acc_calls: Cell<u32>,
+    /// `fused-all`'s f32 sums where it splits k, and the most k ranges a pattern asks: two
+    /// sums taken in turn, each a plane per k range (fused.rs's `all_plane_rows` x N f32;
+    /// cuMemAlloc: peers add into them), zeroed (fused.rs's `fused_all`).
+    all_acc: Option<(DeviceBuffer, usize)>,
+    /// `fused-all`'s split calls so far.
+    all_calls: Cell<u32>,
     /// The k split `fused-reduce:0` takes here ([`fused::auto_splits`]; 1: none).
     auto_splits: usize,
 }
@@ -194,6 +204,7 @@ const PUBLISHED_OUT: usize = 3;
 const PUBLISHED_ACC: usize = 4;
 const PUBLISHED_LL: usize = 5;
 const PUBLISHED_ALL: usize = 6;
+const PUBLISHED_ALL_ACC: usize = 7;
 
 /// The word GPU `from` sets (to the call's epoch) in a destination's flags once its partial of
 /// the destination's piece `j` is there (in the destination's staging, or its own partial).
@@ -269,7 +280,9 @@ impl Rs {
         let reduce = if patterns.iter().any(|q| {
             matches!(
                 q,
-                TpPattern::PcReduce { .. } | TpPattern::FusedReduce { .. } | TpPattern::FusedAll
+                TpPattern::PcReduce { .. }
+                    | TpPattern::FusedReduce { .. }
+                    | TpPattern::FusedAll { .. }
             )
         }) {
             let module = super::comm_module(g)?;
@@ -303,6 +316,9 @@ impl Rs {
                         sms,
                         splits: fused::splits_run(sms, splits, auto_splits),
                     },
+                    TpPattern::FusedAll { splits } => TpPattern::FusedAll {
+                        splits: fused::all_splits(splits, auto_splits),
+                    },
                     q => q,
                 })
                 .collect();
@@ -322,6 +338,20 @@ impl Rs {
                 // calls and then by the calls themselves (fused.rs).
                 let sums = if fused::in_launch(world) { 2 } else { 1 };
                 Some((DeviceBuffer::zeroed(&g.ctx, sums * rows * n * 4)?, f))
+            } else {
+                None
+            };
+            let most = patterns
+                .iter()
+                .filter_map(|q| match q {
+                    TpPattern::FusedAll { splits } => Some(*splits),
+                    _ => None,
+                })
+                .max()
+                .unwrap_or(1);
+            let all_acc = if most > 1 {
+                let bytes = 2 * most * fused::all_plane_rows(m) * n * 4;
+                Some((DeviceBuffer::zeroed(&g.ctx, bytes)?, most))
             } else {
                 None
             };
@@ -359,6 +389,8 @@ impl Rs {
                 all_target: Cell::new(0),
                 acc,
                 acc_calls: Cell::new(0),
+                all_acc,
+                all_calls: Cell::new(0),
                 auto_splits,
             })
         } else {
@@ -382,9 +414,14 @@ impl Rs {
             None
         };
         // `fused-all` adds into every GPU's whole sum.
-        if let Some(all) = all.filter(|_| patterns.contains(&TpPattern::FusedAll)) {
+        let fused_all = |p: &TpPattern| matches!(p, TpPattern::FusedAll { .. });
+        if let Some(all) = all.filter(|_| patterns.iter().any(fused_all)) {
             published.resize(PUBLISHED_ALL, 0);
             published.push(all);
+            // Its f32 sums, where it splits k.
+            if let Some((a, _)) = reduce.as_ref().and_then(|r| r.all_acc.as_ref()) {
+                published.push(a.ptr());
+            }
         }
         Ok((
             Rs {
@@ -466,7 +503,7 @@ impl Rs {
                 unsafe { self.full.run_on(self.a, self.b, part, &s) }?;
                 self.collective(gpu, Collective::AllReduce, [part, all], m * n, &s)
             }
-            TpPattern::FusedAll => self.fused_all(gpu, all),
+            TpPattern::FusedAll { splits } => self.fused_all(gpu, all, splits),
             TpPattern::Chunked(pieces) => {
                 let (plan, events) = plan_for(&self.pieces, pieces, 0)?;
                 // A piece is M / C rows, made by P GEMMs of the plan's rows / C rows each.
@@ -568,7 +605,7 @@ impl Rs {
             | TpPattern::Fused { .. }
             | TpPattern::PcLl { .. }
             | TpPattern::OwnBulk
-            | TpPattern::FusedAll => Err(KernelError::Invalid(format!(
+            | TpPattern::FusedAll { .. } => Err(KernelError::Invalid(format!(
                 "{}: not a reduce-scatter pattern (refused by tp::check)",
                 p.name()
             ))),
@@ -742,7 +779,7 @@ impl Rs {
 pub(super) fn sum_roundings(pattern: TpPattern, world: usize) -> usize {
     match pattern {
         TpPattern::FusedReduce { sms: 0, splits: 1 }
-        | TpPattern::FusedAll
+        | TpPattern::FusedAll { splits: 0 | 1 }
         | TpPattern::Bulk
         | TpPattern::Chunked(_)
         | TpPattern::CommAlone => (2 * world).saturating_sub(1).max(world + 1),
@@ -873,70 +910,92 @@ fn row_parallel(
             )
         }
     };
+    // The GEMM + all-reduce: every GPU's sampled rows of a call must be the same bits (one
+    // sum copied, not P sums that may round apart): per (pattern, check) the first GPU's kept,
+    // every other's compared (a difference fails the check: error ratio infinite).
+    let replicas: std::sync::Mutex<std::collections::HashMap<(usize, usize), Vec<u16>>> =
+        Default::default();
     // One call of `pat` on poisoned outputs, its sampled rows checked: the worst error over
     // them relative to the bound.
-    let check_call = |gpu: &Gpu, st: &mut Rs, pat: TpPattern| -> Result<f64, KernelError> {
-        let own = gpu.rank * rows..(gpu.rank + 1) * rows;
-        let bound = sum_roundings(pat, world) as f64 * rounding_bound(p.dtype);
-        st.poison(gpu)?;
-        st.enqueue(gpu, pat)?;
-        let s = gpu.stream();
-        gpu.settle(&s, "the checked call")?;
-        let mut worst = 0.0f64;
-        // The GEMM alone leaves its partial in A's row order: checked against the
-        // partial of this GPU's columns would need another reference, so it is checked
-        // only for not being NaN where the sum is checked for its value.
-        for (ri, &i) in at.iter().enumerate() {
-            let v = if pat == TpPattern::GemmAlone {
-                s.clone_dtoh(&st.part.slice(i * n..(i + 1) * n))
-                    .map_err(drv("download"))?
-            } else if all_reduce || own.contains(&i) {
-                let owned = st.owned.as_ref().expect("the harness's own buffers");
-                let mut v = vec![0u16; n];
-                let at = match &owned.all {
-                    Some(all) => all.ptr() + (i * n * 2) as u64,
-                    None => owned.out.ptr() + ((i - own.start) * n * 2) as u64,
-                };
-                // SAFETY: row i of the whole sum (M x n halves) or row i - own.start of this
-                // GPU's rows of it (rows x n), cuMemAlloc'd, into a host buffer of n halves;
-                // the stream has settled.
-                unsafe { sys::cuMemcpyDtoH_v2(v.as_mut_ptr() as *mut c_void, at, n * 2) }
-                    .result()
-                    .map_err(drv("download"))?;
-                v
-            } else {
-                continue;
-            };
-            for (c, h) in v.into_iter().enumerate() {
-                let g = from_half_bits(p.dtype, h) as f64;
-                let ratio = if pat == TpPattern::GemmAlone {
-                    if g.is_nan() {
-                        f64::INFINITY
-                    } else {
-                        0.0
-                    }
+    let check_call =
+        |gpu: &Gpu, st: &mut Rs, pat: TpPattern, key: (usize, usize)| -> Result<f64, KernelError> {
+            let own = gpu.rank * rows..(gpu.rank + 1) * rows;
+            let bound = sum_roundings(pat, world) as f64 * rounding_bound(p.dtype);
+            st.poison(gpu)?;
+            st.enqueue(gpu, pat)?;
+            let s = gpu.stream();
+            gpu.settle(&s, "the checked call")?;
+            let mut worst = 0.0f64;
+            let mut seen = Vec::new();
+            // The GEMM alone leaves its partial in A's row order: checked against the
+            // partial of this GPU's columns would need another reference, so it is checked
+            // only for not being NaN where the sum is checked for its value.
+            for (ri, &i) in at.iter().enumerate() {
+                let v = if pat == TpPattern::GemmAlone {
+                    s.clone_dtoh(&st.part.slice(i * n..(i + 1) * n))
+                        .map_err(drv("download"))?
+                } else if all_reduce || own.contains(&i) {
+                    let owned = st.owned.as_ref().expect("the harness's own buffers");
+                    let mut v = vec![0u16; n];
+                    let at = match &owned.all {
+                        Some(all) => all.ptr() + (i * n * 2) as u64,
+                        None => owned.out.ptr() + ((i - own.start) * n * 2) as u64,
+                    };
+                    // SAFETY: row i of the whole sum (M x n halves) or row i - own.start of this
+                    // GPU's rows of it (rows x n), cuMemAlloc'd, into a host buffer of n halves;
+                    // the stream has settled.
+                    unsafe { sys::cuMemcpyDtoH_v2(v.as_mut_ptr() as *mut c_void, at, n * 2) }
+                        .result()
+                        .map_err(drv("download"))?;
+                    v
                 } else {
-                    sum_error(g, want[ri][c], bound * magnitude[ri][c])
+                    continue;
                 };
-                worst = worst.max(ratio);
+                if all_reduce {
+                    seen.extend_from_slice(&v);
+                }
+                for (c, h) in v.into_iter().enumerate() {
+                    let g = from_half_bits(p.dtype, h) as f64;
+                    let ratio = if pat == TpPattern::GemmAlone {
+                        if g.is_nan() {
+                            f64::INFINITY
+                        } else {
+                            0.0
+                        }
+                    } else {
+                        sum_error(g, want[ri][c], bound * magnitude[ri][c])
+                    };
+                    worst = worst.max(ratio);
+                }
             }
-        }
-        Ok(worst)
-    };
+            if all_reduce && pat != TpPattern::GemmAlone {
+                let mut kept = replicas.lock().unwrap_or_else(|e| e.into_inner());
+                match kept.entry(key) {
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        e.insert(seen);
+                    }
+                    std::collections::hash_map::Entry::Occupied(e) if *e.get() != seen => {
+                        worst = f64::INFINITY;
+                    }
+                    _ => {}
+                }
+            }
+            Ok(worst)
+        };
     let body = |gpu: &Gpu, st: &mut Rs| {
         let mut out = Vec::new();
-        for &pat in patterns {
+        for (i, &pat) in patterns.iter().enumerate() {
             // Checked before its timed calls and again after them: a pattern that keeps state
             // from call to call (`fused-reduce:0:K`'s f32 sums, zeroed by the call two before)
             // must leave it right.
             let before = pat
                 .computes()
-                .then(|| check_call(gpu, st, pat))
+                .then(|| check_call(gpu, st, pat, (i, 0)))
                 .transpose()?;
             let t = gpu.time(timing, || st.enqueue(gpu, pat))?;
             let after = pat
                 .computes()
-                .then(|| check_call(gpu, st, pat))
+                .then(|| check_call(gpu, st, pat, (i, 1)))
                 .transpose()?;
             out.push((before.zip(after).map(|(b, a)| b.max(a)), t));
         }

@@ -157,6 +157,30 @@ fn patterns_parse_and_shapes_split() {
     );
     let two = GemmShape { m: 256, ..s };
     assert!(check(ar, two, 2, &[fa]).is_ok());
+    // fused-all:K: k / P in K ranges of whole 64-steps (K 1: none).
+    let fa2 = TpPattern::parse("fused-all:2").unwrap();
+    assert_eq!(fa2, TpPattern::FusedAll { splits: 2 });
+    assert_eq!(fa2.name(), "fused-all:2");
+    assert_eq!(
+        TpPattern::parse("fused-all:1").unwrap().name(),
+        "fused-all:1"
+    );
+    for bad in ["fused-all:0", "fused-all:", "fused-all:x"] {
+        let e = TpPattern::parse(bad).unwrap_err().to_string();
+        assert!(
+            e.contains("fused-all:K (k split in K >= 1 ranges"),
+            "{bad}: {e}"
+        );
+    }
+    assert!(check(ar, two, 2, &[fa2]).is_ok());
+    let odd_k = GemmShape {
+        k: 2 * 64 * 3,
+        ..two
+    };
+    let e = check(ar, odd_k, 2, &[TpPattern::FusedAll { splits: 4 }])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("fused-all:4"), "{e}");
     // Any rows per GPU (every map covers the whole sum): 96 here.
     assert!(check(ar, GemmShape { m: 192, ..s }, 2, &[fa]).is_ok());
     if std::env::var_os("AUGUR_TP_UNVERIFIED").is_none() {

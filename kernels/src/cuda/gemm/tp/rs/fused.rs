@@ -5,8 +5,8 @@
 use cudarc::driver::{CudaFunction, DeviceRepr, PushKernelArg};
 
 use super::{
-    ready, Rs, PUBLISHED_ACC, PUBLISHED_ALL, PUBLISHED_DONE, PUBLISHED_FLAGS, PUBLISHED_OUT,
-    PUBLISHED_STAGING,
+    ready, Rs, PUBLISHED_ACC, PUBLISHED_ALL, PUBLISHED_ALL_ACC, PUBLISHED_DONE, PUBLISHED_FLAGS,
+    PUBLISHED_OUT, PUBLISHED_STAGING,
 };
 use crate::cuda::comm::MAX_RANKS;
 use crate::cuda::gemm::tp;
@@ -30,8 +30,8 @@ pub(super) struct FusedRsLaunch {
     /// `fused-reduce:0` zeroing its rows of the sum and writing the ready words in the launch
     /// ([`in_launch`], decided once at set-up).
     zeroes: bool,
-    /// `fused-all`'s launch (no k split, zeroing in the launch; the swapped GEMM where
-    /// `fused-reduce:0` takes it).
+    /// `fused-all`'s launch (zeroing in the launch, or with k split prezeroed; the swapped GEMM
+    /// where `fused-reduce:0` takes it).
     all: bool,
     f: CudaFunction,
     maps: (TensorMapArg, TensorMapArg),
@@ -68,6 +68,7 @@ struct TpFusedRs {
     announce: [u64; MAX_RANKS],
     prezeroed: u64,
     all: u64,
+    plane_rows: u64,
 }
 
 // SAFETY: plain old data laid out as the C struct.
@@ -223,58 +224,98 @@ impl Rs {
     /// stream: `fused-reduce:0`'s launch with every half-tile added into every GPU's whole sum
     /// (`all` here, each peer's as it published it), each GPU's zeroed by its own launch before
     /// its ready words; the launch ends once every GPU has counted every tile row in this GPU's
-    /// done words (the second set in `done`, after the launches' words).
-    pub(super) fn fused_all(&self, gpu: &Gpu, all: u64) -> Result<(), KernelError> {
+    /// done words (the second set in `done`, after the launches' words). With k split
+    /// ([`all_splits`] of `splits`) the partials go into every GPU's whole f32 sum of the call
+    /// (two a GPU, taken in turn as `fused-reduce:0:K`'s, zeroed two calls before), which each
+    /// GPU's launch rounds into its whole sum at its end.
+    pub(super) fn fused_all(&self, gpu: &Gpu, all: u64, splits: usize) -> Result<(), KernelError> {
         let r = tp::set_up(&self.reduce, "fused-all")?;
+        let splits = all_splits(splits, r.auto_splits);
         let (i, l, done) = tp::fused_launch(
             &r.fused,
             |l| (l.reduce_blocks, l.splits, l.all),
-            (0, 1, true),
+            (0, splits, true),
             r.done.as_ref(),
             "fused-all",
         )?;
         let (me, world) = (gpu.rank, gpu.world);
         let m = world * self.rows;
         let of = |q: usize, own: u64, which: usize| if q == me { own } else { gpu.peers[q][which] };
-        let dst = match l.dst[0].get() {
+        // k split: every GPU's two f32 sums, this call's plane of them (every GPU makes the
+        // same calls, so all take the same one).
+        let acc = match (splits > 1, r.all_acc.as_ref()) {
+            (false, _) => None,
+            (true, Some((a, most))) if l.zeroes && splits <= *most => {
+                let c = r.all_calls.get();
+                r.all_calls.set(c.wrapping_add(1));
+                Some((a.ptr(), (c & 1) as usize, *most))
+            }
+            (true, _) => {
+                return Err(KernelError::Invalid(format!(
+                    "fused-all:{splits}: its f32 sums were not set up (on {world} GPUs the \
+                     launch does not zero)"
+                )))
+            }
+        };
+        // Each call's f32 sum: a plane of `plane_rows` x n per k range (the most any pattern
+        // here asks), the ranges' planes in the call's.
+        let plane_rows = all_plane_rows(m);
+        let plane = acc.map_or(0, |a| a.1);
+        let plane_bytes = acc.map_or(0, |a| plane * a.2 * plane_rows * self.n * 4) as u64;
+        let acc_of = |q: usize| acc.map(|a| of(q, a.0, PUBLISHED_ALL_ACC) + plane_bytes);
+        let dst = match l.dst[plane].get() {
             Some(d) => d,
             None => {
                 let mut maps = [TensorMapArg([0; 16]); MAX_RANKS];
                 // The swapped GEMM adds boxes as high as its token tile.
                 let high = l.swap.unwrap_or(64) as u32;
                 for (q, map) in maps.iter_mut().enumerate().take(world) {
-                    *map = tensor_map(of(q, all, PUBLISHED_ALL), m, self.n, high, self.dtype)?;
+                    *map = match acc_of(q) {
+                        Some(at) => tensor_map_f32(at, splits * plane_rows, self.n, high)?,
+                        None => tensor_map(of(q, all, PUBLISHED_ALL), m, self.n, high, self.dtype)?,
+                    };
                 }
-                l.dst[0].get_or_init(|| Box::new(DstMaps(maps)))
+                l.dst[plane].get_or_init(|| Box::new(DstMaps(maps)))
             }
         };
         let e = r.next_epoch();
         let target = r
             .all_target
             .get()
-            .wrapping_add((2 * self.n.div_ceil(64)) as u32);
+            .wrapping_add((2 * self.n.div_ceil(64) * l.splits) as u32);
         r.all_target.set(target);
         let counts = (tickets_at(world, m) + 16 * r.fused.len()) as u64;
         let words = done.ptr() + (tickets_at(world, m) + 16 * i) as u64;
+        // Split, nothing is zeroed here: the f32 sums were, two calls before, and the launch
+        // writes the whole sum (rs_convert).
+        let (zero, zero_bytes) = if acc.is_some() {
+            (0, 0)
+        } else {
+            (all, (m * self.n * 2) as u64)
+        };
         let mut t = TpFusedRs {
             ready: r.flags.ptr() + 4 * ready(0),
             staging: r.staging.ptr(),
-            out: self.out,
+            out: all,
             tickets: words,
-            zero: all,
-            zero_bytes: (m * self.n * 2) as u64,
+            zero,
+            zero_bytes,
             zeroed: words + 8,
+            prezeroed: acc.is_some() as u64,
             all: 1,
+            plane_rows: if acc.is_some() { plane_rows as u64 } else { 0 },
             ..TpFusedRs::default()
         };
         for q in 0..world {
             t.slot[q] = of(q, all, PUBLISHED_ALL);
             t.done[q] = of(q, done.ptr(), PUBLISHED_DONE) + counts;
+            t.acc[q] = acc_of(q).unwrap_or(0);
             t.announce[q] = of(q, r.flags.ptr(), PUBLISHED_FLAGS) + 4 * ready(me);
         }
-        // SAFETY: `dst` maps every GPU's whole sum (M x n; peer access on); `t` holds live
-        // buffers of this GPU or of a peer (`zero`: this GPU's whole sum, M x n halves, a
-        // multiple of 16 bytes; the counts after the launches' words in `done`); no summing
+        // SAFETY: `dst` maps every GPU's whole sum (M x n halves), or its whole f32 sum of this
+        // call (M x n f32; peer access on); `t` holds live buffers of this GPU or of a peer
+        // (`zero`: this GPU's whole sum, M x n halves, a multiple of 16 bytes, or nothing; `out`
+        // this GPU's whole sum; the counts after the launches' words in `done`); no summing
         // blocks.
         unsafe { self.launch_fused(gpu, l, dst, &t, 0, (e, target)) }
     }
@@ -328,6 +369,23 @@ impl Rs {
 /// between GPUs, so only with AUGUR_TP_UNVERIFIED set.
 pub(crate) fn all_counts(world: usize) -> bool {
     tp::checked_on(world, &[1, 2])
+}
+
+/// The rows between `fused-all`'s k ranges' planes of its f32 sums, for M rows: M in whole
+/// 128-row tiles, so that no tile's box (128-row tiles, or the swapped GEMM's token tiles of at
+/// most 64) reaches the next plane (the rows past M take only the zeros of A's rows past M).
+pub(super) fn all_plane_rows(m: usize) -> usize {
+    m.next_multiple_of(128)
+}
+
+/// The k split `fused-all` (`splits` 0) or `fused-all:K` (`splits` K) runs with, `auto` the one
+/// `fused-reduce:0` takes here by itself ([`auto_splits`]).
+pub(super) fn all_splits(splits: usize, auto: usize) -> usize {
+    if splits == 0 {
+        auto
+    } else {
+        splits
+    }
 }
 
 /// Whether `fused-reduce:0` on `world` GPUs zeroes its rows of the sum and writes the ready
@@ -410,7 +468,7 @@ pub(super) fn fused_rs_launches(
 ) -> Result<Vec<FusedRsLaunch>, KernelError> {
     tp::fused_counts(patterns, |p| match p {
         TpPattern::FusedReduce { sms, splits } => Some((*sms, *splits, false)),
-        TpPattern::FusedAll => Some((0, 1, true)),
+        TpPattern::FusedAll { splits } => Some((0, *splits, true)),
         _ => None,
     })
     .into_iter()
@@ -520,6 +578,19 @@ mod tests {
             auto_splits(8, (16, 4096, 2048), 132),
             if asked { 4 } else { 1 }
         );
+    }
+
+    #[test]
+    fn fused_all_splits_as_fused_reduce_0_unless_told_and_its_planes_hold_whole_tiles() {
+        use super::{all_plane_rows, all_splits};
+        assert_eq!(all_splits(0, 4), 4);
+        assert_eq!(all_splits(0, 1), 1);
+        assert_eq!(all_splits(1, 4), 1);
+        assert_eq!(all_splits(2, 4), 2);
+        // Whole 128-row tiles: no tile's box crosses into the next k range's plane.
+        assert_eq!(all_plane_rows(16), 128);
+        assert_eq!(all_plane_rows(128), 128);
+        assert_eq!(all_plane_rows(200), 256);
     }
 
     #[test]
