@@ -90,10 +90,11 @@ pub enum TpPattern {
     /// GEMM) with each half-tile added into every GPU's whole sum, not only its rows' owner's,
     /// by tensor-memory reductions: no all-gather after it; every GPU zeroes its whole sum
     /// before its ready word, and a launch ends once every GPU's tiles of every row are there.
-    /// `splits`: 0 (`fused-all`) k split as `fused-reduce:0` splits it by itself (at small M,
-    /// where its units leave SMs idle); K >= 1 (`fused-all:K`) in K ranges, 1 none. Split, the
-    /// partials go in f32 into every GPU's whole f32 sum (two a GPU, taken in turn, each zeroed
-    /// by the call two before as it rounds it into the whole sum at its launch's end).
+    /// `splits`: 0 (`fused-all`) k split by itself (in two at small M, where few SMs would
+    /// read a deep B: `rs::fused`'s `all_auto_splits`); K >= 1 (`fused-all:K`) in K ranges, 1
+    /// none. Split, each range's partials go in f32 into a plane of its own of every GPU's f32
+    /// sum (two sums a GPU, taken in turn, each zeroed by the call two before as it adds the
+    /// planes and rounds them into the whole sum at its launch's end).
     FusedAll {
         splits: usize,
     },

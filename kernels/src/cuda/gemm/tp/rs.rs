@@ -166,6 +166,8 @@ struct Reduce {
     all_calls: Cell<u32>,
     /// The k split `fused-reduce:0` takes here ([`fused::auto_splits`]; 1: none).
     auto_splits: usize,
+    /// The one `fused-all` takes here ([`fused::all_auto_splits`]).
+    all_auto_splits: usize,
 }
 
 impl Reduce {
@@ -309,6 +311,8 @@ impl Rs {
             // `fused-reduce:0` as it runs here: split by itself where its units would leave the
             // SMs idle (fused::auto_splits), set up as that `fused-reduce:0:K`.
             let auto_splits = fused::auto_splits(world, (m, n, kp), g.multiprocessors);
+            let all_auto_splits =
+                fused::all_auto_splits(world, (m, n, kp), g.multiprocessors);
             let resolved: Vec<TpPattern> = patterns
                 .iter()
                 .map(|&q| match q {
@@ -317,7 +321,7 @@ impl Rs {
                         splits: fused::splits_run(sms, splits, auto_splits),
                     },
                     TpPattern::FusedAll { splits } => TpPattern::FusedAll {
-                        splits: fused::all_splits(splits, auto_splits),
+                        splits: fused::all_splits(splits, all_auto_splits),
                     },
                     q => q,
                 })
@@ -392,6 +396,7 @@ impl Rs {
                 all_acc,
                 all_calls: Cell::new(0),
                 auto_splits,
+                all_auto_splits,
             })
         } else {
             None

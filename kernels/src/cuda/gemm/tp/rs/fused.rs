@@ -230,7 +230,7 @@ impl Rs {
     /// GPU's launch rounds into its whole sum at its end.
     pub(super) fn fused_all(&self, gpu: &Gpu, all: u64, splits: usize) -> Result<(), KernelError> {
         let r = tp::set_up(&self.reduce, "fused-all")?;
-        let splits = all_splits(splits, r.auto_splits);
+        let splits = all_splits(splits, r.all_auto_splits);
         let (i, l, done) = tp::fused_launch(
             &r.fused,
             |l| (l.reduce_blocks, l.splits, l.all),
@@ -379,7 +379,7 @@ pub(super) fn all_plane_rows(m: usize) -> usize {
 }
 
 /// The k split `fused-all` (`splits` 0) or `fused-all:K` (`splits` K) runs with, `auto` the one
-/// `fused-reduce:0` takes here by itself ([`auto_splits`]).
+/// it takes here by itself ([`all_auto_splits`]).
 pub(super) fn all_splits(splits: usize, auto: usize) -> usize {
     if splits == 0 {
         auto
@@ -435,6 +435,34 @@ pub(super) fn auto_splits(world: usize, (m, n, kp): (usize, usize, usize), sms: 
         .into_iter()
         .find(|&s| units * s <= sms && steps % s == 0 && steps / s >= 8)
         .unwrap_or(1)
+}
+
+/// The k split `fused-all` takes by itself on `world` GPUs for this GPU's product (M = world x
+/// rows, by n, over kp) on `sms` SMs: 2 where the swapped GEMM runs unsplit ([`auto_splits`]'s
+/// condition) with at most a third of the SMs' units (its GEMM there is bound by how fast that
+/// few SMs read B, n x kp) and k / P is 96 steps of 64 or more (an even count); else 1. Each k
+/// range's partials go to every GPU in f32, a plane each: four times `fused-all:1`'s bytes
+/// per range pair, and a rounding pass at the launch's end. Chosen on one run of two H200s
+/// (bench/results/fused-all-split-h200-2026-11-30/, small-m.csv, 32 layers M 16-256): taking
+/// `fused-reduce:0`'s split, `fused-all` was 0.997x bulk against 1.058x unsplit (at M 64
+/// and N 4096, 0.63x against 1.03x); split in two it was 1.09-1.37x faster than unsplit on 6 of
+/// the 7 layers this rule splits (28-40 units, k / P 6912-9472; 0.86x on the seventh), and
+/// 0.90-0.98x on the three with 56-64 units and as deep a B.
+pub(super) fn all_auto_splits(
+    world: usize,
+    (m, n, kp): (usize, usize, usize),
+    sms: usize,
+) -> usize {
+    if !in_launch(world) || kp % 64 != 0 || !(m <= 64 || m.div_ceil(64) * n.div_ceil(128) <= sms) {
+        return 1;
+    }
+    let units = m.div_ceil(swap_token_tile(m)) * n.div_ceil(128);
+    let steps = kp / 64;
+    if units * 3 <= sms && steps >= 96 && steps % 2 == 0 {
+        2
+    } else {
+        1
+    }
 }
 
 /// The k split a `fused-reduce` pattern of `sms` summing blocks and `splits` ranges runs with:
@@ -581,7 +609,24 @@ mod tests {
     }
 
     #[test]
-    fn fused_all_splits_as_fused_reduce_0_unless_told_and_its_planes_hold_whole_tiles() {
+    fn fused_all_splits_in_two_where_few_units_read_a_deep_b() {
+        use super::all_auto_splits;
+        // M 16, N 3584: 28 units of 128 columns; k / P 9472 = 148 steps.
+        assert_eq!(all_auto_splits(2, (16, 3584, 9472), 132), 2);
+        // M 64, N 5120: 40 units, a third of 132 SMs at most 44.
+        assert_eq!(all_auto_splits(2, (64, 5120, 7168), 132), 2);
+        // 56 and 64 units: not split.
+        assert_eq!(all_auto_splits(2, (32, 7168, 10240), 132), 1);
+        assert_eq!(all_auto_splits(2, (16, 8192, 14336), 132), 1);
+        // Too shallow (64 steps), or an odd count of steps (97).
+        assert_eq!(all_auto_splits(2, (16, 4096, 4096), 132), 1);
+        assert_eq!(all_auto_splits(2, (16, 4096, 97 * 64), 132), 1);
+        // Past the swapped GEMM's one wave (128-row tiles): not split.
+        assert_eq!(all_auto_splits(2, (1024, 3584, 9472), 132), 1);
+    }
+
+    #[test]
+    fn fused_all_splits_as_told_and_its_planes_hold_whole_tiles() {
         use super::{all_plane_rows, all_splits};
         assert_eq!(all_splits(0, 4), 4);
         assert_eq!(all_splits(0, 1), 1);
