@@ -131,9 +131,9 @@ const OVERLAP_GRIDS: [&str; 15] = [
     "bench/results/fused-4gpu-h200-2026-11-29/spliced-second-grid-4-reduce-scatter.csv",
     "bench/results/own-bulk-grid-h200-2026-11-29/spliced-third-grid-4-all-gather.csv",
     "bench/results/fused-4gpu-h200-2026-11-29/spliced-third-grid-4-reduce-scatter.csv",
-    "bench/results/all-reduce-h200-2026-11-29/spliced-first-grid-2-all-reduce.csv",
-    "bench/results/all-reduce-h200-2026-11-29/spliced-second-grid-2-all-reduce.csv",
-    "bench/results/all-reduce-h200-2026-11-29/spliced-third-grid-2-all-reduce.csv",
+    "bench/results/fused-all-split-h200-2026-11-30/spliced-first-grid-2-all-reduce.csv",
+    "bench/results/fused-all-split-h200-2026-11-30/spliced-second-grid-2-all-reduce.csv",
+    "bench/results/fused-all-split-h200-2026-11-30/spliced-third-grid-2-all-reduce.csv",
 ];
 
 #[test]
