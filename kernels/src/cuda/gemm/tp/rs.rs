@@ -311,8 +311,7 @@ impl Rs {
             // `fused-reduce:0` as it runs here: split by itself where its units would leave the
             // SMs idle (fused::auto_splits), set up as that `fused-reduce:0:K`.
             let auto_splits = fused::auto_splits(world, (m, n, kp), g.multiprocessors);
-            let all_auto_splits =
-                fused::all_auto_splits(world, (m, n, kp), g.multiprocessors);
+            let all_auto_splits = fused::all_auto_splits(world, (m, n, kp), g.multiprocessors);
             let resolved: Vec<TpPattern> = patterns
                 .iter()
                 .map(|&q| match q {
