@@ -279,6 +279,12 @@ struct TpFusedRs {
     // crosses into the next), so that each f32 value there is 0 + one partial per GPU, the same
     // on every GPU in either order on two; rs_convert adds the planes in order. 0 otherwise.
     unsigned long long plane_rows;
+    // `fused-all` with a plane per source GPU as well (on more than two GPUs, where three or
+    // more 16-bit or f32 additions onto one value would come in arrival order): GPU r's k
+    // range s goes into plane r x splits + s, `source_rows` = splits x plane_rows rows from GPU
+    // r - 1's, even unsplit (the 16-bit stores then take the f32 path), so that every plane
+    // holds 0 + one partial and every GPU adds the same planes in the same order. 0 otherwise.
+    unsigned long long source_rows;
 };
 
 // Per owner q: a tensor map over slot `rank` of q's staging (rows x n, 64 x 64 boxes).
@@ -474,9 +480,10 @@ __device__ __forceinline__ void rs_convert(const TpFusedRs& f, int rank, int wor
             float c = __uint_as_float(v.z), e = __uint_as_float(v.w);
             if (f.prezeroed) ((uint4*)acc)[x] = make_uint4(0, 0, 0, 0);
             if (f.all) {
-                // The later k ranges' planes, in order.
+                // The later planes (k ranges, of each source GPU in rank order), in order.
                 const unsigned long long plane = f.plane_rows * n / 4;
-                for (int p = 1; p < splits; ++p) {
+                const int planes = f.source_rows ? world * splits : splits;
+                for (int p = 1; p < planes; ++p) {
                     const uint4 w = ld_cg(acc + p * plane + x);
                     a += __uint_as_float(w.x);
                     b += __uint_as_float(w.y);
@@ -570,10 +577,10 @@ struct RsGate {
         if (row0 < m) {
             const int q0 = owners_ready(row0, lead);
             if (f->all) {
-                // `fused-all`: into its k range's plane of every GPU's whole f32 sum, the next
-                // GPUs' first.
-                wg_add_tma_f32<BN>(d, stage, dst, split * (int)f->plane_rows + row0, col0, bar_id,
-                                   world, rank + 1);
+                // `fused-all`: into its k range's plane (and source's) of every GPU's whole f32
+                // sum, the next GPUs' first.
+                const int at = rank * (int)f->source_rows + split * (int)f->plane_rows + row0;
+                wg_add_tma_f32<BN>(d, stage, dst, at, col0, bar_id, world, rank + 1);
             } else if (rows % 64 == 0) {
                 wg_add_tma_f32<BN>(d, stage, dst + q0, row0 - q0 * rows, col0, bar_id);
             } else {
@@ -590,8 +597,13 @@ struct RsGate {
         pending_chunks = (min(BN, n - col0) + 63) / 64;
     }
     template <typename TT, int BN>
-    __device__ __forceinline__ void store(const float* d, u16* stage, const TensorMap*,
+    __device__ __forceinline__ void store(const float* d, u16* stage, const TensorMap* tmc,
                                           int row0, int col0, int bar_id, int tile_m, int n) {
+        if (ADD && f->all && f->source_rows) {
+            // `fused-all`'s plane per source: the f32 path, as k range 0.
+            store_split<BN>(d, nullptr, stage, m, n, row0, col0, 0, bar_id, tile_m);
+            return;
+        }
         const bool lead = (threadIdx.x & 127) == 0;
         if (pending >= 0 && lead) flush();
         if (row0 < m) {
@@ -650,8 +662,13 @@ struct RsGate {
     // swap_pending says.
     template <typename TT, int MT>
     __device__ __forceinline__ void store_swap(const float* d, u16* buf, const TensorMap*,
-                                               int tok0, int col0, int bar_id, int /*tile_m*/,
+                                               int tok0, int col0, int bar_id, int tile_m,
                                                int n) {
+        if (f->all && f->source_rows) {
+            // `fused-all`'s plane per source: the f32 path, as k range 0.
+            store_swap_split<MT>(d, nullptr, buf, m, n, tok0, col0, 0, bar_id, tile_m);
+            return;
+        }
         const bool lead = (threadIdx.x & 127) == 0;
         // Past the flush the box's last store has completed (read too).
         if (pending >= 0 && lead) flush();
@@ -730,7 +747,7 @@ struct RsGate {
             if (tma && lead && f->all) {
                 // `fused-all`: into its k range's plane of every GPU's whole f32 sum, the next
                 // GPUs' first.
-                const int at = split * (int)f->plane_rows + tok0;
+                const int at = rank * (int)f->source_rows + split * (int)f->plane_rows + tok0;
                 for (int i = 1; i <= world; ++i) {
                     tma_issue_box<true>(dst + (rank + i) % world, col0 + 32 * h, at, fb);
                 }
@@ -804,7 +821,7 @@ __device__ __forceinline__ void gemm_tma_rs(int m, int n, int k, const TensorMap
         gemm_tma<TT, BN>(m, n, k, tma, tmb, &maps.dst[rank], splits, kt_per, nullptr,
                          r - reduce_blocks, gridDim.x - reduce_blocks, g);
     }
-    if (in_launch && splits > 1) {
+    if (in_launch && (splits > 1 || (f.all && f.source_rows))) {
         // Every thread of every block is here (the producer warpgroup's too, its loads issued):
         // the launch ends with this GPU's rows of the sum rounded from the f32 sum.
         rs_convert<TT>(f, rank, world, rows, n, tiles_m, target, splits);

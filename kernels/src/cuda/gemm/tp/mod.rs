@@ -152,9 +152,9 @@ pub fn check(
         if let TpPattern::FusedAll { splits } = *pat {
             if !rs::all_counts(world) {
                 return Err(KernelError::Invalid(format!(
-                    "{} on {world} GPUs: checked on one and two only (on more, the copies' \
-                     additions come in arrival order, so the GPUs' sums may differ in the last \
-                     bit); AUGUR_TP_UNVERIFIED=1 runs it",
+                    "{} on {world} GPUs: checked on one and two only (on more it adds each \
+                     GPU's partials into f32 planes of their own, which no run there has \
+                     checked yet); AUGUR_TP_UNVERIFIED=1 runs it",
                     pat.name()
                 )));
             }

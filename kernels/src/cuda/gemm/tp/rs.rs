@@ -352,8 +352,16 @@ impl Rs {
                 })
                 .max()
                 .unwrap_or(1);
-            let all_acc = if most > 1 {
-                let bytes = 2 * most * fused::all_plane_rows(m) * n * 4;
+            let any_all = patterns
+                .iter()
+                .any(|q| matches!(q, TpPattern::FusedAll { .. }));
+            let sources = if fused::all_per_source(world) {
+                world
+            } else {
+                1
+            };
+            let all_acc = if any_all && (most > 1 || sources > 1) {
+                let bytes = 2 * sources * most * fused::all_plane_rows(m) * n * 4;
                 Some((DeviceBuffer::zeroed(&g.ctx, bytes)?, most))
             } else {
                 None

@@ -69,6 +69,7 @@ struct TpFusedRs {
     prezeroed: u64,
     all: u64,
     plane_rows: u64,
+    source_rows: u64,
 }
 
 // SAFETY: plain old data laid out as the C struct.
@@ -241,9 +242,10 @@ impl Rs {
         let (me, world) = (gpu.rank, gpu.world);
         let m = world * self.rows;
         let of = |q: usize, own: u64, which: usize| if q == me { own } else { gpu.peers[q][which] };
-        // k split: every GPU's two f32 sums, this call's plane of them (every GPU makes the
-        // same calls, so all take the same one).
-        let acc = match (splits > 1, r.all_acc.as_ref()) {
+        // k split, or a plane per source GPU ([`all_per_source`]): every GPU's two f32 sums,
+        // this call's of them (every GPU makes the same calls, so all take the same one).
+        let sources = if all_per_source(world) { world } else { 1 };
+        let acc = match (splits > 1 || sources > 1, r.all_acc.as_ref()) {
             (false, _) => None,
             (true, Some((a, most))) if l.zeroes && splits <= *most => {
                 let c = r.all_calls.get();
@@ -258,10 +260,10 @@ impl Rs {
             }
         };
         // Each call's f32 sum: a plane of `plane_rows` x n per k range (the most any pattern
-        // here asks), the ranges' planes in the call's.
+        // here asks) and source GPU, this call's ranges' planes in it, source by source.
         let plane_rows = all_plane_rows(m);
         let plane = acc.map_or(0, |a| a.1);
-        let plane_bytes = acc.map_or(0, |a| plane * a.2 * plane_rows * self.n * 4) as u64;
+        let plane_bytes = acc.map_or(0, |a| plane * sources * a.2 * plane_rows * self.n * 4) as u64;
         let acc_of = |q: usize| acc.map(|a| of(q, a.0, PUBLISHED_ALL_ACC) + plane_bytes);
         let dst = match l.dst[plane].get() {
             Some(d) => d,
@@ -271,7 +273,9 @@ impl Rs {
                 let high = l.swap.unwrap_or(64) as u32;
                 for (q, map) in maps.iter_mut().enumerate().take(world) {
                     *map = match acc_of(q) {
-                        Some(at) => tensor_map_f32(at, splits * plane_rows, self.n, high)?,
+                        Some(at) => {
+                            tensor_map_f32(at, sources * splits * plane_rows, self.n, high)?
+                        }
                         None => tensor_map(of(q, all, PUBLISHED_ALL), m, self.n, high, self.dtype)?,
                     };
                 }
@@ -304,6 +308,11 @@ impl Rs {
             prezeroed: acc.is_some() as u64,
             all: 1,
             plane_rows: if acc.is_some() { plane_rows as u64 } else { 0 },
+            source_rows: if acc.is_some() && sources > 1 {
+                (splits * plane_rows) as u64
+            } else {
+                0
+            },
             ..TpFusedRs::default()
         };
         for q in 0..world {
@@ -363,10 +372,12 @@ impl Rs {
     }
 }
 
-/// Whether `fused-all` runs on `world` GPUs: one and two, where every GPU's sum is 0 + each
-/// partial in any order, so the same on every GPU (two 16-bit values' sum rounds alike either
-/// way); on more, the copies' additions come in arrival order and may differ in the last bit
-/// between GPUs, so only with AUGUR_TP_UNVERIFIED set.
+/// Whether `fused-all` runs on `world` GPUs: one and two, where it was checked (every GPU's
+/// sum 0 + each partial in either order, the same bits on both: two 16-bit values' sum rounds
+/// alike either way; split, a plane per k range). On more it gives each source GPU planes of
+/// its own ([`all_per_source`]; a single sum would take three or more additions in arrival
+/// order and the GPUs' copies could differ in the last bit), not yet run there: only with
+/// AUGUR_TP_UNVERIFIED set.
 pub(crate) fn all_counts(world: usize) -> bool {
     tp::checked_on(world, &[1, 2])
 }
@@ -376,6 +387,14 @@ pub(crate) fn all_counts(world: usize) -> bool {
 /// most 64) reaches the next plane (the rows past M take only the zeros of A's rows past M).
 pub(super) fn all_plane_rows(m: usize) -> usize {
     m.next_multiple_of(128)
+}
+
+/// Whether `fused-all` on `world` GPUs gives each source GPU planes of its own in every GPU's
+/// f32 sum (gemm_fused.cu's `source_rows`): on more than two, where three or more additions
+/// onto one value would come in arrival order and the GPUs' sums could differ in the last bit;
+/// on two only where AUGUR_TP_ALL_PLANES is set (to check the path where it runs).
+pub(crate) fn all_per_source(world: usize) -> bool {
+    world > 2 || std::env::var_os("AUGUR_TP_ALL_PLANES").is_some()
 }
 
 /// The k split `fused-all` (`splits` 0) or `fused-all:K` (`splits` K) runs with, `auto` the one
@@ -623,6 +642,15 @@ mod tests {
         assert_eq!(all_auto_splits(2, (16, 4096, 97 * 64), 132), 1);
         // Past the swapped GEMM's one wave (128-row tiles): not split.
         assert_eq!(all_auto_splits(2, (1024, 3584, 9472), 132), 1);
+    }
+
+    #[test]
+    fn fused_all_gives_each_gpu_planes_of_its_own_on_more_than_two() {
+        use super::all_per_source;
+        assert!(all_per_source(3) && all_per_source(4) && all_per_source(8));
+        let asked = std::env::var_os("AUGUR_TP_ALL_PLANES").is_some();
+        assert_eq!(all_per_source(1), asked);
+        assert_eq!(all_per_source(2), asked);
     }
 
     #[test]
