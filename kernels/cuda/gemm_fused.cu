@@ -282,8 +282,10 @@ struct TpFusedRs {
     // `fused-all` with a plane per source GPU as well (on more than two GPUs, where three or
     // more 16-bit or f32 additions onto one value would come in arrival order): GPU r's k
     // range s goes into plane r x splits + s, `source_rows` = splits x plane_rows rows from GPU
-    // r - 1's, even unsplit (the 16-bit stores then take the f32 path), so that every plane
-    // holds 0 + one partial and every GPU adds the same planes in the same order. 0 otherwise.
+    // r - 1's, so that every plane holds 0 + one partial and every GPU adds the same planes in
+    // the same order. Unsplit, the planes are 16-bit and each partial tile is stored into its
+    // GPU's plane (no reduction, nothing to zero: `acc` then points at 16-bit planes). 0
+    // otherwise.
     unsigned long long source_rows;
 };
 
@@ -467,6 +469,8 @@ __device__ __forceinline__ void rs_convert(const TpFusedRs& f, int rank, int wor
     const uint4* acc = (const uint4*)f.acc[rank];  // 4 f32 a vector
     uint2* out = (uint2*)f.out;                     // 4 halves
     const unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;
+    // `fused-all`'s 16-bit planes, one per source GPU (unsplit): summed in f32 in rank order.
+    const bool halves = f.all && f.source_rows && splits == 1;
     for (int t = lo / WG_BM; t <= (hi - 1) / WG_BM; ++t) {
         if (threadIdx.x == 0) wait_row_counted(done, world, tiles_m, t, target);
         __syncthreads();
@@ -474,7 +478,24 @@ __device__ __forceinline__ void rs_convert(const TpFusedRs& f, int rank, int wor
         const unsigned long long v0 = (unsigned long long)(max(t * WG_BM, lo) - lo) * n / 4;
         const unsigned long long v1 = (unsigned long long)(min(t * WG_BM + WG_BM, hi) - lo) * n / 4;
         for (unsigned long long x = v0 + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-             x < v1; x += step) {
+             x < v1 && halves; x += step) {
+            const uint2* h = (const uint2*)f.acc[rank];
+            const unsigned long long plane = f.plane_rows * n / 4;
+            float a = 0.0f, b = 0.0f, c = 0.0f, e = 0.0f;
+            for (int p = 0; p < world; ++p) {
+                const uint2 w = ld_cg(h + p * plane + x);
+                float w0, w1, w2, w3;
+                unpack2(TT(), w.x, w0, w1);
+                unpack2(TT(), w.y, w2, w3);
+                a += w0;
+                b += w1;
+                c += w2;
+                e += w3;
+            }
+            out[x] = make_uint2(TT::pack(a, b), TT::pack(c, e));
+        }
+        for (unsigned long long x = v0 + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+             x < v1 && !halves; x += step) {
             const uint4 v = ld_cg(acc + x);
             float a = __uint_as_float(v.x), b = __uint_as_float(v.y);
             float c = __uint_as_float(v.z), e = __uint_as_float(v.w);
@@ -599,12 +620,19 @@ struct RsGate {
     template <typename TT, int BN>
     __device__ __forceinline__ void store(const float* d, u16* stage, const TensorMap* tmc,
                                           int row0, int col0, int bar_id, int tile_m, int n) {
+        const bool lead = (threadIdx.x & 127) == 0;
         if (ADD && f->all && f->source_rows) {
-            // `fused-all`'s plane per source: the f32 path, as k range 0.
-            store_split<BN>(d, nullptr, stage, m, n, row0, col0, 0, bar_id, tile_m);
+            // `fused-all`'s plane per source, unsplit: the tile stored into this GPU's 16-bit
+            // plane of every GPU's sum (a plain store), the next GPUs' first.
+            if (pending >= 0 && lead) flush();
+            if (row0 < m) {
+                wg_store_tma<TT, BN, false>(d, stage, dst, rank * (int)f->source_rows + row0,
+                                            col0, bar_id, world, rank + 1);
+            }
+            pending = tile_m;
+            pending_chunks = (min(BN, n - col0) + 63) / 64;
             return;
         }
-        const bool lead = (threadIdx.x & 127) == 0;
         if (pending >= 0 && lead) flush();
         if (row0 < m) {
             const int q0 = owners_ready(row0, lead);
@@ -664,12 +692,22 @@ struct RsGate {
     __device__ __forceinline__ void store_swap(const float* d, u16* buf, const TensorMap*,
                                                int tok0, int col0, int bar_id, int tile_m,
                                                int n) {
+        const bool lead = (threadIdx.x & 127) == 0;
         if (f->all && f->source_rows) {
-            // `fused-all`'s plane per source: the f32 path, as k range 0.
-            store_swap_split<MT>(d, nullptr, buf, m, n, tok0, col0, 0, bar_id, tile_m);
+            // `fused-all`'s plane per source, unsplit: the box stored into this GPU's 16-bit
+            // plane of every GPU's sum (plain stores), the next GPUs' first.
+            if (pending >= 0 && lead) flush();
+            swap_box<TT, MT>(d, buf, bar_id);
+            if (lead) {
+                const int at = rank * (int)f->source_rows + tok0;
+                for (int i = 1; i <= world; ++i) {
+                    tma_issue_box<false>(dst + (rank + i) % world, col0, at, buf);
+                }
+                asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+            }
+            swap_pending<MT>(tok0, col0, n);
             return;
         }
-        const bool lead = (threadIdx.x & 127) == 0;
         // Past the flush the box's last store has completed (read too).
         if (pending >= 0 && lead) flush();
         const int q0 = owners_ready(tok0, lead);

@@ -68,6 +68,10 @@ __device__ __forceinline__ uint4 ld_cg(const uint4* p) {
     const volatile unsigned* q = (const volatile unsigned*)p;
     return make_uint4(q[0], q[1], q[2], q[3]);
 }
+__device__ __forceinline__ uint2 ld_cg(const uint2* p) {
+    const volatile unsigned* q = (const volatile unsigned*)p;
+    return make_uint2(q[0], q[1]);
+}
 
 // One 8-byte volatile store / load of a (data, flag) pair, so a reader sees both or neither.
 __device__ __forceinline__ void st_pair_v2(u64 addr, unsigned d, unsigned f) {
@@ -128,6 +132,11 @@ __device__ __forceinline__ uint4 ld_cg(const uint4* p) {
     asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                  : "l"(p));
+    return v;
+}
+__device__ __forceinline__ uint2 ld_cg(const uint2* p) {
+    uint2 v;
+    asm volatile("ld.global.cg.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
     return v;
 }
 

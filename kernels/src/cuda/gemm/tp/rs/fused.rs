@@ -273,6 +273,10 @@ impl Rs {
                 let high = l.swap.unwrap_or(64) as u32;
                 for (q, map) in maps.iter_mut().enumerate().take(world) {
                     *map = match acc_of(q) {
+                        // Unsplit with a plane per source GPU: 16-bit planes, stored into.
+                        Some(at) if splits == 1 => {
+                            tensor_map(at, sources * plane_rows, self.n, high, self.dtype)?
+                        }
                         Some(at) => {
                             tensor_map_f32(at, sources * splits * plane_rows, self.n, high)?
                         }
@@ -390,9 +394,13 @@ pub(super) fn all_plane_rows(m: usize) -> usize {
 }
 
 /// Whether `fused-all` on `world` GPUs gives each source GPU planes of its own in every GPU's
-/// f32 sum (gemm_fused.cu's `source_rows`): on more than two, where three or more additions
-/// onto one value would come in arrival order and the GPUs' sums could differ in the last bit;
-/// on two only where AUGUR_TP_ALL_PLANES is set (to check the path where it runs).
+/// sum (gemm_fused.cu's `source_rows`; unsplit, 16-bit planes each partial is stored into; split,
+/// f32 planes per k range): on more than two, where three or more additions onto one value
+/// would come in arrival order and the GPUs' sums could differ in the last bit; on two only
+/// where AUGUR_TP_ALL_PLANES is set (to check the path where it runs). On two H200s the f32
+/// planes unsplit were 0.52x the 16-bit sums' speed (0.29x from M 1024: remote f32 reductions,
+/// twice the bytes; bench/results/fused-all-split-h200-2026-11-30/planes/); hence the 16-bit
+/// stores unsplit.
 pub(crate) fn all_per_source(world: usize) -> bool {
     world > 2 || std::env::var_os("AUGUR_TP_ALL_PLANES").is_some()
 }
