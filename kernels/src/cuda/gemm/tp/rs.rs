@@ -158,9 +158,9 @@ struct Reduce {
     acc: Option<(DeviceBuffer, CudaFunction)>,
     /// The split calls so far, where they take the two f32 sums in turn.
     acc_calls: Cell<u32>,
-    /// `fused-all`'s f32 sums where it splits k, and the most k ranges a pattern asks: two
-    /// sums taken in turn, each a plane per k range (fused.rs's `all_plane_rows` x N f32;
-    /// cuMemAlloc: peers add into them), zeroed (fused.rs's `fused_all`).
+    /// `fused-all`'s planes where it splits k or gives each source GPU its own, and the most k
+    /// ranges a pattern asks (fused.rs's `all_acc_bytes`: f32 planes, then 16-bit ones;
+    /// cuMemAlloc: peers add or store into them), zeroed (fused.rs's `fused_all`).
     all_acc: Option<(DeviceBuffer, usize)>,
     /// `fused-all`'s split calls so far.
     all_calls: Cell<u32>,
@@ -360,8 +360,9 @@ impl Rs {
             } else {
                 1
             };
-            let all_acc = if any_all && (most > 1 || sources > 1) {
-                let bytes = 2 * sources * most * fused::all_plane_rows(m) * n * 4;
+            let (f32_bytes, half_bytes) = fused::all_acc_bytes(sources, most, m, n);
+            let all_acc = if any_all && f32_bytes + half_bytes > 0 {
+                let bytes = f32_bytes + half_bytes;
                 Some((DeviceBuffer::zeroed(&g.ctx, bytes)?, most))
             } else {
                 None

@@ -259,12 +259,21 @@ impl Rs {
                 )))
             }
         };
-        // Each call's f32 sum: a plane of `plane_rows` x n per k range (the most any pattern
-        // here asks) and source GPU, this call's ranges' planes in it, source by source.
+        // This call's planes in every GPU's buffer ([`all_acc_bytes`]): split, f32 planes of
+        // `plane_rows` x n per k range (the most any pattern here asks) and source GPU; unsplit
+        // with a plane per source, the 16-bit planes after all of those (the f32 planes must
+        // stay zero between split calls, which the 16-bit planes' stores would not leave them).
         let plane_rows = all_plane_rows(m);
         let plane = acc.map_or(0, |a| a.1);
-        let plane_bytes = acc.map_or(0, |a| plane * sources * a.2 * plane_rows * self.n * 4) as u64;
-        let acc_of = |q: usize| acc.map(|a| of(q, a.0, PUBLISHED_ALL_ACC) + plane_bytes);
+        let offset = acc.map_or(0, |(_, _, most)| {
+            let (f32_bytes, half_bytes) = all_acc_bytes(sources, most, m, self.n);
+            if splits == 1 {
+                f32_bytes + plane * half_bytes / 2
+            } else {
+                plane * f32_bytes / 2
+            }
+        }) as u64;
+        let acc_of = |q: usize| acc.map(|a| of(q, a.0, PUBLISHED_ALL_ACC) + offset);
         let dst = match l.dst[plane].get() {
             Some(d) => d,
             None => {
@@ -391,6 +400,27 @@ pub(crate) fn all_counts(world: usize) -> bool {
 /// most 64) reaches the next plane (the rows past M take only the zeros of A's rows past M).
 pub(super) fn all_plane_rows(m: usize) -> usize {
     m.next_multiple_of(128)
+}
+
+/// The bytes of `fused-all`'s f32 planes and of its 16-bit planes in each GPU's buffer of them,
+/// for `sources` source GPUs (1, or every GPU: [`all_per_source`]), at most `most` k ranges and
+/// M x n sums; each two sums taken in turn, the 16-bit ones after the f32 ones: the f32
+/// planes where a call splits (`most` > 1; zeroed as they are read, for the next split call),
+/// the 16-bit planes where each source has its own and a call does not split (stored into,
+/// never zeroed).
+pub(super) fn all_acc_bytes(sources: usize, most: usize, m: usize, n: usize) -> (usize, usize) {
+    let rows = all_plane_rows(m);
+    let f32_bytes = if most > 1 {
+        2 * sources * most * rows * n * 4
+    } else {
+        0
+    };
+    let half_bytes = if sources > 1 {
+        2 * sources * rows * n * 2
+    } else {
+        0
+    };
+    (f32_bytes, half_bytes)
 }
 
 /// Whether `fused-all` on `world` GPUs gives each source GPU planes of its own in every GPU's
@@ -650,6 +680,21 @@ mod tests {
         assert_eq!(all_auto_splits(2, (16, 4096, 97 * 64), 132), 1);
         // Past the swapped GEMM's one wave (128-row tiles): not split.
         assert_eq!(all_auto_splits(2, (1024, 3584, 9472), 132), 1);
+    }
+
+    #[test]
+    fn fused_all_keeps_its_f32_and_16_bit_planes_apart() {
+        use super::all_acc_bytes;
+        // 4 sources, up to 2 k ranges, M 200 (256-row planes), n 64: two sums of 8 f32 planes,
+        // then two of 4 16-bit planes.
+        assert_eq!(
+            all_acc_bytes(4, 2, 200, 64),
+            (2 * 8 * 256 * 64 * 4, 2 * 4 * 256 * 64 * 2)
+        );
+        // Never split: no f32 planes; one source: no 16-bit planes (the sums are added into).
+        assert_eq!(all_acc_bytes(4, 1, 200, 64), (0, 2 * 4 * 256 * 64 * 2));
+        assert_eq!(all_acc_bytes(1, 2, 200, 64), (2 * 2 * 256 * 64 * 4, 0));
+        assert_eq!(all_acc_bytes(1, 1, 200, 64), (0, 0));
     }
 
     #[test]
