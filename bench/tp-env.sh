@@ -51,3 +51,25 @@ by_variable() {
     timeout "$2" .carry/augur overlap tp "${@:3}"
   fi
 }
+# by_planes LABEL SECONDS ARGS...: as by_variable, LABEL `planes` setting AUGUR_TP_ALL_PLANES=1
+# (`fused-all`'s plane per source GPU, forced on one or two GPUs), else unset.
+by_planes() {
+  if [ "$1" = planes ]; then
+    AUGUR_TP_ALL_PLANES=1 timeout "$2" .carry/augur overlap tp "${@:3}"
+  else
+    timeout "$2" .carry/augur overlap tp "${@:3}"
+  fi
+}
+
+# small_rs_layers: the three weight sets' row-parallel weights at their M values below 512 (16,
+# 64, 256; 32, 128 for the third set), weight by weight, into the array L.
+small_rs_layers() {
+  L=()
+  local m w
+  for w in 4096,4096 4096,14336 8192,8192 8192,28672 3584,3584 3584,18944 5120,5120 5120,13824; do
+    for m in 16 64 256; do L+=("$m,$w"); done
+  done
+  for w in 3584,4096 5120,14336 7168,7168 7168,20480; do
+    for m in 32 128; do L+=("$m,$w"); done
+  done
+}

@@ -21,13 +21,7 @@ odd rs-check refactor 100 --gpus 2 --ops reduce-scatter \
 odd ag-check refactor 100 --gpus 2 --ops all-gather \
   --patterns bulk,own-bulk,pc-push:1:8,pc-pull:1:8,pc-push:2:8,fused-push:1:8 \
   --samples 3 16,2048,4096 1024,6144,4096 4096,6144,4096
-L=()
-for w in 4096,4096 4096,14336 8192,8192 8192,28672 3584,3584 3584,18944 5120,5120 5120,13824; do
-  for m in 16 64 256; do L+=("$m,$w"); done
-done
-for w in 3584,4096 5120,14336 7168,7168 7168,20480; do
-  for m in 32 128; do L+=("$m,$w"); done
-done
+small_rs_layers
 timeout 150 .carry/augur overlap tp --gpus 2 --ops all-reduce \
   --patterns bulk,fused-all:1,fused-all,fused-all:2,fused-all:4 "${L[@]}" \
   > "$OUT/small-m.csv" 2> "$OUT/small-m.err"

@@ -12,13 +12,7 @@ source bench/tp-env.sh
 layers "512 2048 8192" "4096,4096 4096,14336 8192,8192 3584,18944 5120,13824"
 ab store-ab store by_build ${LIMIT:-100} "old augur" --gpus 2 --ops all-reduce \
   --patterns gemm,bulk,fused-all "${L[@]}"
-L=()
-for w in 4096,4096 4096,14336 8192,8192 8192,28672 3584,3584 3584,18944 5120,5120 5120,13824; do
-  for m in 16 64 256; do L+=("$m,$w"); done
-done
-for w in 3584,4096 5120,14336 7168,7168 7168,20480; do
-  for m in 32 128; do L+=("$m,$w"); done
-done
+small_rs_layers
 timeout 150 .carry/augur overlap tp --gpus 2 --ops all-reduce \
   --patterns bulk,fused-all:1,fused-all "${L[@]}" > "$OUT/small-m2.csv" 2> "$OUT/small-m2.err"
 echo "small-m2 rc=$? $((SECONDS - T0)) s"

@@ -16,13 +16,6 @@ odd planes-check-1 planes 100 --gpus 1 --ops all-reduce --patterns bulk,fused-al
   --samples 5 16,4096,4096 200,4096,4096 1000,1000,512
 unset AUGUR_TP_ALL_PLANES
 layers "16 64 256 1024 4096" "4096,4096 4096,14336 8192,8192"
-by_planes() {
-  if [ "$1" = planes ]; then
-    AUGUR_TP_ALL_PLANES=1 timeout "$2" .carry/augur overlap tp "${@:3}"
-  else
-    timeout "$2" .carry/augur overlap tp "${@:3}"
-  fi
-}
 ab planes-ab planes by_planes 100 "sums planes" --gpus 2 --ops all-reduce \
   --patterns gemm,bulk,fused-all "${L[@]}"
 ab build-ab build by_build 100 "prev augur" --gpus 2 --ops all-reduce \
