@@ -269,10 +269,10 @@ struct TpFusedRs {
     // added into every GPU's whole sum (M x n, `dst` the maps over each GPU's, at the tile's own
     // rows; each box filled once and reduced into every GPU's) and counted in every GPU's done
     // words; `zero` is this GPU's whole sum; the launch ends once every GPU has counted every
-    // tile row. With k split (`fused-all:K`, or by itself at small M as `fused-reduce:0`) always
-    // `prezeroed`: the partials go in f32 into every GPU's whole f32 sum (`acc`, a plane of
-    // M x n per k range, two a GPU in turn), and rs_convert rounds all of this GPU's into `out`
-    // (its whole sum).
+    // tile row. With k split (`fused-all:K`, or by itself at small M where few SMs read a deep
+    // B) always `prezeroed`: the partials go in f32 into every GPU's whole f32 sum (`acc`, a
+    // plane of M x n per k range, two a GPU in turn), and rs_convert rounds all of this GPU's
+    // into `out` (its whole sum).
     unsigned long long all;
     // `fused-all` with k split: each k range's partials go into a plane of their own of every
     // GPU's f32 sum (`plane_rows` rows apart, M rounded up to whole 128-row tiles: no box
@@ -459,7 +459,8 @@ __device__ __forceinline__ void rs_zero_announce(const TpFusedRs& f, int world, 
 // block's count and ready word at M 16 on one H200 (bench/results/split-phases-h200-2026-11-29/).
 //
 // `fused-all` (every row this GPU's, its whole sum): its f32 sum has a plane per k range
-// (`plane_rows` apart), added in order, then rounded.
+// (`plane_rows` apart; and per source GPU, `source_rows`), added in order, then rounded; or,
+// unsplit with a plane per source GPU, 16-bit planes, summed in f32 in rank order (`halves`).
 template <typename TT>
 __device__ __forceinline__ void rs_convert(const TpFusedRs& f, int rank, int world, int rows,
                                            int n, int tiles_m, unsigned target, int splits) {
@@ -618,7 +619,7 @@ struct RsGate {
         pending_chunks = (min(BN, n - col0) + 63) / 64;
     }
     template <typename TT, int BN>
-    __device__ __forceinline__ void store(const float* d, u16* stage, const TensorMap* tmc,
+    __device__ __forceinline__ void store(const float* d, u16* stage, const TensorMap*,
                                           int row0, int col0, int bar_id, int tile_m, int n) {
         const bool lead = (threadIdx.x & 127) == 0;
         if (ADD && f->all && f->source_rows) {

@@ -60,17 +60,6 @@ __device__ __forceinline__ void tma_load(unsigned dst, const TensorMap* map, int
         : "memory");
 }
 
-// The loop of the tensor-memory stores below: BOXES boxes of 64 rows x 128 bytes, each filled
-// by the warpgroup (`fill(b, buf, r, t)`: this thread's rows r and r + 8 of the box, its lane's
-// t = lane % 4) into one of its two staging buffers (8 KiB each,
-// 128-byte swizzled like the tensor maps: a row's 16-byte chunk j lands at j ^ (row % 8), so a
-// warp's stores hit 8 different bank groups), then stored (with ADD, added to what the
-// destination holds: a tensor-memory reduction) by one thread at columns col0 + b x BOX_COLS
-// with cp.async.bulk.tensor, which clips at the matrix edges. The stores run on while the
-// warpgroup goes on to its next unit; a buffer is refilled only once the store from it two boxes
-// before has read it (with an odd count of boxes, box 0 once every store has read its buffer:
-// the last box of the call before used the same one), and the kernel waits for its stores at
-// the end.
 // One tensor-memory store of the staging box at `buf` to (row0, col0) of the matrix `tmc` maps
 // (with ADD, added to what it holds: a reduction), not yet committed (tma_store_box commits it).
 template <bool ADD>
@@ -99,6 +88,17 @@ __device__ __forceinline__ void tma_store_box(const TensorMap* tmc, int col0, in
     asm volatile("cp.async.bulk.commit_group;" ::: "memory");
 }
 
+// The loop of the tensor-memory stores below: BOXES boxes of 64 rows x 128 bytes, each filled
+// by the warpgroup (`fill(b, buf, r, t)`: this thread's rows r and r + 8 of the box, its lane's
+// t = lane % 4) into one of its two staging buffers (8 KiB each,
+// 128-byte swizzled like the tensor maps: a row's 16-byte chunk j lands at j ^ (row % 8), so a
+// warp's stores hit 8 different bank groups), then stored (with ADD, added to what the
+// destination holds: a tensor-memory reduction) by one thread at columns col0 + b x BOX_COLS
+// with cp.async.bulk.tensor, which clips at the matrix edges. The stores run on while the
+// warpgroup goes on to its next unit; a buffer is refilled only once the store from it two boxes
+// before has read it (with an odd count of boxes, box 0 once every store has read its buffer:
+// the last box of the call before used the same one), and the kernel waits for its stores at
+// the end.
 //
 // With `copies` > 1 (`fused-all`: the same tile into every GPU's sum) each box, filled once, goes
 // to `copies` maps, tmc + (first + i) % copies for i from 0, one bulk group a box.
