@@ -254,7 +254,7 @@ impl Rs {
             }
             (true, _) => {
                 return Err(KernelError::Invalid(format!(
-                    "fused-all:{splits}: its f32 sums were not set up (on {world} GPUs the \
+                    "fused-all:{splits}: its planes were not set up (on {world} GPUs the \
                      launch does not zero)"
                 )))
             }
