@@ -491,7 +491,7 @@ pub fn check_gemm_reduce_scatter<P: AsRef<TpPlan>>(
 }
 
 /// [`check_gemm_reduce_scatter`] for the GEMM + all-reduce: every GPU's whole sum poisoned and
-/// every sampled row of it compared.
+/// every sampled row of it compared, and with the first GPU's bit for bit.
 pub fn check_gemm_all_reduce<P: AsRef<TpPlan>>(
     ordinals: &[usize],
     p: &crate::gemm::GemmProblem,
@@ -530,18 +530,30 @@ fn check_row_parallel<P: AsRef<TpPlan>>(
         let bound = sum_roundings(pattern, world) as f64 * rounding_bound(p.dtype);
         let mut worst = 0.0f64;
         let mut row = vec![0u16; n];
+        // The all-reduce: every GPU's sampled rows must be the first GPU's bits (one sum, not
+        // P that may round apart; a difference fails the check, as `augur overlap tp`'s).
+        let mut first = Vec::new();
         for rank in 0..world {
             let own = if c_rows == m {
                 0..m
             } else {
                 rank * rows..(rank + 1) * rows
             };
+            let mut seen = Vec::new();
             for (ri, &i) in at.iter().enumerate().filter(|(_, i)| own.contains(i)) {
                 caller.read(rank, 2, (i - own.start) * n, &mut row)?;
                 for (c, &h) in row.iter().enumerate() {
                     let g = from_half_bits(p.dtype, h) as f64;
                     worst = worst.max(sum_error(g, want[ri][c], bound * magnitude[ri][c]));
                 }
+                if c_rows == m {
+                    seen.extend_from_slice(&row);
+                }
+            }
+            if rank == 0 {
+                first = seen;
+            } else if seen != first {
+                worst = f64::INFINITY;
             }
         }
         Ok(worst)
