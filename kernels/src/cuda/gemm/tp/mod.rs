@@ -149,22 +149,14 @@ pub fn check(
             }
         }
         // fused-all: on the GPU counts where its sums were checked (see rs::fused::all_counts).
-        if let TpPattern::FusedAll { splits } = *pat {
-            if !rs::all_counts(world) {
-                return Err(KernelError::Invalid(format!(
-                    "{} on {world} GPUs: checked on one and two only (on more it adds each \
-                     GPU's partials into f32 planes of their own, which no run there has \
-                     checked yet); AUGUR_TP_UNVERIFIED=1 runs it",
-                    pat.name()
-                )));
-            }
-            // fused-all:K: k / P in K ranges of whole 64-steps, none empty.
-            if splits > 1 {
-                split_ranges(cut, splits)
-                    .map_err(|e| KernelError::Invalid(format!("{shape}, {}: {e}", pat.name())))?;
-            }
+        if matches!(pat, TpPattern::FusedAll { .. }) && !rs::all_counts(world) {
+            return Err(KernelError::Invalid(format!(
+                "{} on {world} GPUs: checked on one and two only (on more it adds each GPU's \
+                 partials into planes of their own, which no run there has checked yet); \
+                 AUGUR_TP_UNVERIFIED=1 runs it",
+                pat.name()
+            )));
         }
-        // fused-reduce:0:K: k / P in K ranges of whole 64-steps, none empty.
         if let TpPattern::FusedReduce { sms, splits } = *pat {
             if splits == 0 || (sms > 0 && splits > 1) {
                 return Err(KernelError::Invalid(format!(
@@ -172,10 +164,17 @@ pub fn check(
                     pat.name()
                 )));
             }
-            if op.row_parallel() {
-                split_ranges(cut, splits)
-                    .map_err(|e| KernelError::Invalid(format!("{shape}, {}: {e}", pat.name())))?;
-            }
+        }
+        // fused-reduce:0:K and fused-all:K (`fused-all`, 0, splits by itself where it may): k / P
+        // in K ranges of whole 64-steps, none empty.
+        let k_ranges = match *pat {
+            TpPattern::FusedReduce { splits, .. } => Some(splits),
+            TpPattern::FusedAll { splits } if splits > 0 => Some(splits),
+            _ => None,
+        };
+        if let Some(splits) = k_ranges.filter(|_| op.row_parallel()) {
+            split_ranges(cut, splits)
+                .map_err(|e| KernelError::Invalid(format!("{shape}, {}: {e}", pat.name())))?;
         }
         if let TpPattern::Pc { sms, .. }
         | TpPattern::PcReduce { sms, .. }

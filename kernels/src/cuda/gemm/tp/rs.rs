@@ -55,9 +55,10 @@
 //!   into every GPU's whole sum (each GPU zeroes its own in the launch before its ready words,
 //!   and the launch ends once every GPU has counted every tile row: two H200s 1.124x over bulk
 //!   on the grid, bench/results/all-reduce-h200-2026-11-29/); with k split (`fused-all:K`, or
-//!   by itself where `fused-reduce:0` splits) each k range's partials in f32 into a plane of
-//!   its own of every GPU's f32 sum (0 + one partial per GPU: the same on both of two GPUs),
-//!   the planes added in order and rounded at the launch's end; every other reduce-scatter
+//!   by itself at small M where few SMs would read a deep B) each k range's partials in f32
+//!   into a plane of its own of every GPU's f32 sum (0 + one partial per GPU: the same on both
+//!   of two GPUs), the planes added in order and rounded at the launch's end; on more than two
+//!   GPUs a plane per source GPU too (fused.rs's `all_per_source`); every other reduce-scatter
 //!   pattern, then NCCL's all-gather of the sums. Every GPU's sampled rows are checked to be
 //!   the same bits too.
 //! - `ll-bulk`: the GEMM, then comm.cu's `tp_reduce_scatter_ll_*` (the `ll` module): each GPU
@@ -344,28 +345,25 @@ impl Rs {
             } else {
                 None
             };
+            // `fused-all`'s planes (fused.rs's `all_acc_bytes`), for the most k ranges any
+            // `fused-all` here takes; none without it.
+            let sources = if fused::all_per_source(world) {
+                world
+            } else {
+                1
+            };
             let most = patterns
                 .iter()
                 .filter_map(|q| match q {
                     TpPattern::FusedAll { splits } => Some(*splits),
                     _ => None,
                 })
-                .max()
-                .unwrap_or(1);
-            let any_all = patterns
-                .iter()
-                .any(|q| matches!(q, TpPattern::FusedAll { .. }));
-            let sources = if fused::all_per_source(world) {
-                world
-            } else {
-                1
-            };
-            let (f32_bytes, half_bytes) = fused::all_acc_bytes(sources, most, m, n);
-            let all_acc = if any_all && f32_bytes + half_bytes > 0 {
-                let bytes = f32_bytes + half_bytes;
-                Some((DeviceBuffer::zeroed(&g.ctx, bytes)?, most))
-            } else {
-                None
+                .max();
+            let all_acc = match most.map(|most| (most, fused::all_acc_bytes(sources, most, m, n))) {
+                Some((most, (f32_bytes, half_bytes))) if f32_bytes + half_bytes > 0 => {
+                    Some((DeviceBuffer::zeroed(&g.ctx, f32_bytes + half_bytes)?, most))
+                }
+                _ => None,
             };
             let bytes = if staged { m * n * 2 } else { 16 };
             let own = DeviceBuffer::new(&g.ctx, bytes)?;
@@ -431,7 +429,7 @@ impl Rs {
         if let Some(all) = all.filter(|_| patterns.iter().any(fused_all)) {
             published.resize(PUBLISHED_ALL, 0);
             published.push(all);
-            // Its f32 sums, where it splits k.
+            // Its planes, where it splits k or each source GPU has its own.
             if let Some((a, _)) = reduce.as_ref().and_then(|r| r.all_acc.as_ref()) {
                 published.push(a.ptr());
             }
