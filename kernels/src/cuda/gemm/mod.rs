@@ -721,3 +721,25 @@ mod gate_tests {
         assert!(check_gate(0, 1, 0).is_ok());
     }
 }
+
+#[cfg(test)]
+mod smem_tests {
+    use super::{tma_smem, tma_swap_smem, SWAP_TILES, TMA_WIDTHS};
+
+    /// The most dynamic shared memory a block may have on an H100 or H200 (227 KiB).
+    const BLOCK_MAX: usize = 232_448;
+
+    #[test]
+    fn every_tma_kernel_fits_its_shared_memory() {
+        for bn in TMA_WIDTHS {
+            assert!(tma_smem(bn) <= BLOCK_MAX, "{bn}: {}", tma_smem(bn));
+        }
+        for mt in SWAP_TILES {
+            assert!(
+                tma_swap_smem(mt) <= BLOCK_MAX,
+                "{mt}: {}",
+                tma_swap_smem(mt)
+            );
+        }
+    }
+}

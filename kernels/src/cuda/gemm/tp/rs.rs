@@ -361,6 +361,8 @@ impl Rs {
                 .max();
             let all_acc = match most.map(|most| (most, fused::all_acc_bytes(sources, most, m, n))) {
                 Some((most, (f32_bytes, half_bytes))) if f32_bytes + half_bytes > 0 => {
+                    let (free, _) = g.ctx.mem_get_info().map_err(drv("cuMemGetInfo"))?;
+                    fused::all_planes_fit(most, (m, n), f32_bytes + half_bytes, free)?;
                     Some((DeviceBuffer::zeroed(&g.ctx, f32_bytes + half_bytes)?, most))
                 }
                 _ => None,

@@ -533,6 +533,51 @@ pub(super) fn splits_run(sms: usize, splits: usize, auto: usize) -> usize {
     }
 }
 
+/// Whether `fused-all`'s planes (`bytes` a GPU: [`all_acc_bytes`] for at most `most` k ranges
+/// at M x n) fit in the `free` bytes its GPU has, or why not: an explicit `fused-all:K` at
+/// large M asks K f32 planes of the whole M x n sum, two sums, a GPU, which the allocation would
+/// refuse only with the driver's out-of-memory error.
+pub(super) fn all_planes_fit(
+    most: usize,
+    (m, n): (usize, usize),
+    bytes: usize,
+    free: usize,
+) -> Result<(), KernelError> {
+    if bytes <= free {
+        return Ok(());
+    }
+    let gib = |b: usize| b as f64 / (1u64 << 30) as f64;
+    Err(KernelError::Invalid(format!(
+        "fused-all:{most} at {m} x {n}: its planes of the whole {m} x {n} sum take {:.2} GiB a \
+         GPU, more than the {:.2} GiB free; fewer k ranges (`fused-all` splits by itself only \
+         at small M, in two)",
+        gib(bytes),
+        gib(free)
+    )))
+}
+
+/// The width of the fused reduce-scatter's and all-reduce's 128-row tiles as the environment
+/// variable AUGUR_TP_FUSED_WIDTH forces it (128, 192 or 256; a diagnostic: how the width trades
+/// the GEMM's own speed against its stores' waits on the link), `None` where it is not set (the
+/// GEMM's estimate picks). The swapped GEMM's token tiles are not affected.
+pub(super) fn forced_width() -> Result<Option<usize>, KernelError> {
+    match std::env::var("AUGUR_TP_FUSED_WIDTH") {
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Ok(v) => parse_width(&v).map(Some),
+        Err(e) => Err(KernelError::Invalid(format!("AUGUR_TP_FUSED_WIDTH: {e}"))),
+    }
+}
+
+/// AUGUR_TP_FUSED_WIDTH's value `v` as a tile width, or why not.
+fn parse_width(v: &str) -> Result<usize, KernelError> {
+    match v.trim().parse::<usize>() {
+        Ok(bn) if TMA_WIDTHS.contains(&bn) => Ok(bn),
+        _ => Err(KernelError::Invalid(format!(
+            "AUGUR_TP_FUSED_WIDTH={v:?}: the fused tiles' width is one of {TMA_WIDTHS:?}"
+        ))),
+    }
+}
+
 /// Where the fused kernel's tickets lie in its words: after the done counts of `world` GPUs
 /// for M rows in tiles of 128, 8-byte aligned.
 pub(super) fn tickets_at(world: usize, m: usize) -> usize {
@@ -591,18 +636,21 @@ pub(super) fn fused_rs_launches(
             });
         }
         // Otherwise 128-row tiles, their width by the GEMM's estimate at this split (the f32
-        // additions not in it).
-        let bn = TMA_WIDTHS
-            .into_iter()
-            .min_by(|&x, &y| {
-                let t = |bn| {
-                    tma_estimate_us(shape, bn, splits, sms)
-                        .or_else(|| tma_estimate_us(shape, bn, 1, sms))
-                        .unwrap_or(f64::INFINITY)
-                };
-                t(x).total_cmp(&t(y))
-            })
-            .unwrap_or(256);
+        // additions not in it), or as AUGUR_TP_FUSED_WIDTH forces it.
+        let bn = match forced_width()? {
+            Some(bn) => bn,
+            None => TMA_WIDTHS
+                .into_iter()
+                .min_by(|&x, &y| {
+                    let t = |bn| {
+                        tma_estimate_us(shape, bn, splits, sms)
+                            .or_else(|| tma_estimate_us(shape, bn, 1, sms))
+                            .unwrap_or(f64::INFINITY)
+                    };
+                    t(x).total_cmp(&t(y))
+                })
+                .unwrap_or(256),
+        };
         let kind = if reduce_blocks == 0 { "rsa" } else { "rs" };
         let (f, smem) = tp::fused_function(g, kind, dtype, bn)?;
         let units = m.div_ceil(128) * n.div_ceil(bn) * splits;
@@ -663,6 +711,37 @@ mod tests {
             auto_splits(8, (16, 4096, 2048), 132),
             if asked { 4 } else { 1 }
         );
+    }
+
+    #[test]
+    fn fused_all_planes_larger_than_the_free_memory_are_refused_by_name() {
+        use super::{all_acc_bytes, all_planes_fit};
+        // 16384 x 8192 in 8 ranges: 2 x 8 x 16384 x 8192 x 4 bytes = 8 GiB.
+        let (f, h) = all_acc_bytes(1, 8, 16384, 8192);
+        assert_eq!(f + h, 8 << 30);
+        assert!(all_planes_fit(8, (16384, 8192), f + h, 9 << 30).is_ok());
+        let e = all_planes_fit(8, (16384, 8192), f + h, 6 << 30)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("fused-all:8 at 16384 x 8192")
+                && e.contains("8.00 GiB")
+                && e.contains("6.00 GiB free"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_forced_tile_width_is_one_the_kernels_have() {
+        assert_eq!(super::parse_width("192").unwrap(), 192);
+        assert_eq!(super::parse_width(" 128\n").unwrap(), 128);
+        for bad in ["64", "", "wide", "-1"] {
+            let e = super::parse_width(bad).unwrap_err().to_string();
+            assert!(
+                e.contains("AUGUR_TP_FUSED_WIDTH") && e.contains("[256, 192, 128]"),
+                "{e}"
+            );
+        }
     }
 
     #[test]
