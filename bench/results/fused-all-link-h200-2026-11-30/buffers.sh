@@ -16,7 +16,7 @@ source bench/tp-env.sh
 export AUGUR_TP_FUSED_WIDTH=192
 odd check192 check 100 --gpus 2 --ops all-reduce,reduce-scatter,all-gather \
   --patterns bulk,fused-reduce:0,fused-reduce:0:2,fused-all,fused-all:2,fused-push:1:8,fused-pull:1:8 \
-  --samples 5 200,4096,4096 1000,1000,512 1000,5120,5120 3000,7168,7168 4096,5120,5120
+  --samples 5 200,4096,4096 1000,1024,512 1000,5120,5120 3000,7168,7168 4096,5120,5120
 unset AUGUR_TP_FUSED_WIDTH
 G="256,2304,7168 512,1536,4096 1024,6144,4096 2048,10240,7168 4096,3584,8192 8192,7168,5120 2560,10240,7168"
 for round in 1 2; do
