@@ -101,10 +101,10 @@ pub struct TpArgs {
     /// fused-reduce:0:K:
     /// k split in K ranges, the partials added in f32 into the owners' f32 sums, rounded once
     /// after); fused-all (the all-reduce's: fused-reduce:0 with each tile added into every
-    /// GPU's whole sum, k split in two at small M where few SMs would read a deep B; fused-all:K: k split in K
-    /// ranges, 1: none, each range's partials in f32 into a plane of every GPU's f32 sum; the
-    /// all-reduce runs the other reduce-scatter patterns then NCCL's all-gather, bulk and
-    /// chunked:C with NCCL's all-reduce);
+    /// GPU's whole sum, k split in two at small M where few SMs would read a deep B;
+    /// fused-all:K: k split in K ranges, 1: none, each range's partials in f32 into a plane of
+    /// every GPU's f32 sum; the all-reduce runs the other reduce-scatter patterns then NCCL's
+    /// all-gather, bulk and chunked:C with NCCL's all-reduce);
     /// gemm and comm are the parts alone. The
     /// default: the best of each kind on 2 and 4 H200s (bench/results/tp-grid-h200-2026-11-27/),
     /// the best fused patterns on 2 (bench/results/fused-h200-2026-11-28/), and the shipped

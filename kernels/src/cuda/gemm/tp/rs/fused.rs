@@ -482,12 +482,10 @@ pub(super) fn in_launch(world: usize) -> bool {
 /// 2-GPU grids' 92 layers, M 16-128: regrid-2gpu/ there), then run between two H200s: every check
 /// passed and `fused-reduce:0` 1.103x faster on those 21 layers (0.89-1.35;
 /// bench/results/auto-split-h200-2026-11-29/).
-pub(super) fn auto_splits(world: usize, (m, n, kp): (usize, usize, usize), sms: usize) -> usize {
-    if !in_launch(world) || kp % 64 != 0 || !(m <= 64 || m.div_ceil(64) * n.div_ceil(128) <= sms) {
+pub(super) fn auto_splits(world: usize, shape: (usize, usize, usize), sms: usize) -> usize {
+    let Some((units, steps)) = swap_units_steps(world, shape, sms) else {
         return 1;
-    }
-    let units = m.div_ceil(swap_token_tile(m)) * n.div_ceil(128);
-    let steps = kp / 64;
+    };
     [4, 2]
         .into_iter()
         .find(|&s| units * s <= sms && steps % s == 0 && steps / s >= 8)
@@ -505,21 +503,29 @@ pub(super) fn auto_splits(world: usize, (m, n, kp): (usize, usize, usize), sms: 
 /// and N 4096, 0.63x against 1.03x); split in two it was 1.09-1.37x faster than unsplit on 6 of
 /// the 7 layers this rule splits (28-40 units, k / P 6912-9472; 0.86x on the seventh), and
 /// 0.90-0.98x on the three with 56-64 units and as deep a B.
-pub(super) fn all_auto_splits(
+pub(super) fn all_auto_splits(world: usize, shape: (usize, usize, usize), sms: usize) -> usize {
+    match swap_units_steps(world, shape, sms) {
+        Some((units, steps)) if units * 3 <= sms && steps >= 96 && steps % 2 == 0 => 2,
+        _ => 1,
+    }
+}
+
+/// Whether the swapped GEMM runs for M rows by n in `splits` k ranges on `sms` SMs: M <= 64
+/// (every GPU's rows in one token tile), or its 64-row units x `splits` fit in one wave.
+fn swap_runs(m: usize, n: usize, splits: usize, sms: usize) -> bool {
+    m <= 64 || m.div_ceil(64) * n.div_ceil(128) * splits <= sms
+}
+
+/// What [`auto_splits`] and [`all_auto_splits`] weigh, where either may split at all (the
+/// launch zeroes, [`in_launch`]; k / P in whole steps of 64; the swapped GEMM runs unsplit,
+/// [`swap_runs`]): the swapped GEMM's units (token tiles x 128 columns) and k / P's steps.
+fn swap_units_steps(
     world: usize,
     (m, n, kp): (usize, usize, usize),
     sms: usize,
-) -> usize {
-    if !in_launch(world) || kp % 64 != 0 || !(m <= 64 || m.div_ceil(64) * n.div_ceil(128) <= sms) {
-        return 1;
-    }
-    let units = m.div_ceil(swap_token_tile(m)) * n.div_ceil(128);
-    let steps = kp / 64;
-    if units * 3 <= sms && steps >= 96 && steps % 2 == 0 {
-        2
-    } else {
-        1
-    }
+) -> Option<(usize, usize)> {
+    (in_launch(world) && kp % 64 == 0 && swap_runs(m, n, 1, sms))
+        .then(|| (m.div_ceil(swap_token_tile(m)) * n.div_ceil(128), kp / 64))
 }
 
 /// The k split a `fused-reduce` pattern of `sms` summing blocks and `splits` ranges runs with:
@@ -614,7 +620,7 @@ pub(super) fn fused_rs_launches(
         // at M 96-256 (bench/results/swap-mid-h200-2026-11-29): 1.17x faster than the 128-row
         // tiles where they fit (0.96-1.54x), 0.52-0.96x where a split's units did not.
         let zeroes = reduce_blocks == 0 && in_launch(world);
-        if zeroes && (m <= 64 || m.div_ceil(64) * n.div_ceil(128) * splits <= sms) {
+        if zeroes && swap_runs(m, n, splits, sms) {
             let mt = swap_token_tile(m);
             let (f, smem) = tp::fused_function_with(g, "rsa_swap", dtype, mt, tma_swap_smem(mt))?;
             let units = m.div_ceil(mt) * n.div_ceil(128) * splits;
