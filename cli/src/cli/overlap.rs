@@ -54,7 +54,10 @@ pub enum OverlapCommand {
     /// peer's GEMM of it waits for), `pc-push:C:S` / `pc-pull:C:S` (augur's copy kernel on S
     /// SMs beside GEMMs on the others), `own-bulk` and `fused-push:C:S` / `fused-pull:C:S` (one
     /// launch of augur's TMA GEMM per GPU whose first S blocks move the rows, each tile
-    /// multiplied once its rows are there); for the reduce-scatter `pc-reduce:C:S` and
+    /// multiplied once its rows are there); for the reduce-scatter `pc-reduce:C:S`,
+    /// `push-reduce:C` (each GPU's partials of its peers' rows first, pushed by the copy
+    /// engines, then its own rows, each GEMM adding the received partials in its epilogue: no
+    /// SMs taken, no reduce kernel; on one GPU, on more only with AUGUR_TP_UNVERIFIED=1) and
     /// `fused-reduce:S` (augur's TMA GEMM storing each tile into the staging of the GPU owning
     /// its rows, S blocks of the owner's launch summing each tile row once every GPU's is there;
     /// `fused-reduce:0`: each tile added into its owner's rows by tensor-memory reductions);

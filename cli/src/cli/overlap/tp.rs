@@ -94,10 +94,13 @@ pub struct TpArgs {
     /// with augur's LL collective, each word sent with its epoch in one store, in place of
     /// NCCL's), fused-push:C:S / fused-pull:C:S
     /// (one launch of augur's TMA GEMM whose first S blocks move the rows), pc-reduce:C:S (the
-    /// reduce-scatter's producer/consumer), fused-reduce:S (the TMA GEMM's tiles stored into
-    /// their owners' staging, summed there by S blocks; fused-reduce:0: added into their
-    /// owners' rows by tensor-memory reductions, no summing blocks, on one, two and four GPUs
-    /// run as fused-reduce:0:2 or :0:4 where its units would leave half the SMs idle;
+    /// reduce-scatter's producer/consumer), push-reduce:C (the peers' rows' partials first,
+    /// pushed by the copy engines, then this GPU's rows, each GEMM adding the received
+    /// partials in its epilogue; on one GPU, on more only with AUGUR_TP_UNVERIFIED=1: it hung
+    /// there after other patterns, not yet diagnosed), fused-reduce:S (the TMA GEMM's tiles
+    /// stored into their owners' staging, summed there by S blocks; fused-reduce:0: added into
+    /// their owners' rows by tensor-memory reductions, no summing blocks, on one, two and four
+    /// GPUs run as fused-reduce:0:2 or :0:4 where its units would leave half the SMs idle;
     /// fused-reduce:0:K:
     /// k split in K ranges, the partials added in f32 into the owners' f32 sums, rounded once
     /// after); fused-all (the all-reduce's: fused-reduce:0 with each tile added into every

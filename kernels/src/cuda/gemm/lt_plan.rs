@@ -167,10 +167,45 @@ impl LtPlan {
         c: u64,
         s: &Arc<CudaStream>,
     ) -> Result<(), KernelError> {
-        let (alpha, beta) = (1.0f32, 0.0f32);
+        // SAFETY: the caller's contract; C read with beta 0 is not read.
+        unsafe { self.matmul(a, b, (c, 0.0), c, s) }
+    }
+
+    /// Enqueue D = A Bᵀ + C on `s` (cuBLASLt's epilogue adds C, in f32, before D's one
+    /// rounding) for device addresses of the plan's shape.
+    ///
+    /// # Safety
+    /// As [`LtPlan::run_on`], with `c` and `d` both m x n, `d` overlapping neither `a` nor `b`
+    /// (`c` may be `d`).
+    pub(super) unsafe fn run_add_on(
+        &self,
+        a: u64,
+        b: u64,
+        c: u64,
+        d: u64,
+        s: &Arc<CudaStream>,
+    ) -> Result<(), KernelError> {
+        // SAFETY: the caller's contract.
+        unsafe { self.matmul(a, b, (c, 1.0), d, s) }
+    }
+
+    /// cuBLASLt's D = A Bᵀ + beta C.
+    ///
+    /// # Safety
+    /// As [`LtPlan::run_add_on`].
+    unsafe fn matmul(
+        &self,
+        a: u64,
+        b: u64,
+        (c, beta): (u64, f32),
+        d: u64,
+        s: &Arc<CudaStream>,
+    ) -> Result<(), KernelError> {
+        let alpha = 1.0f32;
         let (w, _gw) = self.workspace.device_ptr(s);
         // SAFETY: the plan's layouts describe these buffers (B as the first operand, A
-        // as the second: Cᵀ = B Aᵀ), the workspace is LT_WORKSPACE bytes, all on `s`.
+        // as the second: Cᵀ = B Aᵀ; C and D alike), the workspace is LT_WORKSPACE bytes, all
+        // on `s`.
         unsafe {
             lt::matmul(
                 self.handle,
@@ -183,7 +218,7 @@ impl LtPlan {
                 self.layouts[1],
                 c as *const c_void,
                 self.layouts[2],
-                c as *mut c_void,
+                d as *mut c_void,
                 self.layouts[2],
                 &self.algo,
                 w as *mut c_void,

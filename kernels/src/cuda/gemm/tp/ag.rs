@@ -731,6 +731,7 @@ impl Ag {
             }
             TpPattern::Fused { pieces, sms, push } => self.fused(gpu, pieces, sms, push),
             TpPattern::PcReduce { .. }
+            | TpPattern::PushReduce(_)
             | TpPattern::FusedReduce { .. }
             | TpPattern::FusedAll { .. } => Err(KernelError::Invalid(format!(
                 "{}: not an all-gather pattern (refused by tp::check)",

@@ -86,6 +86,16 @@ pub enum TpPattern {
         sms: usize,
         sm_push: bool,
     },
+    /// Reduce-scatter only (`push-reduce:C`): each GPU's GEMMs (cuBLASLt, every SM) make its
+    /// partials of its peers' rows first, piece by piece (C pieces of each GPU's rows), each
+    /// pushed by the copy engines into its owner's staging once made, with a word in the owner's
+    /// memory; then its own rows, piece by piece, each GEMM adding the peers' partials of that
+    /// piece in its epilogue (cuBLASLt's C with beta 1: on two GPUs the peer's staged partial;
+    /// on more, their sum by the reduce kernel, on the communication stream as they arrive).
+    /// No SMs taken from the GEMMs, no reduce kernel after them on two GPUs: the transfers hide
+    /// behind the GEMMs of later pieces. On more than one GPU only with `AUGUR_TP_UNVERIFIED`
+    /// (see [`super::check`]).
+    PushReduce(usize),
     /// All-reduce only, fused (`fused-all`): `fused-reduce:0`'s launch (its tiles or swapped
     /// GEMM) with each half-tile added into every GPU's whole sum, not only its rows' owner's,
     /// by tensor-memory reductions: no all-gather after it; every GPU zeroes its whole sum
@@ -136,6 +146,7 @@ impl TpPattern {
                 "pc-reduce{}:{pieces}:{sms}",
                 if sm_push { "-sm" } else { "" }
             ),
+            TpPattern::PushReduce(c) => format!("push-reduce:{c}"),
         }
     }
 
@@ -155,6 +166,14 @@ impl TpPattern {
                      fused-all:K (k split in K >= 1 ranges, 1: none)"
                 ))),
             },
+            _ if s.starts_with("push-reduce") => {
+                match s.strip_prefix("push-reduce:").map(str::parse::<usize>) {
+                    Some(Ok(c)) if c >= 1 => Ok(TpPattern::PushReduce(c)),
+                    _ => Err(KernelError::Invalid(format!(
+                        "pattern `{s}`: push-reduce:C (C >= 1 pieces of each GPU's rows)"
+                    ))),
+                }
+            }
             _ if s.starts_with("fused-reduce:") => {
                 let v: Vec<Option<usize>> = s[13..]
                     .split(':')
@@ -222,8 +241,8 @@ impl TpPattern {
                     _ => Err(KernelError::Invalid(format!(
                         "pattern `{s}`: one of gemm, comm, bulk, chunked:C, pull:C, push:C (C >= \
                          1 pieces), pull-bulk, pc-push:C:S, pc-pull:C:S, pc-ll:C:S, own-bulk, \
-                         ll-bulk, pc-reduce:C:S, fused-push:C:S, fused-pull:C:S, fused-reduce:S, \
-                         fused-all, fused-all:K"
+                         ll-bulk, pc-reduce:C:S, push-reduce:C, fused-push:C:S, fused-pull:C:S, \
+                         fused-reduce:S, fused-all, fused-all:K"
                     ))),
                 }
             }
@@ -260,7 +279,9 @@ impl TpPattern {
     /// and the all-reduce, which runs any reduce-scatter pattern then NCCL's all-gather).
     pub fn applies(self, op: TpOp) -> bool {
         match self {
-            TpPattern::PcReduce { .. } | TpPattern::FusedReduce { .. } => op.row_parallel(),
+            TpPattern::PcReduce { .. }
+            | TpPattern::PushReduce(_)
+            | TpPattern::FusedReduce { .. } => op.row_parallel(),
             TpPattern::PcLl { .. } => op == TpOp::AllGatherGemm,
             TpPattern::FusedAll { .. } => op == TpOp::GemmAllReduce,
             _ => op == TpOp::AllGatherGemm || !self.copies(),
@@ -276,7 +297,10 @@ impl TpPattern {
     /// move them whole before one GEMM).
     pub fn pieces(self) -> Option<usize> {
         match self {
-            TpPattern::Chunked(c) | TpPattern::Pull(c) | TpPattern::Push(c) => Some(c),
+            TpPattern::Chunked(c)
+            | TpPattern::Pull(c)
+            | TpPattern::Push(c)
+            | TpPattern::PushReduce(c) => Some(c),
             TpPattern::Pc { pieces, .. }
             | TpPattern::PcReduce { pieces, .. }
             | TpPattern::PcLl { pieces, .. }

@@ -24,6 +24,19 @@
 //!   piece's sum, not by the copy engines.
 //!   (A first version read the peers' partials with NVLink loads from the reduce kernel: correct
 //!   but 2-4x slower than NCCL's reduce-scatter on 8-32 SMs, `bench/results/tp-grid-h200-2026-11-27/rs-pull-reduce/`.)
+//! - `push-reduce:C`: no SMs taken from the GEMMs and no reduce kernel after them (on two GPUs).
+//!   Each GPU's GEMMs (cuBLASLt on every SM) make its partials of its peers' rows first (GPU
+//!   me + 1's, me + 2's, ..., C pieces each), each piece pushed by the copy engines into the
+//!   owner's staging once made (as `pc-reduce`, a word after it); then its own rows, piece by
+//!   piece, each GEMM adding the peers' partials of that piece in cuBLASLt's epilogue (C with
+//!   beta 1, in f32 before D's one rounding): on two GPUs the peer's staged partial, the
+//!   compute stream waiting for its word; on more, their sum (the reduce kernel, 16 blocks on
+//!   the communication stream as they arrive, into this GPU's own rows of its partials' buffer,
+//!   which its GEMMs leave unwritten). The peers make this GPU's rows first in turn, so the
+//!   transfers hide behind the GEMMs of later pieces while the link keeps up. On more than one
+//!   GPU only with `AUGUR_TP_UNVERIFIED` set: on two H200s its checks passed where it ran, but
+//!   processes hung in it once other patterns had run before it (not diagnosed,
+//!   `bench/results/push-reduce-h200-2026-11-30/`).
 //! - `fused-reduce:S`: one launch of augur's TMA GEMM (gemm_fused.cu's `gemm_tma_rs_*`) per GPU
 //!   with no partial product of its own: each half-tile is stored straight into the staging slot of
 //!   this GPU at the GPU owning its rows (the tensor-memory unit through a map per owner, built at
@@ -182,6 +195,77 @@ impl Reduce {
         super::announce(gpu, &self.epoch, PUBLISHED_FLAGS, ready(gpu.rank))
     }
 
+    /// A diagnostic (`AUGUR_TP_TRACE`, `push-reduce`'s first calls in the process): wait up to
+    /// 5 s for this GPU's streams, then say on stderr which are still busy and what its words
+    /// hold (every GPU's ready word, and its `computed` words of pieces 0..pieces), or that
+    /// they could not be read in 2 s more.
+    fn trace(&self, gpu: &Gpu, what: &str, pieces: usize) -> Result<(), KernelError> {
+        let busy = |st: &CudaStream| {
+            // SAFETY: a live stream of this context.
+            let r = unsafe { sys::cuStreamQuery(st.cu_stream()) };
+            r == sys::CUresult::CUDA_ERROR_NOT_READY
+        };
+        let s = gpu.stream();
+        let mut streams: Vec<(String, &CudaStream)> = vec![("compute".into(), &*s)];
+        streams.push(("comm".into(), &*gpu.comm_stream));
+        for (q, p) in self.copy_streams.iter().enumerate() {
+            if let Some(p) = p {
+                streams.push((format!("copy->{q}"), &**p));
+            }
+        }
+        let t0 = std::time::Instant::now();
+        while streams.iter().any(|(_, st)| busy(st)) && t0.elapsed().as_secs() < 5 {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let still: Vec<&str> = streams
+            .iter()
+            .filter(|(_, st)| busy(st))
+            .map(|(n, _)| n.as_str())
+            .collect();
+        let side = gpu.g.ctx.new_stream().map_err(drv("cuStreamCreate"))?;
+        let words = MAX_RANKS * MAX_PIECES + MAX_RANKS;
+        let mut f = vec![0u32; words];
+        // SAFETY: `flags` holds `words` u32 on this GPU; `f` as many; waited for below.
+        unsafe {
+            crate::cuda::check(
+                "cuMemcpyDtoHAsync",
+                sys::cuMemcpyDtoHAsync_v2(
+                    f.as_mut_ptr() as *mut c_void,
+                    self.flags.ptr(),
+                    4 * words,
+                    side.cu_stream(),
+                ),
+            )?;
+        }
+        // Bounded: a GPU whose streams wait on words may not serve the copy either.
+        let t1 = std::time::Instant::now();
+        while busy(&side) && t1.elapsed().as_secs() < 2 {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        if busy(&side) {
+            eprintln!(
+                "tp trace: rank {} {what}: busy {still:?} after 5 s; its words unreadable in 2 s \
+                 more",
+                gpu.rank
+            );
+            // The copy may still write into `f`: leaked, not freed under it.
+            std::mem::forget(f);
+            return Ok(());
+        }
+        let ready: Vec<u32> = (0..gpu.world).map(|q| f[ready(q) as usize]).collect();
+        let computed: Vec<Vec<u32>> = (0..gpu.world)
+            .map(|q| (0..pieces).map(|j| f[computed(q, j) as usize]).collect())
+            .collect();
+        eprintln!(
+            "tp trace: rank {} {what}: after {:.2} s busy {still:?}, ready {ready:?}, computed \
+             {computed:?}, epoch {}",
+            gpu.rank,
+            t0.elapsed().as_secs_f64(),
+            self.epoch.get()
+        );
+        Ok(())
+    }
+
     /// The next call's epoch, announced by the caller's kernel (`fused-reduce:0` writes the
     /// ready words itself once its rows of the sum are zeroed).
     fn next_epoch(&self) -> u32 {
@@ -223,6 +307,9 @@ fn computed(from: usize, j: usize) -> u64 {
 fn ready(from: usize) -> u64 {
     (MAX_RANKS * MAX_PIECES + from) as u64
 }
+
+/// Blocks of `push-reduce`'s reduce kernel (more than two GPUs), beside the GEMMs.
+const PUSH_REDUCE_BLOCKS: u32 = 16;
 
 /// The NCCL collectives the row-parallel patterns run ([`Rs::collective`]).
 #[derive(Debug, Clone, Copy)]
@@ -286,6 +373,7 @@ impl Rs {
             matches!(
                 q,
                 TpPattern::PcReduce { .. }
+                    | TpPattern::PushReduce(_)
                     | TpPattern::FusedReduce { .. }
                     | TpPattern::FusedAll { .. }
             )
@@ -304,10 +392,10 @@ impl Rs {
             } else {
                 None
             };
-            // The partials' staging (`pc-reduce`, `fused-reduce:S`); `fused-reduce:0` adds into
-            // the rows of the sum and needs none.
+            // The partials' staging (`pc-reduce`, `push-reduce`, `fused-reduce:S`);
+            // `fused-reduce:0` adds into the rows of the sum and needs none.
             let staged = patterns.iter().any(|q| match q {
-                TpPattern::PcReduce { .. } => true,
+                TpPattern::PcReduce { .. } | TpPattern::PushReduce(_) => true,
                 TpPattern::FusedReduce { sms, .. } => *sms > 0,
                 _ => false,
             });
@@ -604,6 +692,7 @@ impl Rs {
                 sms,
                 sm_push,
             } => self.pc_reduce(gpu, pieces, sms, sm_push),
+            TpPattern::PushReduce(pieces) => self.push_reduce(gpu, pieces),
             TpPattern::FusedReduce { sms, splits } => self.fused_reduce(gpu, sms, splits),
             TpPattern::LlBulk => {
                 let ll = set_up(&self.ll, "ll-bulk")?;
@@ -753,6 +842,134 @@ impl Rs {
         gpu.join()?;
         for st in r.copy_streams.iter().flatten() {
             s.join(st).map_err(drv("join"))?;
+        }
+        Ok(())
+    }
+
+    /// Enqueue one call of `push-reduce:pieces` (see the module docs).
+    fn push_reduce(&self, gpu: &Gpu, pieces: usize) -> Result<(), KernelError> {
+        // AUGUR_TP_TRACE: the process's first calls said on stderr as they are enqueued (a
+        // host blocked in one shows) and traced after (`Reduce::trace`).
+        static TRACED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let traced = std::env::var_os("AUGUR_TP_TRACE").is_some()
+            && TRACED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < 2 * gpu.world;
+        if traced {
+            eprintln!(
+                "tp trace: rank {} push-reduce:{pieces}: enqueueing",
+                gpu.rank
+            );
+        }
+        let r = set_up(&self.reduce, "push-reduce")?;
+        let (plan, events) = plan_for(&self.pieces, pieces, 0)?;
+        let (s, cs, me, world) = (gpu.stream(), &gpu.comm_stream, gpu.rank, gpu.world);
+        let (a, b, out) = (self.a, self.b, self.out);
+        let (own, staging, flags) = (r.own.ptr(), r.staging.ptr(), r.flags.ptr());
+        let (a_row, c_row) = ((self.kp * 2) as u64, (self.n * 2) as u64);
+        let piece = self.rows / pieces;
+        // Row r0 of A, of this GPU's partials (`own`, A's row order) and of its staging (slot q
+        // holds GPU q's partial of this GPU's rows): byte offsets.
+        let at = |rows: usize| (rows as u64 * a_row, rows as u64 * c_row);
+        if world == 1 {
+            for j in 0..pieces {
+                let (ao, co) = at(j * piece);
+                // SAFETY: `a` is M x kp, `b` n x kp, `out` M x n halves on this GPU (M = rows).
+                unsafe { plan.run_on(a + ao, b, out + co, &s) }?;
+            }
+            return Ok(());
+        }
+        // This GPU's staging may be pushed into (see `ready`).
+        let e = r.announce(gpu)?;
+        let copy = |q: usize| {
+            r.copy_streams[q]
+                .as_ref()
+                .ok_or_else(|| KernelError::Invalid("push-reduce's copy stream missing".into()))
+        };
+        // The copies read partials this call's GEMMs write, after whatever came before; each
+        // peer's first push once that peer is ready for this call.
+        for q in (0..world).filter(|&q| q != me) {
+            let st = copy(q)?;
+            st.join(&s).map_err(drv("join"))?;
+            wait_word(st, flags + 4 * ready(q), e)?;
+        }
+        // DIAGNOSTIC (AUGUR_TP_PR_WAIT=comm): on two GPUs the compute stream waits for the
+        // peer's words through the communication stream and an event, not by its own wait.
+        let via_comm = std::env::var("AUGUR_TP_PR_WAIT").is_ok_and(|v| v == "comm");
+        if world > 2 || via_comm {
+            // The reduce kernel's sums of the peers' partials come after whatever came before.
+            cs.join(&s).map_err(drv("join"))?;
+        }
+        let bytes = piece * self.n * 2;
+        // The peers' rows first: GPU me + 1's, me + 2's, ..., each piece pushed once made.
+        for i in 1..world {
+            let q = (me + i) % world;
+            for j in 0..pieces {
+                let (ao, co) = at(q * self.rows + j * piece);
+                // SAFETY: the plan for `piece` rows reads rows r0.. of `a` (M x kp) and
+                // writes rows r0.. of `own` (M x n), r0 + piece <= M.
+                unsafe { plan.run_on(a + ao, b, own + co, &s) }?;
+                let ev = &events[q * pieces + j];
+                ev.record(&s).map_err(drv("record"))?;
+                let st = copy(q)?;
+                st.wait(ev).map_err(drv("wait"))?;
+                let to = gpu.peers[q][PUBLISHED_STAGING] + at(me * self.rows + j * piece).1;
+                // SAFETY: `piece` rows of this GPU's partial, into slot `me` of peer q's
+                // staging (world x rows x n halves, live while the group runs; peer access on).
+                crate::cuda::check("cuMemcpyAsync", unsafe {
+                    sys::cuMemcpyAsync(to, own + co, bytes, st.cu_stream())
+                })?;
+                write_word(st, gpu.peers[q][PUBLISHED_FLAGS] + 4 * computed(me, j), e)?;
+            }
+        }
+        // Then this GPU's rows, each piece adding the peers' partials of it.
+        let (rank, nv) = (-1i32, (piece * self.n / 8) as u64);
+        for j in 0..pieces {
+            let (ao, co) = at(me * self.rows + j * piece);
+            let added = if world == 2 {
+                let q = 1 - me;
+                if via_comm {
+                    wait_word(cs, flags + 4 * computed(q, j), e)?;
+                    let ev = &events[me * pieces + j];
+                    ev.record(cs).map_err(drv("record"))?;
+                    s.wait(ev).map_err(drv("wait"))?;
+                } else {
+                    wait_word(&s, flags + 4 * computed(q, j), e)?;
+                }
+                staging + at(q * self.rows + j * piece).1
+            } else {
+                // The peers' partials of piece j summed (f32, rounded once) into this GPU's
+                // own rows of `own`, which its GEMMs leave unwritten, as they arrive.
+                let mut t = TpReduce::default();
+                for (i, q) in (0..world).filter(|&q| q != me).enumerate() {
+                    wait_word(cs, flags + 4 * computed(q, j), e)?;
+                    t.src[i] = staging + at(q * self.rows + j * piece).1;
+                }
+                let (peers, dst) = ((world - 1) as i32, own + co);
+                let mut l = cs.launch_builder(&r.kernel);
+                l.arg(&t).arg(&rank).arg(&peers).arg(&nv).arg(&dst);
+                let cfg = LaunchConfig {
+                    grid_dim: (PUSH_REDUCE_BLOCKS, 1, 1),
+                    block_dim: (512, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                // SAFETY: the arguments match tp_reduce_piece_* (rank -1: every source read
+                // alike); each source is `piece` rows of this GPU's staging (a peer's partial,
+                // its arrival waited for above), `dst` `piece` rows of `own` no GEMM of this
+                // call writes; nv whole vectors (tp::check).
+                unsafe { l.launch(cfg) }.map_err(drv("cuLaunchKernel"))?;
+                let ev = &events[me * pieces + j];
+                ev.record(cs).map_err(drv("record"))?;
+                s.wait(ev).map_err(drv("wait"))?;
+                own + co
+            };
+            // SAFETY: the plan for `piece` rows reads rows r0.. of `a`, `piece` rows at
+            // `added` (on this GPU, there: waited for above) and writes `piece` rows of `out`.
+            unsafe { plan.run_add_on(a + ao, b, added, out + at(j * piece).1, &s) }?;
+        }
+        for st in r.copy_streams.iter().flatten() {
+            s.join(st).map_err(drv("join"))?;
+        }
+        if traced {
+            r.trace(gpu, &format!("push-reduce:{pieces} epoch {e}"), pieces)?;
         }
         Ok(())
     }

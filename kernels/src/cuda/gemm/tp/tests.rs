@@ -22,8 +22,25 @@ fn patterns_parse_and_shapes_split() {
         "fused-push:2:16",
         "fused-pull:1:8",
         "fused-reduce:16",
+        "push-reduce:2",
     ] {
         assert_eq!(TpPattern::parse(s).unwrap().name(), s);
+    }
+    assert_eq!(
+        TpPattern::parse("push-reduce:4").unwrap(),
+        TpPattern::PushReduce(4)
+    );
+    for bad in [
+        "push-reduce",
+        "push-reduce:0",
+        "push-reduce:x",
+        "push-reduce:2:8",
+    ] {
+        let e = TpPattern::parse(bad).unwrap_err().to_string();
+        assert!(
+            e.contains(bad) && e.contains("push-reduce:C (C >= 1"),
+            "{e}"
+        );
     }
     assert_eq!(
         TpPattern::parse("pc-pull:4:32").unwrap(),
@@ -107,6 +124,40 @@ fn patterns_parse_and_shapes_split() {
         e.contains("3 rows x N 6148") && e.contains("16-byte"),
         "{e}"
     );
+    // push-reduce: the row-parallel operations', at most 64 pieces, its pieces whole; on more
+    // than one GPU only with AUGUR_TP_UNVERIFIED (which the tests do not set), and on more than
+    // two the reduce kernel's whole vectors.
+    let pr = TpPattern::PushReduce(2);
+    assert!(pr.applies(TpOp::GemmReduceScatter) && pr.applies(TpOp::GemmAllReduce));
+    let e = err(TpOp::AllGatherGemm, s, pr);
+    assert!(
+        e.contains("push-reduce:2: for the GEMM + reduce-scatter or all-reduce only"),
+        "{e}"
+    );
+    assert!(check(TpOp::GemmReduceScatter, s, 1, &[pr]).is_ok());
+    let e = check(TpOp::GemmReduceScatter, s, 1, &[TpPattern::PushReduce(3)])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("4096 rows per GPU do not split in 3"), "{e}");
+    let e = check(TpOp::GemmReduceScatter, s, 1, &[TpPattern::PushReduce(128)])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("push-reduce:128: at most 64 pieces"), "{e}");
+    // No whole vectors without the reduce kernel: N 6148, a row per piece.
+    let rows_of_one = GemmShape { m: 2, ..odd_n };
+    assert!(check(TpOp::GemmReduceScatter, rows_of_one, 1, &[pr]).is_ok());
+    if std::env::var_os("AUGUR_TP_UNVERIFIED").is_none() {
+        for world in [2, 4] {
+            let e = check(TpOp::GemmReduceScatter, s, world, &[pr])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("push-reduce:2 on {world} GPUs: not yet reliable"))
+                    && e.contains("AUGUR_TP_UNVERIFIED=1"),
+                "{e}"
+            );
+        }
+    }
     let e = err(TpOp::AllGatherGemm, s, TpPattern::Push(128));
     assert!(e.contains("push:128: at most 64 pieces"), "{e}");
     let pc = |pieces, sms| TpPattern::Pc {
