@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 24, NOT RUN YET: why `push-reduce` hangs on two GPUs once other patterns ran before it
 # in the process (calls.log: after bulk, or gemm + fused-reduce:0; never when it ran alone).
-# One call on nvidia-h200-x2 (~400 s at most: each hang costs its run's limit), carry
+# One call on nvidia-h200-x2 (~450 s at most: each hang costs its run's limit), carry
 # [".carry/augur.xz"] (a build of the commit this script is in):
 #   bash bench/results/push-reduce-h200-2026-11-30/queued-diag.sh
 # Every run traced (AUGUR_TP_TRACE: "enqueueing" as each of the first calls is enqueued, then
@@ -20,10 +20,11 @@ X=512,7168,7168
 run timeout 150 .carry/augur $A --patterns bulk,fused-reduce:0,pc-reduce:1:16 1024,4096,4096
 # (1) The hang reproduced: NCCL's reduce-scatter, then push-reduce.
 run timeout 75 .carry/augur $A --patterns bulk,push-reduce:2 $X
-# (2) The compute stream waiting through the communication stream and an event (as pc-reduce).
+# (2) After the GEMM alone (only its timing's barriers, NCCL all-reduces of one value, before).
+run timeout 75 .carry/augur $A --patterns gemm,push-reduce:2 $X
+# (3) After itself and bulk: does its own first call (no pattern before) set what hangs later?
+run timeout 75 .carry/augur $A --patterns push-reduce:2,bulk,push-reduce:4 $X
+# (4) The compute stream waiting through the communication stream and an event (as pc-reduce).
 run AUGUR_TP_PR_WAIT=comm timeout 75 .carry/augur $A --patterns bulk,push-reduce:2 $X
-# (3) More hardware queues (streams sharing one would order a wait before another's write).
+# (5) More hardware queues (streams sharing one would order a wait before another's write).
 run CUDA_DEVICE_MAX_CONNECTIONS=32 timeout 75 .carry/augur $A --patterns bulk,push-reduce:2 $X
-# (4) pc-reduce (its copies alike, no compute-stream wait, no beta-1 GEMM) after bulk: the
-# control, and push-reduce after the GEMM alone (only the barriers' NCCL all-reduces before).
-run timeout 75 .carry/augur $A --patterns bulk,pc-reduce:2:16,gemm,push-reduce:2 $X

@@ -768,45 +768,17 @@ impl Ag {
     }
 
     /// A diagnostic (`AUGUR_TP_TRACE`): wait up to 5 s for this GPU's streams, then say on
-    /// stderr which are still busy and what its ready flags hold.
+    /// stderr which are still busy and what its ready flags hold (if they can be read in 2 s).
     fn trace(&self, gpu: &Gpu, what: &str) -> Result<(), KernelError> {
-        let busy = |st: &CudaStream| {
-            // SAFETY: a live stream of this context.
-            let r = unsafe { sys::cuStreamQuery(st.cu_stream()) };
-            r == sys::CUresult::CUDA_ERROR_NOT_READY
-        };
-        let s = gpu.stream();
-        let mut streams: Vec<(String, &CudaStream)> = vec![("compute".into(), &*s)];
-        streams.push(("comm".into(), &*gpu.comm_stream));
-        for (q, p) in self.copy_streams.iter().enumerate() {
-            if let Some(p) = p {
-                streams.push((format!("pull<-{q}"), &**p));
-            }
-        }
         let t0 = std::time::Instant::now();
-        while streams.iter().any(|(_, st)| busy(st)) && t0.elapsed().as_secs() < 5 {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        let still: Vec<&str> = streams
+        let copies: Vec<(String, &CudaStream)> = self
+            .copy_streams
             .iter()
-            .filter(|(_, st)| busy(st))
-            .map(|(n, _)| n.as_str())
+            .enumerate()
+            .filter_map(|(q, p)| p.as_ref().map(|p| (format!("pull<-{q}"), &**p)))
             .collect();
-        let side = gpu.g.ctx.new_stream().map_err(drv("cuStreamCreate"))?;
-        let mut f = vec![0u32; gpu.world];
-        // SAFETY: `flags` holds world words on this GPU; `f` as many; waited for below.
-        unsafe {
-            crate::cuda::check(
-                "cuMemcpyDtoHAsync",
-                sys::cuMemcpyDtoHAsync_v2(
-                    f.as_mut_ptr() as *mut c_void,
-                    self.flags.ptr(),
-                    4 * gpu.world,
-                    side.cu_stream(),
-                ),
-            )?;
-        }
-        side.synchronize().map_err(drv("synchronize"))?;
+        let still = super::busy_after_wait(gpu, &copies);
+        let f = super::read_words(gpu, self.flags.ptr(), gpu.world)?;
         eprintln!(
             "tp trace: rank {} {what}: after {:.2} s busy {still:?}, flags {f:?}, epoch {}",
             gpu.rank,

@@ -636,6 +636,67 @@ pub(super) fn write_word(st: &CudaStream, word: u64, e: u32) -> Result<(), Kerne
     })
 }
 
+/// A diagnostic's wait (`AUGUR_TP_TRACE`): up to 5 s for this GPU's compute and communication
+/// streams and `others` (named) to finish; the names of those still busy then.
+fn busy_after_wait<'a>(gpu: &'a Gpu, others: &[(String, &'a CudaStream)]) -> Vec<String> {
+    let busy = |st: &CudaStream| {
+        // SAFETY: a live stream of this context.
+        let r = unsafe { cudarc::driver::sys::cuStreamQuery(st.cu_stream()) };
+        r == cudarc::driver::sys::CUresult::CUDA_ERROR_NOT_READY
+    };
+    let s = gpu.stream();
+    let mut streams: Vec<(String, &CudaStream)> = vec![("compute".into(), &*s)];
+    streams.push(("comm".into(), &*gpu.comm_stream));
+    streams.extend(others.iter().map(|(n, st)| (n.clone(), *st)));
+    let t0 = std::time::Instant::now();
+    while streams.iter().any(|(_, st)| busy(st)) && t0.elapsed().as_secs() < 5 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    streams
+        .into_iter()
+        .filter(|(_, st)| busy(st))
+        .map(|(n, _)| n)
+        .collect()
+}
+
+/// A diagnostic's read (`AUGUR_TP_TRACE`) of `count` u32 words at `at` on this GPU, on a stream
+/// of its own, bounded: None if the copy has not finished in 2 s (a GPU whose streams wait on
+/// words may not serve it; the host buffer is then leaked, not freed under the copy).
+fn read_words(gpu: &Gpu, at: u64, count: usize) -> Result<Option<Vec<u32>>, KernelError> {
+    use cudarc::driver::sys;
+    let side = gpu.g.ctx.new_stream().map_err(drv("cuStreamCreate"))?;
+    let mut f = vec![0u32; count];
+    // SAFETY: `at` holds `count` u32 on this GPU; `f` as many, kept until the copy is done.
+    unsafe {
+        crate::cuda::check(
+            "cuMemcpyDtoHAsync",
+            sys::cuMemcpyDtoHAsync_v2(
+                f.as_mut_ptr() as *mut c_void,
+                at,
+                4 * count,
+                side.cu_stream(),
+            ),
+        )?;
+    }
+    let t0 = std::time::Instant::now();
+    loop {
+        // SAFETY: a live stream of this context.
+        match unsafe { sys::cuStreamQuery(side.cu_stream()) } {
+            sys::CUresult::CUDA_ERROR_NOT_READY if t0.elapsed().as_secs() < 2 => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            sys::CUresult::CUDA_ERROR_NOT_READY => {
+                std::mem::forget(f);
+                return Ok(None);
+            }
+            r => {
+                crate::cuda::check("cuStreamQuery", r)?;
+                return Ok(Some(f));
+            }
+        }
+    }
+}
+
 /// Whether a way of running that was checked on the GPU counts `counts` runs on `world` GPUs:
 /// on those, or on any with `AUGUR_TP_UNVERIFIED` set (to check it on another count).
 pub(super) fn checked_on(world: usize, counts: &[usize]) -> bool {

@@ -200,58 +200,23 @@ impl Reduce {
     /// hold (every GPU's ready word, and its `computed` words of pieces 0..pieces), or that
     /// they could not be read in 2 s more.
     fn trace(&self, gpu: &Gpu, what: &str, pieces: usize) -> Result<(), KernelError> {
-        let busy = |st: &CudaStream| {
-            // SAFETY: a live stream of this context.
-            let r = unsafe { sys::cuStreamQuery(st.cu_stream()) };
-            r == sys::CUresult::CUDA_ERROR_NOT_READY
-        };
-        let s = gpu.stream();
-        let mut streams: Vec<(String, &CudaStream)> = vec![("compute".into(), &*s)];
-        streams.push(("comm".into(), &*gpu.comm_stream));
-        for (q, p) in self.copy_streams.iter().enumerate() {
-            if let Some(p) = p {
-                streams.push((format!("copy->{q}"), &**p));
-            }
-        }
         let t0 = std::time::Instant::now();
-        while streams.iter().any(|(_, st)| busy(st)) && t0.elapsed().as_secs() < 5 {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        let still: Vec<&str> = streams
+        let copies: Vec<(String, &CudaStream)> = self
+            .copy_streams
             .iter()
-            .filter(|(_, st)| busy(st))
-            .map(|(n, _)| n.as_str())
+            .enumerate()
+            .filter_map(|(q, p)| p.as_ref().map(|p| (format!("copy->{q}"), &**p)))
             .collect();
-        let side = gpu.g.ctx.new_stream().map_err(drv("cuStreamCreate"))?;
+        let still = super::busy_after_wait(gpu, &copies);
         let words = MAX_RANKS * MAX_PIECES + MAX_RANKS;
-        let mut f = vec![0u32; words];
-        // SAFETY: `flags` holds `words` u32 on this GPU; `f` as many; waited for below.
-        unsafe {
-            crate::cuda::check(
-                "cuMemcpyDtoHAsync",
-                sys::cuMemcpyDtoHAsync_v2(
-                    f.as_mut_ptr() as *mut c_void,
-                    self.flags.ptr(),
-                    4 * words,
-                    side.cu_stream(),
-                ),
-            )?;
-        }
-        // Bounded: a GPU whose streams wait on words may not serve the copy either.
-        let t1 = std::time::Instant::now();
-        while busy(&side) && t1.elapsed().as_secs() < 2 {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        if busy(&side) {
+        let Some(f) = super::read_words(gpu, self.flags.ptr(), words)? else {
             eprintln!(
                 "tp trace: rank {} {what}: busy {still:?} after 5 s; its words unreadable in 2 s \
                  more",
                 gpu.rank
             );
-            // The copy may still write into `f`: leaked, not freed under it.
-            std::mem::forget(f);
             return Ok(());
-        }
+        };
         let ready: Vec<u32> = (0..gpu.world).map(|q| f[ready(q) as usize]).collect();
         let computed: Vec<Vec<u32>> = (0..gpu.world)
             .map(|q| (0..pieces).map(|j| f[computed(q, j) as usize]).collect())
