@@ -771,16 +771,13 @@ impl Ag {
     /// stderr which are still busy and what its ready flags hold (if they can be read in 2 s).
     fn trace(&self, gpu: &Gpu, what: &str) -> Result<(), KernelError> {
         let t0 = std::time::Instant::now();
-        let copies: Vec<(String, &CudaStream)> = self
-            .copy_streams
-            .iter()
-            .enumerate()
-            .filter_map(|(q, p)| p.as_ref().map(|p| (format!("pull<-{q}"), &**p)))
-            .collect();
-        let still = super::busy_after_wait(gpu, &copies);
-        let f = super::read_words(gpu, self.flags.ptr(), gpu.world)?;
+        let still = super::busy_after_wait(gpu, &self.copy_streams, "pull<-");
+        let f = match super::read_words(gpu, self.flags.ptr(), gpu.world)? {
+            Some(f) => format!("{f:?}"),
+            None => "unreadable in 2 s".into(),
+        };
         eprintln!(
-            "tp trace: rank {} {what}: after {:.2} s busy {still:?}, flags {f:?}, epoch {}",
+            "tp trace: rank {} {what}: after {:.2} s busy {still:?}, flags {f}, epoch {}",
             gpu.rank,
             t0.elapsed().as_secs_f64(),
             self.epoch.get()

@@ -637,8 +637,9 @@ pub(super) fn write_word(st: &CudaStream, word: u64, e: u32) -> Result<(), Kerne
 }
 
 /// A diagnostic's wait (`AUGUR_TP_TRACE`): up to 5 s for this GPU's compute and communication
-/// streams and `others` (named) to finish; the names of those still busy then.
-fn busy_after_wait<'a>(gpu: &'a Gpu, others: &[(String, &'a CudaStream)]) -> Vec<String> {
+/// streams and its copy streams (one per peer, named `label` and the peer's rank) to finish; the
+/// names of those still busy then.
+fn busy_after_wait(gpu: &Gpu, copies: &[Option<Arc<CudaStream>>], label: &str) -> Vec<String> {
     let busy = |st: &CudaStream| {
         // SAFETY: a live stream of this context.
         let r = unsafe { cudarc::driver::sys::cuStreamQuery(st.cu_stream()) };
@@ -647,7 +648,11 @@ fn busy_after_wait<'a>(gpu: &'a Gpu, others: &[(String, &'a CudaStream)]) -> Vec
     let s = gpu.stream();
     let mut streams: Vec<(String, &CudaStream)> = vec![("compute".into(), &*s)];
     streams.push(("comm".into(), &*gpu.comm_stream));
-    streams.extend(others.iter().map(|(n, st)| (n.clone(), *st)));
+    for (q, st) in copies.iter().enumerate() {
+        if let Some(st) = st {
+            streams.push((format!("{label}{q}"), &**st));
+        }
+    }
     let t0 = std::time::Instant::now();
     while streams.iter().any(|(_, st)| busy(st)) && t0.elapsed().as_secs() < 5 {
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -660,22 +665,22 @@ fn busy_after_wait<'a>(gpu: &'a Gpu, others: &[(String, &'a CudaStream)]) -> Vec
 }
 
 /// A diagnostic's read (`AUGUR_TP_TRACE`) of `count` u32 words at `at` on this GPU, on a stream
-/// of its own, bounded: None if the copy has not finished in 2 s (a GPU whose streams wait on
-/// words may not serve it; the host buffer is then leaked, not freed under the copy).
+/// of its own into page-locked memory (a copy into pageable memory would return only once
+/// done), bounded: None if the copy has not finished in 2 s (a GPU whose streams wait on words
+/// may not serve it; the page-locked buffer is then leaked, not freed under the copy).
 fn read_words(gpu: &Gpu, at: u64, count: usize) -> Result<Option<Vec<u32>>, KernelError> {
     use cudarc::driver::sys;
     let side = gpu.g.ctx.new_stream().map_err(drv("cuStreamCreate"))?;
-    let mut f = vec![0u32; count];
-    // SAFETY: `at` holds `count` u32 on this GPU; `f` as many, kept until the copy is done.
+    // SAFETY: read only after the copy below has filled it.
+    let mut f = unsafe { gpu.g.ctx.alloc_pinned_with_flags::<u32>(count, 0) }
+        .map_err(drv("cuMemHostAlloc"))?;
+    // Its own event is never recorded: this does not wait.
+    let host = f.as_mut_ptr().map_err(drv("pinned buffer"))?;
+    // SAFETY: `at` holds `count` u32 on this GPU; `host` as many, kept until the copy is done.
     unsafe {
         crate::cuda::check(
             "cuMemcpyDtoHAsync",
-            sys::cuMemcpyDtoHAsync_v2(
-                f.as_mut_ptr() as *mut c_void,
-                at,
-                4 * count,
-                side.cu_stream(),
-            ),
+            sys::cuMemcpyDtoHAsync_v2(host as *mut c_void, at, 4 * count, side.cu_stream()),
         )?;
     }
     let t0 = std::time::Instant::now();
@@ -691,7 +696,7 @@ fn read_words(gpu: &Gpu, at: u64, count: usize) -> Result<Option<Vec<u32>>, Kern
             }
             r => {
                 crate::cuda::check("cuStreamQuery", r)?;
-                return Ok(Some(f));
+                return Ok(Some(f.as_slice().map_err(drv("pinned buffer"))?.to_vec()));
             }
         }
     }

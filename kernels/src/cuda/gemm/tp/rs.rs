@@ -184,6 +184,26 @@ struct Reduce {
     auto_splits: usize,
     /// The one `fused-all` takes here ([`fused::all_auto_splits`]).
     all_auto_splits: usize,
+    /// `push-reduce`'s diagnostics, read from the environment once.
+    diagnostics: PushDiagnostics,
+}
+
+/// `push-reduce`'s diagnostics (environment variables, read when its GPU's part is set up).
+struct PushDiagnostics {
+    /// AUGUR_TP_TRACE set: the process's first calls said and traced (`Reduce::trace`).
+    trace: bool,
+    /// AUGUR_TP_PR_WAIT=comm: on two GPUs the compute stream waits for the peer's words through
+    /// the communication stream and an event, not by its own wait.
+    wait_via_comm: bool,
+}
+
+impl PushDiagnostics {
+    fn from_env() -> PushDiagnostics {
+        PushDiagnostics {
+            trace: std::env::var_os("AUGUR_TP_TRACE").is_some(),
+            wait_via_comm: std::env::var("AUGUR_TP_PR_WAIT").is_ok_and(|v| v == "comm"),
+        }
+    }
 }
 
 impl Reduce {
@@ -201,15 +221,8 @@ impl Reduce {
     /// they could not be read in 2 s more.
     fn trace(&self, gpu: &Gpu, what: &str, pieces: usize) -> Result<(), KernelError> {
         let t0 = std::time::Instant::now();
-        let copies: Vec<(String, &CudaStream)> = self
-            .copy_streams
-            .iter()
-            .enumerate()
-            .filter_map(|(q, p)| p.as_ref().map(|p| (format!("copy->{q}"), &**p)))
-            .collect();
-        let still = super::busy_after_wait(gpu, &copies);
-        let words = MAX_RANKS * MAX_PIECES + MAX_RANKS;
-        let Some(f) = super::read_words(gpu, self.flags.ptr(), words)? else {
+        let still = super::busy_after_wait(gpu, &self.copy_streams, "copy->");
+        let Some(f) = super::read_words(gpu, self.flags.ptr(), FLAG_WORDS)? else {
             eprintln!(
                 "tp trace: rank {} {what}: busy {still:?} after 5 s; its words unreadable in 2 s \
                  more",
@@ -259,6 +272,9 @@ const PUBLISHED_ACC: usize = 4;
 const PUBLISHED_LL: usize = 5;
 const PUBLISHED_ALL: usize = 6;
 const PUBLISHED_ALL_ACC: usize = 7;
+
+/// The words of a GPU's flags: [`computed`] words, then [`ready`] words.
+const FLAG_WORDS: usize = MAX_RANKS * MAX_PIECES + MAX_RANKS;
 
 /// The word GPU `from` sets (to the call's epoch) in a destination's flags once its partial of
 /// the destination's piece `j` is there (in the destination's staging, or its own partial).
@@ -432,8 +448,7 @@ impl Rs {
                         .transpose()
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            let words = MAX_RANKS * MAX_PIECES + MAX_RANKS;
-            let flags = DeviceBuffer::zeroed(&g.ctx, 4 * words)?;
+            let flags = DeviceBuffer::zeroed(&g.ctx, 4 * FLAG_WORDS)?;
             let fused = fused_rs_launches(g, patterns, world, (m, n, kp), dtype, [a, b])?;
             let done = if fused.is_empty() {
                 None
@@ -460,6 +475,7 @@ impl Rs {
                 all_calls: Cell::new(0),
                 auto_splits,
                 all_auto_splits,
+                diagnostics: PushDiagnostics::from_env(),
             })
         } else {
             None
@@ -813,10 +829,11 @@ impl Rs {
 
     /// Enqueue one call of `push-reduce:pieces` (see the module docs).
     fn push_reduce(&self, gpu: &Gpu, pieces: usize) -> Result<(), KernelError> {
+        let r = set_up(&self.reduce, "push-reduce")?;
         // AUGUR_TP_TRACE: the process's first calls said on stderr as they are enqueued (a
         // host blocked in one shows) and traced after (`Reduce::trace`).
         static TRACED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let traced = std::env::var_os("AUGUR_TP_TRACE").is_some()
+        let traced = r.diagnostics.trace
             && TRACED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < 2 * gpu.world;
         if traced {
             eprintln!(
@@ -824,7 +841,6 @@ impl Rs {
                 gpu.rank
             );
         }
-        let r = set_up(&self.reduce, "push-reduce")?;
         let (plan, events) = plan_for(&self.pieces, pieces, 0)?;
         let (s, cs, me, world) = (gpu.stream(), &gpu.comm_stream, gpu.rank, gpu.world);
         let (a, b, out) = (self.a, self.b, self.out);
@@ -856,9 +872,7 @@ impl Rs {
             st.join(&s).map_err(drv("join"))?;
             wait_word(st, flags + 4 * ready(q), e)?;
         }
-        // DIAGNOSTIC (AUGUR_TP_PR_WAIT=comm): on two GPUs the compute stream waits for the
-        // peer's words through the communication stream and an event, not by its own wait.
-        let via_comm = std::env::var("AUGUR_TP_PR_WAIT").is_ok_and(|v| v == "comm");
+        let via_comm = r.diagnostics.wait_via_comm;
         if world > 2 || via_comm {
             // The reduce kernel's sums of the peers' partials come after whatever came before.
             cs.join(&s).map_err(drv("join"))?;
