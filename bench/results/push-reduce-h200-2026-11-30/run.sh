@@ -9,8 +9,10 @@
 #   bash bench/results/push-reduce-h200-2026-11-30/run.sh
 # Ran once (call 3, calls.log) with an odd shape the harness refuses (1000,1030,520: every
 # check run exited at once; removed since): the reduce-scatter timed one layer in 200 s, the
-# all-reduce two in 150 s (first-rs.csv, first-ar.csv), then hung. Run again only once
-# queued-diag.sh has found the hang. On two GPUs push-reduce needs AUGUR_TP_UNVERIFIED=1.
+# all-reduce two in 150 s (first-rs.csv, first-ar.csv), then hung. Ran again in the thirty-
+# third session (s33/run/: the two-GPU checks and both sweeps hung on a later layer, inside a
+# driver call; README section 3). Run again only once gdb-diag.sh has found the hang. On two
+# GPUs push-reduce needs AUGUR_TP_UNVERIFIED=1.
 source bench/tp-env.sh
 export AUGUR_TP_UNVERIFIED=1
 P=push-reduce:1,push-reduce:2,push-reduce:4
@@ -20,10 +22,10 @@ for g in 1 2; do
 done
 L="256,8192,8192 512,7168,7168 1024,5120,13824 2048,4096,14336 4096,5120,5120 4096,5120,13824
 8192,3584,18944 8192,8192,8192 16384,4096,4096 16384,5120,13824 2048,8192,8192 12288,7168,20480"
-timeout 200 .carry/augur overlap tp --gpus 2 --ops reduce-scatter --samples 10 \
+timeout 240 .carry/augur overlap tp --gpus 2 --ops reduce-scatter --samples 10 \
   --patterns gemm,comm,bulk,fused-reduce:0,$P $L > "$OUT/rs.csv" 2>> "$OUT/time.err"
 echo "rs rc=$? $((SECONDS - T0)) s"
-timeout 150 .carry/augur overlap tp --gpus 2 --ops all-reduce --samples 10 \
+timeout 200 .carry/augur overlap tp --gpus 2 --ops all-reduce --samples 10 \
   --patterns gemm,comm,bulk,fused-all,push-reduce:2,push-reduce:4 $L > "$OUT/ar.csv" 2>> "$OUT/time.err"
 echo "ar rc=$? $((SECONDS - T0)) s"
 (cd "$OUT" && tar czf /tmp/pr.tgz . && rm -rf ./* && mv /tmp/pr.tgz .)

@@ -159,14 +159,14 @@ pub fn check(
             )));
         }
         // push-reduce: on one GPU only until it runs reliably on more. On two H200s its checks
-        // passed where it ran, but a process hung in it once other patterns had run before it
-        // (not yet diagnosed); on more than two its own rows add the reduce kernel's sum of the
+        // passed where it ran, but processes hung in it on a later layer or pattern, the GPUs'
+        // threads blocked inside its driver calls (not yet diagnosed); on more than two its own rows add the reduce kernel's sum of the
         // peers' partials, which no run there has checked.
         if matches!(pat, TpPattern::PushReduce(_)) && !checked_on(world, &[1]) {
             return Err(KernelError::Invalid(format!(
-                "{} on {world} GPUs: not yet reliable (on two H200s a process hung in it after \
-                 other patterns, not diagnosed: bench/results/push-reduce-h200-2026-11-30/); \
-                 AUGUR_TP_UNVERIFIED=1 runs it",
+                "{} on {world} GPUs: not yet reliable (on two H200s processes hung in it on a \
+                 later layer or pattern, inside driver calls, not diagnosed: \
+                 bench/results/push-reduce-h200-2026-11-30/); AUGUR_TP_UNVERIFIED=1 runs it",
                 pat.name()
             )));
         }
@@ -385,10 +385,9 @@ impl Gpu {
             }
         }
         let s = self.stream();
-        if std::env::var_os("AUGUR_TP_TRACE").is_some() {
-            eprintln!("tp trace: rank {}: warm-up enqueued", self.rank);
-        }
+        step(self.rank, || "warm-up enqueued".into());
         self.settle(&s, "the warm-up")?;
+        step(self.rank, || "warm-up done".into());
         let (e0, e1) = (self.event(true)?, self.event(true)?);
         let mut times = Vec::with_capacity(t.samples.max(1));
         for _ in 0..t.samples.max(1) {
@@ -489,6 +488,7 @@ pub(super) fn open_gpu<S>(
     setup: impl FnOnce(usize, &CudaGemm) -> Result<(S, Vec<u64>), KernelError>,
 ) -> Result<(Gpu, S), KernelError> {
     let world = ordinals.len();
+    step(rank, || "opening its GPU".into());
     let ready = CudaGemm::new(ordinals[rank]).and_then(|g| {
         g.ctx.bind_to_thread().map_err(drv("cuCtxSetCurrent"))?;
         // The GPU's highest priority: the collective's blocks go ahead of a GEMM's waiting
@@ -500,7 +500,9 @@ pub(super) fn open_gpu<S>(
             .new_stream_with_priority(top)
             .map_err(drv("cuStreamCreate"))?;
         let tick = g.stream.alloc_zeros::<f32>(1).map_err(drv("alloc"))?;
+        step(rank, || "setting up".into());
         let (state, published) = setup(rank, &g)?;
+        step(rank, || "set up".into());
         if rank == 0 {
             o.hold.register();
         }
@@ -525,6 +527,7 @@ pub(super) fn open_gpu<S>(
     }
     let peers = peers.into_iter().map(|p| p.1).collect();
     let hold_word = o.hold.device_word();
+    step(rank, || "opening NCCL".into());
     let mut c = std::ptr::null_mut();
     // SAFETY: every GPU's thread calls this with the same id and world size.
     unsafe { nccl::comm_init_rank(&mut c, world as i32, o.id, rank as i32) }
@@ -559,7 +562,13 @@ fn run_group<S>(
                 let (opening, setup, body) = (&opening, &setup, &body);
                 sc.spawn(move || -> Result<GpuResults, KernelError> {
                     let (gpu, mut state) = open_gpu(ordinals, rank, opening, setup)?;
-                    body(&gpu, &mut state)
+                    step(rank, || "opened".into());
+                    let r = body(&gpu, &mut state);
+                    step(rank, || "closing (its buffers, then NCCL)".into());
+                    drop(state);
+                    drop(gpu);
+                    step(rank, || "closed".into());
+                    r
                 })
             })
             .collect();
@@ -706,6 +715,26 @@ fn read_words(gpu: &Gpu, at: u64, count: usize) -> Result<Option<Vec<u32>>, Kern
 /// on those, or on any with `AUGUR_TP_UNVERIFIED` set (to check it on another count).
 pub(super) fn checked_on(world: usize, counts: &[usize]) -> bool {
     counts.contains(&world) || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
+}
+
+/// A diagnostic (`AUGUR_TP_TRACE`): "tp trace: T s rank R: WHAT" on stderr as a GPU's thread
+/// reaches a step of a layer (set-up, each pattern's check and timing, the close), so that a
+/// thread blocked in a driver or NCCL call shows by its last step. Read once per process.
+pub(super) fn step(rank: usize, what: impl FnOnce() -> String) {
+    static ON: std::sync::OnceLock<(bool, std::time::Instant)> = std::sync::OnceLock::new();
+    let (on, t0) = ON.get_or_init(|| {
+        (
+            std::env::var_os("AUGUR_TP_TRACE").is_some(),
+            std::time::Instant::now(),
+        )
+    });
+    if *on {
+        eprintln!(
+            "tp trace: {:.3} s rank {rank}: {}",
+            t0.elapsed().as_secs_f64(),
+            what()
+        );
+    }
 }
 
 /// A pattern's next call's epoch (`epoch` advanced, wrapping): the same on every GPU, as they

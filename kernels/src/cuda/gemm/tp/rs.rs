@@ -35,8 +35,8 @@
 //!   which its GEMMs leave unwritten). The peers make this GPU's rows first in turn, so the
 //!   transfers hide behind the GEMMs of later pieces while the link keeps up. On more than one
 //!   GPU only with `AUGUR_TP_UNVERIFIED` set: on two H200s its checks passed where it ran, but
-//!   processes hung in it once other patterns had run before it (not diagnosed,
-//!   `bench/results/push-reduce-h200-2026-11-30/`).
+//!   processes hung in it on a later layer or pattern, both GPUs' threads blocked inside the
+//!   call's driver calls (not diagnosed, `bench/results/push-reduce-h200-2026-11-30/`).
 //! - `fused-reduce:S`: one launch of augur's TMA GEMM (gemm_fused.cu's `gemm_tma_rs_*`) per GPU
 //!   with no partial product of its own: each half-tile is stored straight into the staging slot of
 //!   this GPU at the GPU owning its rows (the tensor-memory unit through a map per owner, built at
@@ -195,13 +195,21 @@ struct PushDiagnostics {
     /// AUGUR_TP_PR_WAIT=comm: on two GPUs the compute stream waits for the peer's words through
     /// the communication stream and an event, not by its own wait.
     wait_via_comm: bool,
+    /// AUGUR_TP_PR_SERIAL: one GPU's thread at a time enqueues a call (a process-wide lock held
+    /// over the whole enqueue): whether the hang is two threads' driver calls blocking each
+    /// other.
+    serial: bool,
 }
+
+/// The lock `AUGUR_TP_PR_SERIAL` takes.
+static PR_SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 impl PushDiagnostics {
     fn from_env() -> PushDiagnostics {
         PushDiagnostics {
             trace: std::env::var_os("AUGUR_TP_TRACE").is_some(),
             wait_via_comm: std::env::var("AUGUR_TP_PR_WAIT").is_ok_and(|v| v == "comm"),
+            serial: std::env::var_os("AUGUR_TP_PR_SERIAL").is_some(),
         }
     }
 }
@@ -350,6 +358,28 @@ impl Rs {
             // chunked: one per piece; pc-reduce: one per (destination, piece).
             |c| world * c,
         )?;
+        // AUGUR_TP_WARM_PLANS (a diagnostic of push-reduce's hang): every GEMM the patterns
+        // launch run once now, into the partial (scratch until a call writes it), so that no
+        // kernel's module is first loaded (lazily, CUDA's default) during a call. With it,
+        // push-reduce hung sooner (the first layer; push-reduce-h200-2026-11-30).
+        if std::env::var_os("AUGUR_TP_WARM_PLANS").is_some() {
+            let adds = patterns
+                .iter()
+                .any(|q| matches!(q, TpPattern::PushReduce(_)));
+            let scratch = super::ptr(&part, s);
+            // SAFETY: `a` holds m x kp halves and `b` n x kp (the caller's contract), `part`
+            // m x n; each piece's plan reads its first rows of `a` and writes (adds into) as
+            // many of `part`'s.
+            unsafe {
+                full.run_on(a, b, scratch, s)?;
+                for (_, plan, _) in &plans {
+                    plan.run_on(a, b, scratch, s)?;
+                    if adds {
+                        plan.run_add_on(a, b, scratch, scratch, s)?;
+                    }
+                }
+            }
+        }
         let reduce = if patterns.iter().any(|q| {
             matches!(
                 q,
@@ -842,6 +872,10 @@ impl Rs {
             );
         }
         let (plan, events) = plan_for(&self.pieces, pieces, 0)?;
+        let _serial = r
+            .diagnostics
+            .serial
+            .then(|| PR_SERIAL.lock().unwrap_or_else(|e| e.into_inner()));
         let (s, cs, me, world) = (gpu.stream(), &gpu.comm_stream, gpu.rank, gpu.world);
         let (a, b, out) = (self.a, self.b, self.out);
         let (own, staging, flags) = (r.own.ptr(), r.staging.ptr(), r.flags.ptr());

@@ -179,6 +179,7 @@ fn row_parallel(
             st.enqueue(gpu, pat)?;
             let s = gpu.stream();
             gpu.settle(&s, "the checked call")?;
+            super::super::step(gpu.rank, || format!("{}: checked call done", pat.name()));
             let mut worst = 0.0f64;
             let mut seen = Vec::new();
             // The GEMM alone leaves its partial in A's row order: checked against the
@@ -242,11 +243,14 @@ fn row_parallel(
             // Checked before its timed calls and again after them: a pattern that keeps state
             // from call to call (`fused-reduce:0:K`'s f32 sums, zeroed by the call two before)
             // must leave it right.
+            super::super::step(gpu.rank, || format!("{}: checking", pat.name()));
             let before = pat
                 .computes()
                 .then(|| check_call(gpu, st, pat, (i, 0)))
                 .transpose()?;
+            super::super::step(gpu.rank, || format!("{}: timing", pat.name()));
             let t = gpu.time(timing, || st.enqueue(gpu, pat))?;
+            super::super::step(gpu.rank, || format!("{}: checking again", pat.name()));
             let after = pat
                 .computes()
                 .then(|| check_call(gpu, st, pat, (i, 1)))

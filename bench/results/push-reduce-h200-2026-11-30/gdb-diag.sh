@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Issue 24, NOT RUN YET: where push-reduce's host threads block (thirty-third session: the hang
+# is inside a driver call, both GPUs' threads, no harness message; see README). Each run goes
+# under gdb (the device has none: carried, with its libraries) from its start, so no ptrace
+# rule stops the attach; PROBE s in, a still-running run gets SIGINT and every thread's
+# backtrace (bt-NAME.txt under $OUT; the threads with augur frames printed). Runs: (1)
+# AUGUR_TP_WARM_PLANS, which hung at once (push-reduce:2 after :1, first layer); (2) the same
+# with AUGUR_TP_PR_SERIAL (one thread enqueues a call at a time: two threads' driver calls
+# blocking each other?); (3) push-reduce:2 over six layers (hung at the fifth); (4) that with
+# AUGUR_TP_PR_SERIAL. One call on nvidia-h200-x2 (~250 s), carry
+# [".carry/augur.xz", ".carry/gdb.tar.xz"] (an unstripped build of this commit, and gdb):
+#   cargo build --release --locked -p augur-cli && xz -T0 -6 -c target/release/augur > .carry/augur.xz
+#   bash bench/pack-gdb.sh
+#   bash bench/results/push-reduce-h200-2026-11-30/gdb-diag.sh
+source bench/tp-env.sh
+export AUGUR_TP_UNVERIFIED=1 AUGUR_TP_TRACE=1
+tar xf .carry/gdb.tar -C /tmp
+GDB=(env LD_LIBRARY_PATH=/tmp/gdbb/lib /tmp/gdbb/gdb -nx -batch -ex "set pagination off"
+  -ex "set debuginfod enabled off" -ex "set disable-randomization off" -ex run
+  -ex "thread apply all bt 40" -ex kill --args)
+# gdbrun NAME PROBE "VAR=value ..." CMD...: CMD under gdb with those variables; PROBE s in,
+# SIGINT if it is still running, then every thread's backtrace.
+gdbrun() {
+  local name=$1 probe=$2 vars=$3 t=0 inf
+  shift 3
+  echo "== $name: $vars $*"
+  # shellcheck disable=SC2086
+  env $vars "${GDB[@]}" "$@" > "$OUT/bt-$name.txt" 2>&1 &
+  local g=$!
+  while kill -0 $g 2> /dev/null && [ $t -lt "$probe" ]; do sleep 1; t=$((t + 1)); done
+  inf=$(pgrep -P $g) || true
+  if [ -n "$inf" ]; then
+    echo "-- still running after $probe s: SIGINT, backtraces"
+    kill -INT "$inf"
+  fi
+  timeout 90 tail --pid=$g -f /dev/null
+  kill -9 $g 2> /dev/null
+  grep -v "^\[\|^tp trace: rank\|^warning\|^Using\|^Downloading" "$OUT/bt-$name.txt" \
+    | grep -E "^NVIDIA|^augur|^tp trace|error|Error" | cut -c1-200 | tail -12
+  # The threads with a frame of ours: their first 14 frames.
+  awk '/^Thread /{if (keep) printf "%s", buf; buf=$0 "\n"; keep=0; n=0; next}
+    /^#/{n++; if (n <= 14) buf=buf substr($0, 1, 190) "\n"; if ($0 ~ /augur|cudarc|nccl/) keep=1}
+    END{if (keep) printf "%s", buf}' "$OUT/bt-$name.txt" | head -150
+  echo "rc $((SECONDS - T0)) s"
+}
+A=(.carry/augur overlap tp --gpus 2 --ops reduce-scatter --samples 3)
+L6="256,8192,8192 512,7168,7168 1024,5120,13824 2048,4096,14336 4096,5120,5120 4096,5120,13824"
+# Compile every module first (NVRTC, no cache on a fresh machine), one layer, not under gdb.
+timeout 150 "${A[@]}" --patterns bulk,fused-reduce:0,pc-reduce:2:16,push-reduce:2 1024,4096,4096 \
+  > /dev/null 2> "$OUT/compile.err"
+echo "compile rc=$? $((SECONDS - T0)) s"
+P=bulk,push-reduce:1,push-reduce:2,push-reduce:4
+gdbrun warm 30 "AUGUR_TP_WARM_PLANS=1" "${A[@]}" --patterns $P 1000,5120,5120
+gdbrun warm-serial 30 "AUGUR_TP_WARM_PLANS=1 AUGUR_TP_PR_SERIAL=1" "${A[@]}" --patterns $P 1000,5120,5120
+# shellcheck disable=SC2086
+gdbrun six 45 "" "${A[@]}" --patterns push-reduce:2 $L6
+# shellcheck disable=SC2086
+gdbrun six-serial 45 "AUGUR_TP_PR_SERIAL=1" "${A[@]}" --patterns push-reduce:2 $L6
+(cd "$OUT" && tar czf /tmp/gdb-diag.tgz . && rm -rf ./* && mv /tmp/gdb-diag.tgz .)
