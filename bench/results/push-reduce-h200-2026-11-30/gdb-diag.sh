@@ -3,11 +3,15 @@
 # is inside a driver call, both GPUs' threads, no harness message; see README). Each run goes
 # under gdb (the device has none: carried, with its libraries) from its start, so no ptrace
 # rule stops the attach; PROBE s in, a still-running run gets SIGINT and every thread's
-# backtrace (bt-NAME.txt under $OUT; the threads with augur frames printed). Runs: (1)
-# AUGUR_TP_WARM_PLANS, which hung at once (push-reduce:2 after :1, first layer); (2) the same
-# with AUGUR_TP_PR_SERIAL (one thread enqueues a call at a time: two threads' driver calls
-# blocking each other?); (3) push-reduce:2 over six layers (hung at the fifth); (4) that with
-# AUGUR_TP_PR_SERIAL. One call on nvidia-h200-x2 (~250 s), carry
+# backtrace (bt-NAME.txt under $OUT; the threads with augur frames printed). Cases:
+# AUGUR_TP_WARM_PLANS (every GEMM run once at set-up), which hung at once (push-reduce:2 after
+# :1, first layer), and push-reduce:2 alone over six layers (hung at the fifth); each as it is
+# (backtraces), with AUGUR_TP_PR_FENCE (the threads meet once all have enqueued their ready
+# words and again once all have enqueued their pushes: if it runs, a host call waiting for its
+# GPU while that GPU waits on a peer's not-yet-enqueued work), and with AUGUR_TP_PR_SERIAL
+# (one thread enqueues a call at a time: if it runs, two threads' driver calls blocking each
+# other). Never both: a thread holding the lock would wait at the fence. One call on
+# nvidia-h200-x2 (~330 s at most), carry
 # [".carry/augur.xz", ".carry/gdb.tar.xz"] (an unstripped build of this commit, and gdb):
 #   cargo build --release --locked -p augur-cli && xz -T0 -6 -c target/release/augur > .carry/augur.xz
 #   bash bench/pack-gdb.sh
@@ -50,10 +54,14 @@ timeout 150 "${A[@]}" --patterns bulk,fused-reduce:0,pc-reduce:2:16,push-reduce:
   > /dev/null 2> "$OUT/compile.err"
 echo "compile rc=$? $((SECONDS - T0)) s"
 P=bulk,push-reduce:1,push-reduce:2,push-reduce:4
-gdbrun warm 30 "AUGUR_TP_WARM_PLANS=1" "${A[@]}" --patterns $P 1000,5120,5120
-gdbrun warm-serial 30 "AUGUR_TP_WARM_PLANS=1 AUGUR_TP_PR_SERIAL=1" "${A[@]}" --patterns $P 1000,5120,5120
+W="AUGUR_TP_WARM_PLANS=1"
+gdbrun warm 30 "$W" "${A[@]}" --patterns $P 1000,5120,5120
+gdbrun warm-fence 30 "$W AUGUR_TP_PR_FENCE=1" "${A[@]}" --patterns $P 1000,5120,5120
+# shellcheck disable=SC2086
+gdbrun six-fence 45 "AUGUR_TP_PR_FENCE=1" "${A[@]}" --patterns push-reduce:2 $L6
 # shellcheck disable=SC2086
 gdbrun six 45 "" "${A[@]}" --patterns push-reduce:2 $L6
+gdbrun warm-serial 30 "$W AUGUR_TP_PR_SERIAL=1" "${A[@]}" --patterns $P 1000,5120,5120
 # shellcheck disable=SC2086
 gdbrun six-serial 45 "AUGUR_TP_PR_SERIAL=1" "${A[@]}" --patterns push-reduce:2 $L6
 (cd "$OUT" && tar czf /tmp/gdb-diag.tgz . && rm -rf ./* && mv /tmp/gdb-diag.tgz .)

@@ -290,6 +290,8 @@ pub(super) struct Gpu {
     hold: Arc<hold::Hold>,
     hold_word: Result<u64, String>,
     held: std::sync::atomic::AtomicU32,
+    /// The group's threads' barrier (a diagnostic's: `AUGUR_TP_PR_FENCE`).
+    threads: Arc<Barrier>,
 }
 
 impl Gpu {
@@ -453,6 +455,7 @@ pub(super) struct Opening {
     id: nccl_sys::ncclUniqueId,
     failed: AtomicBool,
     barrier: Barrier,
+    threads: Arc<Barrier>,
     table: Mutex<Vec<(usize, Vec<u64>)>>,
     hold: Arc<hold::Hold>,
 }
@@ -470,6 +473,7 @@ impl Opening {
             id: nccl::get_uniqueid().map_err(nccl_err("ncclGetUniqueId"))?,
             failed: AtomicBool::new(false),
             barrier: Barrier::new(world),
+            threads: Arc::new(Barrier::new(world)),
             table: Mutex::new(vec![(0, Vec::new()); world]),
             hold: Arc::new(hold::Hold::new()?),
         })
@@ -541,6 +545,7 @@ pub(super) fn open_gpu<S>(
         tick,
         peers,
         hold: o.hold.clone(),
+        threads: o.threads.clone(),
         hold_word,
         held: std::sync::atomic::AtomicU32::new(0),
     };

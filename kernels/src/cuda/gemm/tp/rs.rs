@@ -199,6 +199,12 @@ struct PushDiagnostics {
     /// over the whole enqueue): whether the hang is two threads' driver calls blocking each
     /// other.
     serial: bool,
+    /// AUGUR_TP_PR_FENCE: the GPUs' threads meet (a host barrier) once each has enqueued its
+    /// call's ready words, and again once each has enqueued its pushes, so that no GPU waits on
+    /// a word whose writer a peer's host has not yet enqueued while this host makes a call that
+    /// may wait for its GPU (a kernel's first launch under lazy loading). A thread that fails
+    /// between the two leaves the others waiting: a diagnostic only.
+    fence: bool,
 }
 
 /// The lock `AUGUR_TP_PR_SERIAL` takes.
@@ -210,6 +216,7 @@ impl PushDiagnostics {
             trace: std::env::var_os("AUGUR_TP_TRACE").is_some(),
             wait_via_comm: std::env::var("AUGUR_TP_PR_WAIT").is_ok_and(|v| v == "comm"),
             serial: std::env::var_os("AUGUR_TP_PR_SERIAL").is_some(),
+            fence: std::env::var_os("AUGUR_TP_PR_FENCE").is_some(),
         }
     }
 }
@@ -894,6 +901,9 @@ impl Rs {
         }
         // This GPU's staging may be pushed into (see `ready`).
         let e = r.announce(gpu)?;
+        if r.diagnostics.fence {
+            gpu.threads.wait();
+        }
         let copy = |q: usize| {
             r.copy_streams[q]
                 .as_ref()
@@ -932,6 +942,9 @@ impl Rs {
                 })?;
                 write_word(st, gpu.peers[q][PUBLISHED_FLAGS] + 4 * computed(me, j), e)?;
             }
+        }
+        if r.diagnostics.fence {
+            gpu.threads.wait();
         }
         // Then this GPU's rows, each piece adding the peers' partials of it.
         let (rank, nv) = (-1i32, (piece * self.n / 8) as u64);
