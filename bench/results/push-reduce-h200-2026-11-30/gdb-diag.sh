@@ -39,6 +39,14 @@ gdbrun() {
   fi
   timeout 90 tail --pid=$g -f /dev/null
   kill -9 $g 2> /dev/null
+  # gdb could not run it (ptrace refused, a library missing): the case without gdb, so that
+  # whether it hangs is still known.
+  if ! grep -q "^tp trace" "$OUT/bt-$name.txt"; then
+    echo "-- gdb did not run it: $(grep -v "^warning" "$OUT/bt-$name.txt" | head -3 | tr '\n' ' ')"
+    # shellcheck disable=SC2086
+    env $vars timeout "$probe" "$@" > "$OUT/bt-$name.txt" 2>&1
+    echo "-- without gdb: rc=$?"
+  fi
   grep -v "^\[\|^tp trace: rank\|^warning\|^Using\|^Downloading" "$OUT/bt-$name.txt" \
     | grep -E "^NVIDIA|^augur|^tp trace|error|Error" | cut -c1-200 | tail -12
   # The threads with a frame of ours: their first 14 frames.
