@@ -160,8 +160,9 @@ pub fn check(
         }
         // push-reduce: on one GPU only until it runs reliably on more. On two H200s its checks
         // passed where it ran, but processes hung in it on a later layer or pattern, the GPUs'
-        // threads blocked inside its driver calls (not yet diagnosed); on more than two its own rows add the reduce kernel's sum of the
-        // peers' partials, which no run there has checked.
+        // threads blocked inside its driver calls (not yet diagnosed); on more than two its own
+        // rows add the reduce kernel's sum of the peers' partials, which no run there has
+        // checked.
         if matches!(pat, TpPattern::PushReduce(_)) && !checked_on(world, &[1]) {
             return Err(KernelError::Invalid(format!(
                 "{} on {world} GPUs: not yet reliable (on two H200s processes hung in it on a \
