@@ -923,6 +923,7 @@ pub fn all_gather_gemm(
         };
         let mut out = Vec::new();
         for &pat in patterns {
+            super::step(gpu.rank, || format!("{}: checking", pat.name()));
             let err = if pat.computes() {
                 st.poison(gpu)?;
                 if pat == TpPattern::GemmAlone {
@@ -947,6 +948,7 @@ pub fn all_gather_gemm(
             } else {
                 None
             };
+            super::step(gpu.rank, || format!("{}: timing", pat.name()));
             let t = gpu.time(timing, || st.enqueue(gpu, pat))?;
             out.push((err, t));
         }
