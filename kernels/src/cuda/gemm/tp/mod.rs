@@ -42,6 +42,7 @@
 //! (`bench/results/tp-grid-h200-2026-11-27/`), from a barrier per call.
 
 pub mod ag;
+mod fence;
 mod hold;
 mod ll;
 mod pattern;
@@ -291,8 +292,8 @@ pub(super) struct Gpu {
     hold: Arc<hold::Hold>,
     hold_word: Result<u64, String>,
     held: std::sync::atomic::AtomicU32,
-    /// The group's threads' barrier (a diagnostic's: `AUGUR_TP_PR_FENCE`).
-    threads: Arc<Barrier>,
+    /// The group's threads' meeting on the host (a diagnostic's: `AUGUR_TP_PR_FENCE`).
+    threads: Arc<fence::Fence>,
 }
 
 impl Gpu {
@@ -303,6 +304,20 @@ impl Gpu {
     /// The compute stream waits for the communication stream's work so far.
     fn join(&self) -> Result<(), KernelError> {
         self.g.stream.join(&self.comm_stream).map_err(drv("join"))
+    }
+
+    /// Every GPU's thread at the same point of its enqueue (`what`), bounded as the GPU waits
+    /// are: a thread whose peers have not all come in 60 s (one failed or is blocked) errs.
+    fn meet(&self, what: &str) -> Result<(), KernelError> {
+        if self.threads.wait(std::time::Duration::from_secs(60)) {
+            return Ok(());
+        }
+        let e = format!(
+            "GPU rank {}: not every GPU's thread reached {what} in 60 s",
+            self.rank
+        );
+        eprintln!("augur: {e}");
+        Err(KernelError::Cuda(e))
     }
 
     /// Every GPU idle and past the same point.
@@ -456,7 +471,7 @@ pub(super) struct Opening {
     id: nccl_sys::ncclUniqueId,
     failed: AtomicBool,
     barrier: Barrier,
-    threads: Arc<Barrier>,
+    threads: Arc<fence::Fence>,
     table: Mutex<Vec<(usize, Vec<u64>)>>,
     hold: Arc<hold::Hold>,
 }
@@ -474,7 +489,7 @@ impl Opening {
             id: nccl::get_uniqueid().map_err(nccl_err("ncclGetUniqueId"))?,
             failed: AtomicBool::new(false),
             barrier: Barrier::new(world),
-            threads: Arc::new(Barrier::new(world)),
+            threads: Arc::new(fence::Fence::new(world)),
             table: Mutex::new(vec![(0, Vec::new()); world]),
             hold: Arc::new(hold::Hold::new()?),
         })

@@ -202,8 +202,8 @@ struct PushDiagnostics {
     /// AUGUR_TP_PR_FENCE: the GPUs' threads meet (a host barrier) once each has enqueued its
     /// call's ready words, and again once each has enqueued its pushes, so that no GPU waits on
     /// a word whose writer a peer's host has not yet enqueued while this host makes a call that
-    /// may wait for its GPU (a kernel's first launch under lazy loading). A thread that fails
-    /// between the two leaves the others waiting: a diagnostic only.
+    /// may wait for its GPU (a kernel's first launch under lazy loading). Bounded (60 s, an
+    /// error naming the GPU), as the harness's GPU waits are.
     fence: bool,
 }
 
@@ -902,7 +902,7 @@ impl Rs {
         // This GPU's staging may be pushed into (see `ready`).
         let e = r.announce(gpu)?;
         if r.diagnostics.fence {
-            gpu.threads.wait();
+            gpu.meet("push-reduce's ready words")?;
         }
         let copy = |q: usize| {
             r.copy_streams[q]
@@ -944,7 +944,7 @@ impl Rs {
             }
         }
         if r.diagnostics.fence {
-            gpu.threads.wait();
+            gpu.meet("push-reduce's pushes")?;
         }
         // Then this GPU's rows, each piece adding the peers' partials of it.
         let (rank, nv) = (-1i32, (piece * self.n / 8) as u64);
