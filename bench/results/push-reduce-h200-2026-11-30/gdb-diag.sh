@@ -10,7 +10,8 @@
 # words and again once all have enqueued their pushes: if it runs, a host call waiting for its
 # GPU while that GPU waits on a peer's not-yet-enqueued work), and with AUGUR_TP_PR_SERIAL
 # (one thread enqueues a call at a time: if it runs, two threads' driver calls blocking each
-# other). Never both: a thread holding the lock would wait at the fence. One call on
+# other). Never both: a thread holding the lock would wait at the fence (60 s, then an
+# error). One call on
 # nvidia-h200-x2 (~330 s at most), carry
 # [".carry/augur.xz", ".carry/gdb.tar.xz"] (an unstripped build of this commit, and gdb):
 #   cargo build --release --locked -p augur-cli && xz -T0 -6 -c target/release/augur > .carry/augur.xz

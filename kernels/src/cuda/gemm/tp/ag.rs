@@ -931,7 +931,7 @@ pub fn all_gather_gemm(
                     st.enqueue(gpu, TpPattern::CommAlone)?;
                 }
                 st.enqueue(gpu, pat)?;
-                if std::env::var_os("AUGUR_TP_TRACE").is_some() {
+                if super::tracing() {
                     st.trace(gpu, &pat.name())?;
                 }
                 let s = gpu.stream();

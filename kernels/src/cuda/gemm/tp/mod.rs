@@ -738,18 +738,27 @@ pub(super) fn checked_on(world: usize, counts: &[usize]) -> bool {
     counts.contains(&world) || std::env::var_os("AUGUR_TP_UNVERIFIED").is_some()
 }
 
+/// When the process's diagnostics started, if `AUGUR_TP_TRACE` is set (read once): the
+/// traces below, the all-gather's and push-reduce's ([`tracing`] decides them all).
+fn trace_start() -> Option<std::time::Instant> {
+    static START: std::sync::OnceLock<Option<std::time::Instant>> = std::sync::OnceLock::new();
+    *START.get_or_init(|| {
+        std::env::var_os("AUGUR_TP_TRACE")
+            .is_some()
+            .then(std::time::Instant::now)
+    })
+}
+
+/// Whether `AUGUR_TP_TRACE` is set.
+pub(super) fn tracing() -> bool {
+    trace_start().is_some()
+}
+
 /// A diagnostic (`AUGUR_TP_TRACE`): "tp trace: T s rank R: WHAT" on stderr as a GPU's thread
 /// reaches a step of a layer (set-up, each pattern's check and timing, the close), so that a
-/// thread blocked in a driver or NCCL call shows by its last step. Read once per process.
+/// thread blocked in a driver or NCCL call shows by its last step.
 pub(super) fn step(rank: usize, what: impl FnOnce() -> String) {
-    static ON: std::sync::OnceLock<(bool, std::time::Instant)> = std::sync::OnceLock::new();
-    let (on, t0) = ON.get_or_init(|| {
-        (
-            std::env::var_os("AUGUR_TP_TRACE").is_some(),
-            std::time::Instant::now(),
-        )
-    });
-    if *on {
+    if let Some(t0) = trace_start() {
         eprintln!(
             "tp trace: {:.3} s rank {rank}: {}",
             t0.elapsed().as_secs_f64(),

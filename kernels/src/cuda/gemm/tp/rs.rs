@@ -190,8 +190,6 @@ struct Reduce {
 
 /// `push-reduce`'s diagnostics (environment variables, read when its GPU's part is set up).
 struct PushDiagnostics {
-    /// AUGUR_TP_TRACE set: the process's first calls said and traced (`Reduce::trace`).
-    trace: bool,
     /// AUGUR_TP_PR_WAIT=comm: on two GPUs the compute stream waits for the peer's words through
     /// the communication stream and an event, not by its own wait.
     wait_via_comm: bool,
@@ -213,7 +211,6 @@ static PR_SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 impl PushDiagnostics {
     fn from_env() -> PushDiagnostics {
         PushDiagnostics {
-            trace: std::env::var_os("AUGUR_TP_TRACE").is_some(),
             wait_via_comm: std::env::var("AUGUR_TP_PR_WAIT").is_ok_and(|v| v == "comm"),
             serial: std::env::var_os("AUGUR_TP_PR_SERIAL").is_some(),
             fence: std::env::var_os("AUGUR_TP_PR_FENCE").is_some(),
@@ -257,6 +254,17 @@ impl Reduce {
             self.epoch.get()
         );
         Ok(())
+    }
+
+    /// The copy stream to peer `q` (the copy-engine patterns', named by `what` if missing).
+    fn copy_stream(
+        &self,
+        q: usize,
+        what: &str,
+    ) -> Result<&std::sync::Arc<CudaStream>, KernelError> {
+        self.copy_streams[q]
+            .as_ref()
+            .ok_or_else(|| KernelError::Invalid(format!("{what}'s copy stream missing")))
     }
 
     /// The next call's epoch, announced by the caller's kernel (`fused-reduce:0` writes the
@@ -751,11 +759,7 @@ impl Rs {
         let (own, staging, flags) = (r.own.ptr(), r.staging.ptr(), r.flags.ptr());
         let (a_row, c_row) = ((self.kp * 2) as u64, (self.n * 2) as u64);
         let piece = self.rows / pieces;
-        let copy = |q: usize| {
-            r.copy_streams[q]
-                .as_ref()
-                .ok_or_else(|| KernelError::Invalid("pc-reduce's copy stream missing".into()))
-        };
+        let copy = |q: usize| r.copy_stream(q, "pc-reduce");
         // The reductions write `out` after whatever came before on the compute stream.
         cs.join(&s).map_err(drv("join"))?;
         // The copies read partials the GEMMs of this call write, after whatever came before;
@@ -870,13 +874,10 @@ impl Rs {
         // AUGUR_TP_TRACE: the process's first calls said on stderr as they are enqueued (a
         // host blocked in one shows) and traced after (`Reduce::trace`).
         static TRACED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let traced = r.diagnostics.trace
+        let traced = super::tracing()
             && TRACED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < 2 * gpu.world;
         if traced {
-            eprintln!(
-                "tp trace: rank {} push-reduce:{pieces}: enqueueing",
-                gpu.rank
-            );
+            super::step(gpu.rank, || format!("push-reduce:{pieces}: enqueueing"));
         }
         let (plan, events) = plan_for(&self.pieces, pieces, 0)?;
         let _serial = r
@@ -904,11 +905,7 @@ impl Rs {
         if r.diagnostics.fence {
             gpu.meet("push-reduce's ready words")?;
         }
-        let copy = |q: usize| {
-            r.copy_streams[q]
-                .as_ref()
-                .ok_or_else(|| KernelError::Invalid("push-reduce's copy stream missing".into()))
-        };
+        let copy = |q: usize| r.copy_stream(q, "push-reduce");
         // The copies read partials this call's GEMMs write, after whatever came before; each
         // peer's first push once that peer is ready for this call.
         for q in (0..world).filter(|&q| q != me) {
