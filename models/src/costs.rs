@@ -64,6 +64,7 @@ pub(crate) fn fit_costs(
     samples: &[&CostSample],
     depth: usize,
     leaf: f32,
+    criterion: Criterion,
 ) -> Result<Tree, ModelError> {
     let rows: Vec<Vec<f64>> = samples.iter().map(|s| s.x.clone()).collect();
     let labels: Vec<usize> = samples.iter().map(|s| s.best).collect();
@@ -86,7 +87,7 @@ pub(crate) fn fit_costs(
         Hyper {
             max_depth: depth,
             min_weight_leaf: leaf,
-            criterion: Criterion::Gini,
+            criterion,
         },
         Leaves::MeanSlowdown,
     )?;
@@ -112,6 +113,7 @@ pub(crate) fn cv_depth(
 
 /// [`cv_depth`] with the held-out folds scored on `truth` (`truth[i]` the same input as
 /// `train[i]`, its costs as measured, where `train`'s may be relabelled).
+/// Returns (depth, its cross-validated oracle ratio).
 pub(crate) fn cv_depth_scored(
     train: &[&CostSample],
     truth: &[&CostSample],
@@ -119,39 +121,52 @@ pub(crate) fn cv_depth_scored(
     folds: usize,
     leaf: f32,
 ) -> Result<(usize, f64), ModelError> {
-    let mut groups: Vec<u64> = train.iter().map(|s| s.group).collect();
-    groups.sort_unstable();
-    groups.dedup();
-    let fold_of = |g: u64| groups.binary_search(&g).unwrap_or(0) % folds;
     let mut best = (1usize, f64::NEG_INFINITY);
     for depth in 1..=max_depth {
-        let mut ratios = Vec::new();
-        for f in 0..folds {
-            let tr: Vec<&CostSample> = train
+        let picks = cv_picks(train, depth, folds, leaf, Criterion::Gini)?;
+        let score = geomean(
+            picks
                 .iter()
-                .copied()
-                .filter(|s| fold_of(s.group) != f)
-                .collect();
-            let te: Vec<&CostSample> = truth
-                .iter()
-                .copied()
-                .filter(|s| fold_of(s.group) == f)
-                .collect();
-            if tr.is_empty() || te.is_empty() {
-                continue;
-            }
-            let t = fit_costs(&tr, depth, leaf)?;
-            ratios.extend(
-                te.iter()
-                    .map(|s| s.costs[s.best] / s.costs[t.predict(&s.x)]),
-            );
-        }
-        let score = geomean(ratios.into_iter());
+                .map(|&(i, c)| truth[i].costs[truth[i].best] / truth[i].costs[c]),
+        );
         if score > best.1 + 1e-3 {
             best = (depth, score);
         }
     }
     Ok(best)
+}
+
+/// Each sample's pick by a tree (`depth`, `criterion`) grown without its fold: `folds` folds of
+/// the groups, sorted and dealt round-robin (a group's samples never span two folds). Returns
+/// (index into `train`, class) for every sample in a fold that had training samples besides.
+pub(crate) fn cv_picks(
+    train: &[&CostSample],
+    depth: usize,
+    folds: usize,
+    leaf: f32,
+    criterion: Criterion,
+) -> Result<Vec<(usize, usize)>, ModelError> {
+    let mut groups: Vec<u64> = train.iter().map(|s| s.group).collect();
+    groups.sort_unstable();
+    groups.dedup();
+    let fold_of = |g: u64| groups.binary_search(&g).unwrap_or(0) % folds;
+    let mut picks = Vec::new();
+    for f in 0..folds {
+        let tr: Vec<&CostSample> = train
+            .iter()
+            .copied()
+            .filter(|s| fold_of(s.group) != f)
+            .collect();
+        let te: Vec<usize> = (0..train.len())
+            .filter(|&i| fold_of(train[i].group) == f)
+            .collect();
+        if tr.is_empty() || te.is_empty() {
+            continue;
+        }
+        let t = fit_costs(&tr, depth, leaf, criterion)?;
+        picks.extend(te.into_iter().map(|i| (i, t.predict(&train[i].x))));
+    }
+    Ok(picks)
 }
 
 /// The checks shared by the cost-sample trainers' parameters (comm, attention).

@@ -105,9 +105,18 @@ enum PolicyArg {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
-enum CriterionArg {
+pub(crate) enum CriterionArg {
     Gini,
     Regret,
+}
+
+impl From<CriterionArg> for Criterion {
+    fn from(c: CriterionArg) -> Self {
+        match c {
+            CriterionArg::Gini => Criterion::Gini,
+            CriterionArg::Regret => Criterion::Regret,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -266,14 +275,7 @@ pub fn train(a: TrainArgs) -> anyhow::Result<ExitCode> {
         split_seed: a.split_seed,
         policy_depth: a.policy_depth,
         policy_per_k: matches!(a.policy, PolicyArg::PerK),
-        criteria: a
-            .criterion
-            .iter()
-            .map(|c| match c {
-                CriterionArg::Gini => Criterion::Gini,
-                CriterionArg::Regret => Criterion::Regret,
-            })
-            .collect(),
+        criteria: a.criterion.iter().map(|&c| c.into()).collect(),
         gather_cost: a.gather_cost.cost(),
         row_guard: !a.no_row_guard,
     }

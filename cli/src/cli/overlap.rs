@@ -144,6 +144,19 @@ pub struct OverlapTrainArgs {
     /// ties go to bulk, the safe default; the folds are scored on the measured times).
     #[arg(long, value_delimiter = ',', default_value = "0,0.02,0.05,0.1")]
     bulk_margins: Vec<f64>,
+    /// Split criteria tried by cross-validation with the depth and margin, comma-separated:
+    /// regret (each split cuts the summed log slowdown of its children's best patterns), gini
+    /// (the fastest pattern's impurity, the trees' rule before the thirty-fourth session).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "regret")]
+    criteria: Vec<super::model::CriterionArg>,
+    /// The floor under bulk (NCCL then cuBLASLt) the folds are scored against: a pick slower
+    /// than bulk / floor is charged its shortfall below it, --floor-weight times, beside its
+    /// ratio to the oracle (0.98: the "never below 0.98x of bulk").
+    #[arg(long, default_value_t = 0.98)]
+    bulk_floor: f64,
+    /// The weight of that shortfall in the folds' score (0: the ratio to the oracle alone).
+    #[arg(long, default_value_t = 1.0)]
+    floor_weight: f64,
 }
 
 /// A tensor-parallel layer's group and operations, as `tp` runs them and `plan` picks for them.
@@ -431,6 +444,9 @@ fn train(a: OverlapTrainArgs) -> anyhow::Result<ExitCode> {
     let params = OverlapTrainParams {
         max_depth: a.max_depth,
         bulk_margins: a.bulk_margins.clone(),
+        criteria: a.criteria.iter().map(|&c| c.into()).collect(),
+        bulk_floor: a.bulk_floor,
+        floor_weight: a.floor_weight,
         ..Default::default()
     }
     .check()?;

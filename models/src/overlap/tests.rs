@@ -138,8 +138,16 @@ fn a_trained_model_is_evaluated_on_the_weights_it_did_not_see() {
         .as_object_mut()
         .unwrap()
         .remove("weight_list");
+    // ... and one from before the split criterion was recorded: its trees' were Gini's.
+    assert!(model.trees.iter().all(|t| t.criterion == Criterion::Regret));
+    assert!(model.export_text().contains("and regret splits by cross-validation"));
+    for t in json["trees"].as_array_mut().unwrap() {
+        t.as_object_mut().unwrap().remove("criterion");
+    }
     let old: OverlapModel = serde_json::from_value(json).unwrap();
     assert!(old.training.weight_list.is_empty());
+    assert!(old.trees.iter().all(|t| t.criterion == Criterion::Gini));
+    assert!(old.export_text().contains("and gini splits by cross-validation"));
     assert_eq!(evaluate_model(&old, &layers, true).1, 6);
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -168,13 +176,21 @@ fn the_bulk_margin_sends_near_ties_to_bulk() {
     assert_eq!((push_labels(0.0), push_labels(0.05)), (11, 6));
     // A fold holding out the sixth weight learns push:1 at the small M without a margin
     // (1.5x slower there); with 5% or more it keeps bulk (3% slower on the five).
-    let p = OverlapTrainParams::default();
-    let (_, margin, cv) = cv_depth_margin(&rows, Some(0), &p, &p.bulk_margins).unwrap();
-    assert!(margin >= 0.05, "{margin}");
-    assert!(cv > 0.98, "{cv}");
-    let (_, none, cv0) = cv_depth_margin(&rows, Some(0), &p, &[0.0]).unwrap();
-    assert_eq!(none, 0.0);
-    assert!(cv0 < cv - 0.01, "{cv0} {cv}");
+    // (Scored on the oracle ratio alone, as both criteria would.)
+    for criterion in [Criterion::Gini, Criterion::Regret] {
+        let p = OverlapTrainParams {
+            criteria: vec![criterion],
+            floor_weight: 0.0,
+            ..Default::default()
+        };
+        let c = cv_choose(&rows, Some(0), &p, &p.bulk_margins).unwrap();
+        assert!(c.margin >= 0.05, "{criterion:?} {}", c.margin);
+        assert!(c.ratio > 0.98, "{criterion:?} {}", c.ratio);
+        assert_eq!(c.criterion, criterion);
+        let none = cv_choose(&rows, Some(0), &p, &[0.0]).unwrap();
+        assert_eq!(none.margin, 0.0);
+        assert!(none.ratio < c.ratio - 0.01, "{} {}", none.ratio, c.ratio);
+    }
     let e = OverlapTrainParams {
         bulk_margins: vec![0.0, 1.5],
         ..Default::default()
@@ -183,6 +199,60 @@ fn the_bulk_margin_sends_near_ties_to_bulk() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("bulk margin 1.5 outside [0, 1)"), "{e}");
+}
+
+#[test]
+fn the_floor_under_bulk_is_scored_beside_the_oracle_ratio() {
+    // Pattern 1 beats bulk by 3% on five weights and loses by 8% on the sixth, nothing telling
+    // them apart. Without a margin every fold picks it (its training weights' mean log
+    // slowdown is the smaller), and the score is the sixth's ln(100/108) / 6 = -0.0128; under a
+    // 5% margin every label is bulk, -0.0305 x 5 / 6 = -0.0254. The oracle ratio alone keeps
+    // no margin; the sixth falls ln(0.98 x 108 / 100) = 0.0568 below the floor, which at weight
+    // 3 costs 0.0284 more: the margin, and bulk, win.
+    let rows: Vec<Row> = (0..6u64)
+        .map(|g| Row {
+            x: vec![64.0],
+            times: vec![Some(100.0), Some(if g == 5 { 108.0 } else { 97.0 })],
+            group: g,
+        })
+        .collect();
+    let chosen = |floor_weight: f64| {
+        let p = OverlapTrainParams {
+            bulk_margins: vec![0.0, 0.05],
+            floor_weight,
+            ..Default::default()
+        };
+        cv_choose(&rows, Some(0), &p, &p.bulk_margins).unwrap()
+    };
+    let (c0, c3) = (chosen(0.0), chosen(3.0));
+    assert_eq!(c0.margin, 0.0, "{c0:?}");
+    assert!((c0.ratio.ln() - (100.0f64 / 108.0).ln() / 6.0).abs() < 1e-9, "{c0:?}");
+    assert_eq!(c3.margin, 0.05, "{c3:?}");
+    assert!((c3.ratio.ln() - 5.0 * 0.97f64.ln() / 6.0).abs() < 1e-9, "{c3:?}");
+    // At weight 1 the shortfall (0.0095) is not enough: -0.0223 against -0.0254.
+    assert_eq!(chosen(1.0).margin, 0.0);
+    // Without a bulk pattern there is no floor: the oracle ratio alone.
+    let p = OverlapTrainParams {
+        floor_weight: 3.0,
+        ..Default::default()
+    };
+    let none = cv_choose(&rows, None, &p, &[0.0]).unwrap();
+    assert!((none.ratio.ln() - c0.ratio.ln()).abs() < 1e-9, "{none:?}");
+}
+
+#[test]
+fn bad_criteria_and_floors_are_refused() {
+    let e = |p: OverlapTrainParams| p.check().unwrap_err().to_string();
+    let d = OverlapTrainParams::default;
+    assert!(e(OverlapTrainParams { criteria: vec![], ..d() }).contains("no split criterion"));
+    for f in [0.0, 1.5, f64::NAN] {
+        let m = e(OverlapTrainParams { bulk_floor: f, ..d() });
+        assert!(m.contains("bulk floor") && m.contains("outside (0, 1]"), "{m}");
+    }
+    for w in [-1.0, f64::INFINITY, f64::NAN] {
+        let m = e(OverlapTrainParams { floor_weight: w, ..d() });
+        assert!(m.contains("floor weight"), "{m}");
+    }
 }
 
 #[test]
