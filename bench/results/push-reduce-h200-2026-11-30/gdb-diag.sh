@@ -11,7 +11,16 @@
 # GPU while that GPU waits on a peer's not-yet-enqueued work), and with AUGUR_TP_PR_SERIAL
 # (one thread enqueues a call at a time: if it runs, two threads' driver calls blocking each
 # other). Never both: a thread holding the lock would wait at the fence (60 s, then an
-# error). One call on
+# error). A known mechanism fits the first (found in the thirty-fourth session, which had no
+# machine): under lazy loading (CUDA's default) a kernel's first launch loads its module under
+# the context's lock and waits there for the GPU's queued work to drain, and every other
+# thread's call on that context waits behind the lock (meta-pytorch/torchcomms pull request
+# 2334, whose reproducer deadlocks a persistent kernel that way). If a GPU waits on a peer's
+# word that the peer's host has not yet enqueued, and that host needs the lock (a push or a
+# word into this GPU's memory), neither moves. Predictions: FENCE runs, SERIAL hangs (its lock
+# holder waits for its GPU, which waits for the other thread's pushes, which wait for the
+# lock), and the backtraces show a library or module load (cuLibraryLoadData, a cuBLASLt or
+# cudart frame under cuLaunchKernel) in one thread and a peer call in the other. One call on
 # nvidia-h200-x2 (~330 s at most), carry
 # [".carry/augur.xz", ".carry/gdb.tar.xz"] (an unstripped build of this commit, and gdb):
 #   cargo build --release --locked -p augur-cli && xz -T0 -6 -c target/release/augur > .carry/augur.xz

@@ -123,7 +123,12 @@ impl CheckedAttentionTrainParams {
             ));
         }
         let (depth, cv) = cv_depth(&train, p.max_depth, p.folds, p.min_weight_leaf)?;
-        let tree = fit_costs(&train, depth, p.min_weight_leaf, crate::model::Criterion::Gini)?;
+        let tree = fit_costs(
+            &train,
+            depth,
+            p.min_weight_leaf,
+            crate::model::Criterion::Gini,
+        )?;
         use sha2::Digest;
         let model = AttentionModel {
             format: ATTENTION_FORMAT.into(),

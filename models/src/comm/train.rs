@@ -117,7 +117,12 @@ impl CheckedCommTrainParams {
             }
             // Folds by size (a size never spans two folds).
             let best = cv_depth(&train, p.max_depth, p.folds, p.min_weight_leaf)?;
-            let tree = fit_costs(&train, best.0, p.min_weight_leaf, crate::model::Criterion::Gini)?;
+            let tree = fit_costs(
+                &train,
+                best.0,
+                p.min_weight_leaf,
+                crate::model::Criterion::Gini,
+            )?;
             trees.push(CollectiveTree {
                 collective: collective_name(c).into(),
                 patterns,

@@ -255,7 +255,8 @@ fn cv_choose(
             let samples = labelled(rows, bulk, m);
             let refs: Vec<&CostSample> = samples.iter().collect();
             for depth in 1..=p.max_depth {
-                let picks = crate::costs::cv_picks(&refs, depth, folds, p.min_weight_leaf, criterion)?;
+                let picks =
+                    crate::costs::cv_picks(&refs, depth, folds, p.min_weight_leaf, criterion)?;
                 let (mut gain, mut short) = (0.0, 0.0);
                 for &(i, c) in &picks {
                     let t = &truth[i];

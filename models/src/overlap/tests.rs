@@ -140,14 +140,18 @@ fn a_trained_model_is_evaluated_on_the_weights_it_did_not_see() {
         .remove("weight_list");
     // ... and one from before the split criterion was recorded: its trees' were Gini's.
     assert!(model.trees.iter().all(|t| t.criterion == Criterion::Regret));
-    assert!(model.export_text().contains("and regret splits by cross-validation"));
+    assert!(model
+        .export_text()
+        .contains("and regret splits by cross-validation"));
     for t in json["trees"].as_array_mut().unwrap() {
         t.as_object_mut().unwrap().remove("criterion");
     }
     let old: OverlapModel = serde_json::from_value(json).unwrap();
     assert!(old.training.weight_list.is_empty());
     assert!(old.trees.iter().all(|t| t.criterion == Criterion::Gini));
-    assert!(old.export_text().contains("and gini splits by cross-validation"));
+    assert!(old
+        .export_text()
+        .contains("and gini splits by cross-validation"));
     assert_eq!(evaluate_model(&old, &layers, true).1, 6);
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -226,9 +230,15 @@ fn the_floor_under_bulk_is_scored_beside_the_oracle_ratio() {
     };
     let (c0, c3) = (chosen(0.0), chosen(3.0));
     assert_eq!(c0.margin, 0.0, "{c0:?}");
-    assert!((c0.ratio.ln() - (100.0f64 / 108.0).ln() / 6.0).abs() < 1e-9, "{c0:?}");
+    assert!(
+        (c0.ratio.ln() - (100.0f64 / 108.0).ln() / 6.0).abs() < 1e-9,
+        "{c0:?}"
+    );
     assert_eq!(c3.margin, 0.05, "{c3:?}");
-    assert!((c3.ratio.ln() - 5.0 * 0.97f64.ln() / 6.0).abs() < 1e-9, "{c3:?}");
+    assert!(
+        (c3.ratio.ln() - 5.0 * 0.97f64.ln() / 6.0).abs() < 1e-9,
+        "{c3:?}"
+    );
     // At weight 1 the shortfall (0.0095) is not enough: -0.0223 against -0.0254.
     assert_eq!(chosen(1.0).margin, 0.0);
     // Without a bulk pattern there is no floor: the oracle ratio alone.
@@ -244,13 +254,26 @@ fn the_floor_under_bulk_is_scored_beside_the_oracle_ratio() {
 fn bad_criteria_and_floors_are_refused() {
     let e = |p: OverlapTrainParams| p.check().unwrap_err().to_string();
     let d = OverlapTrainParams::default;
-    assert!(e(OverlapTrainParams { criteria: vec![], ..d() }).contains("no split criterion"));
+    assert!(e(OverlapTrainParams {
+        criteria: vec![],
+        ..d()
+    })
+    .contains("no split criterion"));
     for f in [0.0, 1.5, f64::NAN] {
-        let m = e(OverlapTrainParams { bulk_floor: f, ..d() });
-        assert!(m.contains("bulk floor") && m.contains("outside (0, 1]"), "{m}");
+        let m = e(OverlapTrainParams {
+            bulk_floor: f,
+            ..d()
+        });
+        assert!(
+            m.contains("bulk floor") && m.contains("outside (0, 1]"),
+            "{m}"
+        );
     }
     for w in [-1.0, f64::INFINITY, f64::NAN] {
-        let m = e(OverlapTrainParams { floor_weight: w, ..d() });
+        let m = e(OverlapTrainParams {
+            floor_weight: w,
+            ..d()
+        });
         assert!(m.contains("floor weight"), "{m}");
     }
 }

@@ -161,7 +161,11 @@ pub fn check(
         }
         // push-reduce: on one GPU only until it runs reliably on more. On two H200s its checks
         // passed where it ran, but processes hung in it on a later layer or pattern, the GPUs'
-        // threads blocked inside its driver calls (not yet diagnosed); on more than two its own
+        // threads blocked inside its driver calls (not yet diagnosed; the likeliest cause, a
+        // kernel's first launch loading its module under the context's lock while the GPU waits
+        // on a peer's word that the peer's host cannot enqueue, is what AUGUR_TP_PR_FENCE
+        // rules out, not yet run: bench/results/push-reduce-h200-2026-11-30/gdb-diag.sh); on
+        // more than two its own
         // rows add the reduce kernel's sum of the peers' partials, which no run there has
         // checked.
         if matches!(pat, TpPattern::PushReduce(_)) && !checked_on(world, &[1]) {
