@@ -24,8 +24,11 @@
 //! [`LayerPlan`] runs the chosen pattern of an all-gather + GEMM or a GEMM + reduce-scatter on
 //! the caller's device buffers: planned once for a layer and a group of GPUs (one thread per
 //! GPU holding its context, communicator, GEMM plans and flags for the plan's life), then
-//! [`LayerPlan::run`] per call. `augur overlap tp` runs, checks and times every pattern on
-//! buffers of its own (`augur_kernels::cuda::gemm::tp`).
+//! [`LayerPlan::run`] per call. [`LayerPlan::measured`] plans the same way, then times the
+//! model's pick against bulk (NCCL and cuBLASLt) on the plan's GPUs and buffers and keeps the
+//! faster: a plan that never runs a layer slower than the framework's default does, for the
+//! cost of a few dozen calls at plan time. `augur overlap tp` runs, checks and times every
+//! pattern on buffers of its own (`augur_kernels::cuda::gemm::tp`).
 
 use augur_features::overlap::OverlapShape;
 use augur_kernels::cuda::gemm::tp::TpPattern;
@@ -145,6 +148,50 @@ pub fn choose_pattern(
 pub struct LayerPlan {
     choice: PatternChoice,
     plan: augur_kernels::cuda::gemm::tp::plan::TpPlan,
+    measured: Option<Measured>,
+}
+
+/// What [`LayerPlan::measured`] timed at plan time (seconds per call, the slowest GPU's
+/// median, as [`TpPlan::time`](augur_kernels::cuda::gemm::tp::plan::TpPlan::time) measures).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measured {
+    /// The model's pick.
+    pub picked: TpPattern,
+    pub picked_s: f64,
+    /// Bulk: NCCL's collective then (or after) cuBLASLt's GEMM.
+    pub bulk_s: f64,
+}
+
+impl Measured {
+    /// Whether the plan keeps the model's pick: measured no slower than bulk (a tie keeps the
+    /// pick, which the model found faster on its runs).
+    pub fn keeps_pick(&self) -> bool {
+        self.picked_s <= self.bulk_s
+    }
+
+    /// The pattern the plan runs.
+    pub fn kept(&self) -> TpPattern {
+        if self.keeps_pick() {
+            self.picked
+        } else {
+            TpPattern::Bulk
+        }
+    }
+
+    /// The note a measured plan's choice carries.
+    fn note(&self) -> String {
+        format!(
+            "measured at plan time: `{}` {:.1} us, bulk {:.1} us per call: {} kept",
+            self.picked.name(),
+            self.picked_s * 1e6,
+            self.bulk_s * 1e6,
+            if self.keeps_pick() {
+                format!("`{}`", self.picked.name())
+            } else {
+                "bulk".into()
+            }
+        )
+    }
 }
 
 impl LayerPlan {
@@ -194,7 +241,61 @@ impl LayerPlan {
         };
         // SAFETY: the caller's buffers, as this function's contract says.
         let plan = unsafe { TpPlan::new(op, ordinals, shape, dtype, choice.pattern, buffers) }?;
-        Ok(LayerPlan { choice, plan })
+        Ok(LayerPlan {
+            choice,
+            plan,
+            measured: None,
+        })
+    }
+
+    /// As [`LayerPlan::new`] with the model's pattern, then measured: unless the model picked
+    /// bulk (or fell back to it), the pick and bulk are each planned on the same GPUs and
+    /// buffers and timed as `timing` says (warm-up calls first; each call writes the layer's
+    /// outputs), and the plan keeps the faster ([`Measured::keeps_pick`]), its choice noting
+    /// both times. A plan-time cost of (warm-up + samples x batch) calls of each, and both
+    /// plans' set-up.
+    ///
+    /// # Safety
+    /// As [`LayerPlan::new`]; the buffers' contents are overwritten by the timed calls.
+    pub unsafe fn measured(
+        model: &OverlapModel,
+        op: augur_features::overlap::OverlapOp,
+        ordinals: &[usize],
+        shape: augur_kernels::gemm::GemmShape,
+        dtype: augur_features::attention::Dtype,
+        buffers: &[augur_kernels::cuda::gemm::tp::plan::TpBuffers],
+        timing: augur_kernels::cuda::gemm::tp::TpTiming,
+    ) -> Result<LayerPlan, AugurError> {
+        use augur_kernels::cuda::gemm::tp::plan::TpPlan;
+        // SAFETY: the caller's buffers, as this function's contract says.
+        let mut plan = unsafe { Self::new(model, op, ordinals, shape, dtype, None, buffers) }?;
+        if plan.choice.pattern == TpPattern::Bulk {
+            plan.choice
+                .notes
+                .push("not measured: the model's pattern is bulk".into());
+            return Ok(plan);
+        }
+        let picked_s = plan.plan.time(timing)?;
+        // SAFETY: as above; the pick's plan is not run while this one is.
+        let bulk = unsafe { TpPlan::new(op, ordinals, shape, dtype, TpPattern::Bulk, buffers) }?;
+        let m = Measured {
+            picked: plan.choice.pattern,
+            picked_s,
+            bulk_s: bulk.time(timing)?,
+        };
+        if !m.keeps_pick() {
+            plan.plan = bulk;
+            plan.choice.pattern = TpPattern::Bulk;
+        }
+        plan.choice.notes.push(m.note());
+        plan.measured = Some(m);
+        Ok(plan)
+    }
+
+    /// What [`LayerPlan::measured`] timed (None for a plan made by [`LayerPlan::new`], or one
+    /// whose model picked bulk).
+    pub fn measurement(&self) -> Option<Measured> {
+        self.measured
     }
 
     /// Run the layer `calls` times on every GPU; returns once all have finished.
@@ -222,6 +323,65 @@ impl AsRef<augur_kernels::cuda::gemm::tp::plan::TpPlan> for LayerPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_measured_plan_keeps_the_faster_and_says_so() {
+        let m = |picked_s: f64, bulk_s: f64| Measured {
+            picked: TpPattern::FusedReduce { sms: 0, splits: 1 },
+            picked_s,
+            bulk_s,
+        };
+        let slower = m(110e-6, 100e-6);
+        assert!(!slower.keeps_pick());
+        assert_eq!(slower.kept(), TpPattern::Bulk);
+        assert_eq!(
+            slower.note(),
+            "measured at plan time: `fused-reduce:0` 110.0 us, bulk 100.0 us per call: bulk kept"
+        );
+        let faster = m(80e-6, 100e-6);
+        assert!(faster.keeps_pick());
+        assert_eq!(faster.kept(), faster.picked);
+        assert!(
+            faster.note().ends_with("`fused-reduce:0` kept"),
+            "{}",
+            faster.note()
+        );
+        // A tie keeps the model's pick.
+        assert!(m(100e-6, 100e-6).keeps_pick());
+    }
+
+    #[test]
+    fn a_measured_plan_without_a_gpu_says_so() {
+        if augur_kernels::cuda::available().is_ok_and(|n| n >= 2) {
+            return;
+        }
+        let model = crate::defaults::overlap_model().unwrap();
+        let shape = augur_kernels::gemm::GemmShape {
+            m: 4096,
+            n: 8192,
+            k: 8192,
+        };
+        // SAFETY: no buffers are touched: the plan fails before any GPU work.
+        let e = unsafe {
+            LayerPlan::measured(
+                &model,
+                augur_features::overlap::OverlapOp::GemmReduceScatter,
+                &[0, 1],
+                shape,
+                augur_features::attention::Dtype::Bf16,
+                &[],
+                Default::default(),
+            )
+        }
+        .unwrap_err()
+        .to_string();
+        // Here: "backend `cuda` is not available: no CUDA device: ... (libcuda.so) is not
+        // installed"; on a machine of one GPU, the group's second is missing.
+        assert!(
+            e.contains("not available") || e.contains("GPU") || e.contains("device"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn the_built_in_model_picks_by_shape_and_says_why() {

@@ -90,7 +90,8 @@ pub enum OverlapCommand {
     /// poisoned; timed as `tp` times the patterns,
     /// with the harness's own run of the same pattern beside it. CSV on stdout (microseconds
     /// per call, the slowest GPU's median; the plan's time over the harness's; the model's path
-    /// and notes). Exits non-zero on a failed check.
+    /// and notes). With --measure, the plan times the model's pick against bulk as it is made
+    /// and keeps the faster (`LayerPlan::measured`). Exits non-zero on a failed check.
     Run(OverlapRunArgs),
 }
 

@@ -28,8 +28,13 @@ pub struct OverlapRunArgs {
     #[arg(long, default_value = "default-overlap")]
     model: String,
     /// Run this pattern instead of the model's.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "measure")]
     pattern: Option<String>,
+    /// Plan with `LayerPlan::measured`: the model's pick and bulk each timed at plan time (as
+    /// the timing options say), the faster kept; its `chosen` column `measured`, both times in
+    /// `why`.
+    #[arg(long)]
+    measure: bool,
     #[command(flatten)]
     timing: TpTiming,
 }
@@ -179,17 +184,23 @@ pub(super) fn run_plan(a: OverlapRunArgs) -> anyhow::Result<ExitCode> {
     for shape in shapes {
         let p = GemmProblem::random(shape, dtype, a.timing.seed)?;
         let mut choice = None;
+        let timing = a.timing.timing();
         let make = |bufs: &[augur_kernels::cuda::gemm::tp::plan::TpBuffers]| {
+            use augur::overlap::LayerPlan;
             // SAFETY: the check's buffers: cuMemAlloc'd on each GPU, of the sizes TpBuffers
-            // gives for the operation, live until the plan is dropped.
+            // gives for the operation, live until the plan is dropped (a measured plan's timed
+            // calls run on them first; the check writes its inputs and poison after).
             let plan = unsafe {
-                augur::overlap::LayerPlan::new(&model, op, &ordinals, shape, dtype, given, bufs)
+                if a.measure {
+                    LayerPlan::measured(&model, op, &ordinals, shape, dtype, bufs, timing)
+                } else {
+                    LayerPlan::new(&model, op, &ordinals, shape, dtype, given, bufs)
+                }
             }
             .map_err(|e| KernelError::Invalid(format!("{e}")))?;
             choice = Some(plan.choice().clone());
             Ok(plan)
         };
-        let timing = a.timing.timing();
         let planned = match op {
             TpOp::AllGatherGemm => check_all_gather_gemm(&ordinals, &p, timing, make)?,
             TpOp::GemmReduceScatter => check_gemm_reduce_scatter(&ordinals, &p, timing, make)?,
@@ -219,7 +230,13 @@ pub(super) fn run_plan(a: OverlapRunArgs) -> anyhow::Result<ExitCode> {
             shape.n,
             shape.k,
             planned.pattern.name(),
-            if given.is_some() { "given" } else { "model" },
+            if given.is_some() {
+                "given"
+            } else if a.measure {
+                "measured"
+            } else {
+                "model"
+            },
             planned.per_call_s * 1e6,
             h * 1e6,
             planned.per_call_s / h,

@@ -571,8 +571,11 @@ fn checked_plan<P: AsRef<TpPlan>>(
     checked: impl Fn(TpPattern) -> Result<f64, KernelError>,
     timing: super::TpTiming,
 ) -> Result<super::TpResult, KernelError> {
-    prepare()?;
     let made = make(addresses)?;
+    // Inputs and poison after the plan is made: a plan that runs calls as it is made
+    // (`augur::overlap::LayerPlan::measured` times its candidates) must not leave the outputs
+    // the check reads already written.
+    prepare()?;
     let plan = made.as_ref();
     plan.run(1)?;
     let first = checked(plan.pattern())?;
