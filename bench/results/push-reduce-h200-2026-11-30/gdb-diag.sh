@@ -11,7 +11,8 @@
 # GPU while that GPU waits on a peer's not-yet-enqueued work), and with AUGUR_TP_PR_SERIAL
 # (one thread enqueues a call at a time: if it runs, two threads' driver calls blocking each
 # other). Never both: a thread holding the lock would wait at the fence (60 s, then an
-# error). A known mechanism fits the first (found in the thirty-fourth session, which had no
+# error). Since the thirty-fourth session the fence is push-reduce's default on more than one
+# GPU: the cases without it set AUGUR_TP_PR_FENCE=0. A known mechanism fits the first (found in the thirty-fourth session, which had no
 # machine): under lazy loading (CUDA's default) a kernel's first launch loads its module under
 # the context's lock and waits there for the GPU's queued work to drain, and every other
 # thread's call on that context waits behind the lock (meta-pytorch/torchcomms pull request
@@ -73,13 +74,13 @@ timeout 150 "${A[@]}" --patterns bulk,fused-reduce:0,pc-reduce:2:16,push-reduce:
 echo "compile rc=$? $((SECONDS - T0)) s"
 P=bulk,push-reduce:1,push-reduce:2,push-reduce:4
 W="AUGUR_TP_WARM_PLANS=1"
-gdbrun warm 30 "$W" "${A[@]}" --patterns $P 1000,5120,5120
+gdbrun warm 30 "$W AUGUR_TP_PR_FENCE=0" "${A[@]}" --patterns $P 1000,5120,5120
 gdbrun warm-fence 30 "$W AUGUR_TP_PR_FENCE=1" "${A[@]}" --patterns $P 1000,5120,5120
 # shellcheck disable=SC2086
 gdbrun six-fence 45 "AUGUR_TP_PR_FENCE=1" "${A[@]}" --patterns push-reduce:2 $L6
 # shellcheck disable=SC2086
-gdbrun six 45 "" "${A[@]}" --patterns push-reduce:2 $L6
-gdbrun warm-serial 30 "$W AUGUR_TP_PR_SERIAL=1" "${A[@]}" --patterns $P 1000,5120,5120
+gdbrun six 45 "AUGUR_TP_PR_FENCE=0" "${A[@]}" --patterns push-reduce:2 $L6
+gdbrun warm-serial 30 "$W AUGUR_TP_PR_FENCE=0 AUGUR_TP_PR_SERIAL=1" "${A[@]}" --patterns $P 1000,5120,5120
 # shellcheck disable=SC2086
-gdbrun six-serial 45 "AUGUR_TP_PR_SERIAL=1" "${A[@]}" --patterns push-reduce:2 $L6
+gdbrun six-serial 45 "AUGUR_TP_PR_FENCE=0 AUGUR_TP_PR_SERIAL=1" "${A[@]}" --patterns push-reduce:2 $L6
 (cd "$OUT" && tar czf /tmp/gdb-diag.tgz . && rm -rf ./* && mv /tmp/gdb-diag.tgz .)

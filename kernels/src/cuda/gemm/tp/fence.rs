@@ -1,6 +1,7 @@
 //! The GPUs' threads meeting on the host, bounded: a [`Fence`] returns an error rather than wait
 //! for good when a peer's thread does not come (it failed, or it is itself blocked), as every
-//! other wait of the harness does. `push-reduce` meets on one under `AUGUR_TP_PR_FENCE` (rs.rs).
+//! other wait of the harness does. `push-reduce` meets on one twice a call on more than one GPU
+//! (rs/copies.rs; `AUGUR_TP_PR_FENCE=0` leaves it out).
 
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};

@@ -166,8 +166,8 @@ pub fn check(
         // passed where it ran, but processes hung in it on a later layer or pattern, the GPUs'
         // threads blocked inside its driver calls (not yet diagnosed; the likeliest cause, a
         // kernel's first launch loading its module under the context's lock while the GPU waits
-        // on a peer's word that the peer's host cannot enqueue, is what AUGUR_TP_PR_FENCE
-        // rules out, not yet run: bench/results/push-reduce-h200-2026-11-30/gdb-diag.sh); on
+        // on a peer's word that the peer's host cannot enqueue, is what the threads' meetings,
+        // on by default since, rule out; not yet run: push-reduce-h200-2026-11-30/gdb-diag.sh); on
         // more than two its own
         // rows add the reduce kernel's sum of the peers' partials, which no run there has
         // checked.
@@ -299,7 +299,7 @@ pub(super) struct Gpu {
     hold: Arc<hold::Hold>,
     hold_word: Result<u64, String>,
     held: std::sync::atomic::AtomicU32,
-    /// The group's threads' meeting on the host (a diagnostic's: `AUGUR_TP_PR_FENCE`).
+    /// The group's threads' meeting on the host (`push-reduce`'s, rs/copies.rs).
     threads: Arc<fence::Fence>,
 }
 

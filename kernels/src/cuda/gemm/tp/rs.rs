@@ -36,7 +36,9 @@
 //!   transfers hide behind the GEMMs of later pieces while the link keeps up. On more than one
 //!   GPU only with `AUGUR_TP_UNVERIFIED` set: on two H200s its checks passed where it ran, but
 //!   processes hung in it on a later layer or pattern, both GPUs' threads blocked inside the
-//!   call's driver calls (not diagnosed, `bench/results/push-reduce-h200-2026-11-30/`).
+//!   call's driver calls (not diagnosed, `bench/results/push-reduce-h200-2026-11-30/`); the
+//!   GPUs' threads now meet twice a call (rs/copies.rs), against the likeliest cause, not yet
+//!   run.
 //! - `fused-reduce:S`: one launch of augur's TMA GEMM (gemm_fused.cu's `gemm_tma_rs_*`) per GPU
 //!   with no partial product of its own: each half-tile is stored straight into the staging slot of
 //!   this GPU at the GPU owning its rows (the tensor-memory unit through a map per owner, built at

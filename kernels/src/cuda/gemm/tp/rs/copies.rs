@@ -17,13 +17,17 @@ pub(super) struct PushDiagnostics {
     wait_via_comm: bool,
     /// AUGUR_TP_PR_SERIAL: one GPU's thread at a time enqueues a call (a process-wide lock held
     /// over the whole enqueue): whether the hang is two threads' driver calls blocking each
-    /// other.
+    /// other. Leaves the meetings below out.
     serial: bool,
-    /// AUGUR_TP_PR_FENCE: the GPUs' threads meet (a host barrier) once each has enqueued its
-    /// call's ready words, and again once each has enqueued its pushes, so that no GPU waits on
-    /// a word whose writer a peer's host has not yet enqueued while this host makes a call that
-    /// may wait for its GPU (a kernel's first launch under lazy loading). Bounded (60 s, an
-    /// error naming the GPU), as the harness's GPU waits are.
+    /// The GPUs' threads meet (a host barrier) once each has enqueued its call's ready words,
+    /// and again once each has enqueued its pushes, so that no GPU waits on a word whose writer
+    /// a peer's host has not yet enqueued while this host makes a call that may wait for its
+    /// GPU: a kernel's first launch under lazy loading loads its module under the context's
+    /// lock and waits there for the GPU to drain, and a peer's push into this GPU's memory may
+    /// need that lock (the likeliest cause of the hang on two H200s, not yet confirmed: see
+    /// `tp::check`). On by default on more than one GPU since the thirty-fourth session;
+    /// AUGUR_TP_PR_FENCE=0 leaves it out (a diagnostic: the hang's cases as they were). Bounded
+    /// (60 s, an error naming the GPU), as the harness's GPU waits are.
     fence: bool,
 }
 
@@ -32,10 +36,13 @@ static PR_SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 impl PushDiagnostics {
     pub(super) fn from_env() -> PushDiagnostics {
+        let serial = std::env::var_os("AUGUR_TP_PR_SERIAL").is_some();
         PushDiagnostics {
             wait_via_comm: std::env::var("AUGUR_TP_PR_WAIT").is_ok_and(|v| v == "comm"),
-            serial: std::env::var_os("AUGUR_TP_PR_SERIAL").is_some(),
-            fence: std::env::var_os("AUGUR_TP_PR_FENCE").is_some(),
+            serial,
+            // Never with the lock: its holder would wait at the fence for the others, which
+            // wait for the lock.
+            fence: !serial && std::env::var("AUGUR_TP_PR_FENCE").map_or(true, |v| v != "0"),
         }
     }
 }
