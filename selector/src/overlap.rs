@@ -253,7 +253,8 @@ impl LayerPlan {
     /// buffers and timed as `timing` says (warm-up calls first; each call writes the layer's
     /// outputs), and the plan keeps the faster ([`Measured::keeps_pick`]), its choice noting
     /// both times. A plan-time cost of (warm-up + samples x batch) calls of each, and both
-    /// plans' set-up.
+    /// plans' set-up. Where bulk cannot be planned or timed, the pick stays, noted; an error
+    /// of the pick's own plan or timing is the call's.
     ///
     /// # Safety
     /// As [`LayerPlan::new`]; the buffers' contents are overwritten by the timed calls.
@@ -277,11 +278,22 @@ impl LayerPlan {
         }
         let picked_s = plan.plan.time(timing)?;
         // SAFETY: as above; the pick's plan is not run while this one is.
-        let bulk = unsafe { TpPlan::new(op, ordinals, shape, dtype, TpPattern::Bulk, buffers) }?;
+        let bulk = unsafe { TpPlan::new(op, ordinals, shape, dtype, TpPattern::Bulk, buffers) }
+            .and_then(|b| b.time(timing).map(|t| (b, t)));
+        let (bulk, bulk_s) = match bulk {
+            Ok(b) => b,
+            Err(e) => {
+                // The pick planned and ran: it stays, unmeasured against bulk.
+                plan.choice
+                    .notes
+                    .push(format!("not measured: bulk could not be planned or timed ({e})"));
+                return Ok(plan);
+            }
+        };
         let m = Measured {
             picked: plan.choice.pattern,
             picked_s,
-            bulk_s: bulk.time(timing)?,
+            bulk_s,
         };
         if !m.keeps_pick() {
             plan.plan = bulk;
