@@ -284,9 +284,9 @@ impl LayerPlan {
             Ok(b) => b,
             Err(e) => {
                 // The pick planned and ran: it stays, unmeasured against bulk.
-                plan.choice
-                    .notes
-                    .push(format!("not measured: bulk could not be planned or timed ({e})"));
+                plan.choice.notes.push(format!(
+                    "not measured: bulk could not be planned or timed ({e})"
+                ));
                 return Ok(plan);
             }
         };
