@@ -55,6 +55,10 @@ pub struct PatternChoice {
     /// Anything worth saying (a model for another GPU or group size, a pick this build does not
     /// know).
     pub notes: Vec<String>,
+    /// How sure: the model's training layers that reach the pick's leaf, and the pick's mean
+    /// regret on them (its time over their fastest pattern's, less 1). None for a pattern given,
+    /// not chosen, or a leaf without that record.
+    pub evidence: Option<(usize, f64)>,
 }
 
 /// The pattern `model` picks for `shape`, with its path; `device` is the GPUs' name (a model
@@ -108,6 +112,7 @@ pub fn choose_pattern(
         n: shape.n,
         k: shape.k,
     };
+    let mut evidence = model.leaf_evidence(shape);
     let pattern = match TpPattern::parse(name) {
         Ok(p) if p.applies(shape.op) => {
             // A pick the layer's cut or GPU count does not allow (a chunked one needs rows that
@@ -118,6 +123,7 @@ pub fn choose_pattern(
                     notes.push(format!(
                         "the model picked `{name}`, which cannot run here ({e}): bulk instead"
                     ));
+                    evidence = None;
                     TpPattern::Bulk
                 }
             }
@@ -127,6 +133,7 @@ pub fn choose_pattern(
                 "the model picked `{name}`, which this augur cannot run for {}: bulk instead",
                 shape.op.name()
             ));
+            evidence = None;
             TpPattern::Bulk
         }
     };
@@ -139,6 +146,7 @@ pub fn choose_pattern(
         pattern,
         path,
         notes,
+        evidence,
     })
 }
 
@@ -236,6 +244,7 @@ impl LayerPlan {
                 pattern: p,
                 path: Vec::new(),
                 notes: vec![format!("pattern {} given, not chosen", p.name())],
+                evidence: None,
             },
             None => choose_pattern(model, &layer, &dev.name)?,
         };
@@ -298,6 +307,8 @@ impl LayerPlan {
         if !m.keeps_pick() {
             plan.plan = bulk;
             plan.choice.pattern = TpPattern::Bulk;
+            // The leaf's record was the pick's.
+            plan.choice.evidence = None;
         }
         plan.choice.notes.push(m.note());
         plan.measured = Some(m);
@@ -412,6 +423,12 @@ mod tests {
             "{c:?}"
         );
         assert!(!c.path.is_empty() && c.notes.is_empty(), "{c:?}");
+        // How sure: the training layers at its leaf, the pick's mean regret there.
+        assert!(
+            c.evidence
+                .is_some_and(|(n, r)| n > 0 && (0.0..0.5).contains(&r)),
+            "{c:?}"
+        );
         let small = shape("overlap:op=all-gather,m=16,n=6144,k=4096,world=4");
         let c = choose_pattern(&model, &small, "NVIDIA H200").unwrap();
         assert!(
@@ -454,6 +471,8 @@ mod tests {
         // Its pick there, `fused-all`, is refused on four GPUs (unverified): bulk, noted.
         if std::env::var_os("AUGUR_TP_UNVERIFIED").is_none() {
             assert_eq!(c.pattern, TpPattern::Bulk, "{c:?}");
+            // The leaf's record is the refused pick's, not bulk's.
+            assert_eq!(c.evidence, None, "{c:?}");
             assert!(
                 c.notes
                     .iter()

@@ -417,6 +417,14 @@ fn plan(a: OverlapPlanArgs) -> anyhow::Result<ExitCode> {
             for step in &c.path {
                 println!("    {step}");
             }
+            if let Some((layers, regret)) = c.evidence {
+                println!(
+                    "    leaf: {layers} training layers, {} {:.2}% slower than their fastest on \
+                     average",
+                    c.pattern.name(),
+                    regret * 100.0
+                );
+            }
             for note in &c.notes {
                 println!("    note: {note}");
             }

@@ -71,6 +71,12 @@ fn overlap_plan_picks_and_explains_without_a_gpu() {
     );
     // The path: each GPU's shard of the 16-token layer under the trees' threshold.
     assert!(o.contains("    shard_bytes = 32768 < "), "{o}");
+    // How sure: the training layers at the pick's leaf and its mean regret there.
+    assert!(
+        o.lines()
+            .any(|l| l.starts_with("    leaf: ") && l.contains(" training layers, ll-bulk ")),
+        "{o}"
+    );
     let out = augur(&["overlap", "plan", "--gpus", "4", "8190,6144,4096"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(

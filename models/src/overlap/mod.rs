@@ -410,6 +410,22 @@ impl OverlapModel {
         Some(&t.patterns[t.tree.predict(&x_of(shape, &t.features)?)])
     }
 
+    /// The evidence behind the pick for `shape`: the training layers that reach its leaf, and
+    /// the pick's mean regret on them (its time over the fastest pattern's, less 1). None
+    /// without a tree for the layer, or for a leaf no training layer reached.
+    pub fn leaf_evidence(&self, shape: &OverlapShape) -> Option<(usize, f64)> {
+        let t = self.tree_for(shape.op, shape.world_size)?;
+        let x = x_of(shape, &t.features)?;
+        match t.tree.nodes[t.tree.leaf(&x)] {
+            crate::tree::Node::Leaf {
+                samples,
+                mean_regret,
+                ..
+            } if samples > 0 => Some((samples, mean_regret)),
+            _ => None,
+        }
+    }
+
     /// Why: (input, value, threshold, went left) per split on the layer's path.
     pub fn path(&self, shape: &OverlapShape) -> Vec<(String, f64, f64, bool)> {
         let Some(t) = self.tree_for(shape.op, shape.world_size) else {
