@@ -163,7 +163,7 @@ pub struct LayerPlan {
 /// median, as [`TpPlan::time`](augur_kernels::cuda::gemm::tp::plan::TpPlan::time) measures).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Measured {
-    /// The model's pick.
+    /// The model's pick (or the pattern given).
     pub picked: TpPattern,
     pub picked_s: f64,
     /// Bulk: NCCL's collective then (or after) cuBLASLt's GEMM.
@@ -171,8 +171,8 @@ pub struct Measured {
 }
 
 impl Measured {
-    /// Whether the plan keeps the model's pick: measured no slower than bulk (a tie keeps the
-    /// pick, which the model found faster on its runs).
+    /// Whether the plan keeps the pick: measured no slower than bulk (a tie keeps the pick,
+    /// which the model found faster on its runs, or the caller named).
     pub fn keeps_pick(&self) -> bool {
         self.picked_s <= self.bulk_s
     }
@@ -257,8 +257,8 @@ impl LayerPlan {
         })
     }
 
-    /// As [`LayerPlan::new`] with the model's pattern, then measured: unless the model picked
-    /// bulk (or fell back to it), the pick and bulk are each planned on the same GPUs and
+    /// As [`LayerPlan::new`] (the model's pattern, or `pattern` when given), then measured:
+    /// unless the pattern is bulk (or fell back to it), it and bulk are each planned on the same GPUs and
     /// buffers and timed as `timing` says (warm-up calls first; each call writes the layer's
     /// outputs), and the plan keeps the faster ([`Measured::keeps_pick`]), its choice noting
     /// both times. A plan-time cost of (warm-up + samples x batch) calls of each, and both
@@ -267,22 +267,24 @@ impl LayerPlan {
     ///
     /// # Safety
     /// As [`LayerPlan::new`]; the buffers' contents are overwritten by the timed calls.
+    #[allow(clippy::too_many_arguments)] // LayerPlan::new's seven, and the timing
     pub unsafe fn measured(
         model: &OverlapModel,
         op: augur_features::overlap::OverlapOp,
         ordinals: &[usize],
         shape: augur_kernels::gemm::GemmShape,
         dtype: augur_features::attention::Dtype,
+        pattern: Option<TpPattern>,
         buffers: &[augur_kernels::cuda::gemm::tp::plan::TpBuffers],
         timing: augur_kernels::cuda::gemm::tp::TpTiming,
     ) -> Result<LayerPlan, AugurError> {
         use augur_kernels::cuda::gemm::tp::plan::TpPlan;
         // SAFETY: the caller's buffers, as this function's contract says.
-        let mut plan = unsafe { Self::new(model, op, ordinals, shape, dtype, None, buffers) }?;
+        let mut plan = unsafe { Self::new(model, op, ordinals, shape, dtype, pattern, buffers) }?;
         if plan.choice.pattern == TpPattern::Bulk {
             plan.choice
                 .notes
-                .push("not measured: the model's pattern is bulk".into());
+                .push("not measured: the pattern is bulk".into());
             return Ok(plan);
         }
         let picked_s = plan.plan.time(timing)?;
@@ -392,6 +394,7 @@ mod tests {
                 &[0, 1],
                 shape,
                 augur_features::attention::Dtype::Bf16,
+                None,
                 &[],
                 Default::default(),
             )

@@ -27,12 +27,13 @@ pub struct OverlapRunArgs {
     /// An overlap model file, or `default-overlap` (the built-in one).
     #[arg(long, default_value = "default-overlap")]
     model: String,
-    /// Run this pattern instead of the model's.
-    #[arg(long, conflicts_with = "measure")]
+    /// Run this pattern instead of the model's (the only way on one GPU, for which there is no
+    /// model's pick).
+    #[arg(long)]
     pattern: Option<String>,
-    /// Plan with `LayerPlan::measured`: the model's pick and bulk each timed at plan time (as
-    /// the timing options say), the faster kept; its `chosen` column `measured`, both times in
-    /// `why`.
+    /// Plan with `LayerPlan::measured`: the model's pick (or --pattern) and bulk each timed at
+    /// plan time (as the timing options say), the faster kept; its `chosen` column `measured`
+    /// (`given+measured` with --pattern), both times in `why`.
     #[arg(long)]
     measure: bool,
     #[command(flatten)]
@@ -192,7 +193,7 @@ pub(super) fn run_plan(a: OverlapRunArgs) -> anyhow::Result<ExitCode> {
             // calls run on them first; the check writes its inputs and poison after).
             let plan = unsafe {
                 if a.measure {
-                    LayerPlan::measured(&model, op, &ordinals, shape, dtype, bufs, timing)
+                    LayerPlan::measured(&model, op, &ordinals, shape, dtype, given, bufs, timing)
                 } else {
                     LayerPlan::new(&model, op, &ordinals, shape, dtype, given, bufs)
                 }
@@ -230,12 +231,11 @@ pub(super) fn run_plan(a: OverlapRunArgs) -> anyhow::Result<ExitCode> {
             shape.n,
             shape.k,
             planned.pattern.name(),
-            if given.is_some() {
-                "given"
-            } else if a.measure {
-                "measured"
-            } else {
-                "model"
+            match (given.is_some(), a.measure) {
+                (true, true) => "given+measured",
+                (true, false) => "given",
+                (false, true) => "measured",
+                (false, false) => "model",
             },
             planned.per_call_s * 1e6,
             h * 1e6,
