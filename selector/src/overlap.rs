@@ -24,9 +24,8 @@
 //! [`LayerPlan`] runs the chosen pattern of an all-gather + GEMM or a GEMM + reduce-scatter on
 //! the caller's device buffers: planned once for a layer and a group of GPUs (one thread per
 //! GPU holding its context, communicator, GEMM plans and flags for the plan's life), then
-//! [`LayerPlan::run`] per call. [`LayerPlan::measured`] plans the same way, then times the
-//! model's pick against bulk (NCCL and cuBLASLt) on the plan's GPUs and buffers and keeps the
-//! faster: a plan that never runs a layer slower than the framework's default does, for the
+//! [`LayerPlan::run`] per call. [`LayerPlan::measured`] then times the plan's pattern against
+//! bulk (NCCL and cuBLASLt) on the plan's GPUs and buffers and keeps the faster: a plan that never runs a layer slower than the framework's default does, for the
 //! cost of a few dozen calls at plan time. `augur overlap tp` runs, checks and times every
 //! pattern on buffers of its own (`augur_kernels::cuda::gemm::tp`).
 
@@ -257,30 +256,18 @@ impl LayerPlan {
         })
     }
 
-    /// As [`LayerPlan::new`] (the model's pattern, or `pattern` when given), then measured:
-    /// unless the pattern is bulk (or fell back to it), it and bulk are each planned on the same GPUs and
-    /// buffers and timed as `timing` says (warm-up calls first; each call writes the layer's
-    /// outputs), and the plan keeps the faster ([`Measured::keeps_pick`]), its choice noting
-    /// both times. A plan-time cost of (warm-up + samples x batch) calls of each, and both
-    /// plans' set-up. Where bulk cannot be planned or timed, the pick stays, noted; an error
-    /// of the pick's own plan or timing is the call's.
-    ///
-    /// # Safety
-    /// As [`LayerPlan::new`]; the buffers' contents are overwritten by the timed calls.
-    #[allow(clippy::too_many_arguments)] // LayerPlan::new's seven, and the timing
-    pub unsafe fn measured(
-        model: &OverlapModel,
-        op: augur_features::overlap::OverlapOp,
-        ordinals: &[usize],
-        shape: augur_kernels::gemm::GemmShape,
-        dtype: augur_features::attention::Dtype,
-        pattern: Option<TpPattern>,
-        buffers: &[augur_kernels::cuda::gemm::tp::plan::TpBuffers],
+    /// This plan, measured: unless its pattern is bulk (chosen, given, or fallen back to), it
+    /// and bulk (a second plan on the same GPUs and buffers) are each timed as `timing` says
+    /// (warm-up calls first; each call writes the layer's outputs), and the plan keeps the
+    /// faster ([`Measured::keeps_pick`]), its choice noting both times. A plan-time cost of
+    /// (warm-up + samples x batch) calls of each and bulk's set-up. Where bulk cannot be
+    /// planned or timed, the pattern stays, noted; an error timing the pattern itself is the
+    /// call's. The buffers' contents are overwritten by the timed calls.
+    pub fn measured(
+        self,
         timing: augur_kernels::cuda::gemm::tp::TpTiming,
     ) -> Result<LayerPlan, AugurError> {
-        use augur_kernels::cuda::gemm::tp::plan::TpPlan;
-        // SAFETY: the caller's buffers, as this function's contract says.
-        let mut plan = unsafe { Self::new(model, op, ordinals, shape, dtype, pattern, buffers) }?;
+        let mut plan = self;
         if plan.choice.pattern == TpPattern::Bulk {
             plan.choice
                 .notes
@@ -288,8 +275,10 @@ impl LayerPlan {
             return Ok(plan);
         }
         let picked_s = plan.plan.time(timing)?;
-        // SAFETY: as above; the pick's plan is not run while this one is.
-        let bulk = unsafe { TpPlan::new(op, ordinals, shape, dtype, TpPattern::Bulk, buffers) }
+        // SAFETY: the buffers `LayerPlan::new`'s caller promised live until this plan is
+        // dropped; the bulk plan replaces the pattern's (dropped then) or is dropped here, and
+        // the two never run at once.
+        let bulk = unsafe { plan.plan.with_pattern(TpPattern::Bulk) }
             .and_then(|b| b.time(timing).map(|t| (b, t)));
         let (bulk, bulk_s) = match bulk {
             Ok(b) => b,
@@ -373,40 +362,6 @@ mod tests {
         );
         // A tie keeps the model's pick.
         assert!(m(100e-6, 100e-6).keeps_pick());
-    }
-
-    #[test]
-    fn a_measured_plan_without_a_gpu_says_so() {
-        if augur_kernels::cuda::available().is_ok_and(|n| n >= 2) {
-            return;
-        }
-        let model = crate::defaults::overlap_model().unwrap();
-        let shape = augur_kernels::gemm::GemmShape {
-            m: 4096,
-            n: 8192,
-            k: 8192,
-        };
-        // SAFETY: no buffers are touched: the plan fails before any GPU work.
-        let e = unsafe {
-            LayerPlan::measured(
-                &model,
-                augur_features::overlap::OverlapOp::GemmReduceScatter,
-                &[0, 1],
-                shape,
-                augur_features::attention::Dtype::Bf16,
-                None,
-                &[],
-                Default::default(),
-            )
-        }
-        .unwrap_err()
-        .to_string();
-        // Here: "backend `cuda` is not available: no CUDA device: ... (libcuda.so) is not
-        // installed"; on a machine of one GPU, the group's second is missing.
-        assert!(
-            e.contains("not available") || e.contains("GPU") || e.contains("device"),
-            "{e}"
-        );
     }
 
     #[test]

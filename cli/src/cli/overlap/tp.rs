@@ -191,14 +191,9 @@ pub(super) fn run_plan(a: OverlapRunArgs) -> anyhow::Result<ExitCode> {
             // SAFETY: the check's buffers: cuMemAlloc'd on each GPU, of the sizes TpBuffers
             // gives for the operation, live until the plan is dropped (a measured plan's timed
             // calls run on them first; the check writes its inputs and poison after).
-            let plan = unsafe {
-                if a.measure {
-                    LayerPlan::measured(&model, op, &ordinals, shape, dtype, given, bufs, timing)
-                } else {
-                    LayerPlan::new(&model, op, &ordinals, shape, dtype, given, bufs)
-                }
-            }
-            .map_err(|e| KernelError::Invalid(format!("{e}")))?;
+            let plan = unsafe { LayerPlan::new(&model, op, &ordinals, shape, dtype, given, bufs) }
+                .and_then(|p| if a.measure { p.measured(timing) } else { Ok(p) })
+                .map_err(|e| KernelError::Invalid(format!("{e}")))?;
             choice = Some(plan.choice().clone());
             Ok(plan)
         };

@@ -79,8 +79,11 @@ struct Worker {
 pub struct TpPlan {
     op: TpOp,
     shape: GemmShape,
+    dtype: augur_features::attention::Dtype,
     pattern: TpPattern,
     ordinals: Vec<usize>,
+    /// The caller's buffers, by rank (live until the plan is dropped: `new`'s contract).
+    buffers: Vec<TpBuffers>,
     workers: Vec<Worker>,
 }
 
@@ -251,8 +254,10 @@ impl TpPlan {
         let plan = TpPlan {
             op,
             shape,
+            dtype,
             pattern,
             ordinals: ordinals_v,
+            buffers: buffers.to_vec(),
             workers,
         };
         plan.replies().map(|_| plan)
@@ -309,6 +314,31 @@ impl TpPlan {
 
     pub fn gpus(&self) -> &[usize] {
         &self.ordinals
+    }
+
+    pub fn dtype(&self) -> augur_features::attention::Dtype {
+        self.dtype
+    }
+
+    /// The same layer, GPUs and buffers with another pattern: a second plan on this one's
+    /// buffers (run one of the two at a time; the buffers must stay live until both are
+    /// dropped, as `new`'s contract already asks of this one's).
+    ///
+    /// # Safety
+    /// As [`TpPlan::new`], for the buffers this plan was made on, until the new plan is dropped
+    /// too.
+    pub unsafe fn with_pattern(&self, pattern: TpPattern) -> Result<TpPlan, KernelError> {
+        // SAFETY: this plan's buffers, under the caller's promise above.
+        unsafe {
+            TpPlan::new(
+                self.op,
+                &self.ordinals,
+                self.shape,
+                self.dtype,
+                pattern,
+                &self.buffers,
+            )
+        }
     }
 }
 
