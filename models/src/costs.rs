@@ -99,24 +99,11 @@ pub(crate) fn fit_costs(
     Ok(t)
 }
 
-/// The depth (1..=max_depth) with the best geomean oracle / selected over `folds` folds, the
-/// groups sorted and dealt round-robin; a deeper tree must beat a shallower one by 0.1%.
-/// Returns (depth, its cross-validated oracle ratio).
+/// The depth (1..=max_depth) with the best geomean oracle / selected over `folds` folds
+/// ([`cv_picks`], Gini splits); a deeper tree must beat a shallower one by 0.1%. Returns
+/// (depth, its cross-validated oracle ratio).
 pub(crate) fn cv_depth(
     train: &[&CostSample],
-    max_depth: usize,
-    folds: usize,
-    leaf: f32,
-) -> Result<(usize, f64), ModelError> {
-    cv_depth_scored(train, train, max_depth, folds, leaf)
-}
-
-/// [`cv_depth`] with the held-out folds scored on `truth` (`truth[i]` the same input as
-/// `train[i]`, its costs as measured, where `train`'s may be relabelled).
-/// Returns (depth, its cross-validated oracle ratio).
-pub(crate) fn cv_depth_scored(
-    train: &[&CostSample],
-    truth: &[&CostSample],
     max_depth: usize,
     folds: usize,
     leaf: f32,
@@ -127,7 +114,7 @@ pub(crate) fn cv_depth_scored(
         let score = geomean(
             picks
                 .iter()
-                .map(|&(i, c)| truth[i].costs[truth[i].best] / truth[i].costs[c]),
+                .map(|&(i, c)| train[i].costs[train[i].best] / train[i].costs[c]),
         );
         if score > best.1 + 1e-3 {
             best = (depth, score);

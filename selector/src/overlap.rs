@@ -25,8 +25,9 @@
 //! the caller's device buffers: planned once for a layer and a group of GPUs (one thread per
 //! GPU holding its context, communicator, GEMM plans and flags for the plan's life), then
 //! [`LayerPlan::run`] per call. [`LayerPlan::measured`] then times the plan's pattern against
-//! bulk (NCCL and cuBLASLt) on the plan's GPUs and buffers and keeps the faster: a plan that never runs a layer slower than the framework's default does, for the
-//! cost of a few dozen calls at plan time. `augur overlap tp` runs, checks and times every
+//! bulk (NCCL and cuBLASLt) on the plan's GPUs and buffers and keeps the faster: a plan that
+//! never runs a layer slower than the framework's default does, for the cost of a few dozen
+//! calls at plan time. `augur overlap tp` runs, checks and times every
 //! pattern on buffers of its own (`augur_kernels::cuda::gemm::tp`).
 
 use augur_features::overlap::OverlapShape;
