@@ -99,25 +99,33 @@ pub(crate) fn fit_costs(
     Ok(t)
 }
 
-/// The depth (1..=max_depth) with the best geomean oracle / selected over `folds` folds
-/// ([`cv_picks`], Gini splits); a deeper tree must beat a shallower one by 0.1%. Returns
-/// (depth, its cross-validated oracle ratio).
+/// The depth (1..=max_depth) and split criterion (of `criteria`, in order of preference) with
+/// the best geomean oracle / selected over `folds` folds ([`cv_picks`]); a deeper tree, or a
+/// later criterion, must beat the best before it by 0.1%. Returns (depth, criterion, its
+/// cross-validated oracle ratio).
 pub(crate) fn cv_depth(
     train: &[&CostSample],
     max_depth: usize,
     folds: usize,
     leaf: f32,
-) -> Result<(usize, f64), ModelError> {
-    let mut best = (1usize, f64::NEG_INFINITY);
-    for depth in 1..=max_depth {
-        let picks = cv_picks(train, depth, folds, leaf, Criterion::Gini)?;
-        let score = geomean(
-            picks
-                .iter()
-                .map(|&(i, c)| train[i].costs[train[i].best] / train[i].costs[c]),
-        );
-        if score > best.1 + 1e-3 {
-            best = (depth, score);
+    criteria: &[Criterion],
+) -> Result<(usize, Criterion, f64), ModelError> {
+    let mut best = (
+        1usize,
+        criteria.first().copied().unwrap_or_default(),
+        f64::NEG_INFINITY,
+    );
+    for &criterion in criteria {
+        for depth in 1..=max_depth {
+            let picks = cv_picks(train, depth, folds, leaf, criterion)?;
+            let score = geomean(
+                picks
+                    .iter()
+                    .map(|&(i, c)| train[i].costs[train[i].best] / train[i].costs[c]),
+            );
+            if score > best.2 + 1e-3 {
+                best = (depth, criterion, score);
+            }
         }
     }
     Ok(best)
@@ -161,7 +169,13 @@ pub(crate) fn check_cost_params(
     max_depth: usize,
     folds: usize,
     leaf: f32,
+    criteria: &[Criterion],
 ) -> Result<(), ModelError> {
+    if criteria.is_empty() {
+        return Err(ModelError::Params(
+            "no split criterion to try (give gini, regret or both)".into(),
+        ));
+    }
     if !(1..=12).contains(&max_depth) {
         return Err(ModelError::Params(format!(
             "max depth {max_depth} outside 1..=12"

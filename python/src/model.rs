@@ -170,6 +170,24 @@ impl Model {
         }
     }
 
+    /// How sure an overlap model's pick for a layer is (`overlap:...` spec as for `choose`): the
+    /// training layers that reach the pick's leaf and the pick's mean regret on them (its time
+    /// over their fastest pattern's, less 1), or None where the pick is not the tree's (a pick
+    /// this layer cannot run, so bulk) or its leaf has no record. No GPU needed.
+    fn evidence(&self, spec: &str) -> PyResult<Option<(usize, f64)>> {
+        let AnyModel::Overlap(m) = &self.model else {
+            return Err(value_err(format!(
+                "{} is a {} model; evidence() is for overlap models",
+                self.origin,
+                self.domain()
+            )));
+        };
+        let shape = augur::features::overlap::OverlapShape::parse(spec)
+            .map_err(|e| value_err(e.to_string()))?;
+        let c = augur::overlap::choose_pattern(m, &shape, "").map_err(py_err)?;
+        Ok(c.evidence)
+    }
+
     /// An SpMV model's kernels.
     #[getter]
     fn kernels<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {

@@ -247,3 +247,10 @@ def test_overlap_choice_from_a_spec_string():
     assert pick == "fused-all" and path and not notes
     pick, _, notes = m.choose("overlap:op=all-reduce,m=4096,n=8192,k=8192,world=4")
     assert pick == "bulk" and any("cannot run here" in n for n in notes)
+    # How sure: the training layers at the pick's leaf and its mean regret there; none where
+    # the pick is not the tree's (bulk in its place), and only for overlap models.
+    layers, regret = m.evidence("overlap:op=all-gather,m=16384,n=10240,k=8192,world=4")
+    assert layers >= 1 and 0.0 <= regret < 0.5
+    assert m.evidence("overlap:op=all-reduce,m=4096,n=8192,k=8192,world=4") is None
+    with pytest.raises(ValueError, match="for overlap models"):
+        augur.Model.load("default-comm").evidence("overlap:op=all-gather,m=16,n=6144,k=4096,world=4")

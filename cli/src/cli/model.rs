@@ -58,7 +58,8 @@ pub struct TrainArgs {
     #[arg(long, value_enum, default_value = "joint")]
     policy: PolicyArg,
     /// Split criteria tried by cross-validation, comma-separated: `gini` (linfa-trees' rule on
-    /// the label "fastest kernel") and `regret` (the summed log slowdown of the picks).
+    /// the label "fastest kernel") and `regret` (the summed log slowdown of the picks). For comm
+    /// and attention runs too: the first given is preferred, a later one must beat it by 0.1%.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "gini,regret")]
     criterion: Vec<CriterionArg>,
     /// What gathering the exact features costs in the policy's training: `device` (the device
@@ -172,6 +173,7 @@ fn train_comm(a: &TrainArgs, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
         max_depth: a.max_depth.min(12),
         folds: a.folds,
         holdout_between: a.holdout > 0.0,
+        criteria: a.criterion.iter().map(|&c| c.into()).collect(),
         ..comm::CommTrainParams::default()
     }
     .check()?;
@@ -189,10 +191,11 @@ fn train_comm(a: &TrainArgs, files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     );
     for tr in &model.trees {
         println!(
-            "  {}: patterns {}; depth {} (size-grouped {}-fold CV oracle ratio {:.4}), {} leaves",
+            "  {}: patterns {}; depth {}, {} splits (size-grouped {}-fold CV oracle ratio {:.4}), {} leaves",
             tr.collective,
             tr.patterns.join(", "),
             tr.max_depth,
+            tr.criterion.name(),
             t.folds,
             tr.cv_oracle_ratio,
             tr.tree.leaves()
@@ -211,19 +214,21 @@ fn train_attention(a: &TrainArgs, files: &[PathBuf]) -> anyhow::Result<ExitCode>
         max_depth: a.max_depth.min(12),
         folds: a.folds,
         holdout_every: if a.holdout > 0.0 { 5 } else { 0 },
+        criteria: a.criterion.iter().map(|&c| c.into()).collect(),
         ..attention::AttentionTrainParams::default()
     }
     .check()?;
     let model = params.fit(&runs, env!("CARGO_PKG_VERSION"))?;
     model.write(&a.out)?;
     println!(
-        "attention model for {}: trained on {} shapes ({} groups held out: {}); schedules {}; depth {} (group-wise {}-fold CV oracle ratio {:.4}), {} leaves",
+        "attention model for {}: trained on {} shapes ({} groups held out: {}); schedules {}; depth {}, {} splits (group-wise {}-fold CV oracle ratio {:.4}), {} leaves",
         model.device,
         model.training.shapes,
         model.training.held_out_groups.len(),
         model.training.held_out_groups.join(", "),
         model.schedules.join(", "),
         model.max_depth,
+        model.criterion.name(),
         model.training.folds,
         model.cv_oracle_ratio,
         model.tree.leaves()

@@ -5,10 +5,11 @@ use super::*;
 /// Readable rules.
 pub fn export_text(model: &AttentionModel) -> String {
     let mut out = format!(
-        "augur decode-attention schedule model for {} (schedules: {}; depth {} by cross-validation over shape groups, oracle ratio {:.3}; trained on {} shapes, {} groups held out)\n",
+        "augur decode-attention schedule model for {} (schedules: {}; depth {} and {} splits by cross-validation over shape groups, oracle ratio {:.3}; trained on {} shapes, {} groups held out)\n",
         model.device,
         model.schedules.join(", "),
         model.max_depth,
+        model.criterion.name(),
         model.cv_oracle_ratio,
         model.training.shapes,
         model.training.held_out_groups.len()

@@ -35,6 +35,9 @@ pub struct AttentionModel {
     pub tree: Tree,
     /// Depth chosen by cross-validation over shape groups.
     pub max_depth: usize,
+    /// How the tree's splits were chosen (by cross-validation; files before it: Gini).
+    #[serde(default)]
+    pub criterion: crate::model::Criterion,
     /// Geomean of oracle / selected over the cross-validation folds.
     pub cv_oracle_ratio: f64,
     pub training: AttentionTraining,

@@ -142,6 +142,44 @@ fn training_finds_the_length_cutoff_and_exports_and_evaluates() {
     }
     .check()
     .is_err());
+    let e = AttentionTrainParams {
+        criteria: vec![],
+        ..Default::default()
+    }
+    .check()
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("no split criterion"), "{e}");
+}
+
+#[test]
+fn the_split_criterion_is_chosen_recorded_and_defaults_to_gini_in_older_files() {
+    use crate::model::Criterion;
+    let runs = synthetic();
+    for c in [Criterion::Gini, Criterion::Regret] {
+        let m = AttentionTrainParams {
+            criteria: vec![c],
+            ..Default::default()
+        }
+        .check()
+        .unwrap()
+        .fit(&runs, "test")
+        .unwrap();
+        assert_eq!(m.criterion, c);
+        let back = AttentionModel::from_json(&m.to_json(), "x.json").unwrap();
+        assert_eq!(back.criterion, c);
+    }
+    // Both offered (the default): CV's choice is one of them, and a file before the field
+    // reads as Gini (what trained it).
+    let m = AttentionTrainParams::default()
+        .check()
+        .unwrap()
+        .fit(&runs, "test")
+        .unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&m.to_json()).unwrap();
+    v.as_object_mut().unwrap().remove("criterion").unwrap();
+    let old = AttentionModel::from_json(&v.to_string(), "old.json").unwrap();
+    assert_eq!(old.criterion, Criterion::Gini);
 }
 
 #[test]

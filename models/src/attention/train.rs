@@ -11,6 +11,10 @@ pub struct AttentionTrainParams {
     pub folds: usize,
     /// Every n-th shape group (sorted) is held out of training for `augur eval` (0: none).
     pub holdout_every: usize,
+    /// Split criteria tried by cross-validation with the depth, in order of preference (a later
+    /// one must beat the earlier by 0.1%): `Gini` (the fastest class's impurity) and `Regret`
+    /// (the summed log slowdown of each child's best class).
+    pub criteria: Vec<crate::model::Criterion>,
 }
 
 impl Default for AttentionTrainParams {
@@ -20,6 +24,10 @@ impl Default for AttentionTrainParams {
             min_weight_leaf: 1.0,
             folds: 5,
             holdout_every: 5,
+            criteria: vec![
+                crate::model::Criterion::Gini,
+                crate::model::Criterion::Regret,
+            ],
         }
     }
 }
@@ -30,7 +38,12 @@ pub struct CheckedAttentionTrainParams(AttentionTrainParams);
 
 impl AttentionTrainParams {
     pub fn check(self) -> Result<CheckedAttentionTrainParams, ModelError> {
-        crate::costs::check_cost_params(self.max_depth, self.folds, self.min_weight_leaf)?;
+        crate::costs::check_cost_params(
+            self.max_depth,
+            self.folds,
+            self.min_weight_leaf,
+            &self.criteria,
+        )?;
         if self.holdout_every == 1 {
             return Err(ModelError::Params(
                 "holdout every 1st group leaves nothing to train on".into(),
@@ -122,13 +135,9 @@ impl CheckedAttentionTrainParams {
                 "no training shapes (every group is held out, or no schedule ran)".into(),
             ));
         }
-        let (depth, cv) = cv_depth(&train, p.max_depth, p.folds, p.min_weight_leaf)?;
-        let tree = fit_costs(
-            &train,
-            depth,
-            p.min_weight_leaf,
-            crate::model::Criterion::Gini,
-        )?;
+        let (depth, criterion, cv) =
+            cv_depth(&train, p.max_depth, p.folds, p.min_weight_leaf, &p.criteria)?;
+        let tree = fit_costs(&train, depth, p.min_weight_leaf, criterion)?;
         use sha2::Digest;
         let model = AttentionModel {
             format: ATTENTION_FORMAT.into(),
@@ -142,6 +151,7 @@ impl CheckedAttentionTrainParams {
             features,
             tree,
             max_depth: depth,
+            criterion,
             cv_oracle_ratio: cv,
             training: AttentionTraining {
                 digest: digest

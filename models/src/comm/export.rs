@@ -16,10 +16,11 @@ pub fn export_text(model: &CommModel) -> String {
     for t in &model.trees {
         let _ = writeln!(
             out,
-            "\n{} (patterns: {}; depth {} by cross-validation, oracle ratio {:.3}):",
+            "\n{} (patterns: {}; depth {} and {} splits by cross-validation, oracle ratio {:.3}):",
             t.collective,
             t.patterns.join(", "),
             t.max_depth,
+            t.criterion.name(),
             t.cv_oracle_ratio
         );
         t.class_tree(model).text(1, &mut out);

@@ -20,6 +20,9 @@ pub struct CollectiveTree {
     pub tree: Tree,
     /// Depth chosen by cross-validation over message sizes.
     pub max_depth: usize,
+    /// How the tree's splits were chosen (by cross-validation; files before it: Gini).
+    #[serde(default)]
+    pub criterion: crate::model::Criterion,
     /// Geomean of oracle / selected over the cross-validation folds.
     pub cv_oracle_ratio: f64,
 }

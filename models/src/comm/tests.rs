@@ -187,4 +187,42 @@ fn cutoffs_and_params() {
     .check()
     .is_err());
     assert!(held_out(3 << 10, true) && !held_out(4 << 10, true) && !held_out(3 << 10, false));
+    let e = CommTrainParams {
+        criteria: vec![],
+        ..Default::default()
+    }
+    .check()
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("no split criterion"), "{e}");
+}
+
+#[test]
+fn each_tree_records_its_split_criterion_and_older_files_read_as_gini() {
+    use crate::model::Criterion;
+    let runs = synthetic(None);
+    for c in [Criterion::Gini, Criterion::Regret] {
+        let m = CommTrainParams {
+            criteria: vec![c],
+            ..Default::default()
+        }
+        .check()
+        .unwrap()
+        .fit(&runs, "test")
+        .unwrap();
+        assert!(m.trees.iter().all(|t| t.criterion == c));
+        let back = CommModel::from_json(&m.to_json(), "x.json").unwrap();
+        assert!(back.trees.iter().all(|t| t.criterion == c));
+    }
+    let m = CommTrainParams::default()
+        .check()
+        .unwrap()
+        .fit(&runs, "test")
+        .unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&m.to_json()).unwrap();
+    for t in v["trees"].as_array_mut().unwrap() {
+        t.as_object_mut().unwrap().remove("criterion").unwrap();
+    }
+    let old = CommModel::from_json(&v.to_string(), "old.json").unwrap();
+    assert!(old.trees.iter().all(|t| t.criterion == Criterion::Gini));
 }

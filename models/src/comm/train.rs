@@ -11,6 +11,10 @@ pub struct CommTrainParams {
     pub folds: usize,
     /// Keep sizes that are not a power of two out of training (for `augur eval`).
     pub holdout_between: bool,
+    /// Split criteria tried by cross-validation with the depth, in order of preference (a later
+    /// one must beat the earlier by 0.1%): `Gini` (the fastest class's impurity) and `Regret`
+    /// (the summed log slowdown of each child's best class).
+    pub criteria: Vec<crate::model::Criterion>,
 }
 
 impl Default for CommTrainParams {
@@ -20,6 +24,10 @@ impl Default for CommTrainParams {
             min_weight_leaf: 1.0,
             folds: 4,
             holdout_between: true,
+            criteria: vec![
+                crate::model::Criterion::Gini,
+                crate::model::Criterion::Regret,
+            ],
         }
     }
 }
@@ -30,7 +38,12 @@ pub struct CheckedCommTrainParams(CommTrainParams);
 
 impl CommTrainParams {
     pub fn check(self) -> Result<CheckedCommTrainParams, ModelError> {
-        crate::costs::check_cost_params(self.max_depth, self.folds, self.min_weight_leaf)?;
+        crate::costs::check_cost_params(
+            self.max_depth,
+            self.folds,
+            self.min_weight_leaf,
+            &self.criteria,
+        )?;
         Ok(CheckedCommTrainParams(self))
     }
 }
@@ -116,21 +129,18 @@ impl CheckedCommTrainParams {
                 }
             }
             // Folds by size (a size never spans two folds).
-            let best = cv_depth(&train, p.max_depth, p.folds, p.min_weight_leaf)?;
-            let tree = fit_costs(
-                &train,
-                best.0,
-                p.min_weight_leaf,
-                crate::model::Criterion::Gini,
-            )?;
+            let (depth, criterion, cv) =
+                cv_depth(&train, p.max_depth, p.folds, p.min_weight_leaf, &p.criteria)?;
+            let tree = fit_costs(&train, depth, p.min_weight_leaf, criterion)?;
             trees.push(CollectiveTree {
                 collective: collective_name(c).into(),
                 patterns,
                 inputs: inputs.clone(),
                 features: features.clone(),
                 tree,
-                max_depth: best.0,
-                cv_oracle_ratio: best.1,
+                max_depth: depth,
+                criterion,
+                cv_oracle_ratio: cv,
             });
         }
         let mut worlds: Vec<usize> = msgs.iter().map(|m| m.shape.world_size).collect();

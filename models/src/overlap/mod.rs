@@ -75,7 +75,12 @@ pub struct CheckedOverlapTrainParams(OverlapTrainParams);
 
 impl OverlapTrainParams {
     pub fn check(self) -> Result<CheckedOverlapTrainParams, ModelError> {
-        crate::costs::check_cost_params(self.max_depth, self.folds, self.min_weight_leaf)?;
+        crate::costs::check_cost_params(
+            self.max_depth,
+            self.folds,
+            self.min_weight_leaf,
+            &self.criteria,
+        )?;
         if self.bulk_margins.is_empty() {
             return Err(ModelError::Params("no bulk margin to try".into()));
         }
@@ -83,9 +88,6 @@ impl OverlapTrainParams {
             return Err(ModelError::Params(format!(
                 "bulk margin {m} outside [0, 1)"
             )));
-        }
-        if self.criteria.is_empty() {
-            return Err(ModelError::Params("no split criterion to try".into()));
         }
         if !(self.bulk_floor > 0.0 && self.bulk_floor <= 1.0) {
             return Err(ModelError::Params(format!(
