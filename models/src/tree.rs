@@ -127,6 +127,19 @@ impl Tree {
         }
     }
 
+    /// How sure the pick for `x` is: the training samples at its leaf and the leaf's mean regret
+    /// on them; None for a leaf without that record (older files, or no sample reached it).
+    pub fn leaf_evidence(&self, x: &[f64]) -> Option<(usize, f64)> {
+        match self.nodes[self.leaf(x)] {
+            Node::Leaf {
+                samples,
+                mean_regret,
+                ..
+            } if samples > 0 => Some((samples, mean_regret)),
+            _ => None,
+        }
+    }
+
     /// Fill each leaf's sample count and mean regret from (input, regret of the leaf's class).
     pub fn annotate<'a>(&mut self, samples: impl Iterator<Item = (&'a [f64], Vec<f64>)>) {
         let mut acc = vec![(0usize, 0.0f64); self.nodes.len()];

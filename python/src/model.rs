@@ -170,22 +170,35 @@ impl Model {
         }
     }
 
-    /// How sure an overlap model's pick for a layer is (`overlap:...` spec as for `choose`): the
-    /// training layers that reach the pick's leaf and the pick's mean regret on them (its time
-    /// over their fastest pattern's, less 1), or None where the pick is not the tree's (a pick
-    /// this layer cannot run, so bulk) or its leaf has no record. No GPU needed.
+    /// How sure a collectives, attention or overlap model's pick for a shape is (the spec as for
+    /// `choose`): the training inputs that reach the pick's leaf and the pick's mean regret on
+    /// them (its time over their fastest's, less 1), or None where the pick is not the tree's
+    /// (one this build or layer cannot run, replaced) or its leaf has no record. No GPU needed.
     fn evidence(&self, spec: &str) -> PyResult<Option<(usize, f64)>> {
-        let AnyModel::Overlap(m) = &self.model else {
-            return Err(value_err(format!(
-                "{} is a {} model; evidence() is for overlap models",
-                self.origin,
-                self.domain()
-            )));
-        };
-        let shape = augur::features::overlap::OverlapShape::parse(spec)
-            .map_err(|e| value_err(e.to_string()))?;
-        let c = augur::overlap::choose_pattern(m, &shape, "").map_err(py_err)?;
-        Ok(c.evidence)
+        use augur::features::attention::AttentionShape;
+        use augur::features::message::MessageShape;
+        let feature = |e: augur::features::FeatureError| value_err(e.to_string());
+        match &self.model {
+            AnyModel::Comm(m) => {
+                let shape = MessageShape::parse(spec).map_err(feature)?;
+                shape.validate().map_err(feature)?;
+                Ok(m.leaf_evidence(&shape))
+            }
+            AnyModel::Attention(m) => {
+                let shape = AttentionShape::parse(spec).map_err(feature)?;
+                let c = augur::attention::choose_schedule(m, &shape, None, "").map_err(py_err)?;
+                Ok(c.evidence)
+            }
+            AnyModel::Overlap(m) => {
+                let shape = augur::features::overlap::OverlapShape::parse(spec).map_err(feature)?;
+                let c = augur::overlap::choose_pattern(m, &shape, "").map_err(py_err)?;
+                Ok(c.evidence)
+            }
+            AnyModel::Spmv(_) => Err(value_err(format!(
+                "{} is an SpMV model; evidence() is for collectives, attention and overlap models",
+                self.origin
+            ))),
+        }
     }
 
     /// An SpMV model's kernels.

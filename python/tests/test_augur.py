@@ -224,6 +224,11 @@ def test_comm_and_attention_choices_from_spec_strings():
     att = augur.Model.load("default-attention")
     sched, path, notes = att.choose("attention:q_heads=32,kv_heads=8,head_dim=128,lens=4096*2;16*30")
     assert sched and isinstance(path, list)
+    # How sure: the training inputs at the pick's leaf and its mean regret there.
+    msgs, regret = comm.evidence("message:collective=all-reduce,dtype=bf16,bytes=64KiB,world=4,link=nvlink")
+    assert msgs >= 1 and 0.0 <= regret < 0.5
+    shapes, regret = att.evidence("attention:q_heads=32,kv_heads=8,head_dim=128,lens=4096*2;16*30")
+    assert shapes >= 1 and 0.0 <= regret < 0.5
     with pytest.raises(ValueError):
         comm.choose("message:collective=all-reduce,bytes=-3")
     with pytest.raises(ValueError, match="SpMV model"):
@@ -252,5 +257,5 @@ def test_overlap_choice_from_a_spec_string():
     layers, regret = m.evidence("overlap:op=all-gather,m=16384,n=10240,k=8192,world=4")
     assert layers >= 1 and 0.0 <= regret < 0.5
     assert m.evidence("overlap:op=all-reduce,m=4096,n=8192,k=8192,world=4") is None
-    with pytest.raises(ValueError, match="for overlap models"):
-        augur.Model.load("default-comm").evidence("overlap:op=all-gather,m=16,n=6144,k=4096,world=4")
+    with pytest.raises(ValueError, match="evidence\\(\\) is for collectives, attention and overlap"):
+        augur.Model.load("default-cpu").evidence("overlap:op=all-gather,m=16,n=6144,k=4096,world=4")

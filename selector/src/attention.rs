@@ -68,6 +68,10 @@ pub struct ScheduleChoice {
     /// Anything worth saying (a forced schedule, a model for another GPU, a pick this build
     /// does not know).
     pub notes: Vec<String>,
+    /// How sure: the model's training shapes that reach the pick's leaf, and the pick's mean
+    /// regret on them (its time over their fastest schedule's, less 1). None for a schedule
+    /// forced, a pick replaced, or a leaf without that record.
+    pub evidence: Option<(usize, f64)>,
 }
 
 /// The schedule for `shape`: `forced` as it is, else `model`'s pick with its path; `device` is
@@ -84,6 +88,7 @@ pub fn choose_schedule(
             schedule: s,
             path: Vec::new(),
             notes: vec!["schedule forced by the caller".into()],
+            evidence: None,
         });
     }
     let mut notes = Vec::new();
@@ -96,12 +101,14 @@ pub fn choose_schedule(
     let name = model
         .choose(shape)
         .ok_or_else(|| AugurError::Invalid(format!("no features for {shape:?}")))?;
+    let mut evidence = model.leaf_evidence(shape);
     let schedule = match Schedule::parse(name) {
         Some(s) => s,
         None => {
             notes.push(format!(
                 "the model picked `{name}`, which this augur does not have: gqa instead"
             ));
+            evidence = None;
             Schedule::Gqa
         }
     };
@@ -114,6 +121,7 @@ pub fn choose_schedule(
         schedule,
         path,
         notes,
+        evidence,
     })
 }
 

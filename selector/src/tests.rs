@@ -608,11 +608,18 @@ fn attention_schedule_follows_the_built_in_model_and_explains_it() {
         let sh = shape(s);
         let c = choose_schedule(&m, &sh, None, &m.device).unwrap();
         assert_eq!(c.schedule.name(), m.choose(&sh).unwrap());
+        // How sure: the training shapes at the pick's leaf (the shipped model records them).
+        let (shapes, regret) = c
+            .evidence
+            .expect("the shipped model's leaves are annotated");
+        assert!(shapes >= 1 && (0.0..0.5).contains(&regret), "{c:?}");
+        assert_eq!(c.evidence, m.leaf_evidence(&sh));
     }
     // Forced, another device, an invalid shape.
     let c = choose_schedule(&m, &long, Some(Schedule::Head), "").unwrap();
     assert_eq!(c.schedule, Schedule::Head);
     assert!(c.path.is_empty() && c.notes[0].contains("forced"));
+    assert_eq!(c.evidence, None);
     let c = choose_schedule(&m, &long, None, "Other GPU").unwrap();
     assert!(c.notes.iter().any(|n| n.contains("Other GPU")));
     let mut bad = long.clone();

@@ -58,6 +58,13 @@ fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         for step in &c.path {
             println!("  because {step}");
         }
+        if let Some((shapes, regret)) = c.evidence {
+            println!(
+                "  leaf: {shapes} training shapes, {} {:.2}% slower than their fastest on average",
+                c.schedule.name(),
+                regret * 100.0
+            );
+        }
         for n in &c.notes {
             println!("  note: {n}");
         }

@@ -360,6 +360,13 @@ pub fn plan(a: CommPlanArgs) -> anyhow::Result<ExitCode> {
         for step in model.path(&shape) {
             println!("  because {}", augur::Step::from(step));
         }
+        if let Some((msgs, regret)) = model.leaf_evidence(&shape) {
+            println!(
+                "  leaf: {msgs} training messages, {pattern} {:.2}% slower than their fastest on \
+                 average",
+                regret * 100.0
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

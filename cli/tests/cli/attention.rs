@@ -128,6 +128,8 @@ fn attention_plan_reads_like_its_spec() {
             "because ",
         ],
     );
+    // How sure, per shape: its leaf's training shapes.
+    assert_eq!(s.matches(" training shapes, ").count(), 2, "{s}");
     assert!(!s.contains("Bf16") && !s.contains("Contiguous"), "{s}");
     // No number with more than 4 decimals.
     for w in s.split_whitespace() {

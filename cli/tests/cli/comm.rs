@@ -171,6 +171,8 @@ fn comm_plan_answers_offline_with_its_reasons() {
     ]);
     assert_eq!(s.matches("pattern   ").count(), 2, "{s}");
     contains_all(&s, &["(model for NVIDIA H200)", "because bus_bytes = "]);
+    // How sure, per message: its leaf's training messages.
+    assert_eq!(s.matches(" training messages, ").count(), 2, "{s}");
     let out = augur(&[
         "comm",
         "plan",
@@ -192,6 +194,11 @@ fn built_in_comm_and_attention_models_export_by_name() {
         assert!(out.status.success(), "{name}: {}", text(&out.stderr));
         assert!(text(&out.stdout).contains(want), "{name}");
     }
+    // The text names each tree's split criterion (the shipped attention tree's is regret).
+    let out = augur(&["export", "default-attention"]);
+    assert!(text(&out.stdout).contains("and regret splits by cross-validation"));
+    let out = augur(&["export", "default-comm"]);
+    assert!(text(&out.stdout).contains("and gini splits by cross-validation"));
     let out = augur(&["export", "default-overlap", "--format", "rust"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(

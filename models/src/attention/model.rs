@@ -70,6 +70,13 @@ impl AttentionModel {
         Some(&self.schedules[self.tree.predict(&x)])
     }
 
+    /// How sure the pick for a shape is: the training shapes at its leaf and the pick's mean
+    /// regret on them (its time over their fastest schedule's, less 1); None for an invalid
+    /// shape or a leaf without that record.
+    pub fn leaf_evidence(&self, shape: &AttentionShape) -> Option<(usize, f64)> {
+        self.tree.leaf_evidence(&self.inputs_of(shape)?)
+    }
+
     /// The splits a shape passes: (input name, value, threshold, went left).
     pub fn path(&self, shape: &AttentionShape) -> Vec<(String, f64, f64, bool)> {
         self.inputs_of(shape)

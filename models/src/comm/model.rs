@@ -78,23 +78,33 @@ impl CommModel {
             .find(|t| t.collective == collective_name(c))
     }
 
-    /// The pattern for a message (None: the model has no tree for its collective).
-    pub fn choose(&self, shape: &MessageShape) -> Option<&str> {
+    /// A message's tree and its inputs (None: no tree for its collective, or no features).
+    fn tree_and_inputs(&self, shape: &MessageShape) -> Option<(&CollectiveTree, Vec<f64>)> {
         let t = self.tree_for(shape.collective)?;
         let f = shape.features().ok()?;
         let v = f.values();
-        let x: Vec<f64> = t.features.iter().map(|&i| clean(v[i])).collect();
+        Some((t, t.features.iter().map(|&i| clean(v[i])).collect()))
+    }
+
+    /// The pattern for a message (None: the model has no tree for its collective).
+    pub fn choose(&self, shape: &MessageShape) -> Option<&str> {
+        let (t, x) = self.tree_and_inputs(shape)?;
         Some(&t.patterns[t.tree.predict(&x)])
+    }
+
+    /// How sure the pick for a message is: the training messages at its leaf and the pick's
+    /// mean regret on them (its time over their fastest pattern's, less 1); None without a
+    /// tree for its collective or a leaf without that record.
+    pub fn leaf_evidence(&self, shape: &MessageShape) -> Option<(usize, f64)> {
+        let (t, x) = self.tree_and_inputs(shape)?;
+        t.tree.leaf_evidence(&x)
     }
 
     /// The leaf path of a message: (input name, value, threshold, went left) per split.
     pub fn path(&self, shape: &MessageShape) -> Vec<(String, f64, f64, bool)> {
-        let (Some(t), Ok(f)) = (self.tree_for(shape.collective), shape.features()) else {
-            return Vec::new();
-        };
-        let v = f.values();
-        let x: Vec<f64> = t.features.iter().map(|&i| clean(v[i])).collect();
-        t.tree.named_path(&x, &t.inputs)
+        self.tree_and_inputs(shape)
+            .map(|(t, x)| t.tree.named_path(&x, &t.inputs))
+            .unwrap_or_default()
     }
 
     pub fn validate(&self) -> Result<(), String> {

@@ -105,6 +105,11 @@ fn training_finds_the_size_cutoff_and_eval_scores_it() {
     for (_, v, t, left) in m.path(&s) {
         assert_eq!(v < t, left);
     }
+    // How sure: the training messages at the pick's leaf, every one picked right there (the
+    // synthetic winner is clear), and none for a collective without a tree.
+    let (msgs, regret) = m.leaf_evidence(&s).unwrap();
+    assert!(msgs >= 1 && regret == 0.0, "{msgs} {regret}");
+    assert!(m.leaf_evidence(&ag).is_none());
     let rows = evaluate(&m, &runs).unwrap();
     let sums = summarize(&rows);
     let all = sums.iter().find(|g| g.group == "all").unwrap();

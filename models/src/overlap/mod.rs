@@ -417,15 +417,7 @@ impl OverlapModel {
     /// without a tree for the layer, or for a leaf no training layer reached.
     pub fn leaf_evidence(&self, shape: &OverlapShape) -> Option<(usize, f64)> {
         let t = self.tree_for(shape.op, shape.world_size)?;
-        let x = x_of(shape, &t.features)?;
-        match t.tree.nodes[t.tree.leaf(&x)] {
-            crate::tree::Node::Leaf {
-                samples,
-                mean_regret,
-                ..
-            } if samples > 0 => Some((samples, mean_regret)),
-            _ => None,
-        }
+        t.tree.leaf_evidence(&x_of(shape, &t.features)?)
     }
 
     /// Why: (input, value, threshold, went left) per split on the layer's path.
