@@ -131,6 +131,44 @@ impl Model {
     /// `overlap:op=all-gather,m=8192,n=6144,k=4096,world=4`): (the pattern or schedule, the
     /// path through the tree, notes). No GPU needed.
     fn choose(&self, spec: &str) -> PyResult<(String, Vec<String>, Vec<String>)> {
+        let c = self.cost_choice(spec, "choose")?;
+        Ok((c.pick, c.path, c.notes))
+    }
+
+    /// How sure a collectives, attention or overlap model's pick for a shape is (the spec as for
+    /// `choose`): the training inputs that reach the pick's leaf and the pick's mean regret on
+    /// them (its time over their fastest's, less 1), or None where the pick is not the tree's
+    /// (one this build or layer cannot run, replaced) or its leaf has no record. No GPU needed.
+    fn evidence(&self, spec: &str) -> PyResult<Option<(usize, f64)>> {
+        Ok(self.cost_choice(spec, "evidence")?.evidence)
+    }
+
+    /// An SpMV model's kernels.
+    #[getter]
+    fn kernels<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        match &self.model {
+            AnyModel::Spmv(m) => PyList::new(py, &m.kernels),
+            _ => PyList::new(py, Vec::<String>::new()),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Model({:?}, domain={:?})", self.origin, self.domain())
+    }
+}
+
+/// A cost-labelled model's pick for a spec string, as `choose` and `evidence` report it.
+struct CostChoice {
+    pick: String,
+    path: Vec<String>,
+    notes: Vec<String>,
+    evidence: Option<(usize, f64)>,
+}
+
+impl Model {
+    /// The pick of a collectives, attention or overlap model for `spec`, with its path, notes
+    /// and leaf evidence; `method` names the Python method for an SpMV model's refusal.
+    fn cost_choice(&self, spec: &str, method: &str) -> PyResult<CostChoice> {
         use augur::features::attention::AttentionShape;
         use augur::features::message::MessageShape;
         let feature = |e: augur::features::FeatureError| value_err(e.to_string());
@@ -151,66 +189,38 @@ impl Model {
                         format!("{n} = {v} {} {t}", if below { "<" } else { ">=" })
                     })
                     .collect();
-                Ok((pick.to_string(), path, Vec::new()))
+                Ok(CostChoice {
+                    pick: pick.to_string(),
+                    path,
+                    notes: Vec::new(),
+                    evidence: m.leaf_evidence(&shape),
+                })
             }
             AnyModel::Attention(m) => {
                 let shape = AttentionShape::parse(spec).map_err(feature)?;
                 let c = augur::attention::choose_schedule(m, &shape, None, "").map_err(py_err)?;
-                Ok((c.schedule.name().to_string(), c.path, c.notes))
+                Ok(CostChoice {
+                    pick: c.schedule.name().to_string(),
+                    path: c.path,
+                    notes: c.notes,
+                    evidence: c.evidence,
+                })
             }
             AnyModel::Overlap(m) => {
                 let shape = augur::features::overlap::OverlapShape::parse(spec).map_err(feature)?;
                 let c = augur::overlap::choose_pattern(m, &shape, "").map_err(py_err)?;
-                Ok((c.pattern.name(), c.path, c.notes))
+                Ok(CostChoice {
+                    pick: c.pattern.name(),
+                    path: c.path,
+                    notes: c.notes,
+                    evidence: c.evidence,
+                })
             }
             AnyModel::Spmv(_) => Err(value_err(format!(
-                "{} is an SpMV model: use select(features, iterations)",
+                "{} is an SpMV model: {method}() is for collectives, attention and overlap \
+                 models; use select(features, iterations)",
                 self.origin
             ))),
         }
-    }
-
-    /// How sure a collectives, attention or overlap model's pick for a shape is (the spec as for
-    /// `choose`): the training inputs that reach the pick's leaf and the pick's mean regret on
-    /// them (its time over their fastest's, less 1), or None where the pick is not the tree's
-    /// (one this build or layer cannot run, replaced) or its leaf has no record. No GPU needed.
-    fn evidence(&self, spec: &str) -> PyResult<Option<(usize, f64)>> {
-        use augur::features::attention::AttentionShape;
-        use augur::features::message::MessageShape;
-        let feature = |e: augur::features::FeatureError| value_err(e.to_string());
-        match &self.model {
-            AnyModel::Comm(m) => {
-                let shape = MessageShape::parse(spec).map_err(feature)?;
-                shape.validate().map_err(feature)?;
-                Ok(m.leaf_evidence(&shape))
-            }
-            AnyModel::Attention(m) => {
-                let shape = AttentionShape::parse(spec).map_err(feature)?;
-                let c = augur::attention::choose_schedule(m, &shape, None, "").map_err(py_err)?;
-                Ok(c.evidence)
-            }
-            AnyModel::Overlap(m) => {
-                let shape = augur::features::overlap::OverlapShape::parse(spec).map_err(feature)?;
-                let c = augur::overlap::choose_pattern(m, &shape, "").map_err(py_err)?;
-                Ok(c.evidence)
-            }
-            AnyModel::Spmv(_) => Err(value_err(format!(
-                "{} is an SpMV model; evidence() is for collectives, attention and overlap models",
-                self.origin
-            ))),
-        }
-    }
-
-    /// An SpMV model's kernels.
-    #[getter]
-    fn kernels<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        match &self.model {
-            AnyModel::Spmv(m) => PyList::new(py, &m.kernels),
-            _ => PyList::new(py, Vec::<String>::new()),
-        }
-    }
-
-    fn __repr__(&self) -> String {
-        format!("Model({:?}, domain={:?})", self.origin, self.domain())
     }
 }

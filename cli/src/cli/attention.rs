@@ -58,12 +58,8 @@ fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         for step in &c.path {
             println!("  because {step}");
         }
-        if let Some((shapes, regret)) = c.evidence {
-            println!(
-                "  leaf: {shapes} training shapes, {} {:.2}% slower than their fastest on average",
-                c.schedule.name(),
-                regret * 100.0
-            );
+        if let Some(e) = c.evidence {
+            println!("  {}", super::leaf_line(e, "shapes", &c.schedule.name()));
         }
         for n in &c.notes {
             println!("  note: {n}");

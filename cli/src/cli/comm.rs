@@ -360,12 +360,8 @@ pub fn plan(a: CommPlanArgs) -> anyhow::Result<ExitCode> {
         for step in model.path(&shape) {
             println!("  because {}", augur::Step::from(step));
         }
-        if let Some((msgs, regret)) = model.leaf_evidence(&shape) {
-            println!(
-                "  leaf: {msgs} training messages, {pattern} {:.2}% slower than their fastest on \
-                 average",
-                regret * 100.0
-            );
+        if let Some(e) = model.leaf_evidence(&shape) {
+            println!("  {}", super::leaf_line(e, "messages", pattern));
         }
     }
     Ok(ExitCode::SUCCESS)

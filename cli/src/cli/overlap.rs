@@ -417,13 +417,8 @@ fn plan(a: OverlapPlanArgs) -> anyhow::Result<ExitCode> {
             for step in &c.path {
                 println!("    {step}");
             }
-            if let Some((layers, regret)) = c.evidence {
-                println!(
-                    "    leaf: {layers} training layers, {} {:.2}% slower than their fastest on \
-                     average",
-                    c.pattern.name(),
-                    regret * 100.0
-                );
+            if let Some(e) = c.evidence {
+                println!("    {}", super::leaf_line(e, "layers", &c.pattern.name()));
             }
             for note in &c.notes {
                 println!("    note: {note}");
