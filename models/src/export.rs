@@ -43,6 +43,15 @@ pub fn readable(value: f64, unit: &str) -> String {
 }
 
 /// Three significant digits, trailing zeros dropped.
+/// `n` and the noun, singular when `n` is 1 ("1 layer", "3 layers"): `plural` ends in "s".
+pub fn counted(n: usize, plural: &str) -> String {
+    if n == 1 {
+        format!("1 {}", plural.strip_suffix('s').unwrap_or(plural))
+    } else {
+        format!("{n} {plural}")
+    }
+}
+
 pub(crate) fn sig(v: f64) -> String {
     if v == 0.0 || !v.is_finite() {
         return format!("{v}");
@@ -81,7 +90,8 @@ fn leaf_text(model: &Model, class: usize, samples: usize, regret: f64, policy: b
         model.kernels[class].clone()
     };
     format!(
-        "-> {what}   [{samples} samples, mean regret {}%]",
+        "-> {what}   [{}, mean regret {}%]",
+        counted(samples, "samples"),
         sig(regret * 100.0)
     )
 }
@@ -342,8 +352,9 @@ pub fn dot(model: &Model) -> String {
                     };
                     let _ = writeln!(
                         out,
-                        "    {p}{i} [shape=ellipse, style=filled, fillcolor=\"#e8f0fe\", label=\"{}\\n{samples} samples, regret {}%\"];",
+                        "    {p}{i} [shape=ellipse, style=filled, fillcolor=\"#e8f0fe\", label=\"{}\\n{}, regret {}%\"];",
                         dot_escape(&what),
+                        counted(*samples, "samples"),
                         sig(mean_regret * 100.0)
                     );
                 }
@@ -629,9 +640,9 @@ impl ClassTree<'_> {
             } => {
                 let _ = writeln!(
                     out,
-                    "{pad}-> {}   [{samples} {}, mean regret {}%]",
+                    "{pad}-> {}   [{}, mean regret {}%]",
                     self.classes[*class],
-                    self.noun,
+                    counted(*samples, self.noun),
                     sig(mean_regret * 100.0)
                 );
             }
@@ -679,9 +690,9 @@ impl ClassTree<'_> {
                 } => {
                     let _ = writeln!(
                         out,
-                        "{pad}{prefix}{i} [shape=ellipse, style=filled, fillcolor=\"#e8f0fe\", label=\"{}\\n{samples} {}, regret {}%\"];",
+                        "{pad}{prefix}{i} [shape=ellipse, style=filled, fillcolor=\"#e8f0fe\", label=\"{}\\n{}, regret {}%\"];",
                         dot_escape(&self.classes[*class]),
-                        self.noun,
+                        counted(*samples, self.noun),
                         sig(mean_regret * 100.0)
                     );
                 }

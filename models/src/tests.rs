@@ -864,3 +864,23 @@ fn damaged_trees_of_the_shipped_models_are_named_by_their_files_label() {
     let e = o.validate().unwrap_err();
     assert!(e.starts_with(&format!("{}: ", o.trees[0].op)), "{e}");
 }
+
+#[test]
+fn a_leaf_of_one_training_input_is_counted_in_the_singular() {
+    assert_eq!(crate::export::counted(1, "samples"), "1 sample");
+    assert_eq!(crate::export::counted(0, "layers"), "0 layers");
+    assert_eq!(
+        crate::export::counted(7, "training shapes"),
+        "7 training shapes"
+    );
+    // The shipped H100 SpMV model has leaves of one training matrix: its text and DOT say so.
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("trained/spmv-cuda-f32-h100.json");
+    let model = crate::AnyModel::read(&path)
+        .unwrap()
+        .into_spmv("h100")
+        .unwrap();
+    for out in [crate::export::text(&model), crate::export::dot(&model)] {
+        assert!(out.contains("1 sample,"), "{out}");
+        assert!(!out.contains(" 1 samples"), "{out}");
+    }
+}

@@ -174,9 +174,9 @@ impl fmt::Display for Decision {
             let leaf_kernel = self.guard.as_ref().map_or(&self.kernel, |g| &g.vetoed);
             writeln!(
                 f,
-                "    -> {}: {} training samples reached this leaf, mean regret {:.1}%",
+                "    -> {}: {} reached this leaf, mean regret {:.1}%",
                 leaf_kernel,
-                self.leaf_samples,
+                augur_models::export::counted(self.leaf_samples, "training samples"),
                 100.0 * self.leaf_mean_regret
             )?;
             if let Some(g) = &self.guard {

@@ -237,16 +237,18 @@ pub(crate) fn gpu_only(what: &'static str) -> impl Fn(augur_kernels::KernelError
     }
 }
 
-/// Why a CUDA-only command has no HIP version yet.
 /// How sure a cost-labelled model's pick is, as the `plan` commands print it: the training
-/// inputs (`noun`) that reach its leaf and the pick's mean regret there.
+/// inputs (`noun`, plural) that reach its leaf and the pick's mean regret there.
 pub(crate) fn leaf_line((inputs, regret): (usize, f64), noun: &str, pick: &str) -> String {
     format!(
-        "leaf: {inputs} training {noun}, {pick} {:.2}% slower than their fastest on average",
-        regret * 100.0
+        "leaf: {}, {pick} {:.2}% slower than {} fastest on average",
+        augur_models::export::counted(inputs, &format!("training {noun}")),
+        regret * 100.0,
+        if inputs == 1 { "its" } else { "their" }
     )
 }
 
+/// Why a CUDA-only command has no HIP version yet.
 fn amd_gap(what: &str) -> &'static str {
     if what.contains("attention") || what.contains("GEMM") {
         "its tensor-core kernel needs a separate matrix-core (MFMA) version, not written until it \

@@ -349,7 +349,7 @@ fn run_plans_explains_checks_and_reports() {
             "backend   cpu (",
             "chosen by model default-cpu",
             "features: ",
-            "training samples reached this leaf",
+            " reached this leaf, mean regret ",
             "setup     ",
             "run       20 iterations: ",
             "check     y = A x: passed",
