@@ -25,5 +25,5 @@ AUGUR_TP_TRACE=1 timeout 200 "$A" overlap tp --gpus 1 --ops reduce-scatter --sam
 echo "tp rs rc=$? $((SECONDS - T0)) s"
 for f in "$OUT"/measure-1gpu-*.csv; do echo "== $f"; cut -d, -f5-14 "$f" | tail -n +2; awk -F'"' 'NR>1{print "   why: " $2}' "$f"; done
 echo "== tp"; cut -d, -f5-13 "$OUT/tp-1gpu-rs.csv"
-tail -5 "$OUT"/*.err | cut -c1-200
+tail -n 5 "$OUT"/*.err | cut -c1-200
 (cd "$OUT" && tar czf /tmp/one-gpu.tgz . && rm -rf ./* && mv /tmp/one-gpu.tgz .)
