@@ -42,7 +42,6 @@ pub fn readable(value: f64, unit: &str) -> String {
     }
 }
 
-/// Three significant digits, trailing zeros dropped.
 /// `n` and the noun, singular when `n` is 1 ("1 layer", "3 layers"): `plural` ends in "s".
 pub fn counted(n: usize, plural: &str) -> String {
     if n == 1 {
@@ -52,6 +51,7 @@ pub fn counted(n: usize, plural: &str) -> String {
     }
 }
 
+/// Three significant digits, trailing zeros dropped.
 pub(crate) fn sig(v: f64) -> String {
     if v == 0.0 || !v.is_finite() {
         return format!("{v}");
