@@ -164,7 +164,7 @@ pub(crate) fn cv_picks(
     Ok(picks)
 }
 
-/// The checks shared by the cost-sample trainers' parameters (comm, attention).
+/// The checks shared by the cost-sample trainers' parameters (comm, attention, overlap).
 pub(crate) fn check_cost_params(
     max_depth: usize,
     folds: usize,
